@@ -1,0 +1,61 @@
+# Two entry points on a fresh Debian 12 machine (root or sudo):
+#   make demo   the main job
+#   make test   lint + the whole test suite
+# Both create .venv and install what is missing; a second run reuses everything.
+
+PYTHON ?= python3
+VENV   := .venv
+VPY    := $(VENV)/bin/python
+STAMP  := $(VENV)/.casper400g-installed
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+PYTEST_ARGS ?=
+# cocotb embeds Python in the simulator and needs the shared libpython.
+export LIBPYTHON_CHECK := import glob, sys, sysconfig as s; \
+  n = s.get_config_var("INSTSONAME") or ""; d = s.get_config_var("LIBDIR") or ""; \
+  sys.exit(0 if n and glob.glob(d + "/**/" + n, recursive=True) else 1)
+
+.PHONY: demo test lint regs regs-check sysdeps venv clean
+
+demo: $(STAMP)
+	$(VENV)/bin/casper400g demo
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VPY) -m pytest -n auto --dist loadfile $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+regs: $(STAMP)
+	$(VENV)/bin/casper400g regs
+
+regs-check: $(STAMP)
+	$(VENV)/bin/casper400g regs --check
+
+sysdeps:
+	@need=""; \
+	command -v g++ >/dev/null 2>&1 || need="$$need g++"; \
+	command -v perl >/dev/null 2>&1 || need="$$need perl"; \
+	$(PYTHON) -c "import venv, ensurepip" >/dev/null 2>&1 || need="$$need python3-venv"; \
+	$(PYTHON) -c "$$LIBPYTHON_CHECK" || need="$$need libpython3-dev"; \
+	if [ -n "$$need" ]; then \
+	  echo "installing Debian packages:$$need"; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need; \
+	fi
+
+$(VPY): | sysdeps
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml CMakeLists.txt | $(VPY)
+	$(VPY) -m pip install -q "scikit-build-core>=0.10"
+	$(VPY) -m pip install -q --no-build-isolation -e ".[sim,dev]"
+	touch $(STAMP)
+
+clean:
+	rm -rf .cache build

