@@ -1,0 +1,12 @@
+"""Verification models for the 400GbE core.
+
+Each model has a pure-Python core (usable from plain pytest, no simulator) and, where it
+talks to RTL, a thin cocotb adapter. cocotb is imported only by the adapters, so the cores
+work in an environment without the simulation extras.
+
+* :mod:`.dcmac_tx` - DCMAC 400G TX client interface: protocol checker, line-rate pacer,
+  reference segment packer, cocotb monitor.
+* :mod:`.user_tx` - the core's user TX port: word packing helpers and a cocotb driver.
+* :mod:`.frames` - golden UDP/IPv4 frames (scapy), next-hop MAC selection, the example
+  stream's payload and throughput formulas.
+"""

@@ -1,0 +1,787 @@
+"""Model of the DCMAC TX client interface (400G, port 0, 8 x 128-bit segments).
+
+Pure-Python parts:
+
+* :class:`DcmacTxChecker` checks every cycle of the segmented AXI4-Stream bus against the
+  PG369 rules collected in CORE_SPEC section 2, reassembles the frames and appends the FCS
+  the MAC would insert.
+* :class:`LinePacer` decides ``tready``/``taf`` so that the long-run frame rate equals the
+  400GbE line (or stalls at random, or never stalls).
+* :class:`SegmentPacker` is a minimal compliant client: it packs whole frames into
+  segments. Tests use it to produce legal traffic, and it documents what the RTL packer
+  has to do.
+
+cocotb part: :class:`DcmacTxMonitor` drives ``tready``/``taf`` on the DUT and feeds the
+checker from the bus every rising edge.
+
+Bus conventions (PG369): the first byte of a segment is bits 7:0; ``mty`` counts the unused
+bytes at the top end of the EOP segment. Runt padding by the DCMAC is not confirmed from
+public sources, so the model appends the FCS to the frame exactly as received; the core is
+required to pad to 60 bytes itself.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cocotb.handle import SimHandleBase
+    from cocotb.queue import Queue
+
+SEGMENTS = 8
+SEG_BYTES = 16
+BUS_BYTES = SEGMENTS * SEG_BYTES
+FCS_BYTES = 4
+# Preamble + SFD (8) + minimum inter-frame gap (12): wire time a frame costs beyond its FCS.
+PREAMBLE_IFG_BYTES = 20
+WIRE_OVERHEAD_BYTES = FCS_BYTES + PREAMBLE_IFG_BYTES
+MIN_FRAME_BYTES = 60  # before FCS; shorter frames still occupy 64 B + 20 B on the wire
+DEFAULT_MAC_CLK_HZ = 391.03e6
+LINE_BPS = 400e9
+
+RULES: dict[str, str] = {
+    "seg_order": "segments are filled in order with no gaps (a frame's segments are contiguous)",
+    "seg0_active": "a cycle that carries data has segment 0 active",
+    "new_sop_seg0": "a new SOP after idle is on segment 0",
+    "sop_after_eop": "an SOP on segment k>0 directly follows an EOP on segment k-1 "
+    "of the same cycle",
+    "idle_after_eop": "once a segment after an EOP is inactive, the rest of the cycle is inactive",
+    "one_sop_per_half": "at most one SOP in segments 0-3 and one in segments 4-7",
+    "sop_in_frame": "no SOP inside a frame",
+    "eop_outside_frame": "no EOP outside a frame",
+    "data_outside_frame": "an active segment outside a frame must carry SOP",
+    "mty_not_eop": "mty is non-zero only on EOP segments",
+    "tvalid_gap": "tvalid stays high from a frame's start to its end unless taf was asserted "
+    "in the previous cycle",
+    "hold": "while tready is low the presented bus is held unchanged",
+    "taf_lead": "taf rises at least one cycle before tready falls",
+    "x_value": "a sampled control signal or active data segment is X/Z",
+}
+
+
+class DcmacProtocolError(Exception):
+    """A PG369 rule was broken; carries the cycle, segment (-1: whole port) and rule id."""
+
+    def __init__(self, rule: str, cycle: int, segment: int, detail: str = "") -> None:
+        self.rule = rule
+        self.cycle = cycle
+        self.segment = segment
+        self.detail = detail
+        where = f"segment {segment}" if segment >= 0 else "port"
+        text = f"cycle {cycle}, {where}: rule '{rule}' broken: {RULES[rule]}"
+        if detail:
+            text += f" ({detail})"
+        super().__init__(text)
+
+
+def _crc32_table() -> tuple[int, ...]:
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0xEDB88320 if crc & 1 else 0)
+        table.append(crc)
+    return tuple(table)
+
+
+_CRC_TABLE = _crc32_table()
+
+
+def crc32_ethernet(data: bytes | bytearray | memoryview) -> int:
+    """IEEE 802.3 CRC-32 as the MAC computes it: reflected 0x04C11DB7, preset and final
+    inversion. Written out here (instead of calling zlib) so the model states the MAC's
+    algorithm; the tests check it against zlib and scapy."""
+    crc = 0xFFFFFFFF
+    table = _CRC_TABLE
+    for b in bytes(data):
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def ethernet_fcs(frame: bytes | bytearray) -> bytes:
+    """The 4 FCS bytes in wire order (the CRC's least significant byte goes first)."""
+    return crc32_ethernet(frame).to_bytes(4, "little")
+
+
+def wire_bytes(frame_len: int) -> int:
+    """Wire time of one frame given its length without FCS, in bytes (runts padded)."""
+    return max(frame_len, MIN_FRAME_BYTES) + WIRE_OVERHEAD_BYTES
+
+
+class TxFrame:
+    """One frame leaving the MAC: ``body`` as the client sent it, ``data`` with the FCS."""
+
+    __slots__ = ("_fcs", "body", "err", "first_cycle", "last_cycle")
+
+    def __init__(self, body: bytes, err: bool, first_cycle: int, last_cycle: int) -> None:
+        self.body = body
+        self.err = err
+        self.first_cycle = first_cycle
+        self.last_cycle = last_cycle
+        self._fcs: bytes | None = None
+
+    @property
+    def fcs(self) -> bytes:
+        # Computed on demand: throughput runs never look at most FCS values.
+        if self._fcs is None:
+            self._fcs = ethernet_fcs(self.body)
+        return self._fcs
+
+    @property
+    def data(self) -> bytes:
+        return self.body + self.fcs
+
+    def __len__(self) -> int:
+        return len(self.body)
+
+    def __repr__(self) -> str:
+        return (
+            f"TxFrame(len={len(self.body)}, err={self.err}, "
+            f"cycles={self.first_cycle}..{self.last_cycle})"
+        )
+
+
+class TxCycle:
+    """Bus state of one cycle; lists are indexed by segment."""
+
+    __slots__ = ("data", "ena", "eop", "err", "mty", "sop", "tvalid")
+
+    def __init__(self) -> None:
+        self.tvalid = 0
+        self.ena = [0] * SEGMENTS
+        self.sop = [0] * SEGMENTS
+        self.eop = [0] * SEGMENTS
+        self.err = [0] * SEGMENTS
+        self.mty = [0] * SEGMENTS
+        self.data = [0] * SEGMENTS
+
+    def copy(self) -> TxCycle:
+        c = TxCycle()
+        c.tvalid = self.tvalid
+        c.ena = list(self.ena)
+        c.sop = list(self.sop)
+        c.eop = list(self.eop)
+        c.err = list(self.err)
+        c.mty = list(self.mty)
+        c.data = list(self.data)
+        return c
+
+    def set_segment(
+        self,
+        seg: int,
+        chunk: bytes,
+        *,
+        sop: bool = False,
+        eop: bool = False,
+        err: bool = False,
+    ) -> None:
+        """Put up to 16 bytes on a segment; a short chunk must be the EOP segment."""
+        n = len(chunk)
+        if not 0 < n <= SEG_BYTES:
+            raise ValueError(f"segment chunk must be 1..16 bytes, got {n}")
+        if n < SEG_BYTES and not eop:
+            raise ValueError("only the EOP segment may be partial")
+        self.tvalid = 1
+        self.ena[seg] = 1
+        self.sop[seg] = int(sop)
+        self.eop[seg] = int(eop)
+        self.err[seg] = int(err)
+        self.mty[seg] = SEG_BYTES - n if eop else 0
+        self.data[seg] = int.from_bytes(chunk, "little")
+
+
+@dataclass
+class TxStats:
+    """Counters over the monitored window (see :meth:`DcmacTxChecker.reset_stats`)."""
+
+    cycles: int = 0
+    data_cycles: int = 0  # cycles in which at least one segment was consumed
+    idle_cycles: int = 0  # tready high but nothing offered
+    stall_cycles: int = 0  # tready low
+    frames: int = 0
+    bytes: int = 0  # frame bytes without FCS
+    wire_bytes: int = 0  # frame + FCS + preamble/IFG, runts padded
+    udp_payload_bytes: int = 0
+    err_frames: int = 0
+    first_sop_cycle: int = -1
+    last_eop_cycle: int = -1
+
+    def window_s(self, mac_clk_hz: float) -> float:
+        """Time from the first SOP to the last EOP of the window, both cycles included."""
+        if self.first_sop_cycle < 0 or self.last_eop_cycle < 0:
+            return 0.0
+        return (self.last_eop_cycle - self.first_sop_cycle + 1) / mac_clk_hz
+
+    def goodput_bps(self, mac_clk_hz: float) -> float:
+        """UDP payload bits per second over the window."""
+        t = self.window_s(mac_clk_hz)
+        return 8 * self.udp_payload_bytes / t if t else 0.0
+
+    def frame_rate(self, mac_clk_hz: float) -> float:
+        t = self.window_s(mac_clk_hz)
+        return self.frames / t if t else 0.0
+
+    def line_utilisation(self, mac_clk_hz: float, line_bps: float = LINE_BPS) -> float:
+        t = self.window_s(mac_clk_hz)
+        return 8 * self.wire_bytes / (t * line_bps) if t else 0.0
+
+
+def udp_payload_len(frame: bytes) -> int:
+    """UDP payload length from the headers of an untagged IPv4/UDP frame, else 0."""
+    if len(frame) < 42 or frame[12:14] != b"\x08\x00" or frame[23] != 17:
+        return 0
+    ihl = (frame[14] & 0x0F) * 4
+    off = 14 + ihl
+    if len(frame) < off + 8:
+        return 0
+    return max(int.from_bytes(frame[off + 4 : off + 6], "big") - 8, 0)
+
+
+class DcmacTxChecker:
+    """Checks the segmented TX bus cycle by cycle and reassembles frames.
+
+    Feed it with :meth:`step` once per clock cycle, including idle and stalled cycles,
+    passing the ``tready``/``taf`` that were presented to the client in that cycle. A cycle
+    is consumed when ``tvalid`` and ``tready`` are both high. The first violation raises
+    :class:`DcmacProtocolError`.
+    """
+
+    def __init__(
+        self,
+        on_frame: Callable[[TxFrame], None] | None = None,
+        keep_frames: bool = True,
+    ) -> None:
+        self.frames: list[TxFrame] = []
+        self.stats = TxStats()
+        self.cycle = 0
+        self._on_frame = on_frame
+        self._keep = keep_frames
+        self._in_frame = False
+        self._buf = bytearray()
+        self._first_cycle = 0
+        self._prev_taf = 0
+        # No fall can be seen in cycle 0: the port comes out of reset with tready low.
+        self._prev_tready = 0
+        self._held: tuple[tuple[int, ...], ...] | None = None
+
+    def reset_stats(self) -> None:
+        self.stats = TxStats()
+
+    @property
+    def in_frame(self) -> bool:
+        return self._in_frame
+
+    def step_cycle(self, cyc: TxCycle | None, tready: int, taf: int) -> int:
+        if cyc is None or not cyc.tvalid:
+            return self.step(0, _ZEROS, _ZEROS, _ZEROS, _ZEROS, _ZEROS, _ZEROS, tready, taf)
+        return self.step(
+            cyc.tvalid, cyc.ena, cyc.sop, cyc.eop, cyc.err, cyc.mty, cyc.data, tready, taf
+        )
+
+    def step(
+        self,
+        tvalid: int,
+        ena: Sequence[int],
+        sop: Sequence[int],
+        eop: Sequence[int],
+        err: Sequence[int],
+        mty: Sequence[int],
+        data: Sequence[int],
+        tready: int,
+        taf: int,
+    ) -> int:
+        """Check one cycle. Returns the wire bytes the consumed segments cost (data bytes
+        plus, per EOP, FCS + preamble + IFG and any runt padding) for the pacer."""
+        c = self.cycle
+        st = self.stats
+        st.cycles += 1
+        if self._prev_tready and not tready and not self._prev_taf:
+            raise DcmacProtocolError("taf_lead", c, -1, "tready fell with taf low last cycle")
+        if self._held is not None:
+            self._check_hold(c, tvalid, ena, sop, eop, err, mty, data)
+        active = bool(tvalid) and any(ena)
+        try:
+            if tvalid and not tready:
+                st.stall_cycles += 1
+                self._held = self._snapshot(ena, sop, eop, err, mty, data)
+                return 0
+            self._held = None
+            if not tready:
+                st.stall_cycles += 1
+            if not active:
+                if tready:
+                    st.idle_cycles += 1
+                if self._in_frame and not self._prev_taf:
+                    raise DcmacProtocolError(
+                        "tvalid_gap", c, -1, "no data inside a frame without taf the cycle before"
+                    )
+                return 0
+            st.data_cycles += 1
+            return self._consume(c, ena, sop, eop, err, mty, data)
+        finally:
+            self._prev_tready = tready
+            self._prev_taf = taf
+            self.cycle = c + 1
+
+    @staticmethod
+    def _snapshot(
+        ena: Sequence[int],
+        sop: Sequence[int],
+        eop: Sequence[int],
+        err: Sequence[int],
+        mty: Sequence[int],
+        data: Sequence[int],
+    ) -> tuple[tuple[int, ...], ...]:
+        # Only active segments matter; inactive ones may carry anything.
+        return tuple(
+            (1, sop[i], eop[i], err[i], mty[i], data[i]) if ena[i] else (0,)
+            for i in range(SEGMENTS)
+        )
+
+    def _check_hold(
+        self,
+        c: int,
+        tvalid: int,
+        ena: Sequence[int],
+        sop: Sequence[int],
+        eop: Sequence[int],
+        err: Sequence[int],
+        mty: Sequence[int],
+        data: Sequence[int],
+    ) -> None:
+        held = self._held
+        assert held is not None
+        if not tvalid:
+            raise DcmacProtocolError("hold", c, -1, "tvalid dropped before the cycle was taken")
+        now = self._snapshot(ena, sop, eop, err, mty, data)
+        for i in range(SEGMENTS):
+            if now[i] != held[i]:
+                raise DcmacProtocolError("hold", c, i, "segment changed while tready was low")
+
+    def _consume(
+        self,
+        c: int,
+        ena: Sequence[int],
+        sop: Sequence[int],
+        eop: Sequence[int],
+        err: Sequence[int],
+        mty: Sequence[int],
+        data: Sequence[int],
+    ) -> int:
+        in_frame = self._in_frame
+        buf = self._buf
+        if not ena[0]:
+            first = next(i for i in range(SEGMENTS) if ena[i])
+            if not in_frame and sop[first]:
+                raise DcmacProtocolError("new_sop_seg0", c, first, "SOP after idle not on seg 0")
+            raise DcmacProtocolError("seg0_active", c, 0, f"first active segment is {first}")
+        cost = 0
+        idle_seen = False
+        sop_lo = sop_hi = False
+        for i in range(SEGMENTS):
+            if not ena[i]:
+                if in_frame:
+                    raise DcmacProtocolError("seg_order", c, i, "inactive segment inside a frame")
+                idle_seen = True
+                continue
+            if idle_seen:
+                raise DcmacProtocolError("idle_after_eop", c, i, "active after an idle segment")
+            e = eop[i]
+            m = mty[i]
+            if m and not e:
+                raise DcmacProtocolError("mty_not_eop", c, i, f"mty={m} without EOP")
+            if sop[i]:
+                if i and not eop[i - 1]:
+                    raise DcmacProtocolError("sop_after_eop", c, i, f"segment {i - 1} has no EOP")
+                if in_frame:
+                    raise DcmacProtocolError("sop_in_frame", c, i)
+                if i < 4:
+                    if sop_lo:
+                        raise DcmacProtocolError("one_sop_per_half", c, i, "second SOP in 0-3")
+                    sop_lo = True
+                else:
+                    if sop_hi:
+                        raise DcmacProtocolError("one_sop_per_half", c, i, "second SOP in 4-7")
+                    sop_hi = True
+                in_frame = True
+                buf = bytearray()
+                self._first_cycle = c
+            elif not in_frame:
+                raise DcmacProtocolError("eop_outside_frame" if e else "data_outside_frame", c, i)
+            try:
+                chunk = data[i].to_bytes(SEG_BYTES, "little")
+            except OverflowError:
+                raise DcmacProtocolError("x_value", c, i, "data wider than 128 bits") from None
+            if e:
+                if m > 15:
+                    raise DcmacProtocolError("x_value", c, i, f"mty={m} is not 4-bit")
+                n = SEG_BYTES - m
+                buf += chunk[:n]
+                cost += n
+                cost += self._finish(bytes(buf), bool(err[i]), c)
+                in_frame = False
+            else:
+                buf += chunk
+                cost += SEG_BYTES
+        self._in_frame = in_frame
+        self._buf = buf
+        return cost
+
+    def _finish(self, body: bytes, err: bool, c: int) -> int:
+        st = self.stats
+        frame = TxFrame(body, err, self._first_cycle, c)
+        st.frames += 1
+        st.bytes += len(body)
+        w = wire_bytes(len(body))
+        st.wire_bytes += w
+        st.udp_payload_bytes += udp_payload_len(body)
+        st.err_frames += int(err)
+        if st.first_sop_cycle < 0:
+            st.first_sop_cycle = self._first_cycle
+        st.last_eop_cycle = c
+        if self._keep:
+            self.frames.append(frame)
+        if self._on_frame is not None:
+            self._on_frame(frame)
+        # The data bytes were charged segment by segment; add what the wire adds.
+        return w - len(body)
+
+
+_ZEROS: tuple[int, ...] = (0,) * SEGMENTS
+
+PACER_MODES = ("line", "random", "always")
+
+
+class LinePacer:
+    """Chooses ``tready``/``taf`` per MAC cycle.
+
+    ``line``: a token bucket in bytes. Each cycle adds ``line_bps / 8 / mac_clk_hz`` bytes
+    of credit (127.9 B at 391.03 MHz, just under the 128-B bus); each consumed cycle costs
+    the wire bytes :meth:`DcmacTxChecker.step` reports. ``tready`` is high while the credit
+    is positive, so the debt stays bounded and the long-run frame rate is the line rate.
+    ``taf`` is raised whenever the worst case consumption of the current cycle could empty
+    the bucket, which guarantees it precedes every ``tready`` fall by at least
+    ``taf_lead`` cycles.
+
+    ``random``: seeded stall runs of 1..``max_stall`` cycles with probability
+    ``stall_prob`` per cycle, ``taf`` high from ``taf_lead`` cycles before each run to its
+    end, plus spurious ``taf`` pulses (probability ``taf_prob``) that are not followed by
+    a stall, to exercise the client's ``taf`` handling. No rate limit.
+
+    ``always``: ``tready`` high, ``taf`` low.
+    """
+
+    # Worst charge of one cycle: a full bus plus three frame ends (one continuing frame and
+    # two new ones), each padded from 1 byte to the 60-byte minimum.
+    MAX_CYCLE_COST = BUS_BYTES + 3 * (WIRE_OVERHEAD_BYTES + MIN_FRAME_BYTES - 1)
+
+    def __init__(
+        self,
+        mac_clk_hz: float = DEFAULT_MAC_CLK_HZ,
+        line_bps: float = LINE_BPS,
+        mode: str = "line",
+        *,
+        seed: int = 0,
+        taf_lead: int = 1,
+        burst_bytes: float | None = None,
+        stall_prob: float = 0.05,
+        max_stall: int = 8,
+        taf_prob: float = 0.02,
+    ) -> None:
+        if mode not in PACER_MODES:
+            raise ValueError(f"mode must be one of {PACER_MODES}, got {mode!r}")
+        if taf_lead < 1:
+            raise ValueError("taf must lead tready by at least one cycle")
+        self.mode = mode
+        self.mac_clk_hz = mac_clk_hz
+        self.line_bps = line_bps
+        self.bytes_per_cycle = line_bps / 8 / mac_clk_hz
+        self.taf_lead = taf_lead
+        # The bucket's size stands for the MAC's small TX FIFO: it lets a client that was
+        # held off catch up briefly, but never hides a sustained rate above the line.
+        self.burst_bytes = (
+            burst_bytes if burst_bytes is not None else 4 * self.MAX_CYCLE_COST * taf_lead
+        )
+        self.credit = self.burst_bytes
+        self._rng = random.Random(seed)
+        self._stall_prob = stall_prob
+        self._max_stall = max_stall
+        self._taf_prob = taf_prob
+        self._stall_left = 0
+        self._spurious = 0
+        # tready of cycles t, t+1, .., t+taf_lead (random mode plans ahead to honour taf_lead)
+        self._plan: deque[int] = deque([1] * (taf_lead + 1))
+        self.tready = 1
+        self.taf = 0
+        self._decide()
+
+    def _decide(self) -> None:
+        if self.mode == "always":
+            self.tready, self.taf = 1, 0
+        elif self.mode == "line":
+            self.tready = int(self.credit > 0)
+            lead = self.taf_lead
+            worst = self.credit + lead * (self.bytes_per_cycle - self.MAX_CYCLE_COST)
+            self.taf = int(worst <= 0)
+        else:
+            self.tready = self._plan[0]
+            stall_ahead = not all(self._plan)
+            if self._spurious:
+                self._spurious -= 1
+            elif self._rng.random() < self._taf_prob:
+                self._spurious = self._rng.randint(1, 3)
+            self.taf = int(stall_ahead or self._spurious > 0)
+
+    def _plan_next(self) -> int:
+        if self._stall_left:
+            self._stall_left -= 1
+            return 0
+        if self._rng.random() < self._stall_prob:
+            self._stall_left = self._rng.randint(1, self._max_stall) - 1
+            return 0
+        return 1
+
+    def advance(self, cost: int) -> tuple[int, int]:
+        """Close the current cycle (``cost`` wire bytes were consumed in it) and return
+        ``(tready, taf)`` for the next one."""
+        if self.mode == "line":
+            self.credit = min(self.credit + self.bytes_per_cycle - cost, self.burst_bytes)
+        elif self.mode == "random":
+            self._plan.popleft()
+            self._plan.append(self._plan_next())
+        self._decide()
+        return self.tready, self.taf
+
+
+class SegmentPacker:
+    """A compliant client: packs queued whole frames onto the segments.
+
+    Frames start on segment 0 after idle and right after the previous EOP otherwise (at
+    most one SOP per half-bus); a frame's segments are contiguous. Like the simplest
+    compliant RTL it presents nothing new in the cycle after ``taf``, and holds the bus
+    while ``tready`` is low.
+    """
+
+    def __init__(self) -> None:
+        self._frames: deque[tuple[bytes, bool]] = deque()
+        self._off = 0  # bytes of the head frame already consumed
+        self._pending: TxCycle | None = None
+        self._pending_state: tuple[int, int] = (0, 0)  # frames completed, offset after
+        self.frames_done = 0
+
+    def push(self, frame: bytes, err: bool = False) -> None:
+        if not frame:
+            raise ValueError("empty frame")
+        self._frames.append((frame, err))
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._frames) or self._pending is not None
+
+    def present(self, taf_prev: int) -> TxCycle | None:
+        """Bus content for this cycle (``None`` = idle), given last cycle's ``taf``."""
+        if self._pending is not None:
+            return self._pending
+        if taf_prev or not self._frames:
+            return None
+        cyc = TxCycle()
+        done = 0
+        off = self._off
+        seg = 0
+        half_sop = [False, False]
+        while seg < SEGMENTS and done < len(self._frames):
+            frame, err = self._frames[done]
+            if off == 0:
+                if half_sop[seg >> 2]:
+                    break
+                half_sop[seg >> 2] = True
+            chunk = frame[off : off + SEG_BYTES]
+            last = off + len(chunk) >= len(frame)
+            cyc.set_segment(seg, chunk, sop=off == 0, eop=last, err=err and last)
+            seg += 1
+            if last:
+                done += 1
+                off = 0
+            else:
+                off += len(chunk)
+        self._pending = cyc
+        self._pending_state = (done, off)
+        return cyc
+
+    def taken(self, tready: int) -> None:
+        """Report whether the presented cycle was consumed."""
+        if self._pending is None or not tready:
+            return
+        done, off = self._pending_state
+        for _ in range(done):
+            self._frames.popleft()
+        self.frames_done += done
+        self._off = off
+        self._pending = None
+
+
+class DcmacTxMonitor:
+    """cocotb adapter: plays the DCMAC's TX port 0 towards the DUT.
+
+    Drives ``tx_axis_tready_0``/``tx_axis_taf_0`` from a :class:`LinePacer` and samples
+    the bus at every rising edge of ``clock`` into a :class:`DcmacTxChecker`. Received
+    frames appear in :attr:`frames` and in :attr:`queue` (``await monitor.recv()``).
+    While ``reset`` (optional handle) is active the port is held not ready and nothing is
+    checked.
+    """
+
+    def __init__(
+        self,
+        dut: Any,  # a cocotb HierarchyObject: its signals are dynamic attributes
+        prefix: str = "",
+        clock: SimHandleBase | None = None,
+        *,
+        mac_clk_hz: float = DEFAULT_MAC_CLK_HZ,
+        line_bps: float = LINE_BPS,
+        mode: str = "line",
+        seed: int = 0,
+        reset: SimHandleBase | None = None,
+        reset_active_high: bool = True,
+        start: bool = True,
+        **pacer_kw: Any,
+    ) -> None:
+        self.mac_clk_hz = mac_clk_hz
+        self.line_bps = line_bps
+        self.pacer = LinePacer(mac_clk_hz, line_bps, mode, seed=seed, **pacer_kw)
+        self.frames: list[TxFrame] = []
+        self.queue: Queue[TxFrame] | None = None
+        self.checker = DcmacTxChecker(on_frame=self._got_frame, keep_frames=False)
+        self._clock = clock if clock is not None else getattr(dut, prefix + "tx_axi_clk")
+        self._reset = reset
+        self._reset_level = 1 if reset_active_high else 0
+        p = prefix
+        self._tvalid = getattr(dut, f"{p}tx_axis_tvalid_0")
+        self._tready = getattr(dut, f"{p}tx_axis_tready_0")
+        self._taf = getattr(dut, f"{p}tx_axis_taf_0")
+        self._h_data = [getattr(dut, f"{p}tx_axis_tdata{i}") for i in range(SEGMENTS)]
+        self._h_ena = [getattr(dut, f"{p}tx_axis_tuser_ena{i}") for i in range(SEGMENTS)]
+        self._h_sop = [getattr(dut, f"{p}tx_axis_tuser_sop{i}") for i in range(SEGMENTS)]
+        self._h_eop = [getattr(dut, f"{p}tx_axis_tuser_eop{i}") for i in range(SEGMENTS)]
+        self._h_err = [getattr(dut, f"{p}tx_axis_tuser_err{i}") for i in range(SEGMENTS)]
+        self._h_mty = [getattr(dut, f"{p}tx_axis_tuser_mty{i}") for i in range(SEGMENTS)]
+        # Reused every cycle instead of building new lists.
+        self._ena = [0] * SEGMENTS
+        self._sop = [0] * SEGMENTS
+        self._eop = [0] * SEGMENTS
+        self._err = [0] * SEGMENTS
+        self._mty = [0] * SEGMENTS
+        self._data = [0] * SEGMENTS
+        self._cur_tready = 0
+        self._cur_taf = 0
+        self._in_reset = False
+        self._task: Any = None
+        self._drive(0, 1, force=True)
+        if start:
+            self.start()
+
+    @property
+    def stats(self) -> TxStats:
+        return self.checker.stats
+
+    def reset_stats(self) -> None:
+        self.checker.reset_stats()
+
+    def goodput_bps(self) -> float:
+        return self.stats.goodput_bps(self.mac_clk_hz)
+
+    def start(self) -> None:
+        import cocotb
+        from cocotb.queue import Queue
+
+        if self.queue is None:
+            self.queue = Queue()
+        if self._task is None:
+            self._task = cocotb.start_soon(self._run())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    async def recv(self) -> TxFrame:
+        if self.queue is None:
+            raise RuntimeError("monitor not started")
+        return await self.queue.get()
+
+    def _got_frame(self, frame: TxFrame) -> None:
+        self.frames.append(frame)
+        if self.queue is not None:
+            self.queue.put_nowait(frame)
+
+    def _drive(self, tready: int, taf: int, force: bool = False) -> None:
+        # Writes are scheduled simulator events: skip the ones that change nothing.
+        if force or tready != self._cur_tready:
+            self._tready.value = tready
+        if force or taf != self._cur_taf:
+            self._taf.value = taf
+        self._cur_tready = tready
+        self._cur_taf = taf
+
+    async def _run(self) -> None:
+        from cocotb.triggers import RisingEdge
+
+        edge = RisingEdge(self._clock)
+        while True:
+            await edge
+            self.sample()
+
+    def sample(self) -> None:
+        """Process the cycle that ended at this rising edge and set up the next one."""
+        if self._reset is not None and int(self._reset.value) == self._reset_level:
+            if not self._in_reset:
+                self._in_reset = True
+                self._drive(0, 1)
+            return
+        if self._in_reset:
+            # First cycle out of reset (presented not ready): check from a clean state, as a
+            # freshly reset MAC port would, keeping the counters.
+            self._in_reset = False
+            self.checker = _restart_checker(self.checker, self._got_frame)
+        c = self.checker
+        try:
+            tvalid = int(self._tvalid.value)
+            if tvalid:
+                ena = self._ena
+                for i, h in enumerate(self._h_ena):
+                    e = int(h.value)
+                    ena[i] = e
+                    if e:
+                        self._sop[i] = int(self._h_sop[i].value)
+                        self._eop[i] = int(self._h_eop[i].value)
+                        self._err[i] = int(self._h_err[i].value)
+                        self._mty[i] = int(self._h_mty[i].value)
+                        self._data[i] = int(self._h_data[i].value)
+        except ValueError as exc:
+            raise DcmacProtocolError("x_value", c.cycle, -1, str(exc)) from None
+        cost = c.step(
+            tvalid,
+            self._ena,
+            self._sop,
+            self._eop,
+            self._err,
+            self._mty,
+            self._data,
+            self._cur_tready,
+            self._cur_taf,
+        )
+        tready, taf = self.pacer.advance(cost)
+        self._drive(tready, taf)
+
+
+def _restart_checker(old: DcmacTxChecker, on_frame: Callable[[TxFrame], None]) -> DcmacTxChecker:
+    new = DcmacTxChecker(on_frame=on_frame, keep_frames=False)
+    new.stats = old.stats
+    new.cycle = old.cycle
+    return new
