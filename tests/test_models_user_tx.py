@@ -201,3 +201,22 @@ def test_driver_rejects_bad_destination():
         drv.send_nowait(b"x", 1, 65536)
     with pytest.raises(ValueError):
         drv.send_nowait(b"", 1, 1)
+
+
+def test_driver_restarts_a_frame_cut_by_reset():
+    core = FakeCore()
+    rst = Sig(0)
+    drv = UserTxDriver(core, reset=rst, start=False)
+    payload = bytes(range(256)) * 2  # 4 words
+    drv.send_nowait(payload, 9, 9)
+    drv.tick()
+    core.clock(0)
+    drv.tick()
+    core.clock(1)
+    rst.value = 1
+    drv.tick()
+    assert core.tx_valid.value == 0
+    rst.value = 0
+    core._words = []  # what the reset flushed inside the core
+    run_driver(drv, core, 6)
+    assert core.frames == [(payload, 9, 9)]

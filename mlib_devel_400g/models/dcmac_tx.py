@@ -196,7 +196,10 @@ class TxCycle:
 
 @dataclass
 class TxStats:
-    """Counters over the monitored window (see :meth:`DcmacTxChecker.reset_stats`)."""
+    """Counters over the monitored window (see :meth:`DcmacTxChecker.reset_stats`).
+
+    Rates are taken over the first-SOP to last-EOP window of the frames counted here.
+    """
 
     cycles: int = 0
     data_cycles: int = 0  # cycles in which at least one segment was consumed
@@ -502,9 +505,12 @@ class LinePacer:
         self.bytes_per_cycle = line_bps / 8 / mac_clk_hz
         self.taf_lead = taf_lead
         # The bucket's size stands for the MAC's small TX FIFO: it lets a client that was
-        # held off catch up briefly, but never hides a sustained rate above the line.
+        # held off catch up briefly, but never hides a sustained rate above the line. It
+        # starts full (an idle MAC), so a window opened at the first frame sees up to
+        # burst_bytes above the line rate; reset the statistics after a warm-up for
+        # steady-state figures.
         self.burst_bytes = (
-            burst_bytes if burst_bytes is not None else 4 * self.MAX_CYCLE_COST * taf_lead
+            burst_bytes if burst_bytes is not None else 2 * self.MAX_CYCLE_COST * taf_lead
         )
         self.credit = self.burst_bytes
         self._rng = random.Random(seed)

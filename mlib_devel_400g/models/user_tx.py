@@ -213,6 +213,10 @@ class UserTxDriver:
         st = self.stats
         st.cycles += 1
         if self._reset is not None and int(self._reset.value) == self._reset_level:
+            # The core's reset flushes a partly written frame: send it again from its start.
+            if self._cur is not None:
+                self._jobs.appendleft(self._cur)
+                self._cur = None
             self._idle()
             return
         job = self._cur
