@@ -251,6 +251,12 @@ class DcmacTxChecker:
     passing the ``tready``/``taf`` that were presented to the client in that cycle. A cycle
     is consumed when ``tvalid`` and ``tready`` are both high. The first violation raises
     :class:`DcmacProtocolError`.
+
+    PG369 marks an idle cycle either with ``tvalid`` low or with ``tvalid`` high and segment
+    0 inactive; inside a frame both count as a gap, allowed only in a cycle that follows one
+    with ``taf`` high ("halt ... on the cycle after taf"; from the cycle after taf falls,
+    tvalid must be back). Segments may be inactive only after an EOP, so a cycle that ends
+    with inactive segments while a frame is open breaks ``seg_order``.
     """
 
     def __init__(
