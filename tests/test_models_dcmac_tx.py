@@ -19,6 +19,7 @@ from mlib_devel_400g.models.dcmac_tx import (
     TxCycle,
     crc32_ethernet,
     ethernet_fcs,
+    int_reader,
 )
 
 MAC_HZ = 391.03e6
@@ -502,3 +503,35 @@ def test_monitor_reports_unknown_values():
     with pytest.raises(DcmacProtocolError) as info:
         mon.sample()
     assert info.value.rule == "x_value"
+
+
+class RawSim:
+    def __init__(self, binstr: str) -> None:
+        self.binstr = binstr
+
+    def get_signal_val_binstr(self) -> str:
+        return self.binstr
+
+
+class RawHandle:
+    """Like a cocotb handle: the simulator object sits behind ``_handle``."""
+
+    def __init__(self, binstr: str) -> None:
+        self._handle = RawSim(binstr)
+
+    @property
+    def value(self) -> int:
+        raise AssertionError("the fast path must not go through .value")
+
+
+def test_int_reader_paths():
+    h = RawHandle("0101")
+    rd = int_reader(h)
+    assert rd() == 5
+    h._handle.binstr = "1" * 128
+    assert rd() == (1 << 128) - 1  # reads the current value each call
+    h._handle.binstr = "01x1"
+    with pytest.raises(ValueError):
+        rd()
+    s = Sig(7)
+    assert int_reader(s)() == 7

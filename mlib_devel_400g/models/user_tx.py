@@ -17,6 +17,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .dcmac_tx import int_reader
+
 if TYPE_CHECKING:
     from cocotb.handle import SimHandleBase
     from cocotb.triggers import Event
@@ -134,8 +136,8 @@ class UserTxDriver:
         self._ip = getattr(dut, f"{p}tx_dest_ip")
         self._port = getattr(dut, f"{p}tx_dest_port")
         self._eof = getattr(dut, f"{p}tx_end_of_frame")
-        self._afull = getattr(dut, f"{p}tx_afull")
-        self._reset = reset
+        self._rd_afull = int_reader(getattr(dut, f"{p}tx_afull"))
+        self._rd_reset = int_reader(reset) if reset is not None else None
         self._reset_level = 1 if reset_active_high else 0
         self.idle_prob = idle_prob
         self.idle_in_frame = idle_in_frame
@@ -212,7 +214,7 @@ class UserTxDriver:
         """Decide what to present in the cycle that starts at this rising edge."""
         st = self.stats
         st.cycles += 1
-        if self._reset is not None and int(self._reset.value) == self._reset_level:
+        if self._rd_reset is not None and self._rd_reset() == self._reset_level:
             # The core's reset flushes a partly written frame: send it again from its start.
             if self._cur is not None:
                 self._jobs.appendleft(self._cur)
@@ -222,7 +224,7 @@ class UserTxDriver:
         job = self._cur
         if job is None:
             # Between frames: tx_afull as sampled at this edge holds the next frame back.
-            if self._jobs and int(self._afull.value):
+            if self._jobs and self._rd_afull():
                 st.afull_cycles += 1
                 self._idle()
                 return
