@@ -283,3 +283,18 @@ def cocotb_test_names(module_path: Path) -> list[str]:
                 if ast.unparse(target) in ("cocotb.test", "test"):
                     names.append(node.name)
     return names
+
+
+def core_sources() -> list[Path]:
+    """Every synthesizable source of fhg_core, package first."""
+    hdl = paths.FHG_HDL
+    return [
+        paths.REGS_DIR / "fhg_regs_pkg.sv",
+        paths.REGS_DIR / "fhg_regs.sv",
+        *sorted(p for p in hdl.glob("fhg_*.sv")),
+    ]
+
+
+def build_core(parameters: Mapping[str, object] | None = None, verbose: bool = False) -> Dut:
+    """The whole core (fhg_core) as the system tests, the demo and the benchmark use it."""
+    return build("fhg_core", core_sources(), "fhg_core", parameters=parameters, verbose=verbose)

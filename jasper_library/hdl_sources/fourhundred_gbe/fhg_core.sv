@@ -1,0 +1,381 @@
+// fhg_core — the casper400g 400GbE UDP/IPv4 core: user ports (CORE_SPEC §1), AXI4-Lite
+// register block (fhg_regs, CORE_SPEC §4) and the DCMAC port-0 TX client interface.
+//
+// Clock domains
+//   user_clk    the design's clock (tx_*/rx_* user ports), typically 390.625 MHz
+//   axil_clk    the register block (CIPS AXI clock, 100-250 MHz), s_axil_*
+//   tx_mac_clk  the DCMAC TX AXI clock (391.03 MHz by default), tx_axis_*
+// Configuration crosses into the MAC domain as consistent snapshots (fhg_cfg_sync),
+// counters cross as exact deltas (fhg_cdc_delta) into the register block's counters.
+//
+// This revision carries the transmit path; the receive path, the ARP responder, the CPU
+// TX/RX frame paths and link bring-up attach to the same block. Until then rx_* outputs
+// are idle, the CPU buffers are plain RAM visible over AXI, and link state comes from
+// `mac_link_up`.
+module fhg_core #(
+    parameter int TX_BUFFER_FRAMES = 4,          // jumbo frames the TX buffer holds
+    parameter int MAX_PAYLOAD      = 8972,       // largest UDP payload sent (bytes)
+    parameter int AXIL_CLK_HZ      = 250000000,  // for the per-second rate registers
+    parameter bit USE_TAF          = 1'b0,
+    parameter int RX_BUFFER_KIB    = 64,
+    localparam int FRAME_WORDS = (MAX_PAYLOAD + 42 + 127) / 128 + 2,
+    localparam int BUF_WORDS   = 1 << $clog2(TX_BUFFER_FRAMES * FRAME_WORDS)
+) (
+    // ---------------------------------------------------------------- user_clk
+    input  wire                 user_clk,
+    input  wire                 rst,
+    input  wire  [1023:0]       tx_data,
+    input  wire                 tx_valid,
+    input  wire  [127:0]        tx_byte_enable,
+    input  wire  [31:0]         tx_dest_ip,
+    input  wire  [15:0]         tx_dest_port,
+    input  wire                 tx_end_of_frame,
+    output logic                tx_afull,
+    output logic                tx_overflow,
+    output logic [1023:0]       rx_data,
+    output logic                rx_valid,
+    output logic [127:0]        rx_byte_enable,
+    output logic [31:0]         rx_source_ip,
+    output logic [31:0]         rx_dest_ip,
+    output logic [15:0]         rx_source_port,
+    output logic [15:0]         rx_dest_port,
+    output logic                rx_end_of_frame,
+    output logic                rx_bad_frame,
+    input  wire                 rx_ack,
+    output logic                rx_overrun,
+    input  wire                 rx_overrun_ack,
+    output logic                led_up,
+    output logic                led_rx,
+    output logic                led_tx,
+
+    // ---------------------------------------------------------------- AXI4-Lite
+    input  wire                 axil_clk,
+    input  wire                 axil_rst_n,
+    output logic                s_axil_awready,
+    input  wire                 s_axil_awvalid,
+    input  wire  [15:0]         s_axil_awaddr,
+    input  wire  [2:0]          s_axil_awprot,
+    output logic                s_axil_wready,
+    input  wire                 s_axil_wvalid,
+    input  wire  [31:0]         s_axil_wdata,
+    input  wire  [3:0]          s_axil_wstrb,
+    input  wire                 s_axil_bready,
+    output logic                s_axil_bvalid,
+    output logic [1:0]          s_axil_bresp,
+    output logic                s_axil_arready,
+    input  wire                 s_axil_arvalid,
+    input  wire  [15:0]         s_axil_araddr,
+    input  wire  [2:0]          s_axil_arprot,
+    input  wire                 s_axil_rready,
+    output logic                s_axil_rvalid,
+    output logic [31:0]         s_axil_rdata,
+    output logic [1:0]          s_axil_rresp,
+
+    // ---------------------------------------------------------------- DCMAC TX, port 0
+    input  wire                 tx_mac_clk,
+    input  wire                 tx_mac_rst,
+    input  wire                 mac_link_up,     // any clock; synchronised here
+    output logic                tx_axis_tvalid_0,
+    input  wire                 tx_axis_tready_0,
+    input  wire                 tx_axis_taf_0,
+    output logic [127:0]        tx_axis_tdata0, tx_axis_tdata1, tx_axis_tdata2, tx_axis_tdata3,
+    output logic [127:0]        tx_axis_tdata4, tx_axis_tdata5, tx_axis_tdata6, tx_axis_tdata7,
+    output logic              tx_axis_tuser_ena0, tx_axis_tuser_ena1, tx_axis_tuser_ena2, tx_axis_tuser_ena3, tx_axis_tuser_ena4, tx_axis_tuser_ena5, tx_axis_tuser_ena6, tx_axis_tuser_ena7,
+    output logic              tx_axis_tuser_sop0, tx_axis_tuser_sop1, tx_axis_tuser_sop2, tx_axis_tuser_sop3, tx_axis_tuser_sop4, tx_axis_tuser_sop5, tx_axis_tuser_sop6, tx_axis_tuser_sop7,
+    output logic              tx_axis_tuser_eop0, tx_axis_tuser_eop1, tx_axis_tuser_eop2, tx_axis_tuser_eop3, tx_axis_tuser_eop4, tx_axis_tuser_eop5, tx_axis_tuser_eop6, tx_axis_tuser_eop7,
+    output logic              tx_axis_tuser_err0, tx_axis_tuser_err1, tx_axis_tuser_err2, tx_axis_tuser_err3, tx_axis_tuser_err4, tx_axis_tuser_err5, tx_axis_tuser_err6, tx_axis_tuser_err7,
+    output logic [3:0]        tx_axis_tuser_mty0, tx_axis_tuser_mty1, tx_axis_tuser_mty2, tx_axis_tuser_mty3, tx_axis_tuser_mty4, tx_axis_tuser_mty5, tx_axis_tuser_mty6, tx_axis_tuser_mty7
+);
+    localparam int AW    = $clog2(BUF_WORDS);
+    localparam int LEN_W = 14;
+
+    // ================================================================ register block
+    fhg_regs_pkg::fhg_regs__in_t  hwif_in;
+    fhg_regs_pkg::fhg_regs__out_t hwif_out;
+    logic axil_rst;
+    assign axil_rst = !axil_rst_n;
+
+    fhg_regs u_regs (
+        .clk(axil_clk), .rst_n(axil_rst_n),
+        .s_axil_awready(s_axil_awready), .s_axil_awvalid(s_axil_awvalid),
+        .s_axil_awaddr(s_axil_awaddr), .s_axil_awprot(s_axil_awprot),
+        .s_axil_wready(s_axil_wready), .s_axil_wvalid(s_axil_wvalid),
+        .s_axil_wdata(s_axil_wdata), .s_axil_wstrb(s_axil_wstrb),
+        .s_axil_bready(s_axil_bready), .s_axil_bvalid(s_axil_bvalid),
+        .s_axil_bresp(s_axil_bresp), .s_axil_arready(s_axil_arready),
+        .s_axil_arvalid(s_axil_arvalid), .s_axil_araddr(s_axil_araddr),
+        .s_axil_arprot(s_axil_arprot), .s_axil_rready(s_axil_rready),
+        .s_axil_rvalid(s_axil_rvalid), .s_axil_rdata(s_axil_rdata),
+        .s_axil_rresp(s_axil_rresp),
+        .hwif_in(hwif_in), .hwif_out(hwif_out)
+    );
+
+    // ================================================================ configuration
+    localparam int CFG_W = 48 + 32 + 32 + 32 + 16 + 8 + 1;
+    logic [CFG_W-1:0] cfg_axil, cfg_mac_dom;
+    logic [47:0] c_mac;
+    logic [31:0] c_ip, c_mask, c_gw;
+    logic [15:0] c_port;
+    logic [7:0]  c_ttl;
+    logic        c_csum;
+    assign cfg_axil = {hwif_out.mac_hi.mac.value, hwif_out.mac_lo.mac.value,
+                       hwif_out.ip.ip.value, hwif_out.netmask.mask.value,
+                       hwif_out.gateway.ip.value, hwif_out.port.port.value,
+                       hwif_out.ttl.ttl.value, hwif_out.ctrl.udp_checksum_en.value};
+    fhg_cfg_sync #(.WIDTH(CFG_W)) u_cfg_mac (
+        .src_clk(axil_clk), .src_rst(axil_rst), .src_data(cfg_axil),
+        .dst_clk(tx_mac_clk), .dst_rst(tx_mac_rst), .dst_data(cfg_mac_dom),
+        .dst_update(), .dst_valid()
+    );
+    assign {c_mac, c_ip, c_mask, c_gw, c_port, c_ttl, c_csum} = cfg_mac_dom;
+
+    logic fabric_en_u, soft_rst_u;
+    fhg_sync_bits #(.WIDTH(1)) u_en_sync (
+        .clk(user_clk), .rst(1'b0), .d(hwif_out.ctrl.fabric_en.value), .q(fabric_en_u)
+    );
+    fhg_pulse_sync u_srst_sync (
+        .clk_a(axil_clk), .rst_a(axil_rst), .pulse_a(hwif_out.ctrl.soft_rst.value),
+        .busy_a(),
+        .clk_b(user_clk), .rst_b(1'b0), .pulse_b(soft_rst_u)
+    );
+
+    // ================================================================ ARP table
+    // Two 32-bit RAMs (entry word 0 and word 1): AXI side on port A, datapath on port B.
+    logic [7:0]  arp_rd_addr;
+    logic [31:0] arp_w0_b, arp_w1_b, arp_w0_a, arp_w1_a;
+    logic        arp_req, arp_wr, arp_sel;
+    logic        arp_ack_rd, arp_ack_wr, arp_sel_q;
+    assign arp_req = hwif_out.arp_table.req;
+    assign arp_wr  = hwif_out.arp_table.req_is_wr;
+    assign arp_sel = hwif_out.arp_table.addr[2];
+    fhg_ram_tdp #(.WIDTH(32), .DEPTH(256)) u_arp_w0 (
+        .a_clk(axil_clk), .a_en(arp_req && !arp_sel), .a_we(arp_wr),
+        .a_addr(hwif_out.arp_table.addr[10:3]), .a_wdata(hwif_out.arp_table.wr_data),
+        .a_rdata(arp_w0_a),
+        .b_clk(tx_mac_clk), .b_en(1'b1), .b_we(1'b0), .b_addr(arp_rd_addr),
+        .b_wdata(32'd0), .b_rdata(arp_w0_b)
+    );
+    fhg_ram_tdp #(.WIDTH(32), .DEPTH(256)) u_arp_w1 (
+        .a_clk(axil_clk), .a_en(arp_req && arp_sel), .a_we(arp_wr),
+        .a_addr(hwif_out.arp_table.addr[10:3]), .a_wdata(hwif_out.arp_table.wr_data),
+        .a_rdata(arp_w1_a),
+        .b_clk(tx_mac_clk), .b_en(1'b1), .b_we(1'b0), .b_addr(arp_rd_addr),
+        .b_wdata(32'd0), .b_rdata(arp_w1_b)
+    );
+
+    // CPU buffers: software-visible RAM (the CPU frame paths attach to port B).
+    logic [31:0] cpu_tx_a, cpu_rx_a;
+    logic        cpu_tx_ack_rd, cpu_tx_ack_wr, cpu_rx_ack_rd, cpu_rx_ack_wr;
+    fhg_ram_tdp #(.WIDTH(32), .DEPTH(4096)) u_cpu_tx (
+        .a_clk(axil_clk), .a_en(hwif_out.cpu_tx_buf.req), .a_we(hwif_out.cpu_tx_buf.req_is_wr),
+        .a_addr(hwif_out.cpu_tx_buf.addr[13:2]), .a_wdata(hwif_out.cpu_tx_buf.wr_data),
+        .a_rdata(cpu_tx_a),
+        .b_clk(tx_mac_clk), .b_en(1'b0), .b_we(1'b0), .b_addr(12'd0), .b_wdata(32'd0),
+        .b_rdata()
+    );
+    fhg_ram_tdp #(.WIDTH(32), .DEPTH(4096)) u_cpu_rx (
+        .a_clk(axil_clk), .a_en(hwif_out.cpu_rx_buf.req), .a_we(1'b0),
+        .a_addr(hwif_out.cpu_rx_buf.addr[13:2]), .a_wdata(32'd0), .a_rdata(cpu_rx_a),
+        .b_clk(tx_mac_clk), .b_en(1'b0), .b_we(1'b0), .b_addr(12'd0), .b_wdata(32'd0),
+        .b_rdata()
+    );
+
+    // External regions answer one cycle after the request (RAM read latency 1).
+    always_ff @(posedge axil_clk) begin
+        arp_ack_rd    <= arp_req && !arp_wr;
+        arp_ack_wr    <= arp_req && arp_wr;
+        arp_sel_q     <= arp_sel;
+        cpu_tx_ack_rd <= hwif_out.cpu_tx_buf.req && !hwif_out.cpu_tx_buf.req_is_wr;
+        cpu_tx_ack_wr <= hwif_out.cpu_tx_buf.req && hwif_out.cpu_tx_buf.req_is_wr;
+        cpu_rx_ack_rd <= hwif_out.cpu_rx_buf.req && !hwif_out.cpu_rx_buf.req_is_wr;
+        cpu_rx_ack_wr <= hwif_out.cpu_rx_buf.req && hwif_out.cpu_rx_buf.req_is_wr;
+        if (axil_rst) begin
+            arp_ack_rd <= 1'b0; arp_ack_wr <= 1'b0;
+            cpu_tx_ack_rd <= 1'b0; cpu_tx_ack_wr <= 1'b0;
+            cpu_rx_ack_rd <= 1'b0; cpu_rx_ack_wr <= 1'b0;
+        end
+    end
+
+    // ================================================================ transmit path
+    logic          st_word, st_frame_drop, st_afull_rise, st_arp_miss, st_underrun;
+    logic [7:0]    st_words_lost;
+    logic [1:0]    st_frames;
+    logic [LEN_W+1:0] st_bytes, st_payload;
+    logic [15:0]   next_ip_id;
+    logic [1023:0] seg_data;
+    logic [7:0]    seg_ena, seg_sop, seg_eop, seg_err;
+    logic [31:0]   seg_mty;
+
+    fhg_tx_path #(
+        .BUF_WORDS(BUF_WORDS), .MAX_PAYLOAD(MAX_PAYLOAD), .USE_TAF(USE_TAF)
+    ) u_tx (
+        .user_clk(user_clk), .user_rst(rst), .soft_rst_user(soft_rst_u),
+        .accept(fabric_en_u),
+        .tx_data(tx_data), .tx_valid(tx_valid), .tx_byte_enable(tx_byte_enable),
+        .tx_dest_ip(tx_dest_ip), .tx_dest_port(tx_dest_port),
+        .tx_end_of_frame(tx_end_of_frame),
+        .tx_afull(tx_afull), .tx_overflow(tx_overflow),
+        .stat_word(st_word), .stat_frame_drop(st_frame_drop),
+        .stat_words_lost(st_words_lost), .stat_afull_rise(st_afull_rise),
+        .mac_clk(tx_mac_clk), .mac_rst(tx_mac_rst),
+        .cfg_mac(c_mac), .cfg_ip(c_ip), .cfg_netmask(c_mask), .cfg_gateway(c_gw),
+        .cfg_port(c_port), .cfg_ttl(c_ttl), .cfg_udp_csum(c_csum),
+        .arp_addr(arp_rd_addr), .arp_entry({arp_w1_b, arp_w0_b}),
+        .next_ip_id(next_ip_id),
+        .tx_tvalid(tx_axis_tvalid_0), .tx_tready(tx_axis_tready_0), .tx_taf(tx_axis_taf_0),
+        .tx_tdata(seg_data), .tx_ena(seg_ena), .tx_sop(seg_sop),
+        .tx_eop(seg_eop), .tx_err(seg_err), .tx_mty(seg_mty),
+        .stat_frames(st_frames), .stat_bytes(st_bytes), .stat_payload(st_payload),
+        .stat_arp_miss(st_arp_miss), .stat_underrun(st_underrun)
+    );
+    assign {tx_axis_tdata7, tx_axis_tdata6, tx_axis_tdata5, tx_axis_tdata4,
+            tx_axis_tdata3, tx_axis_tdata2, tx_axis_tdata1, tx_axis_tdata0} = seg_data;
+    assign {tx_axis_tuser_ena7, tx_axis_tuser_ena6, tx_axis_tuser_ena5, tx_axis_tuser_ena4, tx_axis_tuser_ena3, tx_axis_tuser_ena2, tx_axis_tuser_ena1, tx_axis_tuser_ena0} = seg_ena;
+    assign {tx_axis_tuser_sop7, tx_axis_tuser_sop6, tx_axis_tuser_sop5, tx_axis_tuser_sop4, tx_axis_tuser_sop3, tx_axis_tuser_sop2, tx_axis_tuser_sop1, tx_axis_tuser_sop0} = seg_sop;
+    assign {tx_axis_tuser_eop7, tx_axis_tuser_eop6, tx_axis_tuser_eop5, tx_axis_tuser_eop4, tx_axis_tuser_eop3, tx_axis_tuser_eop2, tx_axis_tuser_eop1, tx_axis_tuser_eop0} = seg_eop;
+    assign {tx_axis_tuser_err7, tx_axis_tuser_err6, tx_axis_tuser_err5, tx_axis_tuser_err4, tx_axis_tuser_err3, tx_axis_tuser_err2, tx_axis_tuser_err1, tx_axis_tuser_err0} = seg_err;
+    assign {tx_axis_tuser_mty7, tx_axis_tuser_mty6, tx_axis_tuser_mty5, tx_axis_tuser_mty4, tx_axis_tuser_mty3, tx_axis_tuser_mty2, tx_axis_tuser_mty1, tx_axis_tuser_mty0} = seg_mty;
+
+
+    // ================================================================ counters
+    // user_clk events
+    logic        d_word_v, d_lost_v, d_drop_v, d_afull_v;
+    logic [15:0] d_word, d_lost, d_drop, d_afull;
+    fhg_cdc_delta #(.INCR_W(1)) u_c_word (
+        .src_clk(user_clk), .src_rst(1'b0), .src_incr(st_word),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_word_v), .dst_delta(d_word));
+    fhg_cdc_delta #(.INCR_W(8)) u_c_lost (
+        .src_clk(user_clk), .src_rst(1'b0), .src_incr(st_words_lost),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_lost_v), .dst_delta(d_lost));
+    fhg_cdc_delta #(.INCR_W(1)) u_c_drop (
+        .src_clk(user_clk), .src_rst(1'b0), .src_incr(st_frame_drop),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_drop_v), .dst_delta(d_drop));
+    fhg_cdc_delta #(.INCR_W(1)) u_c_afull (
+        .src_clk(user_clk), .src_rst(1'b0), .src_incr(st_afull_rise),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_afull_v), .dst_delta(d_afull));
+    // tx_mac_clk events
+    logic        d_frames_v, d_bytes_v, d_payload_v, d_miss_v;
+    logic [15:0] d_frames, d_bytes, d_payload, d_miss;
+    fhg_cdc_delta #(.INCR_W(2)) u_c_frames (
+        .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(st_frames),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_frames_v), .dst_delta(d_frames));
+    fhg_cdc_delta #(.INCR_W(LEN_W+1), .DELTA_W(16)) u_c_bytes (
+        .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(st_bytes[LEN_W:0]),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_bytes_v), .dst_delta(d_bytes));
+    fhg_cdc_delta #(.INCR_W(LEN_W+1), .DELTA_W(16)) u_c_payload (
+        .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(st_payload[LEN_W:0]),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_payload_v),
+        .dst_delta(d_payload));
+    fhg_cdc_delta #(.INCR_W(1)) u_c_miss (
+        .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(st_arp_miss),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_miss_v), .dst_delta(d_miss));
+
+    // Per-second rates: counts of the last complete one-second window.
+    logic [31:0] sec_cnt, pkt_acc, valid_acc, pkt_rate, valid_rate;
+    always_ff @(posedge axil_clk) begin
+        if (sec_cnt == 32'(AXIL_CLK_HZ - 1)) begin
+            sec_cnt    <= '0;
+            pkt_rate   <= pkt_acc + (d_frames_v ? 32'(d_frames) : 32'd0);
+            valid_rate <= valid_acc + (d_word_v ? 32'(d_word) : 32'd0);
+            pkt_acc    <= '0;
+            valid_acc  <= '0;
+        end else begin
+            sec_cnt   <= sec_cnt + 32'd1;
+            pkt_acc   <= pkt_acc + (d_frames_v ? 32'(d_frames) : 32'd0);
+            valid_acc <= valid_acc + (d_word_v ? 32'(d_word) : 32'd0);
+        end
+        if (axil_rst) begin
+            sec_cnt <= '0; pkt_acc <= '0; valid_acc <= '0; pkt_rate <= '0; valid_rate <= '0;
+        end
+    end
+
+    // Status bits into the register domain.
+    logic afull_a, ovf_a, link_a;
+    fhg_sync_bits #(.WIDTH(3)) u_status_sync (
+        .clk(axil_clk), .rst(axil_rst), .d({tx_afull, tx_overflow, mac_link_up}),
+        .q({afull_a, ovf_a, link_a})
+    );
+    logic [15:0] ip_id_a;
+    fhg_cfg_sync #(.WIDTH(16)) u_ipid_sync (
+        .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_data(next_ip_id),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_data(ip_id_a),
+        .dst_update(), .dst_valid()
+    );
+
+    always_comb begin
+        hwif_in = '{default: '0};
+        hwif_in.buffer_sizes.tx_kib.next = 16'(BUF_WORDS / 8);   // 128-byte words
+        hwif_in.buffer_sizes.rx_kib.next = 16'(RX_BUFFER_KIB);
+        hwif_in.status.link_up.next      = link_a;
+        hwif_in.status.rx_aligned.next   = link_a;
+        hwif_in.status.tx_afull.next     = afull_a;
+        hwif_in.status.tx_overflow.next  = ovf_a;
+        hwif_in.status.rx_empty.next     = 1'b1;
+        hwif_in.link_status.link_up.next = link_a;
+        hwif_in.ip_id.next_id.next       = ip_id_a;
+        hwif_in.tx_packet_rate.value.next = pkt_rate;
+        hwif_in.tx_valid_rate.value.next  = valid_rate;
+
+        hwif_in.tx_packet_counter.count.incr      = d_frames_v;
+        hwif_in.tx_packet_counter.count.incrvalue = d_frames;
+        hwif_in.tx_frames.count.incr              = d_frames_v;
+        hwif_in.tx_frames.count.incrvalue         = d_frames;
+        hwif_in.tx_udp_packets.count.incr         = d_frames_v;
+        hwif_in.tx_udp_packets.count.incrvalue    = d_frames;
+        hwif_in.tx_bytes.count.incr               = d_bytes_v;
+        hwif_in.tx_bytes.count.incrvalue          = d_bytes;
+        hwif_in.tx_udp_bytes.count.incr           = d_payload_v;
+        hwif_in.tx_udp_bytes.count.incrvalue      = d_payload;
+        hwif_in.tx_arp_miss.count.incr            = d_miss_v;
+        hwif_in.tx_arp_miss.count.incrvalue       = d_miss;
+        hwif_in.tx_valid_counter.count.incr       = d_word_v;
+        hwif_in.tx_valid_counter.count.incrvalue  = d_word;
+        hwif_in.tx_overflow_counter.count.incr    = d_lost_v;
+        hwif_in.tx_overflow_counter.count.incrvalue = d_lost;
+        hwif_in.tx_overflow.count.incr            = d_drop_v;
+        hwif_in.tx_overflow.count.incrvalue       = d_drop;
+        hwif_in.tx_afull_counter.count.incr       = d_afull_v;
+        hwif_in.tx_afull_counter.count.incrvalue  = d_afull;
+
+        hwif_in.arp_table.rd_ack  = arp_ack_rd;
+        hwif_in.arp_table.rd_data = arp_sel_q ? arp_w1_a : arp_w0_a;
+        hwif_in.arp_table.wr_ack  = arp_ack_wr;
+        hwif_in.cpu_tx_buf.rd_ack  = cpu_tx_ack_rd;
+        hwif_in.cpu_tx_buf.rd_data = cpu_tx_a;
+        hwif_in.cpu_tx_buf.wr_ack  = cpu_tx_ack_wr;
+        hwif_in.cpu_rx_buf.rd_ack  = cpu_rx_ack_rd;
+        hwif_in.cpu_rx_buf.rd_data = cpu_rx_a;
+        hwif_in.cpu_rx_buf.wr_ack  = cpu_rx_ack_wr;
+    end
+
+    // ================================================================ user-side RX (idle)
+    assign rx_data = '0;
+    assign rx_valid = 1'b0;
+    assign rx_byte_enable = '0;
+    assign rx_source_ip = '0;
+    assign rx_dest_ip = '0;
+    assign rx_source_port = '0;
+    assign rx_dest_port = '0;
+    assign rx_end_of_frame = 1'b0;
+    assign rx_bad_frame = 1'b0;
+    assign rx_overrun = 1'b0;
+
+    // LEDs: link state and stretched TX activity (~2^22 user cycles ≈ 10 ms).
+    logic link_u;
+    fhg_sync_bits #(.WIDTH(1)) u_led_sync (
+        .clk(user_clk), .rst(1'b0), .d(mac_link_up), .q(link_u));
+    logic [21:0] tx_led_cnt;
+    always_ff @(posedge user_clk) begin
+        if (st_word) tx_led_cnt <= '1;
+        else if (tx_led_cnt != 0) tx_led_cnt <= tx_led_cnt - 22'd1;
+    end
+    assign led_up = link_u;
+    assign led_tx = tx_led_cnt != 0;
+    assign led_rx = 1'b0;
+
+    logic unused_ok;
+    assign unused_ok = &{1'b0, rx_ack, rx_overrun_ack, st_underrun, AW[0], st_bytes[LEN_W+1],
+                         st_payload[LEN_W+1],
+                         hwif_out.arp_table.wr_biten, hwif_out.cpu_tx_buf.wr_biten,
+                         hwif_out.cpu_rx_buf.wr_biten, hwif_out.cpu_rx_buf.wr_data};
+endmodule

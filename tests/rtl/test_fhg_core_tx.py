@@ -1,0 +1,23 @@
+"""fhg_core transmit path under Verilator: one simulation, one pytest result per cocotb test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mlib_devel_400g import sim
+
+COCOTB_MODULE = Path(__file__).with_name("cocotb_fhg_core_tx.py")
+NAMES = sim.cocotb_test_names(COCOTB_MODULE)
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict[str, sim.TestOutcome]:
+    return sim.run(sim.build_core(), COCOTB_MODULE.stem, COCOTB_MODULE.parent)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_core_tx(outcomes: dict[str, sim.TestOutcome], name: str) -> None:
+    assert name in outcomes, f"cocotb test {name} did not run"
+    assert outcomes[name].passed, outcomes[name].message
