@@ -100,7 +100,7 @@ def _u(sig) -> int:  # noqa: ANN001
 async def sync_bits_latency_is_stages(dut) -> None:  # noqa: ANN001
     """sb_q after a clk_b edge equals sb_d as sampled STAGES-1 clk_b edges earlier."""
     rng = random.Random(11)
-    half_a, half_b = USER_PS // 2, MAC_PS // 2
+    half_b = MAC_PS // 2
     await _setup(dut, USER_PS, MAC_PS, rng)
     changes: list[tuple[int, int]] = [(0, 0)]  # (time the value settles, value)
     done = False
@@ -134,7 +134,7 @@ async def sync_bits_latency_is_stages(dut) -> None:  # noqa: ANN001
         assert got == want, f"sb_q={got:#x}, want {want:#x} (sb_d at edge t={sample_edge} ps)"
         checked += 1
     done = True
-    assert half_a != half_b and checked > 500 and len(changes) > 100
+    assert checked > 500 and len(changes) > 100
 
 
 # --------------------------------------------------------------------------- fhg_async_fifo
@@ -244,17 +244,17 @@ async def _fifo_run(dut, period_a: int, period_b: int, seed: int, n_words: int) 
 
 @cocotb.test()
 async def fifo_fast_writer_slow_reader(dut) -> None:  # noqa: ANN001
-    await _fifo_run(dut, MAC_PS, AXI100_PS, seed=21, n_words=600)
+    await _fifo_run(dut, MAC_PS, AXI100_PS, seed=21, n_words=1200)
 
 
 @cocotb.test()
 async def fifo_slow_writer_fast_reader(dut) -> None:  # noqa: ANN001
-    await _fifo_run(dut, AXI250_PS, USER_PS, seed=22, n_words=900)
+    await _fifo_run(dut, AXI250_PS, USER_PS, seed=22, n_words=1500)
 
 
 @cocotb.test()
 async def fifo_near_equal_clocks(dut) -> None:  # noqa: ANN001
-    await _fifo_run(dut, USER_PS, MAC_PS, seed=23, n_words=1200)
+    await _fifo_run(dut, USER_PS, MAC_PS, seed=23, n_words=2000)
 
 
 # --------------------------------------------------------------------------- fhg_pulse_sync
