@@ -35,6 +35,20 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return demo.run(verbose=args.verbose)
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from . import bench_tx
+
+    sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else None
+    return bench_tx.run(
+        sizes=sizes,
+        frames=args.frames,
+        verbose=args.verbose,
+        out_json=Path(args.json) if args.json else None,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="casper400g", description="casper400g: the CASPER 400GbE block library toolflow."
@@ -55,6 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("-v", "--verbose", action="store_true", help="show simulator output")
     demo.set_defaults(func=_cmd_demo)
+
+    bench = sub.add_parser("bench", help="benchmarks (tx: the core's TX goodput vs theory)")
+    bench.add_argument("what", choices=["tx"], help="which benchmark")
+    bench.add_argument("--frames", type=int, default=200, help="frames per payload size")
+    bench.add_argument("--sizes", help="comma-separated payload sizes (0 = random mix)")
+    bench.add_argument("--json", help="also write the results to this JSON file")
+    bench.add_argument("-v", "--verbose", action="store_true", help="show simulator output")
+    bench.set_defaults(func=_cmd_bench)
     return parser
 
 

@@ -49,7 +49,7 @@ module fhg_tx_header #(
     input  wire  [63:0]         arp_entry,     // bits 31:17 are reserved
     /* verilator lint_on UNUSEDSIGNAL */
 
-    input  wire  [3:0]          out_room,      // free slots downstream (saturating)
+    input  wire  [4:0]          out_room,      // free slots downstream
     output logic                out_valid,
     output logic [OUT_W-1:0]    out_data,      // {start_seg, nseg, mty, len, drop, hdr}
 
@@ -67,7 +67,7 @@ module fhg_tx_header #(
     logic [2:0] inflight;
     logic v1, v2, v3;
     assign inflight = 3'(v1) + 3'(v2) + 3'(v3) + 3'(out_valid);
-    assign in_ready = !rst && (out_room > 4'(inflight));
+    assign in_ready = !rst && (out_room > 5'(inflight));
 
     logic is_mc, is_bc, on_net;
     always_comb begin

@@ -28,14 +28,15 @@ module fhg_tx_packer #(
     localparam int LEN_W   = 14,
     localparam int NSEG_W  = 10,
     localparam int HQ_W    = SP + NSEG_W + 4 + LEN_W + 1 + 336,
-    localparam int HQ_DEPTH = 8
+    localparam int HQ_DEPTH = 16,
+    localparam int HQ_AW    = $clog2(HQ_DEPTH)
 ) (
     input  wire                 clk,
     input  wire                 rst,
 
     input  wire                 hq_valid,
     input  wire  [HQ_W-1:0]     hq_data,
-    output logic [3:0]          hq_room,
+    output logic [HQ_AW:0]      hq_room,
 
     output logic                rd0_en,
     output logic [AW-2:0]       rd0_addr,
@@ -84,8 +85,8 @@ module fhg_tx_packer #(
     } hq_t;
 
     hq_t hq_mem [HQ_DEPTH];
-    logic [2:0] hq_head, hq_tail;
-    logic [3:0] hq_count;
+    logic [HQ_AW-1:0] hq_head, hq_tail;
+    logic [HQ_AW:0]   hq_count;
     logic [1:0] hq_pop;              // entries retired this cycle
     hq_t f0, f1;
     /* verilator lint_off UNUSEDSIGNAL */
@@ -95,13 +96,13 @@ module fhg_tx_packer #(
 
     always_comb begin
         f0 = hq_mem[hq_head];
-        f1 = hq_mem[hq_head + 3'd1];
-        f2 = hq_mem[hq_head + 3'd2];
-        f0_v = hq_count >= 4'd1;
-        f1_v = hq_count >= 4'd2;
-        f2_v = hq_count >= 4'd3;
+        f1 = hq_mem[hq_head + HQ_AW'(1)];
+        f2 = hq_mem[hq_head + HQ_AW'(2)];
+        f0_v = hq_count >= (HQ_AW+1)'(1);
+        f1_v = hq_count >= (HQ_AW+1)'(2);
+        f2_v = hq_count >= (HQ_AW+1)'(3);
     end
-    assign hq_room = 4'(HQ_DEPTH) - hq_count;
+    assign hq_room = (HQ_AW+1)'(HQ_DEPTH) - hq_count;
 
     logic [SP-1:0] hq_last_end;      // end segment of the newest queued frame
     hq_t hq_in;
@@ -109,11 +110,11 @@ module fhg_tx_packer #(
     always_ff @(posedge clk) begin
         if (hq_valid) begin
             hq_mem[hq_tail] <= hq_in;
-            hq_tail <= hq_tail + 3'd1;
+            hq_tail <= hq_tail + HQ_AW'(1);
             hq_last_end <= hq_in.start + SP'(hq_in.nseg);
         end
-        hq_head  <= hq_head + 3'(hq_pop);
-        hq_count <= hq_count + 4'(hq_valid) - 4'(hq_pop);
+        hq_head  <= hq_head + HQ_AW'(hq_pop);
+        hq_count <= hq_count + (HQ_AW+1)'(hq_valid) - (HQ_AW+1)'(hq_pop);
         if (rst) begin
             hq_head  <= '0;
             hq_tail  <= '0;

@@ -226,7 +226,7 @@ module fhg_tx_path #(
     logic          h_in_ready;
     logic          hq_valid;
     logic [HQ_W-1:0] hq_data;
-    logic [3:0]    hq_room;
+    logic [4:0]    hq_room;
     logic          packer_between_frames;
 
     assign desc_pop = desc_rd_valid && (h_in_ready || mst == M_FLUSH);

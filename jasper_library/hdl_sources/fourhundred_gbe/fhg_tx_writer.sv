@@ -182,6 +182,10 @@ module fhg_tx_writer #(
         end_seg_rel = 5'((e_pad + 9'd15) >> 4);
     end
 
+    // The reader is close enough to the write position to be waiting for the last word.
+    logic reader_near;
+    assign reader_near = (pw_idx - rd_word) <= WP'(MAX_WORDS + 2);
+
     // Space: the highest word this cycle may write is w_lo+1.
     logic [WP-1:0] used_words;
     logic          no_space, too_long, desc_near_full;
@@ -270,8 +274,10 @@ module fhg_tx_writer #(
                     end
                 end
             end
-        end else if (!in_frame && start_seg[2:0] != 3'd0) begin
-            // Idle between frames: seal the partly filled word so the MAC side may read it.
+        end else if (!in_frame && start_seg[2:0] != 3'd0 && reader_near) begin
+            // Idle between frames while the MAC side may be waiting for the partly filled
+            // word: seal it so it becomes final. (With the reader far behind, sealing would
+            // only leave holes that cost the packer its segment packing.)
             start_seg  <= {pw_idx + WP'(1), 3'b000};
             pw         <= '0;
             pw_idx     <= pw_idx + WP'(1);
