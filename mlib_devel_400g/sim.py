@@ -200,7 +200,7 @@ def run(
     log_file = work_dir / "sim.log"
     # The runner hands the simulator's Python this process's sys.path as PYTHONPATH.
     saved_path = list(sys.path)
-    sys.path[:0] = [str(test_dir), str(paths.REPO_ROOT)]
+    sys.path[:0] = [str(Path(test_dir).resolve()), str(paths.REPO_ROOT)]
     try:
         runner.test(
             test_module=test_module,

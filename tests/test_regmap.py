@@ -179,4 +179,4 @@ def test_flat_wrapper_exposes_every_hwif_signal() -> None:
     assert len(signals) > 100
     assert wrapper.count("assign ") == len(signals)
     assert "output wire [10:0] hwif_out__arp_table__addr" in wrapper
-    assert "input  wire [15:0] hwif_in__tx_bytes__count__incrvalue" in wrapper
+    assert "input  wire [23:0] hwif_in__tx_bytes__count__incrvalue" in wrapper

@@ -520,8 +520,8 @@ class LinePacer:
         )
         self.credit = self.burst_bytes
         self._rng = random.Random(seed)
-        self._stall_prob = stall_prob
-        self._max_stall = max_stall
+        self.stall_prob = stall_prob
+        self.max_stall = max_stall
         self._taf_prob = taf_prob
         self._stall_left = 0
         self._spurious = 0
@@ -552,8 +552,8 @@ class LinePacer:
         if self._stall_left:
             self._stall_left -= 1
             return 0
-        if self._rng.random() < self._stall_prob:
-            self._stall_left = self._rng.randint(1, self._max_stall) - 1
+        if self._rng.random() < self.stall_prob:
+            self._stall_left = self._rng.randint(1, self.max_stall) - 1
             return 0
         return 1
 

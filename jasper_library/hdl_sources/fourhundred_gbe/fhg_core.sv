@@ -8,10 +8,10 @@
 // Configuration crosses into the MAC domain as consistent snapshots (fhg_cfg_sync),
 // counters cross as exact deltas (fhg_cdc_delta) into the register block's counters.
 //
-// This revision carries the transmit path; the receive path, the ARP responder, the CPU
-// TX/RX frame paths and link bring-up attach to the same block. Until then rx_* outputs
-// are idle, the CPU buffers are plain RAM visible over AXI, and link state comes from
-// `mac_link_up`.
+// This revision carries the transmit path with its CPU TX buffer; the receive path, the
+// hardware ARP responder (its transmit input already exists on fhg_tx_path), the CPU RX
+// path and link bring-up attach to the same block. Until then rx_* outputs are idle, the
+// CPU RX buffer is plain RAM visible over AXI, and link state comes from `mac_link_up`.
 module fhg_core #(
     parameter int TX_BUFFER_FRAMES = 4,          // jumbo frames the TX buffer holds
     parameter int MAX_PAYLOAD      = 8972,       // largest UDP payload sent (bytes)
@@ -163,15 +163,24 @@ module fhg_core #(
         .b_wdata(32'd0), .b_rdata(arp_w1_b)
     );
 
-    // CPU buffers: software-visible RAM (the CPU frame paths attach to port B).
+    // CPU TX buffer and its frame source; CPU RX buffer (RAM until the receive path).
     logic [31:0] cpu_tx_a, cpu_rx_a;
-    logic        cpu_tx_ack_rd, cpu_tx_ack_wr, cpu_rx_ack_rd, cpu_rx_ack_wr;
-    fhg_ram_tdp #(.WIDTH(32), .DEPTH(4096)) u_cpu_tx (
-        .a_clk(axil_clk), .a_en(hwif_out.cpu_tx_buf.req), .a_we(hwif_out.cpu_tx_buf.req_is_wr),
-        .a_addr(hwif_out.cpu_tx_buf.addr[13:2]), .a_wdata(hwif_out.cpu_tx_buf.wr_data),
-        .a_rdata(cpu_tx_a),
-        .b_clk(tx_mac_clk), .b_en(1'b0), .b_we(1'b0), .b_addr(12'd0), .b_wdata(32'd0),
-        .b_rdata()
+    logic        cpu_tx_ack_rd, cpu_tx_ack_wr, cpu_rx_ack_rd, cpu_rx_ack_wr, cpu_tx_busy;
+    logic        cpu_valid, cpu_word_valid, cpu_pop, cpu_done, cpu_refused;
+    logic [9:0]  cpu_nseg;
+    logic [3:0]  cpu_mty;
+    logic [1023:0] cpu_word;
+    fhg_tx_cpu u_cpu_tx (
+        .axil_clk(axil_clk), .axil_rst(axil_rst),
+        .req(hwif_out.cpu_tx_buf.req), .req_is_wr(hwif_out.cpu_tx_buf.req_is_wr),
+        .addr(hwif_out.cpu_tx_buf.addr), .wr_data(hwif_out.cpu_tx_buf.wr_data),
+        .rd_ack(cpu_tx_ack_rd), .wr_ack(cpu_tx_ack_wr), .rd_data(cpu_tx_a),
+        .len_write(hwif_out.cpu_tx_len.len.swmod), .len_value(hwif_out.cpu_tx_len.len.value),
+        .cpu_tx_en(hwif_out.ctrl.cpu_tx_en.value), .busy(cpu_tx_busy),
+        .mac_clk(tx_mac_clk), .mac_rst(tx_mac_rst),
+        .cpu_valid(cpu_valid), .cpu_nseg(cpu_nseg), .cpu_mty(cpu_mty), .cpu_word(cpu_word),
+        .cpu_word_valid(cpu_word_valid), .cpu_pop(cpu_pop), .cpu_done(cpu_done),
+        .stat_refused(cpu_refused)
     );
     fhg_ram_tdp #(.WIDTH(32), .DEPTH(4096)) u_cpu_rx (
         .a_clk(axil_clk), .a_en(hwif_out.cpu_rx_buf.req), .a_we(1'b0),
@@ -185,19 +194,18 @@ module fhg_core #(
         arp_ack_rd    <= arp_req && !arp_wr;
         arp_ack_wr    <= arp_req && arp_wr;
         arp_sel_q     <= arp_sel;
-        cpu_tx_ack_rd <= hwif_out.cpu_tx_buf.req && !hwif_out.cpu_tx_buf.req_is_wr;
-        cpu_tx_ack_wr <= hwif_out.cpu_tx_buf.req && hwif_out.cpu_tx_buf.req_is_wr;
         cpu_rx_ack_rd <= hwif_out.cpu_rx_buf.req && !hwif_out.cpu_rx_buf.req_is_wr;
         cpu_rx_ack_wr <= hwif_out.cpu_rx_buf.req && hwif_out.cpu_rx_buf.req_is_wr;
         if (axil_rst) begin
             arp_ack_rd <= 1'b0; arp_ack_wr <= 1'b0;
-            cpu_tx_ack_rd <= 1'b0; cpu_tx_ack_wr <= 1'b0;
             cpu_rx_ack_rd <= 1'b0; cpu_rx_ack_wr <= 1'b0;
         end
     end
 
     // ================================================================ transmit path
     logic          st_word, st_frame_drop, st_afull_rise, st_arp_miss, st_underrun;
+    logic          st_arp_sent, st_cpu_sent, st_ctl_frame;
+    logic [LEN_W+1:0] st_ctl_bytes;
     logic [7:0]    st_words_lost;
     logic [1:0]    st_frames;
     logic [LEN_W+1:0] st_bytes, st_payload;
@@ -222,11 +230,17 @@ module fhg_core #(
         .cfg_port(c_port), .cfg_ttl(c_ttl), .cfg_udp_csum(c_csum),
         .arp_addr(arp_rd_addr), .arp_entry({arp_w1_b, arp_w0_b}),
         .next_ip_id(next_ip_id),
+        // The hardware ARP responder arrives with the receive path.
+        .arp_valid(1'b0), .arp_frame(512'd0), .arp_ready(),
+        .cpu_valid(cpu_valid), .cpu_nseg(cpu_nseg), .cpu_mty(cpu_mty), .cpu_word(cpu_word),
+        .cpu_word_valid(cpu_word_valid), .cpu_pop(cpu_pop), .cpu_done(cpu_done),
         .tx_tvalid(tx_axis_tvalid_0), .tx_tready(tx_axis_tready_0), .tx_taf(tx_axis_taf_0),
         .tx_tdata(seg_data), .tx_ena(seg_ena), .tx_sop(seg_sop),
         .tx_eop(seg_eop), .tx_err(seg_err), .tx_mty(seg_mty),
         .stat_frames(st_frames), .stat_bytes(st_bytes), .stat_payload(st_payload),
-        .stat_arp_miss(st_arp_miss), .stat_underrun(st_underrun)
+        .stat_arp_miss(st_arp_miss), .stat_underrun(st_underrun),
+        .stat_arp_sent(st_arp_sent), .stat_cpu_sent(st_cpu_sent),
+        .stat_ctl_frame(st_ctl_frame), .stat_ctl_bytes(st_ctl_bytes)
     );
     assign {tx_axis_tdata7, tx_axis_tdata6, tx_axis_tdata5, tx_axis_tdata4,
             tx_axis_tdata3, tx_axis_tdata2, tx_axis_tdata1, tx_axis_tdata0} = seg_data;
@@ -254,15 +268,30 @@ module fhg_core #(
         .src_clk(user_clk), .src_rst(1'b0), .src_incr(st_afull_rise),
         .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_afull_v), .dst_delta(d_afull));
     // tx_mac_clk events
-    logic        d_frames_v, d_bytes_v, d_payload_v, d_miss_v;
-    logic [15:0] d_frames, d_bytes, d_payload, d_miss;
+    // UDP frames and all frames (UDP + control) are separate counts.
+    logic        d_frames_v, d_all_v, d_bytes_v, d_payload_v, d_miss_v, d_arp_v, d_cpu_v;
+    logic [15:0] d_frames, d_all, d_miss, d_arp, d_cpu;
+    logic [23:0] d_bytes, d_payload;
+    logic [2:0]  all_frames;
+    logic [LEN_W+2:0] all_bytes;
+    assign all_frames = 3'(st_frames) + 3'(st_ctl_frame);
+    assign all_bytes  = (LEN_W+3)'(st_bytes) + (st_ctl_frame ? (LEN_W+3)'(st_ctl_bytes) : '0);
     fhg_cdc_delta #(.INCR_W(2)) u_c_frames (
         .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(st_frames),
         .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_frames_v), .dst_delta(d_frames));
-    fhg_cdc_delta #(.INCR_W(LEN_W+1), .DELTA_W(16)) u_c_bytes (
-        .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(st_bytes[LEN_W:0]),
+    fhg_cdc_delta #(.INCR_W(3)) u_c_all (
+        .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(all_frames),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_all_v), .dst_delta(d_all));
+    fhg_cdc_delta #(.INCR_W(1)) u_c_arp (
+        .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(st_arp_sent),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_arp_v), .dst_delta(d_arp));
+    fhg_cdc_delta #(.INCR_W(1)) u_c_cpu (
+        .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(st_cpu_sent),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_cpu_v), .dst_delta(d_cpu));
+    fhg_cdc_delta #(.INCR_W(LEN_W+3), .DELTA_W(24)) u_c_bytes (
+        .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(all_bytes),
         .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_bytes_v), .dst_delta(d_bytes));
-    fhg_cdc_delta #(.INCR_W(LEN_W+1), .DELTA_W(16)) u_c_payload (
+    fhg_cdc_delta #(.INCR_W(LEN_W+1), .DELTA_W(24)) u_c_payload (
         .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(st_payload[LEN_W:0]),
         .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_payload_v),
         .dst_delta(d_payload));
@@ -311,6 +340,7 @@ module fhg_core #(
         hwif_in.status.tx_afull.next     = afull_a;
         hwif_in.status.tx_overflow.next  = ovf_a;
         hwif_in.status.rx_empty.next     = 1'b1;
+        hwif_in.status.cpu_tx_busy.next  = cpu_tx_busy;
         hwif_in.link_status.link_up.next = link_a;
         hwif_in.ip_id.next_id.next       = ip_id_a;
         hwif_in.tx_packet_rate.value.next = pkt_rate;
@@ -318,22 +348,26 @@ module fhg_core #(
 
         hwif_in.tx_packet_counter.count.incr      = d_frames_v;
         hwif_in.tx_packet_counter.count.incrvalue = d_frames;
-        hwif_in.tx_frames.count.incr              = d_frames_v;
-        hwif_in.tx_frames.count.incrvalue         = d_frames;
+        hwif_in.tx_frames.count.incr              = d_all_v;
+        hwif_in.tx_frames.count.incrvalue         = 24'(d_all);
         hwif_in.tx_udp_packets.count.incr         = d_frames_v;
-        hwif_in.tx_udp_packets.count.incrvalue    = d_frames;
+        hwif_in.tx_udp_packets.count.incrvalue    = 24'(d_frames);
+        hwif_in.tx_arp_replies.count.incr         = d_arp_v;
+        hwif_in.tx_arp_replies.count.incrvalue    = 24'(d_arp);
+        hwif_in.tx_cpu_frames.count.incr          = d_cpu_v;
+        hwif_in.tx_cpu_frames.count.incrvalue     = 24'(d_cpu);
         hwif_in.tx_bytes.count.incr               = d_bytes_v;
         hwif_in.tx_bytes.count.incrvalue          = d_bytes;
         hwif_in.tx_udp_bytes.count.incr           = d_payload_v;
         hwif_in.tx_udp_bytes.count.incrvalue      = d_payload;
         hwif_in.tx_arp_miss.count.incr            = d_miss_v;
-        hwif_in.tx_arp_miss.count.incrvalue       = d_miss;
+        hwif_in.tx_arp_miss.count.incrvalue       = 24'(d_miss);
         hwif_in.tx_valid_counter.count.incr       = d_word_v;
         hwif_in.tx_valid_counter.count.incrvalue  = d_word;
         hwif_in.tx_overflow_counter.count.incr    = d_lost_v;
         hwif_in.tx_overflow_counter.count.incrvalue = d_lost;
         hwif_in.tx_overflow.count.incr            = d_drop_v;
-        hwif_in.tx_overflow.count.incrvalue       = d_drop;
+        hwif_in.tx_overflow.count.incrvalue       = 24'(d_drop);
         hwif_in.tx_afull_counter.count.incr       = d_afull_v;
         hwif_in.tx_afull_counter.count.incrvalue  = d_afull;
 
@@ -375,7 +409,7 @@ module fhg_core #(
 
     logic unused_ok;
     assign unused_ok = &{1'b0, rx_ack, rx_overrun_ack, st_underrun, AW[0], st_bytes[LEN_W+1],
-                         st_payload[LEN_W+1],
+                         st_payload[LEN_W+1], cpu_refused,
                          hwif_out.arp_table.wr_biten, hwif_out.cpu_tx_buf.wr_biten,
                          hwif_out.cpu_rx_buf.wr_biten, hwif_out.cpu_rx_buf.wr_data};
 endmodule

@@ -16,6 +16,10 @@
 //     packer starts no new frame while taf is high; without it, taf is ignored and only
 //     tready stalls the bus (both are compliant; see CORE_SPEC §2).
 //   * Frames flagged `drop` (no ARP entry) are skipped without touching the bus.
+//   * Control frames (hardware ARP replies, CPU frames; ctl_*) go out between data frames:
+//     a waiting control frame is sent as soon as the data frame in progress has ended, so
+//     it waits at most one data frame. It starts on segment 0 and occupies whole cycles;
+//     its source must present one word per cycle (ctl_word_valid) once ctl_valid is high.
 //   * Throughput: up to 8 segments per cycle, i.e. the DCMAC's own pacing is the limit.
 //   * Latency: header entry → first segment on the bus >= RD_LATENCY + 4 cycles.
 module fhg_tx_packer #(
@@ -48,6 +52,14 @@ module fhg_tx_packer #(
     output logic [WP-1:0]       rd_word,     // words below are no longer needed
 
     input  wire                 hold,        // start no new frame (drain for a reset)
+
+    input  wire                 ctl_valid,   // a control frame is ready
+    input  wire  [NSEG_W-1:0]   ctl_nseg,
+    input  wire  [3:0]          ctl_mty,
+    input  wire  [1023:0]       ctl_word,    // its next word, wire order
+    input  wire                 ctl_word_valid,
+    output logic                ctl_pop,     // ctl_word taken this cycle
+    output logic                ctl_done,    // ...and it was the frame's last
     output logic                between_frames, // no frame partly sent, bus empty
 
     output logic                tx_tvalid,
@@ -65,6 +77,8 @@ module fhg_tx_packer #(
     output logic [LEN_W+1:0]    stat_bytes,     // their bytes (FCS excluded)
     output logic [LEN_W+1:0]    stat_payload,   // their UDP payload bytes
     output logic                stat_arp_miss,  // a frame was skipped (no ARP entry)
+    output logic                stat_ctl_frame, // a control frame completed on the bus
+    output logic [LEN_W+1:0]    stat_ctl_bytes,
     output logic                stat_underrun   // must never fire: bus gap inside a frame
 );
     // ------------------------------------------------------------------ pointer helpers
@@ -202,7 +216,11 @@ module fhg_tx_packer #(
     logic [3:0]    m;                 // segments to send this cycle
     logic [2:0]    sh;
     logic          w0_ok, w1_ok;
-    logic          do_jump, do_skip, do_emit;
+    logic          do_jump, do_skip, do_emit, do_ctl;
+    logic          ctl_act;           // a control frame is partly sent
+    logic [NSEG_W-1:0] ctl_left, ctl_n;
+    logic [3:0]    ctl_m;
+    logic [3:0]    ctl_mty_q;
 
     function automatic logic last_word_final(input logic [SP-1:0] end_seg);
         logic [WP-1:0] last_word;
@@ -231,7 +249,7 @@ module fhg_tx_packer #(
         e1 = e0 + SP'(f1.nseg);
         e2 = e1 + SP'(f2.nseg);
         c1 = f1_v && !f1.drop && (f1.start == e0) && can_start(e1) && !hold
-             && !(USE_TAF && tx_taf);
+             && !(USE_TAF && tx_taf) && !ctl_valid;
         c2 = c1 && f2_v && !f2.drop && (f2.start == e1) && can_start(e2);
         sh = rp[2:0];
         w0_ok = (wq_count >= 4'd1) && (wq_base == rp[SP-1:3]);
@@ -244,7 +262,13 @@ module fhg_tx_packer #(
         m = '0;
         flush = 1'b0;
         flush_to = f0.start[SP-1:3];
-        if (f0_v && !started) begin
+        // Control frames: started between data frames, then sent to their end.
+        do_ctl = ce && ctl_word_valid && (ctl_act || (!started && ctl_valid && !hold));
+        ctl_n = ctl_act ? ctl_left : ctl_nseg;
+        ctl_m = (ctl_n > NSEG_W'(8)) ? 4'd8 : 4'(ctl_n);
+        if (ctl_act || (!started && ctl_valid)) begin
+            // nothing for the data path this cycle
+        end else if (f0_v && !started) begin
             if (f0.drop) begin
                 do_skip = 1'b1;
             end else if (f0.start != rp || wq_base != f0.start[SP-1:3]) begin
@@ -258,7 +282,7 @@ module fhg_tx_packer #(
         span = lim - rp;
         room = (span > SP'(8)) ? 5'd8 : 5'(span);
         if (avail < room) room = avail;
-        if (f0_v && !do_skip && !do_jump && ce) begin
+        if (f0_v && !do_skip && !do_jump && ce && !ctl_act && !(ctl_valid && !started)) begin
             // A cycle may end short only at a frame end.
             if (room == 5'd8 || (rp + SP'(room)) == lim) begin
                 m = 4'(room);
@@ -333,6 +357,17 @@ module fhg_tx_packer #(
     end
 
     // State update of the emission side.
+    assign ctl_pop  = do_ctl;
+    assign ctl_done = do_ctl && (ctl_n <= NSEG_W'(8));
+    always_ff @(posedge clk) begin
+        if (do_ctl) begin
+            if (!ctl_act) ctl_mty_q <= ctl_mty;
+            ctl_act  <= ctl_n > NSEG_W'(8);
+            ctl_left <= ctl_n - NSEG_W'(ctl_m);
+        end
+        if (rst) ctl_act <= 1'b0;
+    end
+
     always_ff @(posedge clk) begin
         stat_arp_miss <= 1'b0;
         if (do_skip) begin
@@ -366,16 +401,34 @@ module fhg_tx_packer #(
     logic [335:0]  k_hdr [3];
     logic [1:0]    k_done;
     logic [LEN_W+1:0] k_bytes, k_payload;
+    logic          k_ctl, k_ctl_done;
+    logic [1023:0] k_ctl_word;
+    logic [7:0]    ctl_ena;
+    logic [3:0]    ctl_last_mty;
+    always_comb begin
+        ctl_last_mty = ctl_act ? ctl_mty_q : ctl_mty;
+        for (int i = 0; i < 8; i++) ctl_ena[i] = 4'(i) < ctl_m;
+    end
 
     always_ff @(posedge clk) begin
         if (ce) begin
-            k_valid   <= do_emit;
+            k_valid   <= do_emit || do_ctl;
             k_win     <= {wq_mem[wq_head + 3'd1], wq_mem[wq_head]};
             k_sh      <= sh;
-            k_sop     <= c_sop;
-            k_eop     <= c_eop;
-            k_ena     <= c_ena & {8{do_emit}};
-            k_mty     <= c_mty;
+            k_ctl     <= do_ctl;
+            k_ctl_word <= ctl_word;
+            k_ctl_done <= do_ctl && ctl_done;
+            if (do_ctl) begin
+                k_sop <= {7'b0, !ctl_act};
+                k_eop <= ctl_done ? (8'd1 << (ctl_m - 4'd1)) : 8'd0;
+                k_ena <= ctl_ena;
+                k_mty <= ctl_done ? (32'(ctl_last_mty) << (4 * (ctl_m - 4'd1))) : 32'd0;
+            end else begin
+                k_sop <= c_sop;
+                k_eop <= c_eop;
+                k_ena <= c_ena & {8{do_emit}};
+                k_mty <= c_mty;
+            end
             k_hsel    <= c_hsel;
             k_hoff    <= c_hoff;
             k_hdr[0]  <= f0.hdr;
@@ -385,14 +438,23 @@ module fhg_tx_packer #(
             k_bytes   <= done_bytes;
             k_payload <= done_payload;
         end
-        if (rst) k_valid <= 1'b0;
+        if (rst) begin
+            k_valid <= 1'b0;
+            k_ctl_done <= 1'b0;
+        end
     end
+
+    // Bytes of a control frame, counted when it completes.
+    logic [LEN_W+1:0] ctl_total;
+    always_ff @(posedge clk) if (do_ctl && !ctl_act)
+        ctl_total <= (LEN_W+2)'(16 * ctl_nseg) - (LEN_W+2)'(ctl_mty);
 
     // ------------------------------------------------------------------ bus register
     always_ff @(posedge clk) begin
         stat_frames  <= 2'd0;
         stat_bytes   <= '0;
         stat_payload <= '0;
+        stat_ctl_frame <= 1'b0;
         if (ce) begin
             tx_tvalid <= k_valid;
             tx_ena    <= k_ena;
@@ -403,13 +465,13 @@ module fhg_tx_packer #(
             for (int i = 0; i < 8; i++) begin
                 logic [127:0] seg;
                 logic [335:0] h;
-                seg = k_win[128 * (32'(k_sh) + i) +: 128];
+                seg = k_ctl ? k_ctl_word[128*i +: 128] : k_win[128 * (32'(k_sh) + i) +: 128];
                 case (k_hsel[i])
                     2'd2:    h = k_hdr[1];
                     2'd3:    h = k_hdr[2];
                     default: h = k_hdr[0];
                 endcase
-                if (k_hsel[i] != 2'd0) begin
+                if (k_hsel[i] != 2'd0 && !k_ctl) begin
                     case (k_hoff[i])
                         2'd0:    seg = h[127:0];
                         2'd1:    seg = h[255:128];
@@ -421,6 +483,7 @@ module fhg_tx_packer #(
             stat_frames  <= k_done;
             stat_bytes   <= k_bytes;
             stat_payload <= k_payload;
+            stat_ctl_frame <= k_ctl_done;
         end
         if (rst) begin
             tx_tvalid <= 1'b0;
@@ -431,6 +494,8 @@ module fhg_tx_packer #(
     end
 
     assign idle = !f0_v && !k_valid && !tx_tvalid;
-    assign between_frames = !started && !k_valid && !tx_tvalid;
-    assign stat_underrun = f0_v && started && ce && !do_emit;
+    assign between_frames = !started && !ctl_act && !k_valid && !tx_tvalid;
+    assign stat_underrun = (f0_v && started && ce && !do_emit)
+                           || (ctl_act && ce && !ctl_word_valid);
+    assign stat_ctl_bytes = ctl_total;
 endmodule

@@ -7,6 +7,8 @@
 //               fhg_tx_header (next hop via the ARP table, IPv4/UDP checksums)
 //                     ▼
 //               fhg_tx_packer ─► 8 x 128-bit segments, tready/taf
+//                     ▲
+//               fhg_tx_ctl_arb ◄─ hardware ARP replies, CPU TX buffer frames
 //
 // Contract
 //   * Store and forward: a frame reaches the MAC only after it has been written whole;
@@ -66,6 +68,18 @@ module fhg_tx_path #(
     input  wire  [63:0]         arp_entry,
     output logic [15:0]         next_ip_id,
 
+    // Control frames (mac_clk): ARP replies (one word) and CPU frames (fhg_tx_cpu).
+    input  wire                 arp_valid,
+    input  wire  [511:0]        arp_frame,
+    output logic                arp_ready,
+    input  wire                 cpu_valid,
+    input  wire  [9:0]          cpu_nseg,
+    input  wire  [3:0]          cpu_mty,
+    input  wire  [1023:0]       cpu_word,
+    input  wire                 cpu_word_valid,
+    output logic                cpu_pop,
+    output logic                cpu_done,
+
     output logic                tx_tvalid,
     input  wire                 tx_tready,
     input  wire                 tx_taf,
@@ -80,7 +94,11 @@ module fhg_tx_path #(
     output logic [LEN_W+1:0]    stat_bytes,
     output logic [LEN_W+1:0]    stat_payload,
     output logic                stat_arp_miss,
-    output logic                stat_underrun
+    output logic                stat_underrun,
+    output logic                stat_arp_sent,
+    output logic                stat_cpu_sent,
+    output logic                stat_ctl_frame,     // a control frame left (on the bus)
+    output logic [LEN_W+1:0]    stat_ctl_bytes
 );
     localparam int DESC_W = SP + LEN_W + 32 + 16 + 16;
     localparam int HQ_W   = SP + 10 + 4 + LEN_W + 1 + 336;
@@ -242,6 +260,20 @@ module fhg_tx_path #(
         .next_ip_id(next_ip_id)
     );
 
+    logic          ctl_valid, ctl_word_valid, ctl_pop, ctl_done;
+    logic [9:0]    ctl_nseg;
+    logic [3:0]    ctl_mty;
+    logic [1023:0] ctl_word;
+    fhg_tx_ctl_arb u_ctl_arb (
+        .clk(mac_clk), .rst(m_flush_rst),
+        .arp_valid(arp_valid), .arp_frame(arp_frame), .arp_ready(arp_ready),
+        .cpu_valid(cpu_valid), .cpu_nseg(cpu_nseg), .cpu_mty(cpu_mty), .cpu_word(cpu_word),
+        .cpu_word_valid(cpu_word_valid), .cpu_pop(cpu_pop), .cpu_done(cpu_done),
+        .ctl_valid(ctl_valid), .ctl_nseg(ctl_nseg), .ctl_mty(ctl_mty), .ctl_word(ctl_word),
+        .ctl_word_valid(ctl_word_valid), .ctl_pop(ctl_pop), .ctl_done(ctl_done),
+        .stat_arp_sent(stat_arp_sent), .stat_cpu_sent(stat_cpu_sent)
+    );
+
     fhg_tx_packer #(.BUF_WORDS(BUF_WORDS), .RD_LATENCY(RD_LATENCY), .USE_TAF(USE_TAF)) u_packer (
         .clk(mac_clk), .rst(m_flush_rst),
         .hq_valid(hq_valid), .hq_data(hq_data), .hq_room(hq_room),
@@ -249,12 +281,15 @@ module fhg_tx_path #(
         .rd1_en(rd1_en), .rd1_addr(rd1_addr), .rd1_data(rd1_data),
         .final_word(final_word_m), .rd_word(rd_word_m),
         .hold(mst != M_RUN), .between_frames(packer_between_frames),
+        .ctl_valid(ctl_valid), .ctl_nseg(ctl_nseg), .ctl_mty(ctl_mty), .ctl_word(ctl_word),
+        .ctl_word_valid(ctl_word_valid), .ctl_pop(ctl_pop), .ctl_done(ctl_done),
         .tx_tvalid(tx_tvalid), .tx_tready(tx_tready), .tx_taf(tx_taf),
         .tx_tdata(tx_tdata), .tx_ena(tx_ena), .tx_sop(tx_sop), .tx_eop(tx_eop),
         .tx_err(tx_err), .tx_mty(tx_mty),
         .idle(),
         .stat_frames(stat_frames), .stat_bytes(stat_bytes), .stat_payload(stat_payload),
-        .stat_arp_miss(stat_arp_miss), .stat_underrun(stat_underrun)
+        .stat_arp_miss(stat_arp_miss), .stat_underrun(stat_underrun),
+        .stat_ctl_frame(stat_ctl_frame), .stat_ctl_bytes(stat_ctl_bytes)
     );
     // desc_full is implied by the writer's descriptor accounting.
     logic unused_ok;

@@ -241,7 +241,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_c28be05a__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -250,7 +250,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_de38d374__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -259,7 +259,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_eb004a66__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -268,7 +268,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_5c13f0c2__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -277,7 +277,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_e21bc3ff__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -286,7 +286,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_a3ceb51e__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -295,7 +295,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_3ad9d0a1__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -304,7 +304,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_2880e788__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -313,7 +313,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_64d79d1d__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -322,7 +322,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_0373e241__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -331,7 +331,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_4ecaea8b__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -340,7 +340,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_b803169d__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -349,7 +349,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_f48a01d5__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -358,7 +358,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_14fe1172__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -367,7 +367,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_ed90a275__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -376,7 +376,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_7b498c56__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -385,7 +385,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_37022694__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -394,7 +394,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_6a8f9968__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -403,7 +403,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_d03bde1c__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -412,7 +412,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_232adb1f__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -421,7 +421,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_fb447288__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -430,7 +430,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_63391bae__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -439,7 +439,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_617dd126__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -448,7 +448,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_610f4b00__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -457,7 +457,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_6039089a__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -466,7 +466,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_ff8cef89__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -475,7 +475,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_ce4e1820__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -484,7 +484,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_b0d4adef__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -493,7 +493,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_189b0bf0__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
@@ -502,7 +502,7 @@ package fhg_regs_pkg;
 
     typedef struct {
         logic incr;
-        logic [15:0] incrvalue;
+        logic [23:0] incrvalue;
     } fhg_regs__cnt64_r_count_50b45443_desc_24dfc78e__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
