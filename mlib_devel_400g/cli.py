@@ -49,6 +49,23 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     )
 
 
+def _cmd_synth(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from . import synth
+
+    try:
+        result = synth.run(top=args.top, flatten=args.flatten)
+    except synth.SynthError as exc:
+        print(f"synth: {exc}", file=sys.stderr)
+        return 1
+    synth.print_table(result)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="casper400g", description="casper400g: the CASPER 400GbE block library toolflow."
@@ -77,6 +94,16 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", help="also write the results to this JSON file")
     bench.add_argument("-v", "--verbose", action="store_true", help="show simulator output")
     bench.set_defaults(func=_cmd_bench)
+
+    synth_p = sub.add_parser(
+        "synth", help="Yosys resource estimate (LUT/FF/BRAM/CARRY) of the TX path or a module"
+    )
+    synth_p.add_argument("--top", default="fhg_tx_path", help="top module (default fhg_tx_path)")
+    synth_p.add_argument(
+        "--flatten", action="store_true", help="optimise across modules (total only)"
+    )
+    synth_p.add_argument("--json", help="also write the full results to this JSON file")
+    synth_p.set_defaults(func=_cmd_synth)
     return parser
 
 
