@@ -16,7 +16,7 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles, Timer
 
-from mlib_devel_400g.core_harness import CoreHarness
+from mlib_devel_400g.core_harness import USER_CLK_HZ, CoreHarness, simulated_hz
 from mlib_devel_400g.models import frames
 from mlib_devel_400g.models.dcmac_tx import DcmacTxMonitor
 from mlib_devel_400g.models.user_tx import UserTxDriver
@@ -37,8 +37,8 @@ async def bench_tx(dut) -> None:  # noqa: ANN001
     sizes = json.loads(os.environ["CASPER400G_BENCH_SIZES"])
     nframes = int(os.environ["CASPER400G_BENCH_FRAMES"])
     h = CoreHarness(dut)
-    mac_hz = 1e12 / round(1e12 / h.mac_clk_hz)  # the simulated clock, after rounding
-    user_hz = 1e12 / round(1e12 / 390.625e6)
+    mac_hz = simulated_hz(h.mac_clk_hz)
+    user_hz = simulated_hz(USER_CLK_HZ)
     mon = DcmacTxMonitor(
         dut, clock=dut.tx_mac_clk, mac_clk_hz=mac_hz, mode="line", reset=dut.tx_mac_rst
     )

@@ -20,9 +20,14 @@ MAC_CLK_HZ = 391.03e6
 AXIL_CLK_HZ = 250e6
 
 
+def simulated_hz(hz: float) -> float:
+    """The frequency a clock of `hz` really has in simulation (whole femtoseconds)."""
+    return 1e15 / round(1e15 / hz)
+
+
 def _clock(signal: Any, hz: float) -> None:
-    period = round(1e12 / hz)
-    Clock(signal, period, unit="ps", period_high=period // 2).start()
+    period = round(1e15 / hz)
+    Clock(signal, period, unit="fs", period_high=period // 2).start()
 
 
 class CoreHarness:

@@ -22,6 +22,10 @@ from pathlib import Path
 from . import paths
 
 
+# fs precision: the 391.03 MHz MAC clock has no whole-picosecond period.
+TIMESCALE = ("1ns", "1fs")
+
+
 class SimulationError(RuntimeError):
     """A simulator could not be found, or a build or test run failed."""
 
@@ -82,6 +86,7 @@ def _digest(
     h.update(toplevel.encode())
     h.update(json.dumps({k: str(v) for k, v in sorted(parameters.items())}).encode())
     h.update(json.dumps(list(build_args)).encode())
+    h.update(json.dumps(TIMESCALE).encode())
     h.update(str(verilator_root()).encode())
     import cocotb
 
@@ -150,7 +155,7 @@ def build(
                     ],
                     build_dir=build_dir,
                     always=True,
-                    timescale=("1ns", "1ps"),
+                    timescale=TIMESCALE,
                     verbose=verbose,
                     log_file=build_dir / "build.log",
                 )

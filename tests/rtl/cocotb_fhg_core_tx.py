@@ -157,6 +157,9 @@ async def random_lengths_and_destinations_match_scapy(dut) -> None:  # noqa: ANN
     assert c["tx_arp_miss"] == misses
     assert c["tx_valid_counter"] == sum(-(-s // 128) for s in sizes)
     assert await h.read_reg("ip_id") == len(sizes)
+    # A user that honours tx_afull never loses a word.
+    assert await h.read_reg("tx_overflow") == 0
+    assert await h.read_reg("tx_overflow_counter") == 0
 
 
 @cocotb.test()

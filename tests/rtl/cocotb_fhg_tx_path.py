@@ -50,7 +50,7 @@ async def arp_table(dut) -> None:  # noqa: ANN001
 @cocotb.test()
 async def arp_replies_go_out_between_data_frames(dut) -> None:  # noqa: ANN001
     Clock(dut.user_clk, 2560, unit="ps").start()
-    Clock(dut.tx_mac_clk, 2557, unit="ps", period_high=1278).start()
+    Clock(dut.tx_mac_clk, 2557345, unit="fs", period_high=1278672).start()  # 391.03 MHz
     dut.rst.value = 1
     dut.tx_mac_rst.value = 1
     dut.accept.value = 0
@@ -65,7 +65,7 @@ async def arp_replies_go_out_between_data_frames(dut) -> None:  # noqa: ANN001
     dut.cfg_ttl.value = 64
     dut.cfg_udp_csum.value = 1
     mon = DcmacTxMonitor(
-        dut, clock=dut.tx_mac_clk, mac_clk_hz=1e12 / 2557, mode="line", reset=dut.tx_mac_rst
+        dut, clock=dut.tx_mac_clk, mac_clk_hz=1e15 / 2557345, mode="line", reset=dut.tx_mac_rst
     )
     drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
     cocotb.start_soon(arp_table(dut))
