@@ -21,7 +21,6 @@ from pathlib import Path
 
 from . import paths
 
-
 # fs precision: the 391.03 MHz MAC clock has no whole-picosecond period.
 TIMESCALE = ("1ns", "1fs")
 
