@@ -82,7 +82,9 @@ _LUTRAM_LUTS = {
 _SRL = ("SRL16E", "SRLC16E", "SRLC32E")
 _BRAM18 = ("RAMB18E1", "RAMB18E2", "RAMB18E5")
 _BRAM36 = ("RAMB36E1", "RAMB36E2", "RAMB36E5")
-_IGNORED = ("BUFG", "BUFGCE", "BUFG_GT", "IBUF", "OBUF", "IOBUF", "OBUFT")
+# Buffers are not part of an out-of-context block; $scopeinfo only records where flattened
+# modules were.
+_IGNORED = ("$scopeinfo", "BUFG", "BUFGCE", "BUFG_GT", "IBUF", "OBUF", "IOBUF", "OBUFT")
 
 
 class SynthError(RuntimeError):
@@ -289,13 +291,19 @@ def hierarchy_counts(local: Mapping[str, Mapping[str, int]], top: str) -> dict[s
 
     count(top_name, 1)
     out: dict[str, Any] = {}
-    for mod, n in instances.items():
+    variants: dict[str, int] = {}
+    for mod in sorted(instances, key=lambda m: (base_module(m), m)):
         own = {c: int(k) for c, k in local[mod].items() if c not in local}
-        entry = {"instances": n, "local": classify(own), "total": classify(flat_cells(local, mod))}
+        entry = {
+            "instances": instances[mod],
+            "yosys_name": mod,
+            "local": classify(own),
+            "total": classify(flat_cells(local, mod)),
+        }
         base = base_module(mod)
-        # Two parameterisations of one module would collide on the base name; keep both.
-        key = base if base not in out else mod
-        out[key] = entry
+        # Each parameterisation of a module is its own netlist: number the later ones.
+        variants[base] = variants.get(base, 0) + 1
+        out[base if variants[base] == 1 else f"{base}#{variants[base]}"] = entry
     out["__top__"] = out[base_module(top_name)]
     return out
 
@@ -303,9 +311,15 @@ def hierarchy_counts(local: Mapping[str, Mapping[str, int]], top: str) -> dict[s
 def parse_stat_json(text: str) -> dict[str, dict[str, int]]:
     data = json.loads(text)
     return {
-        name: {c: int(n) for c, n in mod.get("num_cells_by_type", {}).items()}
+        _module_key(name): {c: int(n) for c, n in mod.get("num_cells_by_type", {}).items()}
         for name, mod in data["modules"].items()
     }
+
+
+def _module_key(name: str) -> str:
+    # `stat` names a plain module `\fhg_x` but instances of it by the type `fhg_x`; derived
+    # (`$paramod...`) names are spelled the same in both places.
+    return name[1:] if name.startswith("\\") else name
 
 
 def parse_stat_text(text: str) -> dict[str, dict[str, int]]:
@@ -320,7 +334,7 @@ def parse_stat_text(text: str) -> dict[str, dict[str, int]]:
     for raw in text.splitlines():
         head = re.match(r"^=== (.+) ===$", raw.strip())
         if head:
-            name = head.group(1)
+            name = _module_key(head.group(1))
             cur = None if name == "design hierarchy" else modules.setdefault(name, {})
             in_cells = False
             continue
@@ -518,6 +532,7 @@ def run(
         "total": whole["total"],
         "modules": mods,
         "cells": total_cells,
+        "stat": local,
     }
 
 
@@ -528,7 +543,7 @@ _COLUMNS = (
     ("FF", "ff"),
     ("RAMB18", "bram18"),
     ("RAMB36", "bram36"),
-    ("BRAM 36K eq", "bram36_equiv"),
+    ("BRAM36eq", "bram36_equiv"),
     ("URAM", "uram"),
     ("LUTRAM", "lutram"),
     ("SRL", "srl"),
@@ -560,18 +575,22 @@ def print_table(result: Mapping[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    title = (
-        f"{result['top']}: Yosys synth_xilinx -family {result['family']}"
-        + (" -flatten" if result["flatten"] else "")
-        + " (estimate; per-module rows are per instance, sub-modules included)"
+    title = f"{result['top']}: synth_xilinx -family {result['family']}" + (
+        " -flatten" if result["flatten"] else ""
     )
-    table = Table(title=title)
-    table.add_column("module")
+    table = Table(
+        title=title,
+        caption="module rows: one instance, sub-modules included (they overlap)",
+    )
+    table.add_column("module", no_wrap=True)
     table.add_column("inst", justify="right")
     for head, _ in _COLUMNS:
         table.add_column(head, justify="right")
     for row in table_rows(result):
         table.add_row(*row)
     console = Console()
+    if not console.is_terminal:
+        # Piped output would otherwise be squeezed into 80 columns.
+        console = Console(width=140)
     console.print(table)
     console.print(f"[dim]{result['yosys_version']}")
