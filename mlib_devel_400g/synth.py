@@ -131,7 +131,7 @@ def _display_name(cmd: Sequence[str]) -> str:
 def yosys_version(cmd: Sequence[str]) -> str:
     try:
         out = subprocess.run([*cmd, "-V"], capture_output=True, text=True, timeout=600)
-    except OSError as exc:
+    except (OSError, subprocess.TimeoutExpired) as exc:
         raise SynthError(f"cannot start Yosys ({shlex.join(cmd)}): {exc}") from exc
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("Yosys ")]
     if out.returncode != 0 or not lines:
