@@ -193,7 +193,7 @@ module fhg_tx_header #(
         be = {dmac, smac, 16'h0800, 8'h45, 8'h00, iplen, id, 16'h4000, ttl, 8'd17, ipcsum,
               sip, dip, sport, dport, ulen, ucsum};
         for (int k = 0; k < 42; k++) le[8*k +: 8] = be[8*(41-k) +: 8];
-        return le;
+        pack_header = le;
     endfunction
 
     always_ff @(posedge clk) begin

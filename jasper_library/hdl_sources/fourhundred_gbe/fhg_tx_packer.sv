@@ -85,7 +85,7 @@ module fhg_tx_packer #(
     function automatic logic before_w(input logic [WP-1:0] a, input logic [WP-1:0] b);
         logic [WP-1:0] d;
         d = a - b;
-        return d[WP-1];
+        before_w = d[WP-1];
     endfunction
 
     // ------------------------------------------------------------------ header queue
@@ -225,7 +225,7 @@ module fhg_tx_packer #(
     function automatic logic last_word_final(input logic [SP-1:0] end_seg);
         logic [WP-1:0] last_word;
         last_word = WP'((end_seg - SP'(1)) >> 3);
-        return before_w(last_word, final_word);
+        last_word_final = before_w(last_word, final_word);
     endfunction
 
     logic [SP-1:0] lim, span, nrp;
@@ -239,7 +239,7 @@ module fhg_tx_packer #(
     function automatic logic can_start(input logic [SP-1:0] end_seg);
         logic [SP-1:0] fetched_end;
         fetched_end = {wq_base, 3'b000} + SP'({wq_count, 3'b000});
-        return last_word_final(end_seg)
+        can_start = last_word_final(end_seg)
                && (((fetched_end - end_seg) < SP'(1 << (SP - 1)))
                    || have >= 4'(RD_LATENCY + 3));
     endfunction

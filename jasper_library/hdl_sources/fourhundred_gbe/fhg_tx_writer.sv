@@ -98,7 +98,7 @@ module fhg_tx_writer #(
         logic [7:0] n;
         n = '0;
         for (int i = 0; i < 128; i++) n = n + 8'(v[i]);
-        return n;
+        count_ones = n;
     endfunction
 
     always_ff @(posedge clk) begin
@@ -162,9 +162,11 @@ module fhg_tx_writer #(
         end
     end
 
-    // Shift the word into the two-word window: lo = word w_lo, hi = word w_lo+1.
+    // Shift the word into the two-word window: lo = word w_lo, hi = word w_lo+1. Frames
+    // start on segment boundaries and the header is 42 bytes, so the offset is always
+    // 16k + 10: a fixed 10-byte shift and an 8-way segment shift, not a 128-way one.
     logic [2047:0] window;
-    always_comb window = {1024'b0, s1_data} << (8 * o);
+    always_comb window = ({1024'b0, s1_data} << 80) << (128 * o[6:4]);
 
     logic [1023:0] lo, hi;
     assign lo = base | window[1023:0];
