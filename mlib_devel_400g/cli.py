@@ -62,7 +62,9 @@ def _cmd_synth(args: argparse.Namespace) -> int:
         return 1
     synth.print_table(result)
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        out = Path(args.json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
 
