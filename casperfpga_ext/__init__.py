@@ -1,9 +1,35 @@
 """casperfpga_ext: casperfpga-compatible control of the casper400g 400GbE core.
 
 `fhg_regmap` is the register map generated from the core's SystemRDL description;
-`addressing` parses MAC/IP/port values in the forms casperfpga users write.
+`addressing` parses MAC/IP/port values in the forms casperfpga users write; `transport`
+reaches the board's devices (big-endian words, as casperfpga's KATCP ``?read``); `fpg`
+reads and writes .fpg headers; `gbe` is the core with casperfpga's Gbe API; `fpga` ties
+them together and registers the core with casperfpga when it is installed.
 """
 
 from . import addressing, fhg_regmap
+from .fpg import FpgBlock, FpgDevice, FpgHeader, GbeInfo, find_gbes, parse_fpg, write_fpg_header
+from .fpga import DeviceContainer, Fpga, register_with_casperfpga
+from .gbe import FourHundredGbe, ReadBackError
+from .transport import MmapTransport, Transport, read_uint, write_uint
 
-__all__ = ["addressing", "fhg_regmap"]
+__all__ = [
+    "DeviceContainer",
+    "FourHundredGbe",
+    "FpgBlock",
+    "FpgDevice",
+    "FpgHeader",
+    "Fpga",
+    "GbeInfo",
+    "MmapTransport",
+    "ReadBackError",
+    "Transport",
+    "addressing",
+    "fhg_regmap",
+    "find_gbes",
+    "parse_fpg",
+    "read_uint",
+    "register_with_casperfpga",
+    "write_fpg_header",
+    "write_uint",
+]

@@ -1,0 +1,97 @@
+"""A casperfpga-like Fpga object for use without casperfpga, and the casperfpga plugin hook.
+
+Standalone: ``Fpga(transport, "design.fpg").gbes.gbe0.configure_core(...)``. With
+casperfpga installed, ``register_with_casperfpga()`` adds FourHundredGbe to its table of
+memory-mapped device classes, so casperfpga's own ``fpga.gbes`` holds our cores.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+from .fpg import GBE_TAG, FpgHeader, find_gbes, parse_fpg
+from .gbe import FourHundredGbe
+from .transport import Transport, read_uint, write_uint
+
+
+class DeviceContainer(dict):
+    """Devices by name, reachable as items or attributes (``gbes.gbe0``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"no device {name!r}; known: {sorted(self)}") from None
+
+
+class Fpga:
+    """Register access and the 400GbE cores of one design on one board."""
+
+    def __init__(
+        self, transport: Transport, fpg: FpgHeader | str | os.PathLike[str] | None = None
+    ) -> None:
+        self.transport = transport
+        self.gbes = DeviceContainer()
+        self.header: FpgHeader | None = None
+        if fpg is not None:
+            self.header = fpg if isinstance(fpg, FpgHeader) else parse_fpg(fpg)
+            for info in find_gbes(self.header):
+                self.gbes[info.name] = FourHundredGbe(
+                    transport, info.name, info.address, info.size, info.meta
+                )
+
+    def read(self, device_name: str, size: int, offset: int = 0) -> bytes:
+        return self.transport.read(device_name, size, offset)
+
+    def blindwrite(self, device_name: str, data: bytes, offset: int = 0) -> None:
+        self.transport.blindwrite(device_name, data, offset)
+
+    def listdev(self) -> list[str]:
+        return self.transport.listdev()
+
+    def is_connected(self) -> bool:
+        return self.transport.is_connected()
+
+    def read_uint(self, device_name: str, word_offset: int = 0) -> int:
+        return read_uint(self.transport, device_name, 4 * word_offset)
+
+    def read_int(self, device_name: str, word_offset: int = 0) -> int:
+        """Signed 32-bit word, as casperfpga's read_int."""
+        value = self.read_uint(device_name, word_offset)
+        return value - (1 << 32) if value & 0x80000000 else value
+
+    def write_int(
+        self, device_name: str, integer: int, blindwrite: bool = False, word_offset: int = 0
+    ) -> None:
+        """Write a signed or unsigned 32-bit word; unless ``blindwrite``, check it reads back."""
+        if not -(1 << 31) <= integer <= 0xFFFFFFFF:
+            raise ValueError(f"value {integer!r} for {device_name} does not fit 32 bits")
+        value = integer & 0xFFFFFFFF
+        write_uint(self.transport, device_name, value, 4 * word_offset)
+        if not blindwrite:
+            got = self.read_uint(device_name, word_offset)
+            if got != value:
+                raise OSError(
+                    f"{device_name} word {word_offset}: wrote {value:#010x}, read {got:#010x}"
+                )
+
+
+def register_with_casperfpga() -> bool:
+    """Make casperfpga build FourHundredGbe for blocks tagged ``xps:fourhundred_gbe``.
+
+    casperfpga keeps a module-level table ``CASPER_MEMORY_DEVICES`` in
+    ``casperfpga.casperfpga``: tag -> {"class": ..., "container": ...}; Gbe classes go to
+    the ``gbes`` container and are built with ``from_device_info``. Returns False when
+    casperfpga is not installed.
+    """
+    try:
+        module = importlib.import_module("casperfpga.casperfpga")
+    except ImportError:
+        return False
+    table = getattr(module, "CASPER_MEMORY_DEVICES", None)
+    if not isinstance(table, dict):
+        raise RuntimeError("casperfpga.casperfpga has no CASPER_MEMORY_DEVICES table")
+    table[GBE_TAG] = {"class": FourHundredGbe, "container": "gbes"}
+    return True

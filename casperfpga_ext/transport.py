@@ -1,0 +1,139 @@
+"""Access to the board's memory-mapped devices, with casperfpga's transport method names.
+
+Byte order: ``read()`` returns, and ``blindwrite()`` takes, data as casperfpga's KATCP
+``?read``/``?write`` carry it: a sequence of 32-bit words, each big-endian (network
+order). The register value at a word offset is ``int.from_bytes(data[k:k + 4], "big")``
+whatever the host CPU is. Every transport converts to that form, so code above it
+(FourHundredGbe, Fpga) never deals with host byte order.
+
+Accesses are whole 32-bit words at word-aligned offsets: AXI4-Lite word access is all the
+core supports, and a byte access through ``/dev/mem`` would reach it as a narrower bus
+transfer. Multi-word accesses go word by word in ascending address order, which is what
+makes a 64-bit counter read take its low word (the snapshot) first.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+WORD_BYTES = 4
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """What FourHundredGbe and Fpga need from a connection to the board."""
+
+    def read(self, device_name: str, size: int, offset: int = 0) -> bytes: ...
+
+    def blindwrite(self, device_name: str, data: bytes, offset: int = 0) -> None: ...
+
+    def listdev(self) -> list[str]: ...
+
+    def is_connected(self) -> bool: ...
+
+
+def read_uint(transport: Transport, device_name: str, offset: int = 0) -> int:
+    """The unsigned 32-bit word at byte ``offset`` of a device."""
+    return int.from_bytes(transport.read(device_name, WORD_BYTES, offset), "big")
+
+
+def write_uint(transport: Transport, device_name: str, value: int, offset: int = 0) -> None:
+    """Write one unsigned 32-bit word at byte ``offset`` of a device (no read-back)."""
+    if not 0 <= value <= 0xFFFFFFFF:
+        raise ValueError(f"value {value!r} for {device_name}+{offset:#x} is not a 32-bit word")
+    transport.blindwrite(device_name, value.to_bytes(WORD_BYTES, "big"), offset)
+
+
+def check_access(device_name: str, device_size: int, offset: int, size: int) -> None:
+    """Refuse an access that is unaligned, empty or not wholly inside the device."""
+    where = f"device {device_name!r} (size {device_size:#x}): offset {offset:#x}, size {size:#x}"
+    if offset % WORD_BYTES or size % WORD_BYTES or size <= 0:
+        raise ValueError(f"{where}: only whole, aligned 32-bit words can be accessed")
+    if offset < 0 or offset + size > device_size:
+        raise ValueError(f"{where}: outside the device")
+
+
+class MmapTransport:
+    """Devices in a memory-mapped file: ``/dev/mem`` or a UIO device on the board.
+
+    ``devices`` maps a name to ``(offset, size)`` in bytes, offsets relative to ``base``
+    (the physical address of the memory-mapped bus, or 0 for a UIO map). In the mapping
+    each word is stored in the host CPU's byte order, as the CPU sees the bus; a regular
+    file laid out that way stands in for the board in tests.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        devices: Mapping[str, tuple[int, int]],
+        base: int = 0,
+        length: int | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.devices = dict(devices)
+        for name, (offset, size) in self.devices.items():
+            if offset % WORD_BYTES or size % WORD_BYTES or offset < 0 or size <= 0:
+                raise ValueError(f"device {name!r}: offset {offset:#x}, size {size:#x} unaligned")
+        span = max((o + s for o, s in self.devices.values()), default=WORD_BYTES)
+        self.length = span if length is None else length
+        if self.length < span:
+            raise ValueError(f"mapping length {self.length:#x} is shorter than the devices")
+        if base % mmap.ALLOCATIONGRANULARITY:
+            raise ValueError(f"base {base:#x} is not a multiple of the page size")
+        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_SYNC)
+        try:
+            self._map = mmap.mmap(self._fd, self.length, mmap.MAP_SHARED, offset=base)
+        except (OSError, ValueError):
+            os.close(self._fd)
+            self._fd = None
+            raise
+        # A memoryview of 32-bit items makes every access one aligned word load/store.
+        self._words = memoryview(self._map).cast("I")
+
+    def _locate(self, device_name: str, offset: int, size: int) -> int:
+        if device_name not in self.devices:
+            raise ValueError(f"unknown device {device_name!r}; known: {sorted(self.devices)}")
+        dev_offset, dev_size = self.devices[device_name]
+        check_access(device_name, dev_size, offset, size)
+        return (dev_offset + offset) // WORD_BYTES
+
+    def read(self, device_name: str, size: int, offset: int = 0) -> bytes:
+        first = self._locate(device_name, offset, size)
+        words = (self._words[first + k] for k in range(size // WORD_BYTES))
+        return b"".join(w.to_bytes(WORD_BYTES, "big") for w in words)
+
+    def blindwrite(self, device_name: str, data: bytes, offset: int = 0) -> None:
+        first = self._locate(device_name, offset, len(data))
+        for k in range(len(data) // WORD_BYTES):
+            chunk = data[k * WORD_BYTES : (k + 1) * WORD_BYTES]
+            self._words[first + k] = int.from_bytes(chunk, "big")
+
+    def listdev(self) -> list[str]:
+        return sorted(self.devices)
+
+    def is_connected(self) -> bool:
+        return self._fd is not None
+
+    def close(self) -> None:
+        if self._fd is None:
+            return
+        self._words.release()
+        self._map.close()
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self) -> MmapTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def host_words(values: list[int]) -> bytes:
+    """Words laid out as MmapTransport expects them in its file (host byte order)."""
+    return b"".join(v.to_bytes(WORD_BYTES, sys.byteorder) for v in values)

@@ -1,0 +1,425 @@
+"""casperfpga_ext against a memory-mapped regular file standing in for the board."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from casperfpga_ext import fhg_regmap as regmap
+from casperfpga_ext.fpg import (
+    FpgBlock,
+    FpgDevice,
+    find_gbes,
+    parse_fpg,
+    parse_fpg_header,
+    read_bitstream,
+    write_fpg,
+    write_fpg_header,
+)
+from casperfpga_ext.fpga import Fpga, register_with_casperfpga
+from casperfpga_ext.gbe import FourHundredGbe, ReadBackError
+from casperfpga_ext.transport import MmapTransport, Transport, read_uint, write_uint
+
+GBE_BASE = 0x10000
+DEVICES = [FpgDevice("sys_scratch", 0x0, 0x4), FpgDevice("gbe0", GBE_BASE, regmap.BLOCK_SIZE)]
+BLOCKS = [
+    FpgBlock(
+        "gbe0",
+        "xps:fourhundred_gbe",
+        {"fab_ip": "10.0.0.10", "fab_mac": "02:00:0a:00:00:0a", "fab_udp": "7148"},
+    ),
+    FpgBlock("sys_scratch", "xps:sw_reg", {"io_dir": "From\\ Processor", "names": "reg 0"}),
+]
+ARP = regmap.REGIONS["arp_table"]
+
+
+def word_at(path: Path, offset: int) -> int:
+    """A word of the board image as the CPU would load it (host byte order)."""
+    return int.from_bytes(path.read_bytes()[offset : offset + 4], sys.byteorder)
+
+
+@pytest.fixture
+def image(tmp_path: Path) -> Path:
+    path = tmp_path / "bus.bin"
+    path.write_bytes(bytes(GBE_BASE + regmap.BLOCK_SIZE))
+    return path
+
+
+@pytest.fixture
+def transport(image: Path) -> MmapTransport:
+    t = MmapTransport(image, {d.name: (d.address, d.size) for d in DEVICES})
+    yield t
+    t.close()
+
+
+@pytest.fixture
+def gbe(transport: MmapTransport) -> FourHundredGbe:
+    return FourHundredGbe(transport, "gbe0", GBE_BASE)
+
+
+class RecordingTransport:
+    """Passes accesses through and records (kind, offset, size), in order."""
+
+    def __init__(self, inner: Transport) -> None:
+        self.inner = inner
+        self.log: list[tuple[str, int, int]] = []
+
+    def read(self, device_name: str, size: int, offset: int = 0) -> bytes:
+        self.log.append(("read", offset, size))
+        return self.inner.read(device_name, size, offset)
+
+    def blindwrite(self, device_name: str, data: bytes, offset: int = 0) -> None:
+        self.log.append(("write", offset, len(data)))
+        self.inner.blindwrite(device_name, data, offset)
+
+    def listdev(self) -> list[str]:
+        return self.inner.listdev()
+
+    def is_connected(self) -> bool:
+        return self.inner.is_connected()
+
+
+class CorruptingTransport(RecordingTransport):
+    """Flips bit 0 of the word written at one offset, like a stuck bus line."""
+
+    def __init__(self, inner: Transport, bad_offset: int) -> None:
+        super().__init__(inner)
+        self.bad_offset = bad_offset
+
+    def blindwrite(self, device_name: str, data: bytes, offset: int = 0) -> None:
+        buf = bytearray(data)
+        if offset <= self.bad_offset < offset + len(data):
+            buf[self.bad_offset - offset + 3] ^= 1
+        super().blindwrite(device_name, bytes(buf), offset)
+
+
+# ----------------------------------------------------------------- transport
+def test_read_returns_big_endian_words_of_host_order_memory(transport: MmapTransport, image: Path):
+    write_uint(transport, "gbe0", 0x11223344, 0x14)
+    assert word_at(image, GBE_BASE + 0x14) == 0x11223344
+    assert transport.read("gbe0", 4, 0x14) == bytes.fromhex("11223344")
+    transport.blindwrite("gbe0", bytes.fromhex("a1b2c3d4 01020304"), 0x18)
+    assert word_at(image, GBE_BASE + 0x18) == 0xA1B2C3D4
+    assert word_at(image, GBE_BASE + 0x1C) == 0x01020304
+    assert read_uint(transport, "gbe0", 0x1C) == 0x01020304
+    assert transport.listdev() == ["gbe0", "sys_scratch"]
+    assert isinstance(transport, Transport)
+
+
+@pytest.mark.parametrize(
+    ("device", "size", "offset", "message"),
+    [
+        ("gbe0", 4, 0x10000, "outside the device"),
+        ("gbe0", 8, 0xFFFC, "outside the device"),
+        ("gbe0", 4, 2, "aligned"),
+        ("gbe0", 3, 0, "aligned"),
+        ("sys_scratch", 8, 0, "outside the device"),
+        ("nope", 4, 0, "unknown device 'nope'"),
+    ],
+)
+def test_accesses_outside_a_device_or_unaligned_are_refused(
+    transport: MmapTransport, device: str, size: int, offset: int, message: str
+):
+    with pytest.raises(ValueError, match=message) as err:
+        transport.read(device, size, offset)
+    assert device in str(err.value)
+    with pytest.raises(ValueError, match=message):
+        transport.blindwrite(device, bytes(size), offset)
+    if device != "nope":
+        assert f"offset {offset:#x}" in str(err.value)
+
+
+def test_closed_transport_reports_not_connected(image: Path):
+    t = MmapTransport(image, {"gbe0": (GBE_BASE, regmap.BLOCK_SIZE)})
+    assert t.is_connected()
+    t.close()
+    assert not t.is_connected()
+
+
+# ----------------------------------------------------------------- configuration
+def test_configure_core_writes_registers_from_the_map(gbe: FourHundredGbe, image: Path):
+    gbe.configure_core("02:00:0a:00:00:0a", "10.0.0.10", 7148, "10.0.0.1", "/16")
+    regs = regmap.REGISTERS
+
+    def reg(name: str) -> int:
+        return word_at(image, GBE_BASE + regs[name].offset)
+
+    assert (reg("mac_hi"), reg("mac_lo")) == (0x0200, 0x0A00000A)
+    assert reg("ip") == 0x0A00000A
+    assert reg("port") == 7148
+    assert reg("gateway") == 0x0A000001
+    assert reg("netmask") == 0xFFFF0000
+    assert regs["ctrl"].field("fabric_en").get(reg("ctrl")) == 1
+    assert regs["ctrl"].field("soft_rst").get(reg("ctrl")) == 1  # the file keeps the pulse
+    assert gbe.mac == 0x02000A00000A
+    assert gbe.ip_address == 0x0A00000A
+    assert gbe.port == 7148
+
+
+def test_configure_core_accepts_integer_forms(gbe: FourHundredGbe):
+    gbe.configure_core(0x0C42A1000001, 0xC0A80102, "9000")
+    assert (gbe.mac, gbe.ip_address, gbe.port) == (0x0C42A1000001, 0xC0A80102, 9000)
+
+
+@pytest.mark.parametrize(
+    ("args", "bad"),
+    [
+        (("zz:00:00:00:00:01", "10.0.0.1", 1), "zz:00:00:00:00:01"),
+        ((1 << 48, "10.0.0.1", 1), str(1 << 48)),
+        (("02:00:00:00:00:01", "10.0.0.300", 1), "10.0.0.300"),
+        (("02:00:00:00:00:01", "10.0.0.1", 70000), "70000"),
+        (("02:00:00:00:00:01", "10.0.0.1", 1, "10.0.0.1", "255.0.255.0"), "255.0.255.0"),
+        (("02:00:00:00:00:01", 1.5, 1), "1.5"),
+    ],
+)
+def test_bad_inputs_raise_naming_the_value_and_write_nothing(
+    gbe: FourHundredGbe, image: Path, args: tuple, bad: str
+):
+    before = image.read_bytes()
+    with pytest.raises(ValueError, match=bad.replace(".", r"\.")):
+        gbe.configure_core(*args)
+    assert image.read_bytes() == before
+
+
+@pytest.mark.parametrize("register", ["mac_lo", "ip", "port", "gateway", "ctrl"])
+def test_a_write_that_does_not_read_back_makes_configure_core_raise(
+    transport: MmapTransport, register: str
+):
+    offset = regmap.REGISTERS[register].offset
+    gbe = FourHundredGbe(CorruptingTransport(transport, offset), "gbe0")
+    with pytest.raises(ReadBackError, match=rf"register {register} \({offset:#x}\)"):
+        gbe.configure_core("02:00:0a:00:00:0a", "10.0.0.10", 7148, "10.0.0.1")
+
+
+def test_setters_ttl_checksum_and_fabric(gbe: FourHundredGbe):
+    gbe.mac = "0c-42-a1-00-00-07"
+    gbe.ip_address = "192.168.1.7"
+    gbe.port = 4000
+    assert (gbe.mac, gbe.ip_address, gbe.port) == (0x0C42A1000007, 0xC0A80107, 4000)
+    gbe.set_ttl(17)
+    assert gbe.read_field("ttl", "ttl") == 17
+    with pytest.raises(ValueError, match="300"):
+        gbe.set_ttl(300)
+    gbe.udp_checksum(False)
+    assert gbe.read_field("ctrl", "udp_checksum_en") == 0
+    gbe.udp_checksum(True)
+    assert gbe.read_field("ctrl", "udp_checksum_en") == 1
+    gbe.fabric_enable()
+    assert gbe.get_gbe_core_details()["fabric_en"]
+    gbe.fabric_disable()
+    details = gbe.get_gbe_core_details()
+    assert not details["fabric_en"]
+    assert details["ctrl"]["udp_checksum_en"] == 1
+    assert (details["mac"], details["ip"], details["fabric_port"]) == (
+        0x0C42A1000007,
+        0xC0A80107,
+        4000,
+    )
+
+
+def test_print_details_shows_addresses(gbe: FourHundredGbe, capsys: pytest.CaptureFixture[str]):
+    gbe.configure_core("02:00:0a:00:00:0a", "10.0.0.10", 7148, "10.0.0.1", "255.255.255.0")
+    gbe.set_single_arp_entry("10.0.0.20", "0c:42:a1:00:00:14")
+    gbe.print_gbe_core_details(arp=True, cpu=True)
+    out = capsys.readouterr().out
+    for text in ("02:00:0a:00:00:0a", "10.0.0.10", "7148", "10.0.0.1", "0c:42:a1:00:00:14"):
+        assert text in out
+
+
+# ----------------------------------------------------------------- ARP table
+def test_set_arp_table_bulk_list_and_read_back(
+    gbe: FourHundredGbe, transport: MmapTransport, image: Path
+):
+    rec = RecordingTransport(transport)
+    gbe = FourHundredGbe(rec, "gbe0")
+    macs: list[int | str | None] = [0x0C42A1000000 + i for i in range(ARP.entries)]
+    macs[3] = None
+    gbe.set_arp_table(macs)
+    # One bulk write and one bulk read of the whole table, not a loop of entries.
+    assert rec.log == [("write", ARP.offset, ARP.size), ("read", ARP.offset, ARP.size)]
+    entry5 = GBE_BASE + ARP.offset + 5 * ARP.entry_bytes
+    assert (word_at(image, entry5), word_at(image, entry5 + 4)) == (0x10C42, 0xA1000005)
+    details = gbe.get_arp_details()
+    assert len(details) == ARP.entries
+    assert details[3]["valid"] is False
+    assert all(d["valid"] and d["mac"] == macs[d["index"]] for d in details if d["index"] != 3)
+    assert details[200]["mac_str"] == "0c:42:a1:00:00:c8"
+
+
+def test_set_arp_table_from_mapping_invalidates_the_rest(gbe: FourHundredGbe):
+    gbe.set_arp_table([0x0C42A1000000] * ARP.entries)
+    gbe.set_arp_table({1: "02:00:0a:00:00:01", "10.0.0.77": 0x0C42A100004D})
+    valid = {d["index"]: d["mac"] for d in gbe.get_arp_details() if d["valid"]}
+    assert valid == {1: 0x02000A000001, 77: 0x0C42A100004D}
+
+
+def test_set_arp_table_wrong_length_and_bad_mac(gbe: FourHundredGbe):
+    with pytest.raises(ValueError, match="256 MACs, got 3"):
+        gbe.set_arp_table([1, 2, 3])
+    with pytest.raises(ValueError, match="nonsense"):
+        gbe.set_arp_table({5: "nonsense"})
+
+
+def test_set_arp_table_names_the_first_entry_that_does_not_read_back(transport: MmapTransport):
+    bad = ARP.offset + 37 * ARP.entry_bytes + 4
+    gbe = FourHundredGbe(CorruptingTransport(transport, bad), "gbe0")
+    with pytest.raises(ReadBackError, match="ARP entry 37 "):
+        gbe.set_arp_table([0x0C42A1000000 + i for i in range(ARP.entries)])
+
+
+def test_single_arp_entry_uses_the_last_octet(gbe: FourHundredGbe):
+    gbe.set_single_arp_entry("10.0.0.20", "0c:42:a1:00:00:14")
+    gbe.set_single_arp_entry(0x0A000015, 0x0C42A1000015)
+    details = gbe.get_arp_details(N=22)
+    assert len(details) == 22
+    assert [d["index"] for d in details if d["valid"]] == [20, 21]
+    assert details[21]["mac"] == 0x0C42A1000015
+    gbe.set_single_arp_entry("10.0.0.20", None)
+    assert not gbe.get_arp_details(N=21)[20]["valid"]
+
+
+# ----------------------------------------------------------------- counters
+def test_64_bit_counters_are_read_low_word_first(transport: MmapTransport):
+    rec = RecordingTransport(transport)
+    gbe = FourHundredGbe(rec, "gbe0")
+    reg = regmap.REGISTERS["tx_frames"]
+    transport.blindwrite("gbe0", (5).to_bytes(4, "big") + (7).to_bytes(4, "big"), reg.offset)
+    assert gbe.read_reg("tx_frames") == (7 << 32) | 5
+    assert rec.log == [("read", reg.offset, 4), ("read", reg.offset + 4, 4)]
+
+
+def test_counter_groups(gbe: FourHundredGbe, transport: MmapTransport):
+    for k, name in enumerate(regmap.COUNTERS):
+        reg = regmap.REGISTERS[name]
+        value = (k + 1) * 0x1_0000_0003 if reg.width == 64 else k + 1
+        data = value.to_bytes(8, "little")
+        words = [int.from_bytes(data[i : i + 4], "little") for i in (0, 4)][: reg.width // 32]
+        transport.blindwrite("gbe0", b"".join(w.to_bytes(4, "big") for w in words), reg.offset)
+    everything = gbe.read_counters()
+    assert list(everything) == list(regmap.COUNTERS)
+    tx = gbe.read_tx_counters()
+    rx = gbe.read_rx_counters()
+    drops = gbe.rx_drop_counters()
+    assert set(tx) | set(rx) == set(everything) - {"link_down_counter"}
+    assert all(n.startswith("rx_drop_") for n in drops) and len(drops) == 15
+    assert tx["tx_frames"] == (regmap.COUNTERS.index("tx_frames") + 1) * 0x1_0000_0003
+    assert rx["rx_packet_counter"] == regmap.COUNTERS.index("rx_packet_counter") + 1
+
+
+def test_link_status_decodes_fields(gbe: FourHundredGbe, transport: MmapTransport):
+    write_uint(transport, "gbe0", 0x00B5, regmap.REGISTERS["link_status"].offset)
+    write_uint(transport, "gbe0", 3, regmap.REGISTERS["link_retries"].offset)
+    status = gbe.link_status()
+    assert status["state"] == 5
+    assert status["link_up"] == 1
+    assert status["gt_tx_ready"] == 1 and status["gt_rx_ready"] == 1
+    assert status["rx_aligned"] == 0
+    assert status["retries"] == 3
+
+
+# ----------------------------------------------------------------- .fpg files
+def test_fpg_round_trip(tmp_path: Path):
+    path = tmp_path / "design.fpg"
+    write_fpg(path, DEVICES, BLOCKS, b"bitstream bytes")
+    header = parse_fpg(path)
+    assert header.devices == {d.name: d for d in DEVICES}
+    assert header.blocks["gbe0"].params == BLOCKS[0].params
+    assert header.blocks["sys_scratch"].params["names"] == "reg 0"
+    assert b"reg\\_0" in path.read_bytes()
+    assert read_bitstream(path) == b"bitstream bytes"
+    gbes = find_gbes(path)
+    assert [(g.name, g.address, g.size) for g in gbes] == [("gbe0", GBE_BASE, 0x10000)]
+    assert gbes[0].meta["fab_udp"] == "7148"
+
+
+@pytest.mark.parametrize(
+    ("lines", "lineno", "message"),
+    [
+        (["#!/bin/sh"], 1, "#!/bin/kcpfpg"),
+        (["#!/bin/kcpfpg", "?uploadbin", "?register\tx\t0xZZ\t0x4", "?quit"], 3, "0xZZ"),
+        (["#!/bin/kcpfpg", "?register\tx\t0x0"], 2, "needs name"),
+        (["#!/bin/kcpfpg", "?progdev", "?quit"], 2, "unknown header command"),
+        (["#!/bin/kcpfpg", "?meta\tb\txps:a\tp\tv", "?meta\tb\txps:b\tq\tv", "?quit"], 3, "tagged"),
+        (["#!/bin/kcpfpg", "?uploadbin"], 3, "without \\?quit"),
+    ],
+)
+def test_fpg_errors_name_file_and_line(lines: list[str], lineno: int, message: str):
+    with pytest.raises(ValueError, match=message) as err:
+        parse_fpg_header(("\n".join(lines) + "\n").encode(), "bad.fpg")
+    assert str(err.value).startswith(f"bad.fpg:{lineno}:")
+
+
+def test_gbe_block_without_register_is_an_error():
+    header = parse_fpg_header(write_fpg_header(DEVICES[:1], BLOCKS), "x.fpg")
+    with pytest.raises(ValueError, match=r"x\.fpg: .*'gbe0' has no \?register"):
+        find_gbes(header)
+
+
+# ----------------------------------------------------------------- Fpga
+def test_fpga_discovers_gbes_and_configures_through_them(tmp_path: Path, image: Path):
+    fpg_path = tmp_path / "design.fpg"
+    write_fpg(fpg_path, DEVICES, BLOCKS, b"")
+    header = parse_fpg(fpg_path)
+    with MmapTransport(image, {d.name: (d.address, d.size) for d in DEVICES}) as t:
+        fpga = Fpga(t, fpg_path)
+        assert list(fpga.gbes) == ["gbe0"]
+        gbe = fpga.gbes.gbe0
+        assert gbe is fpga.gbes["gbe0"]
+        assert (gbe.address, gbe.meta["fab_ip"]) == (GBE_BASE, "10.0.0.10")
+        meta = gbe.meta
+        gbe.configure_core(meta["fab_mac"], meta["fab_ip"], meta["fab_udp"])
+        assert fpga.read_int("gbe0", regmap.REGISTERS["ip"].offset // 4) == 0x0A00000A
+        fpga.write_int("sys_scratch", -2)
+        assert fpga.read_int("sys_scratch") == -2
+        assert fpga.read("sys_scratch", 4) == bytes.fromhex("fffffffe")
+        assert fpga.listdev() == sorted(header.devices)
+        with pytest.raises(AttributeError, match="gbe1"):
+            _ = fpga.gbes.gbe1
+        with pytest.raises(ValueError, match="does not fit"):
+            fpga.write_int("sys_scratch", 1 << 32)
+
+
+def test_register_with_casperfpga_without_casperfpga(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setitem(sys.modules, "casperfpga", None)
+    monkeypatch.setitem(sys.modules, "casperfpga.casperfpga", None)
+    assert register_with_casperfpga() is False
+
+
+def test_register_with_casperfpga_adds_our_tag(
+    monkeypatch: pytest.MonkeyPatch, transport: MmapTransport
+):
+    package = types.ModuleType("casperfpga")
+    package.__path__ = []
+    module = types.ModuleType("casperfpga.casperfpga")
+    module.CASPER_MEMORY_DEVICES = {"xps:sw_reg": {"class": object, "container": "registers"}}
+    package.casperfpga = module
+    monkeypatch.setitem(sys.modules, "casperfpga", package)
+    monkeypatch.setitem(sys.modules, "casperfpga.casperfpga", module)
+    assert register_with_casperfpga() is True
+    entry = module.CASPER_MEMORY_DEVICES["xps:fourhundred_gbe"]
+    assert entry == {"class": FourHundredGbe, "container": "gbes"}
+    assert "xps:sw_reg" in module.CASPER_MEMORY_DEVICES
+    # casperfpga builds each device through from_device_info with its memory map.
+    gbe = entry["class"].from_device_info(
+        transport,
+        "gbe0",
+        {"tag": "xps:fourhundred_gbe", "fab_udp": "7148"},
+        {"gbe0": {"address": GBE_BASE, "bytes": 0x10000}},
+    )
+    gbe.port = 7148
+    assert (gbe.address, gbe.meta["fab_udp"], gbe.port) == (GBE_BASE, "7148", 7148)
+    with pytest.raises(ValueError, match="gbe9"):
+        FourHundredGbe.from_device_info(transport, "gbe9", {}, {})
+
+
+def test_register_with_casperfpga_without_table_raises(monkeypatch: pytest.MonkeyPatch):
+    package = types.ModuleType("casperfpga")
+    package.__path__ = []
+    module = types.ModuleType("casperfpga.casperfpga")
+    monkeypatch.setitem(sys.modules, "casperfpga", package)
+    monkeypatch.setitem(sys.modules, "casperfpga.casperfpga", module)
+    with pytest.raises(RuntimeError, match="CASPER_MEMORY_DEVICES"):
+        register_with_casperfpga()
