@@ -2,7 +2,7 @@
 
 `fhg_regmap` is the register map generated from the core's SystemRDL description;
 `addressing` parses MAC/IP/port values in the forms casperfpga users write; `transport`
-reaches the board's devices (big-endian words, as casperfpga's KATCP ``?read``); `fpg`
+reaches the board's devices (mmap or KATCP; big-endian words, as casperfpga's ``?read``); `fpg`
 reads and writes .fpg headers; `gbe` is the core with casperfpga's Gbe API; `fpga` ties
 them together and registers the core with casperfpga when it is installed.
 """
@@ -11,7 +11,7 @@ from . import addressing, fhg_regmap
 from .fpg import FpgBlock, FpgDevice, FpgHeader, GbeInfo, find_gbes, parse_fpg, write_fpg_header
 from .fpga import DeviceContainer, Fpga, register_with_casperfpga
 from .gbe import FourHundredGbe, ReadBackError
-from .transport import MmapTransport, Transport, read_uint, write_uint
+from .transport import KatcpError, KatcpTransport, MmapTransport, Transport, read_uint, write_uint
 
 __all__ = [
     "DeviceContainer",
@@ -21,6 +21,8 @@ __all__ = [
     "FpgHeader",
     "Fpga",
     "GbeInfo",
+    "KatcpError",
+    "KatcpTransport",
     "MmapTransport",
     "ReadBackError",
     "Transport",

@@ -10,12 +10,16 @@ Accesses are whole 32-bit words at word-aligned offsets: AXI4-Lite word access i
 core supports, and a byte access through ``/dev/mem`` would reach it as a narrower bus
 transfer. Multi-word accesses go word by word in ascending address order, which is what
 makes a 64-bit counter read take its low word (the snapshot) first.
+
+Transports: ``MmapTransport`` (on the board: ``/dev/mem`` or UIO; a file in tests) and
+``KatcpTransport`` (over the network to a KATCP board server, as casperfpga does).
 """
 
 from __future__ import annotations
 
 import mmap
 import os
+import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -128,6 +132,121 @@ class MmapTransport:
         self._fd = None
 
     def __enter__(self) -> MmapTransport:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_KATCP_ESCAPES = {
+    b"\\": b"\\\\",
+    b" ": b"\\_",
+    b"\0": b"\\0",
+    b"\n": b"\\n",
+    b"\r": b"\\r",
+    b"\x1b": b"\\e",
+    b"\t": b"\\t",
+}
+_KATCP_UNESCAPES = {v[1:2]: k for k, v in _KATCP_ESCAPES.items()}
+
+
+def katcp_escape(arg: bytes) -> bytes:
+    """One KATCP message argument; the empty argument is written ``\\@``."""
+    if not arg:
+        return b"\\@"
+    return b"".join(_KATCP_ESCAPES.get(arg[k : k + 1], arg[k : k + 1]) for k in range(len(arg)))
+
+
+def katcp_unescape(arg: bytes) -> bytes:
+    out = bytearray()
+    k = 0
+    while k < len(arg):
+        if arg[k : k + 1] != b"\\":
+            out += arg[k : k + 1]
+            k += 1
+            continue
+        code = arg[k + 1 : k + 2]
+        if code == b"@":
+            pass
+        elif code in _KATCP_UNESCAPES:
+            out += _KATCP_UNESCAPES[code]
+        else:
+            raise ValueError(f"bad KATCP escape {arg[k : k + 2]!r} in {arg[:40]!r}")
+        k += 2
+    return bytes(out)
+
+
+class KatcpError(OSError):
+    """The KATCP server refused a request or the connection broke."""
+
+
+class KatcpTransport:
+    """casperfpga's KATCP requests to a board server (``tcpborphserver`` conventions).
+
+    ``?read``/``?write`` carry raw bytes, which the server hands to and from the bus as
+    big-endian words, so no byte swapping happens here. Blocking, one request at a time:
+    the Gbe API is synchronous, as in casperfpga.
+    """
+
+    def __init__(self, host: str, port: int = 7147, timeout: float = 5.0) -> None:
+        self.host, self.port, self.timeout = host, port, timeout
+        self._sock: socket.socket | None = socket.create_connection((host, port), timeout)
+        self._buffer = b""
+
+    def _line(self) -> bytes:
+        assert self._sock is not None
+        while b"\n" not in self._buffer:
+            chunk = self._sock.recv(65536)
+            if not chunk:
+                self.close()
+                raise KatcpError(f"{self.host}:{self.port} closed the connection")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line.rstrip(b"\r")
+
+    def request(self, name: str, *args: bytes) -> tuple[list[bytes], list[list[bytes]]]:
+        """Send ``?name args``; return the reply's arguments after ``ok`` and the informs."""
+        if self._sock is None:
+            raise KatcpError(f"not connected to {self.host}:{self.port}")
+        message = b" ".join([b"?" + name.encode("ascii"), *(katcp_escape(a) for a in args)])
+        self._sock.sendall(message + b"\n")
+        informs: list[list[bytes]] = []
+        while True:
+            words = self._line().split(b" ")
+            kind, args_in = words[0], [katcp_unescape(w) for w in words[1:]]
+            if kind == b"#" + name.encode("ascii"):
+                informs.append(args_in)
+            elif kind == b"!" + name.encode("ascii"):
+                if not args_in or args_in[0] != b"ok":
+                    detail = b" ".join(args_in).decode("ascii", "replace")
+                    raise KatcpError(f"?{name} {args[:2]!r} failed: {detail}")
+                return args_in[1:], informs
+
+    def read(self, device_name: str, size: int, offset: int = 0) -> bytes:
+        check_access(device_name, offset + size, offset, size)
+        reply, _ = self.request("read", device_name.encode(), b"%d" % offset, b"%d" % size)
+        data = reply[0] if reply else b""
+        if len(data) != size:
+            raise KatcpError(f"?read {device_name} {offset:#x}: {len(data)} bytes of {size}")
+        return data
+
+    def blindwrite(self, device_name: str, data: bytes, offset: int = 0) -> None:
+        check_access(device_name, offset + len(data), offset, len(data))
+        self.request("write", device_name.encode(), b"%d" % offset, bytes(data))
+
+    def listdev(self) -> list[str]:
+        _, informs = self.request("listdev")
+        return [i[0].decode() for i in informs if i]
+
+    def is_connected(self) -> bool:
+        return self._sock is not None
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def __enter__(self) -> KatcpTransport:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import socketserver
 import sys
+import threading
 import types
+from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -21,7 +25,16 @@ from casperfpga_ext.fpg import (
 )
 from casperfpga_ext.fpga import Fpga, register_with_casperfpga
 from casperfpga_ext.gbe import FourHundredGbe, ReadBackError
-from casperfpga_ext.transport import MmapTransport, Transport, read_uint, write_uint
+from casperfpga_ext.transport import (
+    KatcpError,
+    KatcpTransport,
+    MmapTransport,
+    Transport,
+    katcp_escape,
+    katcp_unescape,
+    read_uint,
+    write_uint,
+)
 
 GBE_BASE = 0x10000
 DEVICES = [FpgDevice("sys_scratch", 0x0, 0x4), FpgDevice("gbe0", GBE_BASE, regmap.BLOCK_SIZE)]
@@ -423,3 +436,81 @@ def test_register_with_casperfpga_without_table_raises(monkeypatch: pytest.Monke
     monkeypatch.setitem(sys.modules, "casperfpga.casperfpga", module)
     with pytest.raises(RuntimeError, match="CASPER_MEMORY_DEVICES"):
         register_with_casperfpga()
+
+
+# ----------------------------------------------------------------- KATCP
+class FakeBoardServer(socketserver.StreamRequestHandler):
+    """A KATCP board server over one device held as big-endian bytes."""
+
+    memory: ClassVar[bytearray] = bytearray(regmap.BLOCK_SIZE)
+    requests: ClassVar[list[bytes]] = []
+
+    def handle(self) -> None:
+        for raw in self.rfile:
+            words = raw.rstrip(b"\n").split(b" ")
+            self.requests.append(words[0])
+            args = [katcp_unescape(w) for w in words[1:]]
+            self.wfile.write(b"#log info 0 fake noise\n")
+            if words[0] == b"?listdev":
+                self.wfile.write(b"#listdev gbe0\n#listdev sys_scratch\n!listdev ok 2\n")
+            elif words[0] == b"?read" and args[0] == b"gbe0":
+                offset, size = int(args[1]), int(args[2])
+                data = katcp_escape(bytes(self.memory[offset : offset + size]))
+                self.wfile.write(b"!read ok " + data + b"\n")
+            elif words[0] == b"?write" and args[0] == b"gbe0":
+                offset = int(args[1])
+                self.memory[offset : offset + len(args[2])] = args[2]
+                self.wfile.write(b"!write ok\n")
+            else:
+                name = words[0][1:]
+                self.wfile.write(b"!" + name + b" fail unknown\\_device\n")
+
+
+@pytest.fixture
+def katcp() -> Iterator[KatcpTransport]:
+    FakeBoardServer.memory = bytearray(regmap.BLOCK_SIZE)
+    FakeBoardServer.requests = []
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), FakeBoardServer)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    transport = KatcpTransport("127.0.0.1", server.server_address[1], timeout=5)
+    yield transport
+    transport.close()
+    server.shutdown()
+    server.server_close()
+
+
+def test_katcp_escaping_round_trips_every_byte():
+    data = bytes(range(256)) + b"\\_ \\@"
+    escaped = katcp_escape(data)
+    assert not set(escaped) & {0, 9, 10, 13, 27, 32}
+    assert katcp_unescape(escaped) == data
+    assert katcp_escape(b"") == b"\\@" and katcp_unescape(b"\\@") == b""
+    with pytest.raises(ValueError, match="bad KATCP escape"):
+        katcp_unescape(b"a\\q")
+
+
+def test_katcp_transport_configures_the_core(katcp: KatcpTransport):
+    gbe = FourHundredGbe(katcp, "gbe0")
+    # 0x20 and 0x0a bytes in the values exercise the escaping of binary data.
+    gbe.configure_core("02:20:0a:00:0d:0a", "10.32.0.10", 0x0A20, "10.32.0.1")
+    mem = FakeBoardServer.memory
+    ip_offset = regmap.REGISTERS["ip"].offset
+    assert bytes(mem[ip_offset : ip_offset + 4]) == bytes([10, 32, 0, 10])
+    assert (gbe.mac, gbe.ip_address, gbe.port) == (0x02200A000D0A, 0x0A20000A, 0x0A20)
+    gbe.set_arp_table({i: 0x0C42A1002000 + i for i in range(0, 256, 7)})
+    assert sum(e["valid"] for e in gbe.get_arp_details()) == len(range(0, 256, 7))
+    assert katcp.listdev() == ["gbe0", "sys_scratch"]
+    assert b"?write" in FakeBoardServer.requests and b"?read" in FakeBoardServer.requests
+
+
+def test_katcp_errors_are_reported(katcp: KatcpTransport):
+    with pytest.raises(KatcpError, match="unknown device"):
+        katcp.read("nope", 4, 0)
+    with pytest.raises(ValueError, match="aligned"):
+        katcp.blindwrite("gbe0", b"abc", 0)
+    katcp.close()
+    assert not katcp.is_connected()
+    with pytest.raises(KatcpError, match="not connected"):
+        katcp.read("gbe0", 4, 0)
