@@ -36,6 +36,7 @@ from .dcmac_tx import (
     SEGMENTS,
     TxCycle,
     ethernet_fcs,
+    int_reader,
     wire_bytes,
 )
 
@@ -319,8 +320,6 @@ class DcmacRxDriver:
         start: bool = True,
         **packer_kw: Any,
     ) -> None:
-        from .dcmac_tx import int_reader
-
         p = prefix
         self.packer = RxSegmentPacker(**packer_kw)
         self._clock = clock if clock is not None else getattr(dut, f"{p}rx_axi_clk")

@@ -41,6 +41,7 @@ import random
 import struct
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import ARP
@@ -427,7 +428,7 @@ class _Gen:
         dport: int | None = None,
         payload: bytes | None = None,
         csum: str = "good",
-        **ip_kw: int | bytes | bool,
+        **ip_kw: Any,
     ) -> tuple[bytes, bytes, dict[str, int]]:
         cfg = self.cfg
         src_ip = self.other_ip()
@@ -436,7 +437,7 @@ class _Gen:
         dp = cfg.port if dport is None else dport
         pl = self.payload() if payload is None else payload
         udp = _udp(src_ip, dip, sport, dp, pl, csum)
-        ip = _ipv4_header(src_ip, dip, len(udp), ident=self.rng.randrange(1 << 16), **ip_kw)  # type: ignore[arg-type]
+        ip = _ipv4_header(src_ip, dip, len(udp), ident=self.rng.randrange(1 << 16), **ip_kw)
         mac = cfg.mac if dst_mac is None else dst_mac
         frame = _pad(_eth(mac, self.peer_mac, ETH_IPV4) + ip + udp)
         meta = {"src_ip": src_ip, "dst_ip": dip, "src_port": sport, "dst_port": dp}
@@ -628,6 +629,6 @@ def _arp_kind(kind: str, g: _Gen) -> tuple[bytes, str]:
     return _pad(_eth(dst, g.peer_mac, ETH_ARP) + body), expected
 
 
-def with_config(cfg: RxConfig, **changes: int | bool) -> RxConfig:
+def with_config(cfg: RxConfig, **changes: Any) -> RxConfig:
     """A copy of ``cfg`` with some fields changed."""
-    return replace(cfg, **changes)  # type: ignore[arg-type]
+    return replace(cfg, **changes)
