@@ -293,3 +293,20 @@ def test_driver_with_stand_in_dut():
     assert [(strip_checked(g.data)[0], g.err) for g in got] == sent
     assert drv.stats.frames == 150 and drv.stats.bytes == sum(len(f) for f, _ in sent)
     assert drv.stats.cycles == len(seen)
+
+
+@pytest.mark.parametrize("strip", [True, False])
+def test_mix_through_the_bus_keeps_every_verdict(strip: bool):
+    from mlib_devel_400g.models.rx_expect import RxConfig, classify, make_mix
+
+    cfg = RxConfig.make(
+        "02:0a:0b:0c:0d:0e", "10.1.2.3", 7148, mc_ip="239.5.6.0", mc_mask=0xFFFFFF00
+    )
+    mix = make_mix(400, cfg, seed=7)
+    p = RxSegmentPacker(strip_fcs=strip, mode="line", idle_prob=0.05, random_align=True, seed=6)
+    for m in mix:
+        p.push(m.frame, m.err)
+    got = reassemble_rx(run(p))
+    assert len(got) == len(mix)
+    for m, g in zip(mix, got, strict=True):
+        assert classify(g.data, cfg, err=g.err, has_fcs=not strip) == m.verdict
