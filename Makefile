@@ -52,8 +52,12 @@ $(VPY): | sysdeps
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml CMakeLists.txt | $(VPY)
-	$(VPY) -m pip install -q "scikit-build-core>=0.10"
+# Editable installs do not rebuild the C++ extension by themselves: the receiver's
+# sources are prerequisites so that editing them reinstalls (and recompiles) it.
+RX_SOURCES := $(wildcard receiver/CMakeLists.txt receiver/src/*.cpp receiver/include/*/*.h)
+
+$(STAMP): pyproject.toml CMakeLists.txt $(RX_SOURCES) | $(VPY)
+	$(VPY) -m pip install -q "scikit-build-core>=0.10" "pybind11>=2.12"
 	$(VPY) -m pip install -q --no-build-isolation -e ".[sim,dev]"
 	touch $(STAMP)
 
