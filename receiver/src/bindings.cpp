@@ -410,18 +410,26 @@ PYBIND11_MODULE(_core, m) {
              py::arg("allow_remote") = false)
         .def(
             "run",
-            [](sender &s) {
+            [](sender &s, std::optional<double> seconds) {
+                using clock = std::chrono::steady_clock;
+                const auto deadline =
+                    seconds ? clock::now() + std::chrono::duration_cast<clock::duration>(
+                                                 std::chrono::duration<double>(*seconds))
+                            : clock::time_point::max();
                 for (;;) {
                     bool done;
                     {
                         py::gil_scoped_release nogil;
-                        done = s.send_for(signal_poll);
+                        const auto left = deadline - clock::now();
+                        done = s.send_for(std::min<clock::duration>(signal_poll, left));
                     }
-                    if (done) return;
+                    if (done) return true;
                     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+                    if (clock::now() >= deadline) return false;
                 }
             },
-            "Send everything (GIL released; Ctrl-C interrupts)")
+            py::arg("seconds") = py::none(),
+            "Send everything, or stop after `seconds`; True when done (GIL released, Ctrl-C works)")
         .def_property_readonly("packets_sent", &sender::packets_sent)
         .def_property_readonly("total", &sender::total)
         .def_property_readonly("elapsed", &sender::elapsed);

@@ -6,9 +6,9 @@ import time
 
 import numpy as np
 import pytest
-from rx_faults import faulty_schedule
 
 import casper400g_rx as rx
+from casper400g_rx.faults import faulty_schedule
 
 PAYLOAD = 8192
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rx_faults import faulty_schedule
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import ARP, Ether
 from scapy.utils import wrpcap
 
 import casper400g_rx as rx
+from casper400g_rx.faults import faulty_schedule
 
 PORT = 10000
 

@@ -13,9 +13,9 @@ import time
 
 import numpy as np
 import pytest
-from rx_faults import faulty_schedule
 
 import casper400g_rx as rx
+from casper400g_rx.faults import faulty_schedule
 
 PAYLOAD = 8192
 
@@ -211,6 +211,7 @@ def test_unprivileged_errors_name_their_cause() -> None:
 
 CTRL_C = """
 import casper400g_rx as rx
+from casper400g_rx.faults import faulty_schedule
 cap = rx.Capture("udp", bind="127.0.0.1:0")
 with cap:
     print("waiting", flush=True)

@@ -1,5 +1,8 @@
 """Fault-injected schedules of the example stream, with the counts they must produce.
 
+A schedule is the list of sequence numbers in the order they are sent; the sender and
+the mem backend emit exactly that, so tests and demos know every injected fault.
+
 The expected numbers follow from how each fault is built, not from re-running the
 engine's algorithm: every dropped packet is `lost`, every re-sent packet inside the
 window is a `duplicate`, every packet re-sent after the stream moved `max_chunks`
