@@ -141,3 +141,10 @@ def test_rx_help_lists_the_subcommands(capsys: pytest.CaptureFixture[str]) -> No
     out = capsys.readouterr().out
     for name in ("capture", "monitor", "bench", "send"):
         assert name in out
+
+
+def test_demo_loopback_checks_every_byte() -> None:
+    stats, mismatched = rx.demo_loopback(seconds=0.5, rate_gbps=0.5)
+    expected = int(0.5 * 0.5e9 / (8192 * 8)) // 256 * 256
+    assert mismatched == 0
+    assert stats.packets == expected and stats.lost == 0 and stats.kernel_drops == 0
