@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <stdexcept>
 #include <string>
@@ -31,6 +32,15 @@ sender::sender(const send_config &cfg) : cfg_(cfg) {
     if (!cfg_.allow_remote && (ntohl(addr.sin_addr.s_addr) >> 24) != 127)
         throw std::invalid_argument("refusing to send to '" + cfg_.host +
                                     "': not a loopback address (allow_remote is off)");
+    if (cfg_.prefix_seq_width > 8 ||
+        (cfg_.prefix_seq_width && cfg_.prefix_seq_offset + cfg_.prefix_seq_width > cfg_.prefix.size()))
+        throw std::invalid_argument("sequence field (offset " +
+                                    std::to_string(cfg_.prefix_seq_offset) + ", width " +
+                                    std::to_string(cfg_.prefix_seq_width) +
+                                    ") does not fit in the " + std::to_string(cfg_.prefix.size()) +
+                                    "-byte prefix");
+    if (cfg_.prefix.size() + cfg_.payload_size > 65507)
+        throw std::invalid_argument("prefix + payload exceed the largest UDP/IPv4 payload (65507)");
     total_ = cfg_.schedule.empty() ? cfg_.count : cfg_.schedule.size();
     for (std::size_t i = 0; i < cfg_.streams; i++) {
         unique_fd fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
@@ -41,7 +51,9 @@ sender::sender(const send_config &cfg) : cfg_(cfg) {
         // whenever an earlier datagram found no listener.
         sockets_.push_back(std::move(fd));
     }
-    buffers_.resize(send_batch * cfg_.payload_size);
+    buffers_.resize(send_batch * packet_size());
+    for (std::size_t j = 0; j < send_batch; j++)
+        std::copy(cfg_.prefix.begin(), cfg_.prefix.end(), buffers_.begin() + j * packet_size());
 }
 
 double sender::elapsed() const noexcept {
@@ -60,6 +72,8 @@ bool sender::send_for(std::chrono::nanoseconds budget) {
     const sockaddr_in addr = make_ipv4_address(cfg_.host, cfg_.port);
     mmsghdr msgs[send_batch];
     iovec iov[send_batch];
+    const std::size_t packet = packet_size();
+    const std::size_t prefix = cfg_.prefix.size();
     const double ns_per_packet =
         cfg_.rate_gbps > 0 ? cfg_.payload_size * 8.0 / cfg_.rate_gbps : 0.0;
     while (sent_ < total_) {
@@ -75,9 +89,13 @@ bool sender::send_for(std::chrono::nanoseconds budget) {
         const std::size_t n =
             static_cast<std::size_t>(std::min<std::uint64_t>(send_batch, total_ - sent_));
         for (std::size_t j = 0; j < n; j++) {
-            std::uint8_t *p = buffers_.data() + j * cfg_.payload_size;
-            fill_example_payload(p, cfg_.payload_size, seq_at(sent_ + j));
-            iov[j] = {p, cfg_.payload_size};
+            std::uint8_t *p = buffers_.data() + j * packet;
+            const std::uint64_t seq = seq_at(sent_ + j);
+            for (unsigned b = 0; b < cfg_.prefix_seq_width; b++)
+                p[cfg_.prefix_seq_offset + b] =
+                    static_cast<std::uint8_t>(seq >> (8 * (cfg_.prefix_seq_width - 1 - b)));
+            fill_example_payload(p + prefix, cfg_.payload_size, seq);
+            iov[j] = {p, packet};
             msgs[j] = {};
             msgs[j].msg_hdr.msg_name = const_cast<sockaddr_in *>(&addr);
             msgs[j].msg_hdr.msg_namelen = sizeof(addr);

@@ -148,3 +148,13 @@ def test_demo_loopback_checks_every_byte() -> None:
     expected = int(0.5 * 0.5e9 / (8192 * 8)) // 256 * 256
     assert mismatched == 0
     assert stats.packets == expected and stats.lost == 0 and stats.kernel_drops == 0
+
+
+def test_spead2_place_callback_and_trials() -> None:
+    pytest.importorskip("spead2", reason="spead2 is the optional benchmark peer (extra 'bench')")
+    from casper400g_rx import bench_spead2
+
+    for trial in (bench_spead2.casper_trial, bench_spead2.spead2_trial):
+        ok, _achieved, stats = trial(0.3, 0.2)
+        assert ok, stats
+        assert stats["placed"] == bench_spead2._count(0.3, 0.2)

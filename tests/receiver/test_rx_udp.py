@@ -248,3 +248,34 @@ def test_sender_rate_limit_is_honoured() -> None:
     # Never faster than asked; slower only by scheduling noise.
     assert expected * 0.95 <= sender.elapsed <= expected * 3 + 0.5
     assert cap.stats.packets + cap.stats.kernel_drops == count
+
+
+def test_sender_prefix_carries_the_sequence_for_other_framings() -> None:
+    """A SPEAD-like prefix with the counter at bytes 10..15, decoded by a matching format."""
+    prefix = bytes.fromhex("530402060000000580010000000000001000000000000000")
+    ppc, count = 16, 64
+    fmt = rx.Format(payload_size=len(prefix) + PAYLOAD, seq_offset=10, seq_width=6)
+    cap = rx.Capture("udp", bind="127.0.0.1:0", fmt=fmt, packets_per_chunk=ppc, first_chunk=0)
+    with cap:
+        assert cap.port
+        sender = rx.Sender(
+            port=cap.port,
+            count=count,
+            rate_gbps=1.0,
+            prefix=prefix,
+            prefix_seq_offset=10,
+            prefix_seq_width=6,
+        )
+        chunks = capture_while_sending(cap, sender)
+    assert cap.stats.packets == count and cap.stats.lost == 0
+    for chunk_id, (present, data) in chunks.items():
+        assert present.all()
+        seqs = chunk_id * ppc + np.arange(ppc)
+        np.testing.assert_array_equal(data[:, len(prefix) :], rx.example_payloads(seqs))
+        np.testing.assert_array_equal(
+            data[:, :8], np.frombuffer(prefix[:8], np.uint8)[None, :].repeat(ppc, 0)
+        )
+        counters = data[:, 10:16].astype(np.uint64) << (8 * np.arange(5, -1, -1, dtype=np.uint64))
+        np.testing.assert_array_equal(counters.sum(axis=1), seqs)
+    with pytest.raises(ValueError, match="prefix"):
+        rx.Sender(port=9, count=1, prefix=b"abc", prefix_seq_offset=0, prefix_seq_width=4)

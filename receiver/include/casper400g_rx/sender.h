@@ -22,6 +22,11 @@ struct send_config {
     std::vector<std::uint64_t> schedule;  // when not empty, replaces first/count
     std::size_t streams = 1;              // source sockets, batches go round-robin
     bool allow_remote = false;            // refuse non-loopback destinations unless set
+    // Optional header sent before each payload (e.g. another protocol's framing);
+    // the sequence number is also written into it, big-endian, at seq_offset/seq_width.
+    std::vector<std::uint8_t> prefix;
+    std::size_t prefix_seq_offset = 0;
+    unsigned prefix_seq_width = 0;  // 0: the prefix is sent unchanged
 };
 
 class sender {
@@ -34,6 +39,7 @@ public:
     double elapsed() const noexcept;
 
 private:
+    std::size_t packet_size() const noexcept { return cfg_.prefix.size() + cfg_.payload_size; }
     std::uint64_t seq_at(std::uint64_t i) const noexcept {
         return cfg_.schedule.empty() ? cfg_.first + i : cfg_.schedule[i];
     }
