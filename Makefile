@@ -14,7 +14,7 @@ export LIBPYTHON_CHECK := import glob, sys, sysconfig as s; \
   n = s.get_config_var("INSTSONAME") or ""; d = s.get_config_var("LIBDIR") or ""; \
   sys.exit(0 if n and glob.glob(d + "/**/" + n, recursive=True) else 1)
 
-.PHONY: demo test lint regs regs-check sysdeps venv clean
+.PHONY: demo test test-sanitize lint regs regs-check sysdeps venv clean
 
 demo: $(STAMP)
 	$(VENV)/bin/casper400g demo
@@ -23,6 +23,10 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VPY) -m pytest -n auto --dist loadfile $(PYTEST_ARGS)
+
+# The receiver's tests against its C++ extension built with ASan + UBSan.
+test-sanitize: $(STAMP)
+	$(VPY) receiver/tools/sanitized_tests.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
