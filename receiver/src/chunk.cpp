@@ -37,6 +37,9 @@ chunk_pool::chunk_pool(std::size_t n_chunks, std::size_t packets_per_chunk,
                                     " chunks is too large");
     data_.reset(alloc_pages(n_chunks * chunk_bytes));
     present_.reset(alloc_pages(n_chunks * mask_bytes));
+    // Touch every page now: first-touch page faults on the receive path would stall it
+    // for longer than a socket buffer lasts at line rate.
+    std::memset(data_.get(), 0, n_chunks * chunk_bytes);
     std::memset(present_.get(), 0, n_chunks * mask_bytes);
     chunks_.resize(n_chunks);
     for (std::size_t i = 0; i < n_chunks; i++) {
