@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
@@ -54,6 +55,10 @@ udp_source::udp_source(const udp_config &cfg) : cfg_(cfg) {
     if (!cfg_.cpus.empty() && cfg_.cpus.size() != cfg_.threads)
         throw std::invalid_argument("cpus lists " + std::to_string(cfg_.cpus.size()) +
                                     " CPUs for " + std::to_string(cfg_.threads) + " threads");
+    for (const int cpu : cfg_.cpus)
+        if (cpu < 0 || cpu >= CPU_SETSIZE)
+            throw std::invalid_argument("CPU " + std::to_string(cpu) + " is outside 0.." +
+                                        std::to_string(CPU_SETSIZE - 1));
     if (cfg_.max_payload == 0 || cfg_.max_payload > 65507)
         throw std::invalid_argument("max_payload must be 1..65507, got " +
                                     std::to_string(cfg_.max_payload));

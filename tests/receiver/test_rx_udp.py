@@ -97,14 +97,17 @@ def test_loopback_exact_accounting_with_sender_faults() -> None:
         check_payloads(chunk_id, present, data)
 
 
-def test_reuseport_fan_out_over_two_threads() -> None:
+def test_reuseport_fan_out_over_two_pinned_threads() -> None:
     ppc, n_chunks = 64, 16
     total = ppc * n_chunks
     # The window spans the whole stream: the two threads may interleave freely.
+    allowed = sorted(os.sched_getaffinity(0))
+    cpus = [allowed[0], allowed[-1]]  # pinned, on two CPUs where there are two
     cap = rx.Capture(
         "udp",
         bind="127.0.0.1:0",
         threads=2,
+        cpus=cpus,
         packets_per_chunk=ppc,
         max_chunks=n_chunks,
         first_chunk=0,
@@ -162,6 +165,18 @@ def test_address_not_on_this_host_raises_oserror() -> None:
 def test_bad_bind_address_raises_value_error(bind: str) -> None:
     with pytest.raises(ValueError, match=r"bind|address"):
         rx.Capture("udp", bind=bind)
+
+
+def test_bad_cpu_pinning_names_the_cpu() -> None:
+    with pytest.raises(ValueError, match="CPU 5000"):
+        rx.Capture("udp", cpus=[5000])
+    with pytest.raises(ValueError, match="2 threads"):
+        rx.Capture("udp", threads=2, cpus=[0])
+    cap = rx.Capture("udp", cpus=[1023])
+    if 1023 not in os.sched_getaffinity(0):
+        with pytest.raises(OSError, match="CPU 1023"):
+            cap.start()
+    cap.stop()
 
 
 def test_ipv4_id_sequence_is_refused_on_sockets() -> None:
