@@ -354,6 +354,14 @@ PYBIND11_MODULE(_core, m) {
                                          reinterpret_cast<const bool *>(c.get().present), self);
             },
             "bool per packet slot: True where the packet arrived (no copy)")
+        .def(
+            "__dlpack__",
+            [](py::object self, const py::kwargs &kwargs) {
+                return self.attr("data").attr("__dlpack__")(**kwargs);
+            },
+            "DLPack export of `data` (host memory), e.g. for torch.from_dlpack")
+        .def("__dlpack_device__",
+             [](const py_chunk &) { return py::make_tuple(1, 0); })  // kDLCPU, device 0
         .def("release", &py_chunk::release,
              "Return the chunk to the free ring; views of it may then be overwritten")
         .def("__enter__", [](py::object self) { return self; })

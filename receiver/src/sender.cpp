@@ -59,7 +59,7 @@ sender::sender(const send_config &cfg) : cfg_(cfg) {
 double sender::elapsed() const noexcept {
     if (!started_) return 0.0;
     const auto end = sent_ == total_ ? t_end_ : std::chrono::steady_clock::now();
-    return std::chrono::duration<double>(end - t0_).count();
+    return std::chrono::duration<double>(end - t_start_).count();
 }
 
 bool sender::send_for(std::chrono::nanoseconds budget) {
@@ -68,6 +68,7 @@ bool sender::send_for(std::chrono::nanoseconds budget) {
     if (!started_) {
         started_ = true;
         t0_ = clock::now();
+        t_start_ = t0_;
     }
     const sockaddr_in addr = make_ipv4_address(cfg_.host, cfg_.port);
     mmsghdr msgs[send_batch];
@@ -76,10 +77,19 @@ bool sender::send_for(std::chrono::nanoseconds budget) {
     const std::size_t prefix = cfg_.prefix.size();
     const double ns_per_packet =
         cfg_.rate_gbps > 0 ? cfg_.payload_size * 8.0 / cfg_.rate_gbps : 0.0;
+    // After a stall (the thread was descheduled) the sender catches up by at most this
+    // much: a longer burst at full speed is not the stream a rate-limited source sends.
+    const auto max_lag = std::chrono::nanoseconds(
+        static_cast<std::int64_t>(ns_per_packet * 2 * send_batch));
     while (sent_ < total_) {
         if (ns_per_packet > 0) {
-            const auto due = t0_ + std::chrono::nanoseconds(
-                                       static_cast<std::int64_t>(ns_per_packet * sent_));
+            auto due = t0_ + std::chrono::nanoseconds(
+                                 static_cast<std::int64_t>(ns_per_packet * sent_));
+            const auto now = clock::now();
+            if (now - due > max_lag) {
+                t0_ += (now - due) - max_lag;
+                due = now - max_lag;
+            }
             if (due > deadline) {
                 std::this_thread::sleep_until(deadline);
                 return false;

@@ -209,6 +209,8 @@ def test_chunk_views_are_zero_copy_and_release_is_checked() -> None:
         assert view.shape == (ppc, PAYLOAD) and view.dtype == np.uint8
         assert np.shares_memory(view, chunk.data)
         assert chunk.present.dtype == np.bool_ and chunk.present.all()
+        via_dlpack = np.from_dlpack(chunk)
+        assert via_dlpack.shape == (ppc, PAYLOAD) and np.shares_memory(via_dlpack, view)
         assert chunk.first_seq == 0 and chunk.n_present == ppc and chunk.lost == 0
         assert cap.stats.chunks_in_use == 1
         with chunk:

@@ -51,7 +51,8 @@ private:
     std::uint64_t sent_ = 0;
     std::uint64_t batches_ = 0;
     bool started_ = false;
-    std::chrono::steady_clock::time_point t0_{};
+    std::chrono::steady_clock::time_point t_start_{};
+    std::chrono::steady_clock::time_point t0_{};  // pacing origin; moves forward after stalls
     std::chrono::steady_clock::time_point t_end_{};
 };
 
