@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/eventfd.h>
+#include <linux/sock_diag.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -72,9 +73,6 @@ udp_source::udp_source(const udp_config &cfg) : cfg_(cfg) {
         if (cfg_.threads > 1 &&
             setsockopt(fd.get(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0)
             throw_errno("setsockopt(SO_REUSEPORT)");
-        // Makes every datagram carry the socket's running count of kernel drops.
-        if (setsockopt(fd.get(), SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one)) != 0)
-            throw_errno("setsockopt(SO_RXQ_OVFL)");
         const int want = static_cast<int>(std::min<std::size_t>(cfg_.rcvbuf, INT32_MAX / 2));
         if (setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &want, sizeof(want)) != 0)
             throw_errno("setsockopt(SO_RCVBUF)");
@@ -103,7 +101,6 @@ udp_source::udp_source(const udp_config &cfg) : cfg_(cfg) {
         }
         sockets_.push_back(std::move(fd));
     }
-    kernel_drops_ = std::vector<std::atomic<std::uint64_t>>(sockets_.size());
 }
 
 int udp_source::cpu(std::size_t i) const { return cfg_.cpus.empty() ? -1 : cfg_.cpus[i]; }
@@ -116,16 +113,21 @@ void udp_source::interrupt() {
 
 std::uint64_t udp_source::kernel_drops() const noexcept {
     std::uint64_t total = 0;
-    for (const auto &d : kernel_drops_) total += d.load(std::memory_order_relaxed);
+    for (const auto &fd : sockets_) {
+        // The kernel's own per-socket drop counter, readable at any time from any thread.
+        std::uint32_t info[SK_MEMINFO_VARS] = {};
+        socklen_t len = sizeof(info);
+        if (getsockopt(fd.get(), SOL_SOCKET, SO_MEMINFO, info, &len) == 0 &&
+            len > SK_MEMINFO_DROPS * sizeof(std::uint32_t))
+            total += info[SK_MEMINFO_DROPS];
+    }
     return total;
 }
 
 void udp_source::run(std::size_t i, engine &eng, const std::atomic<bool> &stop) {
     const int fd = sockets_[i].get();
     const std::size_t slot = cfg_.max_payload + 1;  // one spare byte reveals oversized datagrams
-    constexpr std::size_t ctrl_size = CMSG_SPACE(sizeof(std::uint32_t));
     std::vector<std::uint8_t> staging(batch_size * slot);
-    std::vector<std::uint8_t> control(batch_size * ctrl_size);
     mmsghdr msgs[batch_size];
     iovec iov[batch_size];
     packet_ref batch[batch_size];
@@ -136,8 +138,6 @@ void udp_source::run(std::size_t i, engine &eng, const std::atomic<bool> &stop) 
             msgs[j] = {};
             msgs[j].msg_hdr.msg_iov = &iov[j];
             msgs[j].msg_hdr.msg_iovlen = 1;
-            msgs[j].msg_hdr.msg_control = control.data() + j * ctrl_size;
-            msgs[j].msg_hdr.msg_controllen = ctrl_size;
         }
         const int n = recvmmsg(fd, msgs, batch_size, MSG_DONTWAIT, nullptr);
         if (n < 0) {
@@ -152,19 +152,6 @@ void udp_source::run(std::size_t i, engine &eng, const std::atomic<bool> &stop) 
         for (int j = 0; j < n; j++) {
             const bool truncated = (msgs[j].msg_hdr.msg_flags & MSG_TRUNC) != 0;
             batch[j] = packet_ref{staging.data() + j * slot, truncated ? 0 : msgs[j].msg_len, -1};
-        }
-        for (int j = n; j-- > 0;) {
-            msghdr &h = msgs[j].msg_hdr;
-            bool found = false;
-            for (cmsghdr *c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
-                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
-                    std::uint32_t drops;
-                    std::memcpy(&drops, CMSG_DATA(c), sizeof(drops));
-                    kernel_drops_[i].store(drops, std::memory_order_relaxed);
-                    found = true;
-                }
-            }
-            if (found) break;
         }
         eng.add_batch(batch, static_cast<std::size_t>(n));
     }

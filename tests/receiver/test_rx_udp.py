@@ -145,6 +145,30 @@ def test_malformed_datagrams_are_rejected() -> None:
     check_payloads(0, present, data)
 
 
+def test_kernel_drops_are_counted_exactly() -> None:
+    """A socket nobody reads yet overflows: the kernel's drops close the books exactly."""
+    count = 200
+    cap = rx.Capture(
+        "udp", bind="127.0.0.1:0", rcvbuf=256 << 10, packets_per_chunk=count, first_chunk=0
+    )
+    assert cap.port
+    rx.Sender(port=cap.port, count=count).run()  # before start(): nothing reads the socket
+    assert cap.stats.kernel_drops > 0
+    with cap:
+        deadline = time.monotonic() + 10
+        while cap.stats.received + cap.stats.kernel_drops < count:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        cap.stop()
+        chunks = consume_all(cap)
+    s = cap.stats
+    assert s.received + s.kernel_drops == count
+    assert s.packets == s.received and s.lost == s.kernel_drops
+    present, data = chunks[0]
+    assert present.sum() == s.packets
+    check_payloads(0, present, data)
+
+
 def test_port_in_use_raises_oserror_naming_it() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as busy:
         busy.bind(("127.0.0.1", 0))
@@ -224,9 +248,12 @@ def test_unprivileged_errors_name_their_cause() -> None:
     assert "RcvbufWarning" in out.stdout and "rmem_max" in out.stdout
 
 
+# A shell without job control starts background jobs with SIGINT ignored, and Python then
+# installs no handler: restore the interactive default that the test is about.
 CTRL_C = """
+import signal
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import casper400g_rx as rx
-from casper400g_rx.faults import faulty_schedule
 cap = rx.Capture("udp", bind="127.0.0.1:0")
 with cap:
     print("waiting", flush=True)

@@ -4,7 +4,6 @@
 
 #include <netinet/in.h>
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -47,7 +46,6 @@ private:
     std::vector<std::string> warnings_;
     std::uint16_t port_ = 0;
     std::size_t rcvbuf_ = 0;
-    std::vector<std::atomic<std::uint64_t>> kernel_drops_;
 };
 
 }  // namespace casper400g_rx
