@@ -125,6 +125,47 @@ def test_reuseport_fan_out_over_two_pinned_threads() -> None:
         check_payloads(chunk_id, present, data)
 
 
+@pytest.mark.parametrize("policy", ["drop_oldest", "block"])
+def test_slow_consumer_policies_over_udp(policy: str) -> None:
+    """A consumer that reads nothing while 20 chunks arrive, with a pool of 5 chunks."""
+    ppc, n_chunks, pool = 32, 20, 5
+    cap = rx.Capture(
+        "udp",
+        bind="127.0.0.1:0",
+        packets_per_chunk=ppc,
+        max_chunks=2,
+        n_chunks=pool,
+        policy=policy,
+        first_chunk=0,
+    )
+    with cap:
+        assert cap.port
+        rx.Sender(port=cap.port, count=ppc * n_chunks, rate_gbps=1.0).run()
+        if policy == "drop_oldest":
+            wait_for(cap, ppc * n_chunks)  # the engine keeps receiving, recycling chunks
+        else:
+            time.sleep(0.2)  # the engine waits; the socket buffer holds the rest
+        chunks: dict = {}
+        deadline = time.monotonic() + 20
+        while cap.stats.received < ppc * n_chunks and time.monotonic() < deadline:
+            consume_all(cap, chunks, timeout=0.1)
+        cap.stop()
+        consume_all(cap, chunks)
+    s = cap.stats
+    assert s.kernel_drops == 0 and s.lost == 0 and s.packets == ppc * n_chunks
+    if policy == "drop_oldest":
+        # Every chunk became ready; only the newest `pool` could still be there.
+        assert sorted(chunks) == list(range(n_chunks - pool, n_chunks))
+        assert s.chunks_dropped == n_chunks - pool
+        assert s.packets_dropped == (n_chunks - pool) * ppc
+    else:
+        assert sorted(chunks) == list(range(n_chunks))
+        assert s.chunks_dropped == 0 and s.waits > 0
+    for chunk_id, (present, data) in chunks.items():
+        assert present.all()
+        check_payloads(chunk_id, present, data)
+
+
 def test_malformed_datagrams_are_rejected() -> None:
     ppc = 8
     cap = rx.Capture("udp", bind="127.0.0.1:0", packets_per_chunk=ppc, first_chunk=0)
