@@ -329,8 +329,7 @@ PYBIND11_MODULE(_core, m) {
         .def_property_readonly("chunk_id", [](const py_chunk &c) { return c.get().chunk_id; })
         .def_property_readonly("first_seq",
                                [](const py_chunk &c) {
-                                   return static_cast<std::uint64_t>(c.get().chunk_id) *
-                                          c.packets();
+                                   return c.get().chunk_id * c.packets();
                                })
         .def_property_readonly("n_present", [](const py_chunk &c) { return c.get().n_present; })
         .def_property_readonly("lost",

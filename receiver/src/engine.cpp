@@ -79,7 +79,7 @@ void engine::place(const packet_ref &pkt) {
             c_.discarded++;
             return;
         }
-        c->chunk_id = static_cast<std::int64_t>(id);
+        c->chunk_id = id;
         c->n_present = 0;
         std::memset(c->present, 0, ppc);
     }
@@ -111,7 +111,13 @@ void engine::flush_slot(std::uint64_t chunk_id) {
 void engine::advance_to(std::uint64_t new_head) {
     const std::uint64_t end = std::min<std::uint64_t>(new_head, head_ + cfg_.max_chunks);
     for (std::uint64_t id = head_; id < end; id++) flush_slot(id);
-    if (new_head > end) c_.lost += (new_head - end) * cfg_.packets_per_chunk;
+    if (new_head > end) {
+        // Saturates: a jump across most of the 64-bit sequence space is not a count.
+        const std::uint64_t chunks = new_head - end;
+        const std::uint64_t ppc = cfg_.packets_per_chunk;
+        const std::uint64_t missing = chunks > UINT64_MAX / ppc ? UINT64_MAX : chunks * ppc;
+        c_.lost = missing > UINT64_MAX - c_.lost ? UINT64_MAX : c_.lost + missing;
+    }
     head_ = new_head;
 }
 
@@ -138,7 +144,14 @@ void engine::finish() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (finished_) return;
     finished_ = true;
-    if (started_) advance_to(top_ + 1);
+    if (started_) {
+        // Flushes head_ .. top_ one by one: top_ + 1 overflows when the stream reached
+        // the largest sequence numbers, and the window never holds more than max_chunks.
+        for (std::uint64_t id = head_;; id++) {
+            flush_slot(id);
+            if (id == top_) break;
+        }
+    }
     publish();
     ready_.finish();
 }

@@ -278,3 +278,29 @@ def test_format_decodes_the_example_stream() -> None:
     np.testing.assert_array_equal(
         np.frombuffer(rx.example_payload(77), np.uint8), rx.example_payloads([77])[0]
     )
+
+
+@pytest.mark.parametrize("ppc", [1, 2, 3])
+def test_sequence_numbers_at_the_top_of_the_64_bit_range(ppc: int) -> None:
+    """Found by the fuzzer: the last chunk ids must still be flushed and reported."""
+    top = 2**64 - 1
+    seqs = np.array([top - 4, top - 3, top - 1, top], dtype=np.uint64)
+    rows = np.zeros((len(seqs), 16), np.uint8)
+    rows[:, :8] = seqs.astype(">u8").view(np.uint8).reshape(-1, 8)
+    rows[:, 8:] = np.arange(len(seqs), dtype=np.uint8)[:, None]
+    fmt = rx.Format(payload_size=16)
+    cap = rx.Capture("mem", fmt=fmt, packets=rows, packets_per_chunk=ppc, max_chunks=8)
+    with cap:
+        chunks = drain(cap)
+    placed = {}
+    for chunk_id, present, data in chunks:
+        for slot in np.flatnonzero(present):
+            placed[chunk_id * ppc + int(slot)] = data[slot]
+    assert sorted(placed) == [int(s) for s in seqs]
+    for i, seq in enumerate(seqs):
+        np.testing.assert_array_equal(placed[int(seq)], rows[i])
+    # Every slot of the chunks from the first to the last, less the packets placed.
+    n_chunks = top // ppc - int(seqs[0]) // ppc + 1
+    assert cap.stats.packets == len(seqs)
+    assert cap.stats.lost == n_chunks * ppc - len(seqs)
+    assert chunks[-1][0] == top // ppc

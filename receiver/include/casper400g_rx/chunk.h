@@ -15,7 +15,7 @@ namespace casper400g_rx {
 struct chunk {
     std::uint8_t *data = nullptr;     // packets_per_chunk * payload_size bytes
     std::uint8_t *present = nullptr;  // packets_per_chunk flags (0/1)
-    std::int64_t chunk_id = -1;
+    std::uint64_t chunk_id = 0;
     std::size_t n_present = 0;
     std::size_t index = 0;  // position in the pool, stable for the chunk's lifetime
 };
