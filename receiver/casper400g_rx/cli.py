@@ -214,3 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except (ValueError, OSError) as e:
+        # Bad addresses, ports in use, missing files: the message names the cause.
+        print(f"casper400g rx {args.command}: {e}", file=sys.stderr)
+        return 1

@@ -134,6 +134,23 @@ def test_bench_engine_only_prints_ratios(capsys: pytest.CaptureFixture[str]) -> 
     assert "Gb/s per core" in out
 
 
+def test_errors_are_reported_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["rx", "send", "--dest", "192.0.2.1:5", "--count", "1"]) == 1
+    assert "not a loopback address" in capsys.readouterr().err
+    missing = tmp_path / "missing.pcap"
+    argv = ["rx", "monitor", "--backend", "pcap", "--pcap-in", str(missing), "--seconds", "1"]
+    assert cli.main(argv) == 1
+    assert "missing.pcap" in capsys.readouterr().err
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        port = busy.getsockname()[1]
+        argv = ["rx", "capture", "--bind", f"127.0.0.1:{port}", "--npy", str(tmp_path / "x.npy")]
+        assert cli.main(argv) == 1
+    assert "Address already in use" in capsys.readouterr().err
+
+
 def test_rx_help_lists_the_subcommands(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         cli.main(["rx", "--help"])
