@@ -137,6 +137,12 @@ class Capture:
         """True while source threads are still delivering packets."""
         return bool(self._cap.running)
 
+    @property
+    def finished(self) -> bool:
+        """True once the stream has ended and every chunk was taken: chunks() returning
+        because of its timeout leaves this False."""
+        return bool(self._cap.finished)
+
     def start(self) -> Capture:
         if self._t0 is None:
             for text in self._cap.warnings:

@@ -123,6 +123,7 @@ public:
     }
 
     py::list warnings() const { return py::cast(cap_->src().warnings()); }
+    bool finished() const { return cap_->eng().ready().drained(); }
     bool running() const { return cap_->running(); }
     std::optional<int> port() const {
         if (auto *u = dynamic_cast<udp_source *>(&cap_->src())) return u->port();
@@ -435,6 +436,7 @@ PYBIND11_MODULE(_core, m) {
         .def_property_readonly("stats", &py_capture::stats)
         .def_property_readonly("warnings", &py_capture::warnings)
         .def_property_readonly("running", &py_capture::running)
+        .def_property_readonly("finished", &py_capture::finished)
         .def_property_readonly("port", &py_capture::port)
         .def_property_readonly("rcvbuf", &py_capture::rcvbuf)
         .def_property_readonly("config", &py_capture::config)

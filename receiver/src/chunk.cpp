@@ -106,4 +106,9 @@ std::size_t chunk_queue::size() const {
     return count_;
 }
 
+bool chunk_queue::drained() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return finished_ && count_ == 0;
+}
+
 }  // namespace casper400g_rx

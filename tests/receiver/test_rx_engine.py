@@ -230,6 +230,19 @@ def test_dropping_a_chunk_object_returns_it_to_the_pool() -> None:
     assert cap.stats.chunks_in_use == 0
 
 
+def test_finished_tells_end_of_stream_from_timeout() -> None:
+    cap = rx.Capture("mem", count=64, packets_per_chunk=16)
+    with cap:
+        chunks = drain(cap)
+        assert len(chunks) == 4 and cap.finished
+    idle = rx.Capture("udp", bind="127.0.0.1:0")
+    with idle:
+        assert list(idle.chunks(timeout=0.05)) == []
+        assert not idle.finished  # a timeout, not the end of the stream
+        idle.stop()
+        assert list(idle.chunks(timeout=0.05)) == [] and idle.finished
+
+
 def test_stats_rates_and_keys() -> None:
     cap = rx.Capture("mem", count=256, packets_per_chunk=64)
     with cap:

@@ -61,6 +61,8 @@ public:
     // No more chunks will be pushed: waiters get `finished` once the queue is empty.
     void finish();
     std::size_t size() const;
+    // finish() was called and every chunk has been popped.
+    bool drained() const;
 
 private:
     mutable std::mutex mutex_;
