@@ -53,10 +53,12 @@ void engine::add_batch(const packet_ref *pkts, std::size_t n) {
 }
 
 void engine::place(const packet_ref &pkt) {
-    c_.received++;
+    // `received` goes up together with the packet's outcome, never before it: acquire()
+    // may publish the counters mid-batch, and a snapshot must always add up.
     const auto seq = decoder_.decode(pkt);
     if (!seq) {
         c_.rejected++;
+        c_.received++;
         return;
     }
     const std::size_t ppc = cfg_.packets_per_chunk;
@@ -69,6 +71,7 @@ void engine::place(const packet_ref &pkt) {
     }
     if (id < head_) {
         c_.late++;
+        c_.received++;
         return;
     }
     if (id - head_ >= cfg_.max_chunks) advance_to(id - cfg_.max_chunks + 1);
@@ -77,6 +80,7 @@ void engine::place(const packet_ref &pkt) {
         c = acquire();
         if (c == nullptr) {  // interrupted while waiting: the capture is stopping
             c_.discarded++;
+            c_.received++;
             return;
         }
         c->chunk_id = id;
@@ -86,6 +90,7 @@ void engine::place(const packet_ref &pkt) {
     if (id > top_) top_ = id;
     if (c->present[slot]) {
         c_.duplicate++;
+        c_.received++;
         return;
     }
     const std::size_t size = decoder_.fmt().payload_size;
@@ -94,6 +99,7 @@ void engine::place(const packet_ref &pkt) {
     c->n_present++;
     c_.packets++;
     c_.bytes += size;
+    c_.received++;
 }
 
 void engine::flush_slot(std::uint64_t chunk_id) {
@@ -165,14 +171,23 @@ std::size_t engine::chunks_in_use() const { return pool_.size() - free_.size(); 
 void engine::publish() noexcept {
     std::uint64_t raw[n_counters];
     std::memcpy(raw, &c_, sizeof(raw));
+    const std::uint64_t v = pub_.version.load(std::memory_order_relaxed);
+    pub_.version.store(v + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
     for (std::size_t i = 0; i < n_counters; i++)
         pub_.v[i].store(raw[i], std::memory_order_relaxed);
+    pub_.version.store(v + 2, std::memory_order_release);
 }
 
 counters engine::stats() const noexcept {
     std::uint64_t raw[n_counters];
-    for (std::size_t i = 0; i < n_counters; i++)
-        raw[i] = pub_.v[i].load(std::memory_order_relaxed);
+    for (;;) {
+        const std::uint64_t before = pub_.version.load(std::memory_order_acquire);
+        for (std::size_t i = 0; i < n_counters; i++)
+            raw[i] = pub_.v[i].load(std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if ((before & 1) == 0 && pub_.version.load(std::memory_order_relaxed) == before) break;
+    }
     counters out;
     std::memcpy(&out, raw, sizeof(raw));
     return out;

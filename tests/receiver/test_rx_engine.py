@@ -243,6 +243,26 @@ def test_finished_tells_end_of_stream_from_timeout() -> None:
         assert list(idle.chunks(timeout=0.05)) == [] and idle.finished
 
 
+def test_live_stats_snapshots_always_add_up() -> None:
+    """Counters read while the engine runs (and waits for chunks) are one consistent state."""
+    ppc, n_chunks, max_chunks = 64, 200, 2
+    f = faulty_schedule(n_chunks, ppc, max_chunks, np.random.default_rng(21))
+    cap = rx.Capture(
+        "mem", schedule=f.schedule, packets_per_chunk=ppc, max_chunks=max_chunks, n_chunks=3
+    )
+    snapshots = 0
+    with cap:
+        for chunk in cap.chunks(timeout=10):
+            for _ in range(20):
+                s = cap.stats
+                assert s.received == s.packets + s.late + s.duplicate + s.rejected + s.discarded
+                assert s.bytes == s.packets * PAYLOAD
+                snapshots += 1
+            chunk.release()
+    assert snapshots == 20 * n_chunks
+    assert cap.stats.received == len(f.schedule)
+
+
 def test_stats_rates_and_keys() -> None:
     cap = rx.Capture("mem", count=256, packets_per_chunk=64)
     with cap:

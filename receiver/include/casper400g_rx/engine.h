@@ -54,7 +54,7 @@ public:
     // Makes a blocked add_batch give up waiting for a free chunk.
     void interrupt();
 
-    // Lock-free snapshot, refreshed after every batch and before any wait.
+    // Consistent lock-free snapshot, refreshed after every batch and before any wait.
     counters stats() const noexcept;
 
     chunk_queue &ready() noexcept { return ready_; }
@@ -84,7 +84,10 @@ private:
     std::uint64_t top_ = 0;   // newest chunk id seen
     counters c_;
 
+    // A seqlock: the writer (under mutex_) makes `version` odd while it copies, so a
+    // reader retries instead of mixing counters from two batches.
     struct published {
+        std::atomic<std::uint64_t> version{0};
         std::atomic<std::uint64_t> v[sizeof(counters) / sizeof(std::uint64_t)];
     };
     published pub_{};
