@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "casper400g_rx/capture.h"
 #include "casper400g_rx/errors.h"
