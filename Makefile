@@ -14,7 +14,7 @@ export LIBPYTHON_CHECK := import glob, sys, sysconfig as s; \
   n = s.get_config_var("INSTSONAME") or ""; d = s.get_config_var("LIBDIR") or ""; \
   sys.exit(0 if n and glob.glob(d + "/**/" + n, recursive=True) else 1)
 
-.PHONY: demo test lint regs regs-check sysdeps venv clean
+.PHONY: demo test test-sanitize lint regs regs-check sysdeps venv clean
 
 demo: $(STAMP)
 	$(VENV)/bin/casper400g demo
@@ -23,6 +23,10 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VPY) -m pytest -n auto --dist loadfile $(PYTEST_ARGS)
+
+# The receiver's tests against its C++ extension built with ASan + UBSan.
+test-sanitize: $(STAMP)
+	$(VPY) receiver/tools/sanitized_tests.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -52,8 +56,12 @@ $(VPY): | sysdeps
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml CMakeLists.txt | $(VPY)
-	$(VPY) -m pip install -q "scikit-build-core>=0.10"
+# Editable installs do not rebuild the C++ extension by themselves: the receiver's
+# sources are prerequisites so that editing them reinstalls (and recompiles) it.
+RX_SOURCES := $(wildcard receiver/CMakeLists.txt receiver/src/*.cpp receiver/include/*/*.h)
+
+$(STAMP): pyproject.toml CMakeLists.txt $(RX_SOURCES) | $(VPY)
+	$(VPY) -m pip install -q "scikit-build-core>=0.10" "pybind11>=2.12"
 	$(VPY) -m pip install -q --no-build-isolation -e ".[sim,dev]"
 	touch $(STAMP)
 

@@ -68,6 +68,17 @@ def _cmd_synth(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_rx(argv: list[str]) -> int:
+    # Imported only here: the receiver pulls in NumPy and its C++ extension.
+    from casper400g_rx import cli as rx_cli
+
+    return rx_cli.main(argv)
+
+
+def _cmd_rx(args: argparse.Namespace) -> int:
+    return _run_rx(args.rx_args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="casper400g", description="casper400g: the CASPER 400GbE block library toolflow."
@@ -106,10 +117,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     synth_p.add_argument("--json", help="also write the full results to this JSON file")
     synth_p.set_defaults(func=_cmd_synth)
+
+    rx = sub.add_parser(
+        "rx",
+        help="receiver: capture | monitor | bench | send (see `casper400g rx --help`)",
+        add_help=False,
+    )
+    rx.add_argument("rx_args", nargs=argparse.REMAINDER)
+    rx.set_defaults(func=_cmd_rx)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["rx"]:
+        # Everything after `rx`, options included, belongs to the receiver's own parser.
+        return _run_rx(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))

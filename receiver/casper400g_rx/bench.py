@@ -1,0 +1,152 @@
+"""Benchmarks of the receiver; every figure is printed next to a reference from the same run.
+
+* engine: the mem backend pushes the 8192-B example stream through the placement engine
+  (one thread decodes and copies each payload into its chunk slot) — the software path's
+  ceiling, compared with a plain NumPy memcpy of the same bytes on this machine.
+* udp: the C++ sender and the receiver over loopback; the highest rate at which the
+  receiver loses nothing, compared with the rate the sender alone can reach.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+
+import numpy as np
+
+from . import _core
+from .capture import Capture
+
+PAYLOAD = 8192
+
+
+def memcpy_gbps(total_bytes: int, block: int = 8 << 20) -> float:
+    """Large-block copy bandwidth (Gb/s of bytes copied), the engine's reference."""
+    src = np.ones(block, dtype=np.uint8)
+    dst = np.empty((4, block), dtype=np.uint8)  # rotating destinations, like chunk slots
+    reps = max(1, total_bytes // block)
+    t0 = time.perf_counter()
+    for i in range(reps):
+        np.copyto(dst[i % 4], src)
+    return reps * block * 8 / (time.perf_counter() - t0) / 1e9
+
+
+def engine_rate(
+    packets: int, fill: bool = False, packets_per_chunk: int = 1024
+) -> tuple[float, float]:
+    """(packets/s, Gb/s) of the placement engine on the mem backend, one receive thread."""
+    packets = max(packets_per_chunk, packets // packets_per_chunk * packets_per_chunk)
+    cap = Capture(
+        "mem", count=packets, fill=fill, packets_per_chunk=packets_per_chunk, max_chunks=4
+    )
+    with cap:
+        for chunk in cap.chunks(timeout=30):
+            chunk.release()
+    s = cap.stats
+    if s.packets != packets or s.lost:
+        raise RuntimeError(f"engine benchmark lost packets: {dict(s)}")
+    return s.packets / s.elapsed, s.bytes * 8 / s.elapsed / 1e9
+
+
+def sender_alone_gbps(seconds: float) -> float:
+    """Rate the sender reaches with nobody reading (datagrams to a bound, idle socket)."""
+    cap = Capture("udp", bind="127.0.0.1:0", rcvbuf=1 << 20)
+    assert cap.port is not None
+    count = int(seconds * 20e9 / (PAYLOAD * 8))
+    sender = _core.Sender(port=cap.port, count=count)
+    sender.run(seconds)
+    return sender.packets_sent * PAYLOAD * 8 / sender.elapsed / 1e9
+
+
+def udp_trial(rate_gbps: float, seconds: float, threads: int = 1) -> tuple[bool, float, dict]:
+    """Send `seconds` worth of packets at `rate_gbps`; (lossless, achieved Gb/s, stats)."""
+    ppc = 1024
+    count = max(ppc, int(seconds * rate_gbps * 1e9 / (PAYLOAD * 8)) // ppc * ppc)
+    cap = Capture(
+        "udp",
+        bind="127.0.0.1:0",
+        threads=threads,
+        packets_per_chunk=ppc,
+        max_chunks=4,
+        n_chunks=16,
+        first_chunk=0,
+    )
+    with cap:
+        assert cap.port is not None
+        sender = _core.Sender(port=cap.port, count=count, rate_gbps=rate_gbps, streams=threads)
+        thread = threading.Thread(target=sender.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + seconds * 4 + 2
+        while time.monotonic() < deadline:
+            for chunk in cap.chunks(timeout=0.05):
+                chunk.release()
+            s = cap.stats
+            if not thread.is_alive() and s.received + s.kernel_drops >= count:
+                break
+        thread.join()
+        cap.stop()
+        for chunk in cap.chunks(timeout=0):
+            chunk.release()
+    s = cap.stats
+    lossless = s.packets == count and s.lost == 0 and s.kernel_drops == 0
+    achieved = count * PAYLOAD * 8 / sender.elapsed / 1e9 if sender.elapsed else 0.0
+    return lossless, achieved, dict(s)
+
+
+def highest_lossless_rate(
+    trial: object, seconds: float, start: float = 1.0, steps: int = 6
+) -> tuple[float, float]:
+    """Doubles the offered rate until a trial loses packets, then bisects `steps` times.
+
+    Returns (highest lossless offered Gb/s, the rate the sender actually achieved there).
+    """
+    assert callable(trial)
+    good, good_achieved, bad = 0.0, 0.0, None
+    rate = start
+    while bad is None and rate <= 400:
+        ok, achieved, _ = trial(rate, seconds)
+        if ok:
+            good, good_achieved = rate, achieved
+            if achieved < rate * 0.9:  # the sender cannot go faster: that is the ceiling
+                return good, good_achieved
+            rate *= 2
+        else:
+            bad = rate
+    for _ in range(steps if bad is not None else 0):
+        mid = (good + bad) / 2
+        ok, achieved, _ = trial(mid, seconds)
+        if ok:
+            good, good_achieved = mid, achieved
+        else:
+            bad = mid
+    return good, good_achieved
+
+
+def run_benchmarks(args: argparse.Namespace) -> int:
+    print(f"# casper400g rx bench (payload {PAYLOAD} B)")
+    pps, gbps = engine_rate(args.packets)
+    ref = memcpy_gbps(args.packets * PAYLOAD)
+    print(f"engine (mem backend, 1 thread): {pps / 1e6:.3f} Mpackets/s  {gbps:.1f} Gb/s per core")
+    print(f"memcpy reference (NumPy, 8 MiB blocks): {ref:.1f} Gb/s")
+    print(f"ratio engine / memcpy: {gbps / ref:.2f}")
+    pps_fill, gbps_fill = engine_rate(args.packets // 2, fill=True)
+    print(
+        f"engine with the generator writing every payload word: {pps_fill / 1e6:.3f} Mpackets/s "
+        f"{gbps_fill:.1f} Gb/s (ratio to memcpy {gbps_fill / ref:.2f})"
+    )
+    if args.skip_udp:
+        return 0
+    alone = sender_alone_gbps(args.udp_seconds)
+    print(f"loopback sender alone (C++ sendmmsg): {alone:.2f} Gb/s")
+    best, achieved = highest_lossless_rate(udp_trial, args.udp_seconds)
+    print(
+        f"casper400g_rx udp (recvmmsg, 1 thread): highest zero-loss rate {best:.2f} Gb/s offered, "
+        f"{achieved:.2f} Gb/s achieved"
+    )
+    print(f"ratio zero-loss receive / sender alone: {achieved / alone:.2f}")
+    if args.spead2:
+        from .bench_spead2 import compare_with_spead2
+
+        compare_with_spead2(args.udp_seconds)
+    return 0

@@ -1,0 +1,192 @@
+"""The Python face of a capture: backend selection, context manager, chunk iterator, stats."""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _core
+
+Backend = Literal["udp", "pcap", "mem"]
+Policy = Literal["block", "drop_oldest"]
+
+
+class RcvbufWarning(UserWarning):
+    """The kernel gave the UDP socket less receive buffer than requested."""
+
+
+def parse_endpoint(bind: str) -> tuple[str, int]:
+    """Split "host:port" (IPv4); raises ValueError naming the bad value."""
+    host, sep, port_text = bind.rpartition(":")
+    if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ValueError(f"bind must be 'IPv4:port' with port 0..65535, got {bind!r}")
+    host = host or "0.0.0.0"
+    if host != "localhost":
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise ValueError(f"bad IPv4 address {host!r} in bind={bind!r}") from None
+    return host, int(port_text)
+
+
+class Stats(dict):  # type: ignore[type-arg]
+    """Counters of a capture (dict keys, also readable as attributes), with rates."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class Capture:
+    """One capture: a packet source feeding the placement engine.
+
+    backend "udp" binds `bind` ("IPv4:port"; port 0 picks a free one, see `port`),
+    "pcap" replays `path`, "mem" replays `packets` (2-D uint8 array, one packet per row,
+    `sizes` bytes each; link-layer frames when `frames`) or generates the example stream
+    (`count` packets from `first`, or exactly the sequence numbers in `schedule`).
+    """
+
+    def __init__(
+        self,
+        backend: Backend = "udp",
+        *,
+        fmt: _core.Format | None = None,
+        packets_per_chunk: int = 1024,
+        max_chunks: int = 4,
+        n_chunks: int = 0,
+        policy: Policy = "block",
+        first_chunk: int | None = None,
+        bind: str = "127.0.0.1:0",
+        threads: int = 1,
+        cpus: Sequence[int] | None = None,
+        rcvbuf: int = 64 << 20,
+        path: str | None = None,
+        packets: npt.ArrayLike | None = None,
+        sizes: Sequence[int] | None = None,
+        frames: bool = False,
+        linktype: int = 1,
+        repeat: int = 1,
+        first: int = 0,
+        count: int = 0,
+        schedule: npt.ArrayLike | None = None,
+        fill: bool = True,
+    ) -> None:
+        self.fmt = fmt if fmt is not None else _core.Format()
+        config = _core.EngineConfig(
+            packets_per_chunk=packets_per_chunk,
+            max_chunks=max_chunks,
+            n_chunks=n_chunks,
+            policy=policy,
+            first_chunk=first_chunk,
+        )
+        self.backend = backend
+        if backend == "udp":
+            host, port = parse_endpoint(bind)
+            self._cap = _core.Capture.udp(
+                self.fmt, config, host, port, threads, list(cpus or []), rcvbuf
+            )
+        elif backend == "pcap":
+            if path is None:
+                raise ValueError("backend 'pcap' needs path=")
+            self._cap = _core.Capture.pcap(self.fmt, config, str(path))
+        elif backend == "mem":
+            if packets is not None:
+                rows = np.ascontiguousarray(packets, dtype=np.uint8)
+                self._cap = _core.Capture.buffer(
+                    self.fmt,
+                    config,
+                    rows,
+                    list(sizes) if sizes is not None else None,
+                    frames,
+                    linktype,
+                    repeat,
+                )
+            else:
+                sched = None if schedule is None else np.asarray(schedule, dtype=np.uint64)
+                self._cap = _core.Capture.generator(self.fmt, config, first, count, sched, fill)
+        else:
+            raise ValueError(f"backend must be 'udp', 'pcap' or 'mem', got {backend!r}")
+        self._t0: float | None = None
+        self._t1: float | None = None
+
+    @property
+    def config(self) -> _core.EngineConfig:
+        return self._cap.config
+
+    @property
+    def port(self) -> int | None:
+        """The bound UDP port (udp backend)."""
+        return self._cap.port
+
+    @property
+    def rcvbuf(self) -> int | None:
+        """The UDP receive buffer the kernel granted, in bytes (udp backend)."""
+        return self._cap.rcvbuf
+
+    @property
+    def running(self) -> bool:
+        """True while source threads are still delivering packets."""
+        return bool(self._cap.running)
+
+    @property
+    def finished(self) -> bool:
+        """True once the stream has ended and every chunk was taken: chunks() returning
+        because of its timeout leaves this False."""
+        return bool(self._cap.finished)
+
+    def start(self) -> Capture:
+        if self._t0 is None:
+            for text in self._cap.warnings:
+                warnings.warn(text, RcvbufWarning, stacklevel=2)
+            self._t0 = time.monotonic()
+            self._cap.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop receiving, flush the open chunks (iterate chunks() to drain them)."""
+        if self._t1 is None and self._t0 is not None:
+            self._t1 = time.monotonic()
+        self._cap.stop()
+
+    def __enter__(self) -> Capture:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def chunks(self, timeout: float | None = None) -> Iterator[_core.Chunk]:
+        """Ready chunks in order of completion; ends when the stream ends or when
+        `timeout` seconds pass without a chunk. Ctrl-C interrupts the wait."""
+        self.start()
+        while True:
+            chunk = self._cap.next_chunk(timeout)
+            if chunk is None:
+                return
+            yield chunk
+
+    def __iter__(self) -> Iterator[_core.Chunk]:
+        return self.chunks()
+
+    @property
+    def stats(self) -> Stats:
+        s = Stats(self._cap.stats)
+        end = self._t1 if self._t1 is not None else time.monotonic()
+        elapsed = end - self._t0 if self._t0 is not None else 0.0
+        s["elapsed"] = elapsed
+        s["gbps"] = s["bytes"] * 8 / elapsed / 1e9 if elapsed > 0 else 0.0
+        s["pps"] = s["packets"] / elapsed if elapsed > 0 else 0.0
+        return s

@@ -1,0 +1,220 @@
+"""`casper400g rx ...`: capture, monitor, bench and send the example stream."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import _core
+from .capture import Capture, parse_endpoint
+
+
+def _add_engine_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=["udp", "pcap"], default="udp")
+    p.add_argument("--bind", default="127.0.0.1:10000", help="IPv4:port (udp backend)")
+    p.add_argument("--pcap-in", help="capture file to replay (pcap backend)")
+    p.add_argument("--threads", type=int, default=1, help="SO_REUSEPORT receive threads")
+    p.add_argument("--cpus", help="comma-separated CPUs to pin the receive threads to")
+    p.add_argument("--payload", type=int, default=8192, help="UDP payload bytes")
+    p.add_argument("--packets-per-chunk", type=int, default=1024)
+    p.add_argument("--max-chunks", type=int, default=4)
+    p.add_argument("--policy", choices=["block", "drop_oldest"], default="block")
+
+
+def _open_capture(args: argparse.Namespace) -> Capture:
+    cpus = [int(c) for c in args.cpus.split(",")] if args.cpus else None
+    return Capture(
+        args.backend,
+        fmt=_core.Format(payload_size=args.payload),
+        bind=args.bind,
+        path=args.pcap_in,
+        threads=args.threads,
+        cpus=cpus,
+        packets_per_chunk=args.packets_per_chunk,
+        max_chunks=args.max_chunks,
+        policy=args.policy,
+    )
+
+
+def _print_stats(cap: Capture) -> None:
+    s = cap.stats
+    keys = ("packets", "lost", "late", "duplicate", "rejected", "chunks", "chunks_dropped")
+    print("  ".join(f"{k}={s[k]}" for k in keys) + f"  gbps={s.gbps:.3f}")
+
+
+def _cmd_capture(args: argparse.Namespace) -> int:
+    from .pcap_writer import PcapWriter
+
+    if not args.npy and not args.pcap:
+        print("capture: give --npy FILE and/or --pcap FILE", file=sys.stderr)
+        return 2
+    cap = _open_capture(args)
+    data: list[np.ndarray] = []
+    present: list[np.ndarray] = []
+    ids: list[int] = []
+    writer = PcapWriter(args.pcap, dport=cap.port or 10000) if args.pcap else None
+
+    def take(chunk: _core.Chunk) -> None:
+        with chunk:
+            if len(ids) >= args.chunks:
+                return
+            ids.append(chunk.chunk_id)
+            if args.npy:
+                data.append(chunk.data.copy())
+                present.append(chunk.present.copy())
+            if writer is not None:
+                now = time.time()
+                for slot in np.flatnonzero(chunk.present):
+                    writer.write(chunk.data[slot].tobytes(), chunk.first_seq + int(slot), now)
+
+    deadline = time.monotonic() + args.seconds if args.seconds else None
+    last_received, last_change = 0, time.monotonic()
+    try:
+        with cap:
+            where = args.bind if args.backend == "udp" else args.pcap_in
+            print(f"capturing from {where}", flush=True)
+            while len(ids) < args.chunks and cap.running:
+                if deadline is not None and time.monotonic() > deadline:
+                    break
+                for chunk in cap.chunks(timeout=0.1):
+                    take(chunk)
+                    break
+                received = cap.stats.received
+                if received != last_received:
+                    last_received, last_change = received, time.monotonic()
+                elif args.idle and received and time.monotonic() - last_change > args.idle:
+                    break
+            cap.stop()  # flushes the chunks still open
+            for chunk in cap.chunks(timeout=0):
+                take(chunk)
+    finally:
+        if writer is not None:
+            writer.close()
+    if args.npy:
+        base = Path(args.npy)
+        stem = base.with_suffix("")
+        np.save(base, np.stack(data) if data else np.zeros((0, 0, 0), np.uint8))
+        np.save(f"{stem}.present.npy", np.stack(present) if present else np.zeros((0, 0), bool))
+        np.save(f"{stem}.chunk_ids.npy", np.asarray(ids, dtype=np.int64))
+        print(f"wrote {base}, {stem}.present.npy, {stem}.chunk_ids.npy ({len(ids)} chunks)")
+    if args.pcap:
+        print(f"wrote {args.pcap}")
+    _print_stats(cap)
+    return 0
+
+
+def _cmd_monitor(args: argparse.Namespace) -> int:
+    from .monitor import run_monitor
+
+    run_monitor(_open_capture(args), args.seconds, interval=args.interval)
+    return 0
+
+
+def _cmd_send(args: argparse.Namespace) -> int:
+    from .faults import faulty_schedule
+
+    host, port = parse_endpoint(args.dest)
+    schedule = None
+    if args.drop or args.duplicate or args.reorder or args.late:
+        ppc = args.packets_per_chunk
+        n_chunks = max(args.count // ppc, args.max_chunks + 3)
+        f = faulty_schedule(
+            n_chunks,
+            ppc,
+            args.max_chunks,
+            np.random.default_rng(args.seed),
+            drop_rate=args.drop,
+            dup_rate=args.duplicate,
+            reorder_rate=args.reorder,
+            n_late=args.late,
+        )
+        schedule = f.schedule + np.uint64(args.first)
+        print(
+            f"schedule: {f.total} packets, dropped {len(f.dropped)}, duplicated "
+            f"{len(f.duplicated)}, late {len(f.late)}, delayed {f.reordered}"
+        )
+    sender = _core.Sender(
+        host=host,
+        port=port,
+        payload_size=args.payload,
+        rate_gbps=args.rate,
+        first=args.first,
+        count=args.count,
+        schedule=schedule,
+        streams=args.streams,
+        allow_remote=args.allow_remote,
+    )
+    sender.run()
+    gbps = sender.packets_sent * args.payload * 8 / sender.elapsed / 1e9 if sender.elapsed else 0
+    print(f"sent {sender.packets_sent} packets in {sender.elapsed:.3f} s ({gbps:.3f} Gb/s)")
+    return 0
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import run_benchmarks
+
+    return run_benchmarks(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="casper400g rx", description="Receive the core's UDP stream (casper400g_rx)."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    cap = sub.add_parser("capture", help="capture chunks to .npy and/or a pcap file")
+    _add_engine_args(cap)
+    cap.add_argument("--npy", help="write chunk data here (+ .present.npy, .chunk_ids.npy)")
+    cap.add_argument("--pcap", help="write every received packet to this pcap file")
+    cap.add_argument("--chunks", type=int, default=16, help="stop after this many chunks")
+    cap.add_argument("--seconds", type=float, help="stop after this long")
+    cap.add_argument("--idle", type=float, help="stop once no packet arrived for this long")
+    cap.set_defaults(func=_cmd_capture)
+
+    mon = sub.add_parser("monitor", help="live rate and loss display")
+    _add_engine_args(mon)
+    mon.add_argument("--seconds", type=float, help="stop after this long (default: Ctrl-C)")
+    mon.add_argument("--interval", type=float, default=0.5, help="refresh period in seconds")
+    mon.set_defaults(func=_cmd_monitor)
+
+    send = sub.add_parser("send", help="send the example stream (loopback unless allowed)")
+    send.add_argument("--dest", default="127.0.0.1:10000", help="IPv4:port")
+    send.add_argument("--count", type=int, default=100_000)
+    send.add_argument("--first", type=int, default=0, help="first sequence number")
+    send.add_argument("--rate", type=float, default=1.0, help="Gb/s of payload; 0 = unlimited")
+    send.add_argument("--payload", type=int, default=8192)
+    send.add_argument("--streams", type=int, default=1, help="source sockets (flows)")
+    send.add_argument("--drop", type=float, default=0.0, help="fraction of packets to drop")
+    send.add_argument("--duplicate", type=float, default=0.0, help="fraction to send twice")
+    send.add_argument("--reorder", type=float, default=0.0, help="fraction to delay")
+    send.add_argument("--late", type=int, default=0, help="packets to re-send after the window")
+    send.add_argument("--packets-per-chunk", type=int, default=1024, help="receiver's, for faults")
+    send.add_argument("--max-chunks", type=int, default=4, help="receiver's, for faults")
+    send.add_argument("--seed", type=int, default=0)
+    send.add_argument("--allow-remote", action="store_true", help="allow non-loopback targets")
+    send.set_defaults(func=_cmd_send)
+
+    bench = sub.add_parser("bench", help="engine and loopback benchmarks (prints ratios)")
+    bench.add_argument("--packets", type=int, default=1_000_000, help="mem-backend packets")
+    bench.add_argument("--udp-seconds", type=float, default=1.0, help="per loopback rate trial")
+    bench.add_argument("--skip-udp", action="store_true", help="only the mem-backend benchmark")
+    bench.add_argument("--spead2", action="store_true", help="also measure spead2 (if installed)")
+    bench.set_defaults(func=_cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, OSError) as e:
+        # Bad addresses, ports in use, missing files: the message names the cause.
+        print(f"casper400g rx {args.command}: {e}", file=sys.stderr)
+        return 1

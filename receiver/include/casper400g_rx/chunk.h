@@ -1,0 +1,77 @@
+// Chunks: fixed-size blocks of packet slots, allocated once and recycled
+// between the engine and the consumer through two queues.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace casper400g_rx {
+
+struct chunk {
+    std::uint8_t *data = nullptr;     // packets_per_chunk * payload_size bytes
+    std::uint8_t *present = nullptr;  // packets_per_chunk flags (0/1)
+    std::uint64_t chunk_id = 0;
+    std::size_t n_present = 0;
+    std::size_t index = 0;  // position in the pool, stable for the chunk's lifetime
+};
+
+// Owns the memory of every chunk. Page-aligned so that a later pinning or DMA
+// registration can cover it directly.
+class chunk_pool {
+public:
+    chunk_pool(std::size_t n_chunks, std::size_t packets_per_chunk, std::size_t payload_size);
+    chunk_pool(const chunk_pool &) = delete;
+    chunk_pool &operator=(const chunk_pool &) = delete;
+
+    std::size_t size() const noexcept { return chunks_.size(); }
+    chunk *get(std::size_t i) noexcept { return &chunks_[i]; }
+    std::size_t packets_per_chunk() const noexcept { return packets_per_chunk_; }
+    std::size_t payload_size() const noexcept { return payload_size_; }
+
+private:
+    struct free_deleter {
+        void operator()(void *p) const noexcept;
+    };
+    std::size_t packets_per_chunk_;
+    std::size_t payload_size_;
+    std::unique_ptr<std::uint8_t, free_deleter> data_;
+    std::unique_ptr<std::uint8_t, free_deleter> present_;
+    std::vector<chunk> chunks_;
+};
+
+// Bounded FIFO of chunk pointers. Its capacity is the pool size, so push never
+// waits. A lock is taken per chunk, never per packet.
+class chunk_queue {
+public:
+    enum class status { ok, timeout, interrupted, finished };
+
+    explicit chunk_queue(std::size_t capacity);
+
+    void push(chunk *c);
+    chunk *try_pop();
+    // Waits up to `timeout` for a chunk. Returns nullptr with the reason when none.
+    chunk *pop_for(std::chrono::nanoseconds timeout, status &why);
+    // Wakes current and future waiters until reset_interrupt().
+    void interrupt();
+    // No more chunks will be pushed: waiters get `finished` once the queue is empty.
+    void finish();
+    std::size_t size() const;
+    // finish() was called and every chunk has been popped.
+    bool drained() const;
+
+private:
+    mutable std::mutex mutex_;
+    std::condition_variable cv_;
+    std::vector<chunk *> ring_;
+    std::size_t head_ = 0;
+    std::size_t count_ = 0;
+    bool interrupted_ = false;
+    bool finished_ = false;
+};
+
+}  // namespace casper400g_rx

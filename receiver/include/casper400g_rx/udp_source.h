@@ -1,0 +1,51 @@
+// Receives UDP datagrams with recvmmsg, optionally fanned out over several
+// SO_REUSEPORT sockets, one pinned thread each.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "casper400g_rx/fd.h"
+#include "casper400g_rx/source.h"
+
+namespace casper400g_rx {
+
+struct udp_config {
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 0;
+    std::size_t threads = 1;
+    std::vector<int> cpus;               // one per thread, or empty
+    std::size_t rcvbuf = 64 << 20;       // bytes requested per socket
+    std::size_t max_payload = 8192;      // larger datagrams are truncated and rejected
+};
+
+// Parses "a.b.c.d" into a sockaddr_in; throws std::invalid_argument naming `host`.
+sockaddr_in make_ipv4_address(const std::string &host, std::uint16_t port);
+
+class udp_source : public source {
+public:
+    explicit udp_source(const udp_config &cfg);  // binds now, so errors surface here
+    std::size_t n_threads() const override { return sockets_.size(); }
+    int cpu(std::size_t i) const override;
+    void run(std::size_t i, engine &eng, const std::atomic<bool> &stop) override;
+    void interrupt() override;
+    std::vector<std::string> warnings() const override { return warnings_; }
+    std::uint16_t port() const noexcept { return port_; }  // the bound port (useful with 0)
+    std::size_t rcvbuf() const noexcept { return rcvbuf_; }  // effective, as the kernel reports
+    // Datagrams the kernel dropped because the socket buffers were full.
+    std::uint64_t kernel_drops() const noexcept;
+
+private:
+    udp_config cfg_;
+    std::vector<unique_fd> sockets_;
+    unique_fd wake_;  // eventfd: readable once interrupt() was called
+    std::vector<std::string> warnings_;
+    std::uint16_t port_ = 0;
+    std::size_t rcvbuf_ = 0;
+};
+
+}  // namespace casper400g_rx

@@ -1,0 +1,114 @@
+#include "casper400g_rx/chunk.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+namespace casper400g_rx {
+
+namespace {
+
+constexpr std::size_t page = 4096;
+
+std::size_t round_up(std::size_t n) { return (n + page - 1) / page * page; }
+
+std::uint8_t *alloc_pages(std::size_t bytes) {
+    void *p = nullptr;
+    if (posix_memalign(&p, page, round_up(bytes)) != 0) throw std::bad_alloc();
+    return static_cast<std::uint8_t *>(p);
+}
+
+}  // namespace
+
+void chunk_pool::free_deleter::operator()(void *p) const noexcept { std::free(p); }
+
+chunk_pool::chunk_pool(std::size_t n_chunks, std::size_t packets_per_chunk,
+                       std::size_t payload_size)
+    : packets_per_chunk_(packets_per_chunk), payload_size_(payload_size) {
+    if (n_chunks == 0 || packets_per_chunk == 0 || payload_size == 0)
+        throw std::invalid_argument("chunk pool dimensions must be > 0");
+    const std::size_t chunk_bytes = round_up(packets_per_chunk * payload_size);
+    const std::size_t mask_bytes = round_up(packets_per_chunk);
+    if (chunk_bytes / payload_size < packets_per_chunk ||
+        n_chunks > SIZE_MAX / (chunk_bytes + mask_bytes))
+        throw std::invalid_argument("chunk pool of " + std::to_string(n_chunks) +
+                                    " chunks is too large");
+    data_.reset(alloc_pages(n_chunks * chunk_bytes));
+    present_.reset(alloc_pages(n_chunks * mask_bytes));
+    // Touch every page now: first-touch page faults on the receive path would stall it
+    // for longer than a socket buffer lasts at line rate.
+    std::memset(data_.get(), 0, n_chunks * chunk_bytes);
+    std::memset(present_.get(), 0, n_chunks * mask_bytes);
+    chunks_.resize(n_chunks);
+    for (std::size_t i = 0; i < n_chunks; i++) {
+        chunks_[i].data = data_.get() + i * chunk_bytes;
+        chunks_[i].present = present_.get() + i * mask_bytes;
+        chunks_[i].index = i;
+    }
+}
+
+chunk_queue::chunk_queue(std::size_t capacity) : ring_(capacity) {}
+
+void chunk_queue::push(chunk *c) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (count_ == ring_.size()) throw std::logic_error("chunk queue overflow");
+        ring_[(head_ + count_) % ring_.size()] = c;
+        count_++;
+    }
+    cv_.notify_one();
+}
+
+chunk *chunk_queue::try_pop() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (count_ == 0) return nullptr;
+    chunk *c = ring_[head_];
+    head_ = (head_ + 1) % ring_.size();
+    count_--;
+    return c;
+}
+
+chunk *chunk_queue::pop_for(std::chrono::nanoseconds timeout, status &why) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const bool woken = cv_.wait_for(lock, timeout,
+                                    [this] { return count_ > 0 || interrupted_ || finished_; });
+    if (count_ > 0) {
+        chunk *c = ring_[head_];
+        head_ = (head_ + 1) % ring_.size();
+        count_--;
+        why = status::ok;
+        return c;
+    }
+    why = !woken ? status::timeout : interrupted_ ? status::interrupted : status::finished;
+    return nullptr;
+}
+
+void chunk_queue::interrupt() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        interrupted_ = true;
+    }
+    cv_.notify_all();
+}
+
+void chunk_queue::finish() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        finished_ = true;
+    }
+    cv_.notify_all();
+}
+
+std::size_t chunk_queue::size() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return count_;
+}
+
+bool chunk_queue::drained() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return finished_ && count_ == 0;
+}
+
+}  // namespace casper400g_rx

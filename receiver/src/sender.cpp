@@ -1,0 +1,137 @@
+#include "casper400g_rx/sender.h"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "casper400g_rx/errors.h"
+#include "casper400g_rx/example_stream.h"
+#include "casper400g_rx/udp_source.h"
+
+namespace casper400g_rx {
+
+namespace {
+
+constexpr std::size_t send_batch = 32;
+
+}  // namespace
+
+sender::sender(const send_config &cfg) : cfg_(cfg) {
+    if (cfg_.payload_size < 8 || cfg_.payload_size % 8 != 0 || cfg_.payload_size > 65504)
+        throw std::invalid_argument("payload size must be a multiple of 8 in 8..65504, got " +
+                                    std::to_string(cfg_.payload_size));
+    if (cfg_.streams == 0) throw std::invalid_argument("streams must be > 0, got 0");
+    if (cfg_.rate_gbps < 0) throw std::invalid_argument("rate must be >= 0 Gb/s");
+    if (cfg_.port == 0) throw std::invalid_argument("destination port must be 1..65535, got 0");
+    const sockaddr_in addr = make_ipv4_address(cfg_.host, cfg_.port);
+    if (!cfg_.allow_remote && (ntohl(addr.sin_addr.s_addr) >> 24) != 127)
+        throw std::invalid_argument("refusing to send to '" + cfg_.host +
+                                    "': not a loopback address (allow_remote is off)");
+    if (cfg_.prefix_seq_width > 8 ||
+        (cfg_.prefix_seq_width && cfg_.prefix_seq_offset + cfg_.prefix_seq_width > cfg_.prefix.size()))
+        throw std::invalid_argument("sequence field (offset " +
+                                    std::to_string(cfg_.prefix_seq_offset) + ", width " +
+                                    std::to_string(cfg_.prefix_seq_width) +
+                                    ") does not fit in the " + std::to_string(cfg_.prefix.size()) +
+                                    "-byte prefix");
+    if (cfg_.prefix.size() + cfg_.payload_size > 65507)
+        throw std::invalid_argument("prefix + payload exceed the largest UDP/IPv4 payload (65507)");
+    total_ = cfg_.schedule.empty() ? cfg_.count : cfg_.schedule.size();
+    for (std::size_t i = 0; i < cfg_.streams; i++) {
+        unique_fd fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+        if (!fd) throw_errno("cannot create UDP socket");
+        const int sndbuf = 4 << 20;
+        setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+        // Unconnected on purpose: a connected socket would fail with ECONNREFUSED
+        // whenever an earlier datagram found no listener.
+        sockets_.push_back(std::move(fd));
+    }
+    buffers_.resize(send_batch * packet_size());
+    for (std::size_t j = 0; j < send_batch; j++)
+        std::copy(cfg_.prefix.begin(), cfg_.prefix.end(), buffers_.begin() + j * packet_size());
+}
+
+double sender::elapsed() const noexcept {
+    if (!started_) return 0.0;
+    const auto end = sent_ == total_ ? t_end_ : std::chrono::steady_clock::now();
+    return std::chrono::duration<double>(end - t_start_).count();
+}
+
+bool sender::send_for(std::chrono::nanoseconds budget) {
+    using clock = std::chrono::steady_clock;
+    const auto deadline = clock::now() + budget;
+    if (!started_) {
+        started_ = true;
+        t0_ = clock::now();
+        t_start_ = t0_;
+    }
+    const sockaddr_in addr = make_ipv4_address(cfg_.host, cfg_.port);
+    mmsghdr msgs[send_batch];
+    iovec iov[send_batch];
+    const std::size_t packet = packet_size();
+    const std::size_t prefix = cfg_.prefix.size();
+    const double ns_per_packet =
+        cfg_.rate_gbps > 0 ? cfg_.payload_size * 8.0 / cfg_.rate_gbps : 0.0;
+    // After a stall (the thread was descheduled) the sender catches up by at most this
+    // much: a longer burst at full speed is not the stream a rate-limited source sends.
+    const auto max_lag = std::chrono::nanoseconds(
+        static_cast<std::int64_t>(ns_per_packet * 2 * send_batch));
+    while (sent_ < total_) {
+        if (ns_per_packet > 0) {
+            auto due = t0_ + std::chrono::nanoseconds(
+                                 static_cast<std::int64_t>(ns_per_packet * sent_));
+            const auto now = clock::now();
+            if (now - due > max_lag) {
+                t0_ += (now - due) - max_lag;
+                due = now - max_lag;
+            }
+            if (due > deadline) {
+                std::this_thread::sleep_until(deadline);
+                return false;
+            }
+            std::this_thread::sleep_until(due);
+        }
+        const std::size_t n =
+            static_cast<std::size_t>(std::min<std::uint64_t>(send_batch, total_ - sent_));
+        for (std::size_t j = 0; j < n; j++) {
+            std::uint8_t *p = buffers_.data() + j * packet;
+            const std::uint64_t seq = seq_at(sent_ + j);
+            for (unsigned b = 0; b < cfg_.prefix_seq_width; b++)
+                p[cfg_.prefix_seq_offset + b] =
+                    static_cast<std::uint8_t>(seq >> (8 * (cfg_.prefix_seq_width - 1 - b)));
+            fill_example_payload(p + prefix, cfg_.payload_size, seq);
+            iov[j] = {p, packet};
+            msgs[j] = {};
+            msgs[j].msg_hdr.msg_name = const_cast<sockaddr_in *>(&addr);
+            msgs[j].msg_hdr.msg_namelen = sizeof(addr);
+            msgs[j].msg_hdr.msg_iov = &iov[j];
+            msgs[j].msg_hdr.msg_iovlen = 1;
+        }
+        const int fd = sockets_[batches_ % sockets_.size()].get();
+        std::size_t done = 0;
+        while (done < n) {
+            const int rc = sendmmsg(fd, msgs + done, static_cast<unsigned>(n - done), 0);
+            if (rc < 0) {
+                if (errno == EINTR) continue;
+                if (errno == ENOBUFS || errno == EAGAIN) {
+                    std::this_thread::sleep_for(std::chrono::microseconds(50));
+                    continue;
+                }
+                throw_errno("sendmmsg to " + cfg_.host + ":" + std::to_string(cfg_.port));
+            }
+            done += static_cast<std::size_t>(rc);
+        }
+        sent_ += n;
+        batches_++;
+        if (clock::now() >= deadline && sent_ < total_) return false;
+    }
+    t_end_ = clock::now();
+    return true;
+}
+
+}  // namespace casper400g_rx

@@ -1,0 +1,177 @@
+"""`casper400g rx`: send with faults, capture to .npy and pcap, monitor, bench."""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import casper400g_rx as rx
+from casper400g_rx.faults import faulty_schedule
+from mlib_devel_400g import cli
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_bound(port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return  # taken: the receiver is listening
+        time.sleep(0.02)
+    raise TimeoutError(f"nothing bound 127.0.0.1:{port}")
+
+
+def test_send_injects_exactly_the_announced_faults(capsys: pytest.CaptureFixture[str]) -> None:
+    ppc, max_chunks, count, seed = 64, 3, 1280, 4
+    cap = rx.Capture(
+        "udp", bind="127.0.0.1:0", packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=0
+    )
+    args = ["--count", str(count), "--rate", "1", "--drop", "0.02", "--duplicate", "0.01"]
+    args += ["--reorder", "0.05", "--late", "3", "--seed", str(seed)]
+    args += ["--packets-per-chunk", str(ppc), "--max-chunks", str(max_chunks)]
+    with cap:
+        rc = cli.main(["rx", "send", "--dest", f"127.0.0.1:{cap.port}", *args])
+        assert rc == 0
+        f = faulty_schedule(
+            count // ppc,
+            ppc,
+            max_chunks,
+            np.random.default_rng(seed),
+            drop_rate=0.02,
+            dup_rate=0.01,
+            reorder_rate=0.05,
+            n_late=3,
+        )
+        deadline = time.monotonic() + 10
+        while cap.stats.received < len(f.schedule) and time.monotonic() < deadline:
+            for chunk in cap.chunks(timeout=0.05):
+                chunk.release()
+        cap.stop()
+        for chunk in cap.chunks(timeout=0):
+            chunk.release()
+    out = capsys.readouterr().out
+    assert f"dropped {len(f.dropped)}, duplicated {len(f.duplicated)}, late 3" in out
+    s = cap.stats
+    assert (s.lost, s.duplicate, s.late) == (len(f.dropped), len(f.duplicated), 3)
+
+
+def test_capture_to_npy_and_pcap_round_trip(tmp_path: Path) -> None:
+    ppc, n_chunks = 32, 6
+    port = free_udp_port()
+    npy, pcap = tmp_path / "cap.npy", tmp_path / "cap.pcap"
+    argv = ["rx", "capture", "--bind", f"127.0.0.1:{port}", "--packets-per-chunk", str(ppc)]
+    argv += ["--max-chunks", "2", "--chunks", str(n_chunks), "--idle", "0.5", "--seconds", "20"]
+    argv += ["--npy", str(npy), "--pcap", str(pcap)]
+    result: list[int] = []
+    thread = threading.Thread(target=lambda: result.append(cli.main(argv)))
+    thread.start()
+    wait_until_bound(port)
+    rx.Sender(port=port, count=ppc * n_chunks, rate_gbps=1.0).run()
+    thread.join(timeout=30)
+    assert result == [0]
+
+    data = np.load(npy)
+    present = np.load(tmp_path / "cap.present.npy")
+    ids = np.load(tmp_path / "cap.chunk_ids.npy")
+    assert list(ids) == list(range(n_chunks))
+    assert present.all()
+    for chunk_id, chunk_data in zip(ids, data, strict=True):
+        np.testing.assert_array_equal(chunk_data, rx.example_chunk(int(chunk_id), ppc))
+
+    replay = rx.Capture("pcap", path=str(pcap), packets_per_chunk=ppc)
+    with replay:
+        replayed = {c.chunk_id: c.data.copy() for c in replay.chunks(timeout=10)}
+    assert sorted(replayed) == list(range(n_chunks))
+    for chunk_id, chunk_data in zip(ids, data, strict=True):
+        np.testing.assert_array_equal(replayed[int(chunk_id)], chunk_data)
+
+    seq_by_ip_id = rx.Capture(
+        "pcap", path=str(pcap), packets_per_chunk=ppc, fmt=rx.Format(seq="ipv4_id")
+    )
+    with seq_by_ip_id:
+        for chunk in seq_by_ip_id.chunks(timeout=10):
+            np.testing.assert_array_equal(chunk.data, replayed[chunk.chunk_id])
+            chunk.release()
+
+
+def test_monitor_shows_rates_and_loss(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.utils import wrpcap
+
+    path = tmp_path / "m.pcap"
+    seqs = [s for s in range(64) if s % 10 != 3]
+    wrpcap(str(path), [Ether() / IP() / UDP(dport=1) / rx.example_payload(s) for s in seqs])
+    argv = ["rx", "monitor", "--backend", "pcap", "--pcap-in", str(path)]
+    argv += ["--packets-per-chunk", "16", "--seconds", "5", "--interval", "0.1"]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    for key in ("Gb/s", "packets/s", "lost", "late", "buffers in use"):
+        assert key in out
+    last_table = out[out.rindex("casper400g rx monitor") :].replace("│", " ")
+    values = dict(re.findall(r"^\s+([a-z/ ]+?)\s{2,}([\d,./ ]+?)\s*$", last_table, re.M))
+    assert values["packets"] == str(len(seqs))
+    assert values["lost"] == str(64 - len(seqs))
+
+
+def test_bench_engine_only_prints_ratios(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["rx", "bench", "--packets", "20000", "--skip-udp"]) == 0
+    out = capsys.readouterr().out
+    assert "ratio engine / memcpy:" in out
+    assert "Gb/s per core" in out
+
+
+def test_errors_are_reported_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["rx", "send", "--dest", "192.0.2.1:5", "--count", "1"]) == 1
+    assert "not a loopback address" in capsys.readouterr().err
+    missing = tmp_path / "missing.pcap"
+    argv = ["rx", "monitor", "--backend", "pcap", "--pcap-in", str(missing), "--seconds", "1"]
+    assert cli.main(argv) == 1
+    assert "missing.pcap" in capsys.readouterr().err
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        port = busy.getsockname()[1]
+        argv = ["rx", "capture", "--bind", f"127.0.0.1:{port}", "--npy", str(tmp_path / "x.npy")]
+        assert cli.main(argv) == 1
+    assert "Address already in use" in capsys.readouterr().err
+
+
+def test_rx_help_lists_the_subcommands(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["rx", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for name in ("capture", "monitor", "bench", "send"):
+        assert name in out
+
+
+def test_demo_loopback_checks_every_byte() -> None:
+    stats, mismatched = rx.demo_loopback(seconds=0.5, rate_gbps=0.5)
+    expected = int(0.5 * 0.5e9 / (8192 * 8)) // 256 * 256
+    assert mismatched == 0
+    assert stats.packets == expected and stats.lost == 0 and stats.kernel_drops == 0
+
+
+def test_spead2_place_callback_and_trials() -> None:
+    pytest.importorskip("spead2", reason="spead2 is the optional benchmark peer (extra 'bench')")
+    from casper400g_rx import bench_spead2
+
+    for trial in (bench_spead2.casper_trial, bench_spead2.spead2_trial):
+        ok, _achieved, stats = trial(0.3, 0.2)
+        assert ok, stats
+        assert stats["placed"] == bench_spead2._count(0.3, 0.2)
