@@ -9,4 +9,10 @@ work in an environment without the simulation extras.
 * :mod:`.user_tx` - the core's user TX port: word packing helpers and a cocotb driver.
 * :mod:`.frames` - golden UDP/IPv4 frames (scapy), next-hop MAC selection, the example
   stream's payload and throughput formulas.
+* :mod:`.dcmac_rx` - DCMAC 400G RX client interface: segment packer (two SOPs per cycle,
+  FCS kept or stripped, err, line-rate pacing), bus reassembly, cocotb driver.
+* :mod:`.user_rx` - the core's user RX port: datagram reassembly, rx_ack patterns, cocotb
+  monitor.
+* :mod:`.rx_expect` - independent model of the RX filter (CORE_SPEC §3) with per-reason
+  verdicts, and a labelled random frame mix.
 """
