@@ -9,14 +9,13 @@ core must reach at least 0.995 of it for every size.
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from . import paths, sim
+from . import sim
 
 DEFAULT_SIZES = [64, 65, 128, 129, 256, 1024, 1472, 4096, 8192, 8972, 0]
 REQUIRED_RATIO = 0.995
@@ -36,28 +35,17 @@ def run(
     dut = sim.build_core(verbose=verbose)
     console.print(f"      ready in {time.monotonic() - t0:.1f} s")
     console.print(f"[2/2] streaming {frames} frames per size back to back, MAC paced at 400GbE")
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "bench.json"
-        t0 = time.monotonic()
-        outcomes = sim.run(
+    t0 = time.monotonic()
+    try:
+        data = sim.run_job(
             dut,
             "mlib_devel_400g.cocotb_bench_tx",
-            paths.PACKAGE_DIR,
-            extra_env={
-                "CASPER400G_BENCH_SIZES": json.dumps(sizes),
-                "CASPER400G_BENCH_FRAMES": str(frames),
-                "CASPER400G_BENCH_OUT": str(out),
-                "COCOTB_LOG_LEVEL": "WARNING",
-            },
-            work_dir=Path(tmp),
+            {"CASPER400G_BENCH_SIZES": json.dumps(sizes), "CASPER400G_BENCH_FRAMES": str(frames)},
             verbose=verbose,
         )
-        bad = [o for o in outcomes.values() if not o.passed]
-        if bad or not out.is_file():
-            for o in bad:
-                console.print(f"[red]simulation failed: {o.message}")
-            return 1
-        data = json.loads(out.read_text())
+    except sim.SimulationError as exc:
+        console.print(f"[red]simulation failed: {exc}")
+        return 1
     console.print(
         f"      simulated in {time.monotonic() - t0:.1f} s "
         f"(MAC clock {data['mac_clk_hz'] / 1e6:.2f} MHz, "

@@ -3,7 +3,7 @@
 For each payload size in $CASPER400G_BENCH_SIZES (JSON list; 0 = a random mix) the user
 port streams $CASPER400G_BENCH_FRAMES datagrams with no idle cycles into a DCMAC model
 that paces at the 400GbE line rate; the goodput is measured on the MAC side after a
-warm-up. Results go to $CASPER400G_BENCH_OUT (JSON).
+warm-up. Results go to $CASPER400G_JOB_OUT (JSON).
 """
 
 from __future__ import annotations
@@ -88,5 +88,5 @@ async def bench_tx(dut) -> None:  # noqa: ANN001
             }
         )
         await Timer(100, unit="ns")
-    with open(os.environ["CASPER400G_BENCH_OUT"], "w") as fh:
+    with open(os.environ["CASPER400G_JOB_OUT"], "w") as fh:
         json.dump({"mac_clk_hz": mac_hz, "user_clk_hz": user_hz, "results": results}, fh)

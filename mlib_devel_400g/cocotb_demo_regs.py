@@ -1,7 +1,7 @@
 """cocotb side of `casper400g demo`: configure a core over AXI4-Lite, then dump it.
 
 Reads its configuration from $CASPER400G_DEMO_CONFIG (JSON) and writes the dump to
-$CASPER400G_DEMO_OUT (JSON); the CLI prints it.
+$CASPER400G_JOB_OUT (JSON); the CLI prints it.
 """
 
 from __future__ import annotations
@@ -64,5 +64,5 @@ async def configure_and_dump(dut) -> None:  # noqa: ANN001
         "arp_ram": core_view["arp_table"],
         "axi_transactions": h.regions["arp_table"].writes + h.regions["arp_table"].reads,
     }
-    with open(os.environ["CASPER400G_DEMO_OUT"], "w") as fh:
+    with open(os.environ["CASPER400G_JOB_OUT"], "w") as fh:
         json.dump(out, fh)

@@ -51,5 +51,5 @@ async def send_example_stream(dut) -> None:  # noqa: ANN001
     }
     stats["goodput_bps"] = mon.goodput_bps()
     wrpcap(os.environ["CASPER400G_DEMO_PCAP"], [Ether(f.body) for f in mon.frames])
-    with open(os.environ["CASPER400G_DEMO_OUT"], "w") as fh:
+    with open(os.environ["CASPER400G_JOB_OUT"], "w") as fh:
         json.dump(stats, fh)

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from pathlib import Path
 
@@ -99,27 +98,17 @@ def run_registers(console: Console, verbose: bool, cfg: dict) -> int:
         f"[2/3] configuring: MAC {cfg['mac']}, IP {cfg['ip']}/{cfg['netmask']}, "
         f"gateway {cfg['gateway']}, port {cfg['port']}, {len(cfg['arp'])} ARP entries, fabric on"
     )
-    with tempfile.TemporaryDirectory() as tmp:
-        out_path = Path(tmp) / "dump.json"
-        t0 = time.monotonic()
-        outcomes = sim.run(
+    t0 = time.monotonic()
+    try:
+        dump = sim.run_job(
             dut,
             "mlib_devel_400g.cocotb_demo_regs",
-            paths.PACKAGE_DIR,
-            extra_env={
-                "CASPER400G_DEMO_CONFIG": json.dumps(cfg),
-                "CASPER400G_DEMO_OUT": str(out_path),
-                "COCOTB_LOG_LEVEL": "WARNING",
-            },
-            work_dir=Path(tmp),
+            {"CASPER400G_DEMO_CONFIG": json.dumps(cfg)},
             verbose=verbose,
         )
-        failed = [o for o in outcomes.values() if not o.passed]
-        if failed or not out_path.is_file():
-            for o in failed:
-                console.print(f"[red]simulation failed: {o.name}: {o.message}")
-            return 1
-        dump = json.loads(out_path.read_text())
+    except sim.SimulationError as exc:
+        console.print(f"[red]simulation failed: {exc}")
+        return 1
     console.print(f"      simulated in {time.monotonic() - t0:.1f} s")
 
     console.print("[3/3] register dump (read back over AXI4-Lite)")
@@ -213,29 +202,21 @@ def run_tx(console: Console, verbose: bool, cfg: dict, count: int) -> int:
         f"[2/3] streaming {count} x 8192-B datagrams to {cfg['dest_ip']}:{cfg['dest_port']} "
         "through the user port into a DCMAC model paced at 400GbE"
     )
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "tx.json"
-        t0 = time.monotonic()
-        outcomes = sim.run(
+    t0 = time.monotonic()
+    try:
+        stats = sim.run_job(
             dut,
             "mlib_devel_400g.cocotb_demo_tx",
-            paths.PACKAGE_DIR,
-            extra_env={
+            {
                 "CASPER400G_DEMO_CONFIG": json.dumps(cfg),
                 "CASPER400G_DEMO_FRAMES": str(count),
                 "CASPER400G_DEMO_PCAP": str(pcap),
-                "CASPER400G_DEMO_OUT": str(out),
-                "COCOTB_LOG_LEVEL": "WARNING",
             },
-            work_dir=Path(tmp),
             verbose=verbose,
         )
-        failed = [o for o in outcomes.values() if not o.passed]
-        if failed or not out.is_file():
-            for o in failed:
-                console.print(f"[red]simulation failed: {o.name}: {o.message}")
-            return 1
-        stats = json.loads(out.read_text())
+    except sim.SimulationError as exc:
+        console.print(f"[red]simulation failed: {exc}")
+        return 1
     console.print(f"      simulated in {time.monotonic() - t0:.1f} s")
 
     console.print(f"[3/3] checking {pcap.relative_to(paths.REPO_ROOT)} with scapy")

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -302,3 +303,26 @@ def core_sources() -> list[Path]:
 def build_core(parameters: Mapping[str, object] | None = None, verbose: bool = False) -> Dut:
     """The whole core (fhg_core) as the system tests, the demo and the benchmark use it."""
     return build("fhg_core", core_sources(), "fhg_core", parameters=parameters, verbose=verbose)
+
+
+def run_job(dut: Dut, module: str, env: Mapping[str, str], verbose: bool = False) -> dict:
+    """Run one cocotb job of this package (a demo step, a benchmark) and return its result.
+
+    The job's module writes a JSON object to the file named by $CASPER400G_JOB_OUT; a failed
+    test, or no result, raises SimulationError carrying the tests' messages.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "job.json"
+        outcomes = run(
+            dut,
+            module,
+            paths.PACKAGE_DIR,
+            extra_env={**env, "CASPER400G_JOB_OUT": str(out), "COCOTB_LOG_LEVEL": "WARNING"},
+            work_dir=Path(tmp),
+            verbose=verbose,
+        )
+        failed = [o for o in outcomes.values() if not o.passed]
+        if failed or not out.is_file():
+            detail = "; ".join(f"{o.name}: {o.message}" for o in failed)
+            raise SimulationError(detail or f"{module} wrote no result")
+        return json.loads(out.read_text())
