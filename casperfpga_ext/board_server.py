@@ -1,0 +1,540 @@
+"""A KATCP board server for the Versal: casperfpga's tcpborphserver requests over an mmap.
+
+The server maps the PL's AXI window (``/dev/mem`` at the platform's bus base, or a regular
+file in tests) and serves the ``?register`` devices of the loaded ``.fpg``:
+
+* ``?listdev`` → ``#listdev <name>`` per device, ``!listdev ok <n>``
+* ``?read <dev> <offset> <length>`` → ``!read ok <raw bytes, KATCP-escaped>``
+* ``?write <dev> <offset> <raw bytes>`` → ``!write ok``
+* ``?wordread <dev> <word_offset>`` → ``!wordread ok 0x<8 hex digits>``
+* ``?wordwrite <dev> <word_offset> <hex value>`` → ``!wordwrite ok``
+* ``?fpgastatus`` → ``!fpgastatus ok`` when a design is mapped, else ``fail``
+* ``?progdev [file.fpg]`` → program (run the configured command) and map the new design;
+  without a file, unmap
+* ``?progremote <port>`` → ``!progremote ok`` once listening; the client then sends the
+  ``.fpg`` over a TCP connection to that port and closes it; after programming every
+  client gets ``#fpga ready`` (or ``#fpga down`` if it failed)
+* ``?help``, ``?watchdog``, ``?version-list``: what KATCP clients probe on connect.
+
+Data on the wire are 32-bit words, each big-endian, like casperfpga's ``?read``; the window
+(``MmapTransport``) converts from host order with aligned word accesses. Errors reply
+``!<req> fail <message>``; unknown requests ``!<req> invalid ...``; lines that are not
+requests get a ``#log error`` inform. No request can end the connection or the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gzip
+import os
+import re
+import shlex
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Protocol
+
+from .fpg import FpgDevice, FpgHeader, parse_fpg_header
+from .transport import WORD_BYTES, MmapTransport, katcp_escape, katcp_unescape
+
+DEFAULT_PORT = 7147
+# A line holds at most one ?write; 256 KiB of data escapes to at most twice that.
+MAX_LINE = 1 << 19
+MAX_TRANSFER = 1 << 18
+MAX_UPLOAD = 1 << 30
+PROTOCOL_VERSION = "5.0-MI"
+SERVER_NAME = "casper400g-board-server"
+SERVER_VERSION = "0.1"
+
+_NAME = re.compile(rb"^[A-Za-z][A-Za-z0-9-]*$")
+_REQUEST = re.compile(rb"^\?([^\[\] \t]*)(\[[0-9]+\])?$")
+
+
+class Window(Protocol):
+    """What the server needs from the mapped bus (MmapTransport has it)."""
+
+    def read(self, device_name: str, size: int, offset: int = 0) -> bytes: ...
+
+    def blindwrite(self, device_name: str, data: bytes, offset: int = 0) -> None: ...
+
+    def listdev(self) -> list[str]: ...
+
+
+WindowFactory = Callable[[Iterable[FpgDevice]], Window]
+
+
+class MmapWindow:
+    """Maps a design's devices from ``path`` (``/dev/mem`` on the board) at bus ``base``.
+
+    Device addresses in a ``.fpg`` are bus addresses; the file offset of ``base`` is
+    ``base`` itself, as for ``/dev/mem``. ``size`` bounds the window: a device outside it
+    is refused rather than mapped beyond what the platform decodes.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], base: int = 0, size: int | None = None):
+        self.path, self.base, self.size = Path(path), base, size
+
+    def __call__(self, devices: Iterable[FpgDevice]) -> MmapTransport:
+        devs = list(devices)
+        end = self.base + self.size if self.size is not None else None
+        for d in devs:
+            if d.address < self.base or (end is not None and d.address + d.size > end):
+                limit = f"{end:#x}" if end is not None else "..."
+                raise ValueError(
+                    f"device {d.name!r} at {d.address:#x} (size {d.size:#x}) is outside the "
+                    f"window {self.base:#x}-{limit} of {self.path}"
+                )
+        span = max((d.address + d.size - self.base for d in devs), default=WORD_BYTES)
+        length = self.size if self.size is not None else span
+        return MmapTransport(
+            self.path, {d.name: (d.address - self.base, d.size) for d in devs}, self.base, length
+        )
+
+
+class RequestError(Exception):
+    """A request that cannot be carried out; its message goes into the ``fail`` reply."""
+
+
+def parse_int(text: bytes, what: str) -> int:
+    """A decimal or ``0x`` hex number, as tcpborphserver's strtoul(…, 0) accepts them."""
+    s = text.decode("ascii", "replace")
+    try:
+        value = int(s, 16) if s.lower().startswith("0x") else int(s, 10)
+    except ValueError:
+        raise RequestError(f"{what} {s[:40]!r} is not a number") from None
+    if value < 0:
+        raise RequestError(f"{what} {value} is negative")
+    return value
+
+
+def parse_hex(text: bytes, what: str) -> int:
+    s = text.decode("ascii", "replace")
+    digits = s[2:] if s.lower().startswith("0x") else s
+    if not digits or len(digits) > 8 or not all(c in "0123456789abcdefABCDEF" for c in digits):
+        raise RequestError(f"{what} {s[:40]!r} is not a 32-bit hex word")
+    return int(digits, 16)
+
+
+def format_message(kind: bytes, name: bytes, args: Iterable[bytes | str | int]) -> bytes:
+    parts = [kind + name]
+    for a in args:
+        raw = a if isinstance(a, bytes) else str(a).encode("utf-8")
+        parts.append(katcp_escape(raw))
+    return b" ".join(parts) + b"\n"
+
+
+class Connection:
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+
+    async def send(self, line: bytes) -> None:
+        if self.writer.is_closing():
+            return
+        self.writer.write(line)
+        with contextlib.suppress(ConnectionError):
+            await self.writer.drain()
+
+
+Handler = Callable[[Connection, list[bytes]], Awaitable[list[bytes | str | int]]]
+
+
+class BoardServer:
+    """Serves the devices of a ``.fpg`` over KATCP, several clients at once.
+
+    ``window`` is either a mapped bus (``MmapTransport``-like; then ``?progdev`` cannot
+    remap) or a factory that maps a design's devices (``MmapWindow``). ``program_cmd`` is
+    run to load a bitstream, ``{pdi}`` replaced by the extracted bitstream's path and
+    ``{fpg}`` by the ``.fpg``'s (e.g. ``fpgautil -b {pdi}``); None skips that step.
+    """
+
+    def __init__(
+        self,
+        window: Window | WindowFactory,
+        host: str = "0.0.0.0",
+        port: int = DEFAULT_PORT,
+        program_cmd: str | None = None,
+        fpg: str | os.PathLike[str] | None = None,
+        fpg_dir: str | os.PathLike[str] = ".",
+        program_timeout: float = 120.0,
+        upload_timeout: float = 30.0,
+    ) -> None:
+        self.host, self.port = host, port
+        self.program_cmd = program_cmd
+        self.fpg_dir = Path(fpg_dir)
+        self.program_timeout, self.upload_timeout = program_timeout, upload_timeout
+        self._factory: WindowFactory | None = None
+        self.window: Window | None = None
+        self.header: FpgHeader | None = None
+        self.devices: dict[str, FpgDevice] = {}
+        if callable(window) and not hasattr(window, "read"):
+            self._factory = window
+        else:
+            self.window = window  # type: ignore[assignment]
+        if fpg is not None:
+            self._load(Path(fpg).read_bytes(), str(fpg))
+        elif self.window is not None:
+            self.devices = {n: FpgDevice(n, 0, 0) for n in self.window.listdev()}
+        self._server: asyncio.Server | None = None
+        self._clients: set[Connection] = set()
+        self._busy = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._handlers: dict[bytes, tuple[Handler, str]] = {
+            b"listdev": (self._listdev, "?listdev: the design's devices"),
+            b"read": (self._read, "?read device offset length: raw bytes"),
+            b"write": (self._write, "?write device offset data: raw bytes"),
+            b"wordread": (self._wordread, "?wordread device word-offset: one word in hex"),
+            b"wordwrite": (self._wordwrite, "?wordwrite device word-offset hex-value"),
+            b"fpgastatus": (self._fpgastatus, "?fpgastatus: ok when a design is mapped"),
+            b"progdev": (self._progdev, "?progdev [file.fpg]: program and map a design"),
+            b"progremote": (self._progremote, "?progremote port: receive an .fpg and program"),
+            b"help": (self._help, "?help [request]: the requests"),
+            b"watchdog": (self._watchdog, "?watchdog: ping"),
+            b"version-list": (self._version_list, "?version-list: versions"),
+        }
+
+    # ------------------------------------------------------------------ design
+    def _load(self, data: bytes, source: str) -> FpgHeader:
+        header = parse_fpg_header(data, source)
+        if self._factory is not None:
+            new = self._factory(header.devices.values())
+            self._unmap()
+            self.window = new
+        elif self.window is None:
+            raise RequestError("no window to map the design into")
+        else:
+            missing = set(header.devices) - set(self.window.listdev())
+            if missing:
+                raise RequestError(f"{source}: devices {sorted(missing)} are not in the window")
+        self.header = header
+        self.devices = dict(header.devices)
+        return header
+
+    def _unmap(self) -> None:
+        if self._factory is None:
+            return  # a window handed in is the caller's to close
+        close = getattr(self.window, "close", None)
+        if close is not None:
+            close()
+        self.window = None
+        self.header = None
+        self.devices = {}
+
+    async def _program(self, data: bytes, source: str) -> int:
+        """Run the program command on the bitstream of ``data``, then map the design."""
+        header = parse_fpg_header(data, source)
+        try:
+            bitstream = gzip.decompress(data[header.bitstream_offset :])
+        except (OSError, EOFError) as exc:
+            raise RequestError(f"{source}: bitstream is not gzip data ({exc})") from None
+        async with self._busy:
+            with tempfile.TemporaryDirectory(prefix="board-server-") as tmp:
+                stem = Path(source).stem or "design"
+                pdi = Path(tmp) / f"{stem}.pdi"
+                fpg = Path(tmp) / f"{stem}.fpg"
+                pdi.write_bytes(bitstream)
+                fpg.write_bytes(data)
+                if self.program_cmd:
+                    await self._run_program(self.program_cmd, pdi, fpg)
+            self._load(data, source)
+        return len(self.devices)
+
+    async def _run_program(self, template: str, pdi: Path, fpg: Path) -> None:
+        try:
+            argv = [a.format(pdi=pdi, fpg=fpg) for a in shlex.split(template)]
+        except (ValueError, KeyError, IndexError) as exc:
+            raise RequestError(f"program command {template!r}: {exc}") from None
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+            )
+        except OSError as exc:
+            raise RequestError(f"cannot run {argv[0]!r}: {exc.strerror}") from None
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), self.program_timeout)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+            raise RequestError(f"{argv[0]} took over {self.program_timeout:g} s") from None
+        if proc.returncode:
+            tail = out.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+            raise RequestError(f"{argv[0]} exited with {proc.returncode}: {tail[0][:200]}")
+
+    # ------------------------------------------------------------------ requests
+    def _need(self, args: list[bytes], n: int, usage: str) -> None:
+        if len(args) != n:
+            raise RequestError(f"usage: {usage}")
+
+    def _device(self, raw: bytes) -> str:
+        name = raw.decode("utf-8", "replace")
+        if self.window is None:
+            raise RequestError(f"no design is mapped (device {name!r})")
+        if name not in self.devices:
+            raise RequestError(f"unknown device {name[:80]!r}")
+        return name
+
+    def _access(self, fn: Callable[[], bytes | None], name: str, offset: int, size: int) -> bytes:
+        if size > MAX_TRANSFER:
+            raise RequestError(
+                f"device {name!r} offset {offset:#x}: {size} bytes exceeds {MAX_TRANSFER}"
+            )
+        try:
+            return fn() or b""
+        except ValueError as exc:
+            raise RequestError(str(exc)) from None
+        except OSError as exc:
+            raise RequestError(f"device {name!r} offset {offset:#x}: {exc}") from None
+
+    async def _listdev(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        for name in self.devices:
+            await conn.send(format_message(b"#", b"listdev", [name]))
+        return [len(self.devices)]
+
+    async def _read(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        self._need(args, 3, "?read device offset length")
+        name = self._device(args[0])
+        offset, size = parse_int(args[1], "offset"), parse_int(args[2], "length")
+        window = self.window
+        assert window is not None
+        return [self._access(lambda: window.read(name, size, offset), name, offset, size)]
+
+    async def _write(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        self._need(args, 3, "?write device offset data")
+        name = self._device(args[0])
+        offset, data = parse_int(args[1], "offset"), args[2]
+        window = self.window
+        assert window is not None
+        self._access(lambda: window.blindwrite(name, data, offset), name, offset, len(data))
+        return []
+
+    async def _wordread(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        if len(args) not in (2, 3):
+            raise RequestError("usage: ?wordread device word-offset")
+        name = self._device(args[0])
+        offset = WORD_BYTES * parse_int(args[1], "word offset")
+        window = self.window
+        assert window is not None
+        data = self._access(lambda: window.read(name, WORD_BYTES, offset), name, offset, 4)
+        return [f"0x{int.from_bytes(data, 'big'):08x}"]
+
+    async def _wordwrite(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        self._need(args, 3, "?wordwrite device word-offset hex-value")
+        name = self._device(args[0])
+        offset = WORD_BYTES * parse_int(args[1], "word offset")
+        data = parse_hex(args[2], "value").to_bytes(WORD_BYTES, "big")
+        window = self.window
+        assert window is not None
+        self._access(lambda: window.blindwrite(name, data, offset), name, offset, 4)
+        return []
+
+    async def _fpgastatus(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        if self.window is None:
+            raise RequestError("no design is mapped")
+        return [self.header.source if self.header else "mapped"]
+
+    async def _progdev(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        if not args:
+            self._unmap()
+            await self._broadcast(format_message(b"#", b"fpga", ["down"]))
+            return []
+        self._need(args, 1, "?progdev [file.fpg]")
+        rel = args[0].decode("utf-8", "replace")
+        path = self.fpg_dir / rel
+        if Path(rel).is_absolute() or ".." in Path(rel).parts:
+            raise RequestError(f"{rel!r}: give a file name inside the server's .fpg directory")
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise RequestError(f"{rel!r}: {exc.strerror}") from None
+        n = await self._program_or_fail(data, rel)
+        await self._broadcast(format_message(b"#", b"fpga", ["ready"]))
+        return [n]
+
+    async def _program_or_fail(self, data: bytes, source: str) -> int:
+        try:
+            return await self._program(data, source)
+        except ValueError as exc:  # a bad .fpg header or a device outside the window
+            raise RequestError(str(exc)) from None
+        except OSError as exc:
+            raise RequestError(f"{source}: {exc}") from None
+
+    async def _progremote(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        self._need(args, 1, "?progremote port")
+        port = parse_int(args[0], "port")
+        if not 0 < port < 65536:
+            raise RequestError(f"port {port} is not a TCP port")
+        received: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+
+        async def take(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                data = await reader.read(MAX_UPLOAD + 1)
+                chunks = [data]
+                while data and sum(map(len, chunks)) <= MAX_UPLOAD:
+                    data = await reader.read(1 << 20)
+                    chunks.append(data)
+                if not received.done():
+                    received.set_result(b"".join(chunks))
+            except (ConnectionError, OSError) as exc:
+                if not received.done():
+                    received.set_exception(RequestError(f"upload broke: {exc}"))
+            finally:
+                writer.close()
+
+        try:
+            listener = await asyncio.start_server(take, self.host, port)
+        except OSError as exc:
+            raise RequestError(f"cannot listen on port {port}: {exc.strerror}") from None
+        self._spawn(self._finish_upload(listener, received, port))
+        return []
+
+    async def _finish_upload(
+        self, listener: asyncio.Server, received: asyncio.Future[bytes], port: int
+    ) -> None:
+        try:
+            data = await asyncio.wait_for(received, self.upload_timeout)
+            if len(data) > MAX_UPLOAD:
+                raise RequestError(f"upload on port {port} exceeds {MAX_UPLOAD} bytes")
+            n = await self._program_or_fail(data, f"upload:{port}")
+            await self._log("info", f"programmed the upload on port {port}: {n} devices")
+            await self._broadcast(format_message(b"#", b"fpga", ["ready"]))
+        except (RequestError, asyncio.TimeoutError) as exc:
+            why = str(exc) or f"no upload on port {port} within {self.upload_timeout:g} s"
+            await self._log("error", why)
+            await self._broadcast(format_message(b"#", b"fpga", ["down"]))
+        finally:
+            listener.close()
+
+    async def _help(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        names = list(self._handlers) if not args else [args[0]]
+        for name in names:
+            if name not in self._handlers:
+                raise RequestError(f"no request {name.decode('utf-8', 'replace')[:40]!r}")
+            await conn.send(format_message(b"#", b"help", [name, self._handlers[name][1]]))
+        return [len(names)]
+
+    async def _watchdog(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        return []
+
+    async def _version_list(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        versions = [
+            ("katcp-protocol", PROTOCOL_VERSION),
+            ("katcp-library", f"{SERVER_NAME}-{SERVER_VERSION}"),
+            ("katcp-device", f"{SERVER_NAME}-{SERVER_VERSION}"),
+        ]
+        for item in versions:
+            await conn.send(format_message(b"#", b"version-list", item))
+        return [len(versions)]
+
+    # ------------------------------------------------------------------ wire
+    async def _log(self, level: str, message: str, conn: Connection | None = None) -> None:
+        line = format_message(b"#", b"log", [level, int(time.time() * 1000), SERVER_NAME, message])
+        if conn is None:
+            await self._broadcast(line)
+        else:
+            await conn.send(line)
+
+    async def _broadcast(self, line: bytes) -> None:
+        for c in list(self._clients):
+            await c.send(line)
+
+    async def _dispatch(self, conn: Connection, line: bytes) -> None:
+        words = [w for w in re.split(rb"[ \t]+", line.strip(b" \t\r")) if w]
+        if not words:
+            return
+        match = _REQUEST.match(words[0])
+        if match is None or not _NAME.match(match.group(1)):
+            # Replies and informs from a client are not requests; nothing can be replied.
+            if not words[0].startswith((b"!", b"#")):
+                shown = line[:60].decode("ascii", "backslashreplace")
+                await self._log("error", f"malformed request line {shown!r}", conn)
+            return
+        name, mid = match.group(1), match.group(2) or b""
+        reply = b"!" + name + mid
+        entry = self._handlers.get(name)
+        if entry is None:
+            await conn.send(
+                format_message(b"", reply, ["invalid", f"unknown request {name.decode()!r}"])
+            )
+            return
+        try:
+            args = [katcp_unescape(w) for w in words[1:]]
+            result = await entry[0](conn, args)
+        except ValueError as exc:  # a bad escape in an argument
+            await conn.send(format_message(b"", reply, ["fail", str(exc)]))
+        except RequestError as exc:
+            await conn.send(format_message(b"", reply, ["fail", str(exc)]))
+        else:
+            await conn.send(format_message(b"", reply, ["ok", *result]))
+
+    async def _serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        conn = Connection(writer)
+        self._clients.add(conn)
+        buffer = b""
+        overlong: bytes | None = None  # the start of a line being discarded
+        try:
+            while True:
+                chunk = await reader.read(1 << 16)
+                if not chunk:
+                    break
+                buffer += chunk
+                while True:
+                    end = buffer.find(b"\n")
+                    if end < 0:
+                        break
+                    line, buffer = buffer[:end], buffer[end + 1 :]
+                    if overlong is not None:
+                        await self._reject_overlong(conn, overlong)
+                        overlong = None
+                        continue
+                    await self._dispatch(conn, line)
+                if len(buffer) > MAX_LINE and overlong is None:
+                    overlong, buffer = buffer[:64], b""
+                elif overlong is not None:
+                    buffer = b""
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            self._clients.discard(conn)
+            writer.close()
+            with contextlib.suppress(ConnectionError, OSError):
+                await writer.wait_closed()
+
+    async def _reject_overlong(self, conn: Connection, start: bytes) -> None:
+        # Without a space in what was kept, the request name itself may be cut short.
+        first, space, _ = start.partition(b" ")
+        match = _REQUEST.match(first)
+        message = f"line longer than {MAX_LINE} bytes"
+        if space and match is not None and _NAME.match(match.group(1)):
+            reply = b"!" + match.group(1) + (match.group(2) or b"")
+            await conn.send(format_message(b"", reply, ["fail", message]))
+        else:
+            await self._log("error", message, conn)
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ------------------------------------------------------------------ lifetime
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve_client, self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def serve_forever(self) -> None:
+        if self._server is None:
+            await self.start()
+        assert self._server is not None
+        async with self._server:
+            await self._server.serve_forever()
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for c in list(self._clients):
+                c.writer.close()
+            await self._server.wait_closed()
+            self._server = None
+        for task in list(self._tasks):
+            task.cancel()
+        self._unmap()

@@ -1,0 +1,418 @@
+"""The KATCP board server over an mmap of a regular file (the same code path as /dev/mem)."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+import struct
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from casperfpga_ext import fhg_regmap as regmap
+from casperfpga_ext.board_server import MAX_LINE, BoardServer, MmapWindow
+from casperfpga_ext.fpg import FpgBlock, FpgDevice, write_fpg
+from casperfpga_ext.fpga import Fpga
+from casperfpga_ext.transport import KatcpError, KatcpTransport
+
+GBE_BASE = 0x10000
+WINDOW = GBE_BASE + regmap.BLOCK_SIZE
+DEVICES = [FpgDevice("sys_scratch", 0x0, 0x4), FpgDevice("gbe0", GBE_BASE, regmap.BLOCK_SIZE)]
+BLOCKS = [
+    FpgBlock(
+        "gbe0",
+        "xps:fourhundred_gbe",
+        {"fab_ip": "10.0.0.10", "fab_mac": "02:00:0a:00:00:0a", "fab_udp": "7148"},
+    )
+]
+TIMEOUT = 5.0
+
+
+def word_at(path: Path, offset: int) -> int:
+    return int.from_bytes(path.read_bytes()[offset : offset + 4], sys.byteorder)
+
+
+def reg_at(path: Path, name: str) -> int:
+    return word_at(path, GBE_BASE + regmap.REGISTERS[name].offset)
+
+
+@dataclass
+class Board:
+    server: BoardServer
+    image: Path
+    fpg: Path
+    loop: asyncio.AbstractEventLoop
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+
+@pytest.fixture
+def make_board(tmp_path: Path) -> Iterator[Callable[..., Board]]:
+    """Starts a server on a loopback port in its own event loop thread."""
+    started: list[tuple[Board, threading.Thread]] = []
+
+    def make(program_cmd: str | None = None, upload_timeout: float = TIMEOUT) -> Board:
+        image = tmp_path / "bus.bin"
+        image.write_bytes(bytes(WINDOW))
+        fpg = tmp_path / "design.fpg"
+        write_fpg(fpg, DEVICES, BLOCKS, b"first bitstream")
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, daemon=True)
+        thread.start()
+        server = BoardServer(
+            MmapWindow(image, 0, WINDOW),
+            "127.0.0.1",
+            0,
+            program_cmd=program_cmd,
+            fpg=fpg,
+            fpg_dir=tmp_path,
+            upload_timeout=upload_timeout,
+        )
+        asyncio.run_coroutine_threadsafe(server.start(), loop).result(TIMEOUT)
+        board = Board(server, image, fpg, loop)
+        started.append((board, thread))
+        return board
+
+    yield make
+    for board, thread in started:
+        asyncio.run_coroutine_threadsafe(board.server.close(), board.loop).result(TIMEOUT)
+        board.loop.call_soon_threadsafe(board.loop.stop)
+        thread.join(TIMEOUT)
+        board.loop.close()
+
+
+@pytest.fixture
+def board(make_board: Callable[..., Board]) -> Board:
+    return make_board()
+
+
+class Raw:
+    """A raw socket speaking KATCP lines, to check the exact bytes on the wire."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), TIMEOUT)
+        self.buffer = b""
+
+    def send(self, line: bytes) -> None:
+        self.sock.sendall(line + b"\n")
+
+    def line(self) -> bytes:
+        deadline = time.monotonic() + TIMEOUT
+        while b"\n" not in self.buffer:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no full line; have {self.buffer[:80]!r}")
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("server closed the connection")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line
+
+    def until(self, prefix: bytes) -> list[bytes]:
+        """Lines up to and including the first starting with ``prefix``."""
+        lines = []
+        for _ in range(10000):
+            lines.append(self.line())
+            if lines[-1].startswith(prefix):
+                return lines
+        raise AssertionError(f"no {prefix!r} line")
+
+    def ask(self, line: bytes) -> bytes:
+        self.send(line)
+        name = line.split(b" ")[0][1:]
+        return self.until(b"!" + name)[-1]
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def raw(board: Board) -> Iterator[Raw]:
+    r = Raw(board.port)
+    yield r
+    r.close()
+
+
+# ----------------------------------------------------------------- casperfpga_ext through it
+def test_fpga_configures_a_core_through_the_server(board: Board):
+    with KatcpTransport("127.0.0.1", board.port, timeout=TIMEOUT) as t:
+        fpga = Fpga(t, board.fpg)
+        assert sorted(fpga.listdev()) == ["gbe0", "sys_scratch"]
+        gbe = fpga.gbes.gbe0
+        # Bytes 0x20 and 0x0a in the values cross the wire escaped.
+        gbe.configure_core("02:20:0a:00:0d:0a", "10.32.0.10", 0x0A20, "10.32.0.1", "/16")
+        mac = bytes.fromhex("02200a000d0a")
+        mac_hi, mac_lo = struct.unpack(">HI", mac)
+        assert (reg_at(board.image, "mac_hi"), reg_at(board.image, "mac_lo")) == (mac_hi, mac_lo)
+        assert reg_at(board.image, "ip") == int(ipaddress.IPv4Address("10.32.0.10"))
+        assert reg_at(board.image, "gateway") == int(ipaddress.IPv4Address("10.32.0.1"))
+        netmask = ipaddress.IPv4Network("10.32.0.0/16").netmask
+        assert reg_at(board.image, "netmask") == int(netmask)
+        assert reg_at(board.image, "port") == 0x0A20
+        assert (gbe.mac, gbe.ip_address, gbe.port) == (0x02200A000D0A, 0x0A20000A, 0x0A20)
+
+        macs = {i: 0x0C42A1002000 + i for i in range(0, 256, 5)}
+        gbe.set_arp_table(macs)
+        arp = regmap.REGIONS["arp_table"]
+        for index in (0, 5, 255):
+            at = GBE_BASE + arp.offset + index * arp.entry_bytes
+            hi, lo = struct.unpack(">HI", (0x0C42A1002000 + index).to_bytes(6, "big"))
+            assert (word_at(board.image, at), word_at(board.image, at + 4)) == (0x10000 | hi, lo)
+        assert word_at(board.image, GBE_BASE + arp.offset + 1 * arp.entry_bytes) == 0
+        valid = {e["index"]: e["mac"] for e in gbe.get_arp_details() if e["valid"]}
+        assert valid == macs
+
+        # Counters written straight into the bus image, in host order, low word first.
+        frames = regmap.REGISTERS["tx_frames"]
+        image = bytearray(board.image.read_bytes())
+        struct.pack_into("=II", image, GBE_BASE + frames.offset, 0x89ABCDEF, 0x12)
+        board.image.write_bytes(bytes(image))
+        assert gbe.read_tx_counters()["tx_frames"] == 0x12_89ABCDEF
+        assert gbe.read_counters()["tx_frames"] == 0x12_89ABCDEF
+
+        fpga.write_int("sys_scratch", -2)
+        assert word_at(board.image, 0) == 0xFFFFFFFE
+        with pytest.raises(KatcpError, match="unknown device 'nope'"):
+            t.read("nope", 4, 0)
+
+
+def test_several_clients_at_once(board: Board):
+    errors: list[BaseException] = []
+
+    def client(k: int) -> None:
+        try:
+            with KatcpTransport("127.0.0.1", board.port, timeout=TIMEOUT) as t:
+                for i in range(40):
+                    value = (k << 24 | i).to_bytes(4, "big")
+                    t.blindwrite("gbe0", value, 0x1000 + 4 * k)
+                    assert t.read("gbe0", 4, 0x1000 + 4 * k) == value
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(3 * TIMEOUT)
+    assert not errors
+    assert [word_at(board.image, GBE_BASE + 0x1000 + 4 * k) for k in range(6)] == [
+        k << 24 | 39 for k in range(6)
+    ]
+
+
+# ----------------------------------------------------------------- wire format
+def test_wordwrite_and_wordread_on_the_wire(board: Board, raw: Raw):
+    assert raw.ask(b"?wordwrite gbe0 5 0xdeadbeef") == b"!wordwrite ok"
+    assert word_at(board.image, GBE_BASE + 20) == 0xDEADBEEF
+    assert raw.ask(b"?wordread gbe0 5") == b"!wordread ok 0xdeadbeef"
+    assert raw.ask(b"?wordwrite sys_scratch 0 7") == b"!wordwrite ok"
+    assert raw.ask(b"?wordread sys_scratch 0x0") == b"!wordread ok 0x00000007"
+    assert raw.ask(b"?wordread[42] sys_scratch 0") == b"!wordread[42] ok 0x00000007"
+
+
+def test_binary_data_is_escaped_both_ways(board: Board, raw: Raw):
+    # NUL, space, newline, backslash, escape, carriage return, tab, 'A'.
+    escaped = b"\\0\\_\\n\\\\\\e\\r\\tA"
+    assert raw.ask(b"?write gbe0 256 " + escaped) == b"!write ok"
+    assert word_at(board.image, GBE_BASE + 256) == 0x00200A5C
+    assert word_at(board.image, GBE_BASE + 260) == 0x1B0D0941
+    assert raw.ask(b"?read gbe0 256 8") == b"!read ok " + escaped
+    assert raw.ask(b"?read gbe0 0x200 4") == b"!read ok \\0\\0\\0\\0"
+
+
+def test_listdev_help_watchdog_version_list_fpgastatus(raw: Raw):
+    raw.send(b"?listdev")
+    assert raw.until(b"!listdev") == [b"#listdev sys_scratch", b"#listdev gbe0", b"!listdev ok 2"]
+    raw.send(b"?help")
+    lines = raw.until(b"!help")
+    assert lines[-1] == b"!help ok %d" % (len(lines) - 1)
+    assert any(line.startswith(b"#help wordread ") for line in lines)
+    raw.send(b"?help wordread")
+    assert raw.until(b"!help") == [
+        b"#help wordread ?wordread\\_device\\_word-offset:\\_one\\_word\\_in\\_hex",
+        b"!help ok 1",
+    ]
+    assert raw.ask(b"?watchdog") == b"!watchdog ok"
+    raw.send(b"?version-list")
+    lines = raw.until(b"!version-list")
+    assert lines[0] == b"#version-list katcp-protocol 5.0-MI"
+    assert lines[-1] == b"!version-list ok 3"
+    assert raw.ask(b"?fpgastatus").startswith(b"!fpgastatus ok ")
+
+
+# ----------------------------------------------------------------- hostile requests
+HOSTILE = [
+    (b"?read gbe0 65536 4", b"!read fail ", [b"'gbe0'", b"offset\\_0x10000", b"outside"]),
+    (b"?read gbe0 2 4", b"!read fail ", [b"offset\\_0x2", b"aligned"]),
+    (b"?read gbe0 0 1099511627776", b"!read fail ", [b"'gbe0'", b"1099511627776"]),
+    (b"?read sys_scratch 0 8", b"!read fail ", [b"'sys_scratch'", b"outside"]),
+    (b"?read gbe0 -4 4", b"!read fail ", [b"negative"]),
+    (b"?read gbe0 0x 4", b"!read fail ", [b"not\\_a\\_number"]),
+    (b"?write gbe0 0 abc", b"!write fail ", [b"aligned"]),
+    (b"?write gbe0 65532 abcdefgh", b"!write fail ", [b"outside"]),
+    (b"?wordwrite gbe0 0 xyz", b"!wordwrite fail ", [b"'xyz'", b"hex"]),
+    (b"?wordwrite gbe0 0 0x123456789", b"!wordwrite fail ", [b"hex"]),
+    (b"?wordread gbe0 zz", b"!wordread fail ", [b"'zz'"]),
+    (b"?wordread gbe0 16384", b"!wordread fail ", [b"offset\\_0x10000"]),
+    (b"?read nope 0 4", b"!read fail ", [b"unknown\\_device\\_'nope'"]),
+    (b"?read gbe0 0 4 \\q", b"!read fail ", [b"bad\\_KATCP\\_escape"]),
+    (b"?read", b"!read fail ", [b"usage"]),
+    (b"?frobnicate 1 2", b"!frobnicate invalid ", [b"unknown\\_request\\_'frobnicate'"]),
+    (b"?progdev ../etc/passwd", b"!progdev fail ", [b"inside"]),
+    (b"?progdev missing.fpg", b"!progdev fail ", [b"missing.fpg"]),
+    (b"?progremote 99999", b"!progremote fail ", [b"99999"]),
+    (b"\x00\xff\xfe garbage \x1b", b"#log error ", [b"malformed"]),
+    (b"?\xff\x00", b"#log error ", [b"malformed"]),
+    (b"?write gbe0 0 " + b"A" * (1 << 20), b"!write fail ", [b"longer\\_than"]),
+    (b"?" + b"x" * (1 << 20), b"#log error ", [b"longer\\_than"]),
+]
+
+
+@pytest.mark.parametrize(("line", "prefix", "pieces"), HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_requests_fail_and_the_server_keeps_serving(
+    board: Board, raw: Raw, line: bytes, prefix: bytes, pieces: list[bytes]
+):
+    before = board.image.read_bytes()
+    raw.send(line)
+    reply = raw.until(prefix[:2])[-1]
+    assert reply.startswith(prefix), reply[:200]
+    for piece in pieces:
+        assert piece in reply, reply[:200]
+    assert board.image.read_bytes() == before
+    assert raw.ask(b"?wordwrite gbe0 1 0x600d") == b"!wordwrite ok"
+    assert raw.ask(b"?wordread gbe0 1") == b"!wordread ok 0x0000600d"
+
+
+def test_replies_and_informs_from_a_client_are_ignored(raw: Raw):
+    raw.send(b"!something ok")
+    raw.send(b"#log info 0 x y")
+    raw.send(b"")
+    raw.send(b"   ")
+    assert raw.ask(b"?watchdog") == b"!watchdog ok"
+
+
+def test_a_line_split_across_packets_and_a_closed_client(board: Board, raw: Raw):
+    raw.sock.sendall(b"?wordwr")
+    time.sleep(0.05)
+    raw.sock.sendall(b"ite gbe0 2 0x1234\r\n")
+    assert raw.until(b"!wordwrite") == [b"!wordwrite ok"]
+    other = Raw(board.port)
+    other.send(b"?read gbe0 0 65536")  # a large reply to a client that goes away at once
+    other.close()
+    assert raw.ask(b"?wordread gbe0 2") == b"!wordread ok 0x00001234"
+    assert MAX_LINE < 1 << 20
+
+
+# ----------------------------------------------------------------- programming
+NEW_DEVICES = [FpgDevice("adc_ctrl", 0x8, 0x8), FpgDevice("gbe0", GBE_BASE, regmap.BLOCK_SIZE)]
+
+
+def copy_cmd(tmp_path: Path) -> str:
+    """A harmless program command: copies the extracted bitstream where the test looks."""
+    return f"{sys.executable} -c 'import shutil,sys; shutil.copy(*sys.argv[1:])' {{pdi}} " + str(
+        tmp_path / "programmed.pdi"
+    )
+
+
+def test_progdev_programs_and_remaps(make_board: Callable[..., Board], tmp_path: Path):
+    board = make_board(program_cmd=copy_cmd(tmp_path))
+    write_fpg(tmp_path / "v2.fpg", NEW_DEVICES, BLOCKS, b"second bitstream")
+    raw = Raw(board.port)
+    try:
+        raw.send(b"?progdev v2.fpg")
+        lines = raw.until(b"!progdev")
+        assert lines[-1] == b"!progdev ok 2"
+        assert b"#fpga ready" in lines
+        assert (tmp_path / "programmed.pdi").read_bytes() == b"second bitstream"
+        raw.send(b"?listdev")
+        assert raw.until(b"!listdev") == [b"#listdev adc_ctrl", b"#listdev gbe0", b"!listdev ok 2"]
+        assert raw.ask(b"?wordwrite adc_ctrl 1 0xabc") == b"!wordwrite ok"
+        assert word_at(board.image, 0xC) == 0xABC
+        assert raw.ask(b"?read sys_scratch 0 4").startswith(b"!read fail unknown\\_device")
+        assert raw.ask(b"?fpgastatus") == b"!fpgastatus ok v2.fpg"
+
+        raw.send(b"?progdev")
+        assert raw.until(b"!progdev")[-2:] == [b"#fpga down", b"!progdev ok"]
+        assert raw.ask(b"?fpgastatus").startswith(b"!fpgastatus fail ")
+        assert raw.ask(b"?read gbe0 0 4").startswith(b"!read fail no\\_design")
+        raw.send(b"?listdev")
+        assert raw.until(b"!listdev") == [b"!listdev ok 0"]
+    finally:
+        raw.close()
+
+
+def test_progdev_reports_a_failing_program_command(
+    make_board: Callable[..., Board], tmp_path: Path
+):
+    board = make_board(program_cmd=f"{sys.executable} -c 'import sys; sys.exit(3)' {{pdi}}")
+    write_fpg(tmp_path / "v2.fpg", NEW_DEVICES, BLOCKS, b"second bitstream")
+    (tmp_path / "bad.fpg").write_bytes(b"#!/bin/kcpfpg\n?register\tx\t0xZZ\t0x4\n?quit\n")
+    window = MmapWindow(board.image, 0, 0x1000)
+    raw = Raw(board.port)
+    try:
+        assert raw.ask(b"?progdev v2.fpg").startswith(b"!progdev fail ")
+        assert b"exited\\_with\\_3" in raw.ask(b"?progdev v2.fpg")
+        assert b"0xZZ" in raw.ask(b"?progdev bad.fpg")
+        # The design that was mapped stays mapped.
+        raw.send(b"?listdev")
+        assert raw.until(b"!listdev")[-1] == b"!listdev ok 2"
+    finally:
+        raw.close()
+    with pytest.raises(ValueError, match=r"'gbe0' at 0x10000 .* outside the window"):
+        window(DEVICES)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_progremote_receives_the_file_and_programs(
+    make_board: Callable[..., Board], tmp_path: Path
+):
+    board = make_board(program_cmd=copy_cmd(tmp_path))
+    write_fpg(tmp_path / "v3.fpg", NEW_DEVICES, BLOCKS, b"uploaded bitstream")
+    raw = Raw(board.port)
+    watcher = Raw(board.port)
+    try:
+        port = free_port()
+        assert raw.ask(b"?progremote %d" % port) == b"!progremote ok"
+        with socket.create_connection(("127.0.0.1", port), TIMEOUT) as up:
+            up.sendall((tmp_path / "v3.fpg").read_bytes())
+        assert raw.until(b"#fpga")[-1] == b"#fpga ready"
+        assert watcher.until(b"#fpga")[-1] == b"#fpga ready"
+        assert (tmp_path / "programmed.pdi").read_bytes() == b"uploaded bitstream"
+        raw.send(b"?listdev")
+        assert raw.until(b"!listdev")[-1] == b"!listdev ok 2"
+
+        port = free_port()
+        assert raw.ask(b"?progremote %d" % port) == b"!progremote ok"
+        with socket.create_connection(("127.0.0.1", port), TIMEOUT) as up:
+            up.sendall(b"not an fpg file\n")
+        lines = raw.until(b"#fpga")
+        assert lines[-1] == b"#fpga down"
+        assert any(line.startswith(b"#log error ") for line in lines)
+    finally:
+        raw.close()
+        watcher.close()
+
+
+def test_progremote_without_an_upload_times_out(make_board: Callable[..., Board]):
+    board = make_board(upload_timeout=0.2)
+    raw = Raw(board.port)
+    try:
+        assert raw.ask(b"?progremote %d" % free_port()) == b"!progremote ok"
+        lines = raw.until(b"#fpga")
+        assert lines[-1] == b"#fpga down"
+        assert b"no\\_upload" in lines[-2]
+    finally:
+        raw.close()
