@@ -4,16 +4,19 @@
 `addressing` parses MAC/IP/port values in the forms casperfpga users write; `transport`
 reaches the board's devices (mmap or KATCP; big-endian words, as casperfpga's ``?read``); `fpg`
 reads and writes .fpg headers; `gbe` is the core with casperfpga's Gbe API; `fpga` ties
-them together and registers the core with casperfpga when it is installed.
+them together and registers the core with casperfpga when it is installed;
+`board_server` is the KATCP server that runs on the board.
 """
 
 from . import addressing, fhg_regmap
+from .board_server import BoardServer, MmapWindow
 from .fpg import FpgBlock, FpgDevice, FpgHeader, GbeInfo, find_gbes, parse_fpg, write_fpg_header
 from .fpga import DeviceContainer, Fpga, register_with_casperfpga
 from .gbe import FourHundredGbe, ReadBackError
 from .transport import KatcpError, KatcpTransport, MmapTransport, Transport, read_uint, write_uint
 
 __all__ = [
+    "BoardServer",
     "DeviceContainer",
     "FourHundredGbe",
     "FpgBlock",
@@ -24,6 +27,7 @@ __all__ = [
     "KatcpError",
     "KatcpTransport",
     "MmapTransport",
+    "MmapWindow",
     "ReadBackError",
     "Transport",
     "addressing",

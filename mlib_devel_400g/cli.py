@@ -79,6 +79,60 @@ def _cmd_rx(args: argparse.Namespace) -> int:
     return _run_rx(args.rx_args)
 
 
+def _cmd_board_server(args: argparse.Namespace) -> int:
+    import asyncio
+    from pathlib import Path
+
+    from casperfpga_ext.board_server import BoardServer, MmapWindow
+    from casperfpga_ext.fpg import parse_fpg
+
+    def fail(message: str) -> int:
+        print(f"board-server: {message}", file=sys.stderr)
+        return 1
+
+    fpg = Path(args.fpg)
+    if not fpg.is_file():
+        return fail(f"{fpg}: no such .fpg file")
+    try:
+        header = parse_fpg(fpg)
+    except (OSError, ValueError) as exc:
+        return fail(str(exc))
+    window = MmapWindow(args.mem, args.base, args.size)
+    try:
+        server = BoardServer(
+            window,
+            args.host,
+            args.port,
+            program_cmd=args.program_cmd,
+            fpg=fpg,
+            fpg_dir=args.fpg_dir or fpg.parent,
+        )
+    except PermissionError:
+        return fail(f"permission denied opening {args.mem} (run as root, or use a UIO device)")
+    except FileNotFoundError:
+        return fail(f"{args.mem}: no such file")
+    except (OSError, ValueError) as exc:
+        return fail(f"cannot map {args.mem} at {args.base:#x}: {exc}")
+    print(f"mapped {args.mem} at {args.base:#x}: {len(header.devices)} devices of {fpg}")
+    for d in header.devices.values():
+        print(f"  {d.name:<32} {d.address:#010x} {d.size:#x}")
+
+    async def serve() -> int:
+        try:
+            await server.start()
+        except OSError as exc:
+            await server.close()
+            return fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror}")
+        print(f"listening on {args.host}:{server.port} (KATCP)", flush=True)
+        try:
+            await server.serve_forever()
+        finally:
+            await server.close()
+        return 0
+
+    return asyncio.run(serve())
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="casper400g", description="casper400g: the CASPER 400GbE block library toolflow."
@@ -125,6 +179,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rx.add_argument("rx_args", nargs=argparse.REMAINDER)
     rx.set_defaults(func=_cmd_rx)
+
+    board = sub.add_parser(
+        "board-server", help="serve a .fpg's devices over KATCP (casperfpga) from /dev/mem"
+    )
+    board.add_argument("--fpg", required=True, help="the design's .fpg file")
+    board.add_argument("--mem", default="/dev/mem", help="memory device (default /dev/mem)")
+    board.add_argument(
+        "--base",
+        type=lambda x: int(x, 0),
+        default=0xA4000000,
+        help="bus address of the PL AXI window (default 0xA4000000)",
+    )
+    board.add_argument(
+        "--size", type=lambda x: int(x, 0), help="window size (default: up to the last device)"
+    )
+    board.add_argument("--host", default="0.0.0.0", help="address to listen on")
+    board.add_argument("--port", type=int, default=7147, help="KATCP port (default 7147)")
+    board.add_argument(
+        "--program-cmd",
+        help="command that loads a bitstream, {pdi} = its path (e.g. 'fpgautil -b {pdi}')",
+    )
+    board.add_argument("--fpg-dir", help="where ?progdev finds .fpg files (default: --fpg's)")
+    board.set_defaults(func=_cmd_board_server)
     return parser
 
 

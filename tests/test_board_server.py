@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
+import select
 import socket
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -16,10 +19,12 @@ from pathlib import Path
 import pytest
 
 from casperfpga_ext import fhg_regmap as regmap
+from casperfpga_ext import transport
 from casperfpga_ext.board_server import MAX_LINE, BoardServer, MmapWindow
 from casperfpga_ext.fpg import FpgBlock, FpgDevice, write_fpg
 from casperfpga_ext.fpga import Fpga
 from casperfpga_ext.transport import KatcpError, KatcpTransport
+from mlib_devel_400g import cli
 
 GBE_BASE = 0x10000
 WINDOW = GBE_BASE + regmap.BLOCK_SIZE
@@ -416,3 +421,66 @@ def test_progremote_without_an_upload_times_out(make_board: Callable[..., Board]
         assert b"no\\_upload" in lines[-2]
     finally:
         raw.close()
+
+
+# ----------------------------------------------------------------- command line
+def test_cli_reports_a_missing_fpg(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    assert cli.main(["board-server", "--fpg", str(tmp_path / "none.fpg")]) == 1
+    assert f"{tmp_path / 'none.fpg'}: no such .fpg file" in capsys.readouterr().err
+
+
+def test_cli_reports_permission_denied_naming_the_memory_device(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    fpg = tmp_path / "design.fpg"
+    write_fpg(fpg, DEVICES, BLOCKS, b"")
+    mem = tmp_path / "mem"
+    mem.write_bytes(bytes(WINDOW))
+
+    def refuse(path: object, flags: int) -> int:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    # Tests may run as root, where a file's mode does not refuse the open.
+    monkeypatch.setattr(transport.os, "open", refuse)
+    argv = ["board-server", "--fpg", str(fpg), "--mem", str(mem), "--base", "0"]
+    assert cli.main(argv) == 1
+    assert f"permission denied opening {mem}" in capsys.readouterr().err
+
+
+def test_cli_refuses_devices_outside_the_window(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    fpg = tmp_path / "design.fpg"
+    write_fpg(fpg, DEVICES, BLOCKS, b"")
+    mem = tmp_path / "mem"
+    mem.write_bytes(bytes(WINDOW))
+    assert cli.main(["board-server", "--fpg", str(fpg), "--mem", str(mem)]) == 1
+    err = capsys.readouterr().err
+    assert "'sys_scratch' at 0x0" in err and "0xa4000000" in err
+
+
+def test_cli_serves_until_stopped(tmp_path: Path):
+    fpg = tmp_path / "design.fpg"
+    write_fpg(fpg, DEVICES, BLOCKS, b"")
+    mem = tmp_path / "mem"
+    mem.write_bytes(bytes(WINDOW))
+    argv = [sys.executable, "-m", "mlib_devel_400g.cli", "board-server", "--fpg", str(fpg)]
+    argv += ["--mem", str(mem), "--base", "0", "--host", "127.0.0.1", "--port", "0"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0)
+    try:
+        assert proc.stdout is not None
+        out = b""
+        deadline = time.monotonic() + 3 * TIMEOUT
+        while b"listening on" not in out or not out.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            assert left > 0 and select.select([proc.stdout], [], [], left)[0], out
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            assert chunk, out
+            out += chunk
+        assert b"2 devices of" in out and b"gbe0" in out
+        port = int(out.split(b"listening on 127.0.0.1:")[1].split()[0])
+        with KatcpTransport("127.0.0.1", port, timeout=TIMEOUT) as t:
+            assert t.listdev() == ["sys_scratch", "gbe0"]
+            t.blindwrite("sys_scratch", bytes.fromhex("01020304"))
+        assert word_at(mem, 0) == 0x01020304
+    finally:
+        proc.terminate()
+        proc.wait(TIMEOUT)
