@@ -3,7 +3,11 @@
 The server maps the PL's AXI window (``/dev/mem`` at the platform's bus base, or a regular
 file in tests) and serves the ``?register`` devices of the loaded ``.fpg``:
 
-* ``?listdev`` → ``#listdev <name>`` per device, ``!listdev ok <n>``
+* on connect: ``#version-connect katcp-protocol 5.0-M`` (and library, device)
+* ``?listdev [size|detail]`` → ``#listdev <name> [<size> | <0xaddress> <size>]`` per
+  device, ``!listdev ok <n>``
+* ``?meta [block]`` → ``#meta <block> <tag> <param> <value>`` per ``?meta`` line of the
+  ``.fpg``, ``!meta ok <n>`` (casperfpga builds its device objects from these)
 * ``?read <dev> <offset> <length>`` → ``!read ok <raw bytes, KATCP-escaped>``
 * ``?write <dev> <offset> <raw bytes>`` → ``!write ok``
 * ``?wordread <dev> <word_offset>`` → ``!wordread ok 0x<8 hex digits>``
@@ -44,7 +48,7 @@ DEFAULT_PORT = 7147
 MAX_LINE = 1 << 19
 MAX_TRANSFER = 1 << 18
 MAX_UPLOAD = 1 << 30
-PROTOCOL_VERSION = "5.0-MI"
+PROTOCOL_VERSION = "5.0-M"
 SERVER_NAME = "casper400g-board-server"
 SERVER_VERSION = "0.1"
 
@@ -181,7 +185,8 @@ class BoardServer:
         self._busy = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         self._handlers: dict[bytes, tuple[Handler, str]] = {
-            b"listdev": (self._listdev, "?listdev: the design's devices"),
+            b"listdev": (self._listdev, "?listdev [size|detail]: the design's devices"),
+            b"meta": (self._meta, "?meta [block]: the design's ?meta lines"),
             b"read": (self._read, "?read device offset length: raw bytes"),
             b"write": (self._write, "?write device offset data: raw bytes"),
             b"wordread": (self._wordread, "?wordread device word-offset: one word in hex"),
@@ -287,9 +292,29 @@ class BoardServer:
             raise RequestError(f"device {name!r} offset {offset:#x}: {exc}") from None
 
     async def _listdev(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
-        for name in self.devices:
-            await conn.send(format_message(b"#", b"listdev", [name]))
+        if args not in ([], [b"size"], [b"detail"]):
+            raise RequestError("usage: ?listdev [size|detail]")
+        for d in self.devices.values():
+            extra = {b"size": [d.size], b"detail": [f"{d.address:#x}", d.size]}
+            info = extra.get(args[0], []) if args else []
+            await conn.send(format_message(b"#", b"listdev", [d.name, *info]))
         return [len(self.devices)]
+
+    async def _meta(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        if len(args) > 1:
+            raise RequestError("usage: ?meta [block]")
+        blocks = self.header.blocks.values() if self.header else []
+        if args and self.header is not None:
+            wanted = args[0].decode("utf-8", "replace")
+            blocks = [b for b in blocks if b.name == wanted]
+        count = 0
+        for block in blocks:
+            for param, value in block.params.items():
+                await conn.send(
+                    format_message(b"#", b"meta", [block.name, block.tag, param, value])
+                )
+                count += 1
+        return [count]
 
     async def _read(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
         self._need(args, 3, "?read device offset length")
@@ -416,12 +441,16 @@ class BoardServer:
     async def _watchdog(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
         return []
 
-    async def _version_list(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
-        versions = [
+    def _versions(self) -> list[tuple[str, str]]:
+        # KATCP v5 clients learn the protocol flags (M: message ids) from these.
+        return [
             ("katcp-protocol", PROTOCOL_VERSION),
             ("katcp-library", f"{SERVER_NAME}-{SERVER_VERSION}"),
             ("katcp-device", f"{SERVER_NAME}-{SERVER_VERSION}"),
         ]
+
+    async def _version_list(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        versions = self._versions()
         for item in versions:
             await conn.send(format_message(b"#", b"version-list", item))
         return [len(versions)]
@@ -470,6 +499,8 @@ class BoardServer:
     async def _serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         conn = Connection(writer)
         self._clients.add(conn)
+        for item in self._versions():
+            await conn.send(format_message(b"#", b"version-connect", item))
         buffer = b""
         overlong: bytes | None = None  # the start of a line being discarded
         try:

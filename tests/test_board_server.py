@@ -34,7 +34,8 @@ BLOCKS = [
         "gbe0",
         "xps:fourhundred_gbe",
         {"fab_ip": "10.0.0.10", "fab_mac": "02:00:0a:00:00:0a", "fab_udp": "7148"},
-    )
+    ),
+    FpgBlock("scope", "xps:bram", {"names": "a b\\c"}),
 ]
 TIMEOUT = 5.0
 
@@ -105,6 +106,7 @@ class Raw:
     def __init__(self, port: int) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port), TIMEOUT)
         self.buffer = b""
+        self.greeting = [self.line() for _ in range(3)]
 
     def send(self, line: bytes) -> None:
         self.sock.sendall(line + b"\n")
@@ -248,8 +250,35 @@ def test_listdev_help_watchdog_version_list_fpgastatus(raw: Raw):
     assert raw.ask(b"?watchdog") == b"!watchdog ok"
     raw.send(b"?version-list")
     lines = raw.until(b"!version-list")
-    assert lines[0] == b"#version-list katcp-protocol 5.0-MI"
+    assert lines[0] == b"#version-list katcp-protocol 5.0-M"
     assert lines[-1] == b"!version-list ok 3"
+    assert raw.greeting == [
+        b"#version-connect katcp-protocol 5.0-M",
+        b"#version-connect katcp-library casper400g-board-server-0.1",
+        b"#version-connect katcp-device casper400g-board-server-0.1",
+    ]
+    raw.send(b"?listdev size")
+    assert raw.until(b"!listdev") == [
+        b"#listdev sys_scratch 4",
+        b"#listdev gbe0 65536",
+        b"!listdev ok 2",
+    ]
+    raw.send(b"?listdev detail")
+    assert raw.until(b"!listdev")[:2] == [
+        b"#listdev sys_scratch 0x0 4",
+        b"#listdev gbe0 0x10000 65536",
+    ]
+    assert raw.ask(b"?listdev everything").startswith(b"!listdev fail usage")
+    raw.send(b"?meta")
+    assert raw.until(b"!meta") == [
+        b"#meta gbe0 xps:fourhundred_gbe fab_ip 10.0.0.10",
+        b"#meta gbe0 xps:fourhundred_gbe fab_mac 02:00:0a:00:00:0a",
+        b"#meta gbe0 xps:fourhundred_gbe fab_udp 7148",
+        b"#meta scope xps:bram names a\\_b\\\\c",
+        b"!meta ok 4",
+    ]
+    raw.send(b"?meta scope")
+    assert raw.until(b"!meta")[-1] == b"!meta ok 1"
     assert raw.ask(b"?fpgastatus").startswith(b"!fpgastatus ok ")
 
 
@@ -484,3 +513,5 @@ def test_cli_serves_until_stopped(tmp_path: Path):
     finally:
         proc.terminate()
         proc.wait(TIMEOUT)
+        if proc.stdout is not None:
+            proc.stdout.close()
