@@ -217,14 +217,14 @@ class BoardServer:
         return header
 
     def _unmap(self) -> None:
+        self.header = None
+        self.devices = {}
         if self._factory is None:
             return  # a window handed in is the caller's to close
         close = getattr(self.window, "close", None)
         if close is not None:
             close()
         self.window = None
-        self.header = None
-        self.devices = {}
 
     async def _program(self, data: bytes, source: str) -> int:
         """Run the program command on the bitstream of ``data``, then map the design."""
@@ -241,7 +241,14 @@ class BoardServer:
                 pdi.write_bytes(bitstream)
                 fpg.write_bytes(data)
                 if self.program_cmd:
-                    await self._run_program(self.program_cmd, pdi, fpg)
+                    # An AXI access to the PL while it is reconfigured can hang the bus,
+                    # so nothing is served from the old design from here on.
+                    self._unmap()
+                    try:
+                        await self._run_program(self.program_cmd, pdi, fpg)
+                    except RequestError:
+                        await self._broadcast(format_message(b"#", b"fpga", ["down"]))
+                        raise
             self._load(data, source)
         return len(self.devices)
 
@@ -273,8 +280,8 @@ class BoardServer:
 
     def _device(self, raw: bytes) -> str:
         name = raw.decode("utf-8", "replace")
-        if self.window is None:
-            raise RequestError(f"no design is mapped (device {name!r})")
+        if self.window is None or not self.devices:
+            raise RequestError(f"no design is mapped (device {name[:80]!r})")
         if name not in self.devices:
             raise RequestError(f"unknown device {name[:80]!r}")
         return name
@@ -354,7 +361,7 @@ class BoardServer:
         return []
 
     async def _fpgastatus(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
-        if self.window is None:
+        if self.window is None or not self.devices:
             raise RequestError("no design is mapped")
         return [self.header.source if self.header else "mapped"]
 

@@ -392,12 +392,18 @@ def test_progdev_reports_a_failing_program_command(
     window = MmapWindow(board.image, 0, 0x1000)
     raw = Raw(board.port)
     try:
-        assert raw.ask(b"?progdev v2.fpg").startswith(b"!progdev fail ")
-        assert b"exited\\_with\\_3" in raw.ask(b"?progdev v2.fpg")
+        # A header that does not parse leaves the running design alone.
         assert b"0xZZ" in raw.ask(b"?progdev bad.fpg")
-        # The design that was mapped stays mapped.
         raw.send(b"?listdev")
         assert raw.until(b"!listdev")[-1] == b"!listdev ok 2"
+        raw.send(b"?progdev v2.fpg")
+        lines = raw.until(b"!progdev")
+        assert lines[-1].startswith(b"!progdev fail ")
+        assert b"exited\\_with\\_3" in lines[-1]
+        assert b"#fpga down" in lines
+        # After a failed load the PL's state is unknown: nothing is served.
+        assert raw.ask(b"?fpgastatus").startswith(b"!fpgastatus fail ")
+        assert raw.ask(b"?read gbe0 0 4").startswith(b"!read fail no\\_design")
     finally:
         raw.close()
     with pytest.raises(ValueError, match=r"'gbe0' at 0x10000 .* outside the window"):
