@@ -20,10 +20,10 @@ import pytest
 
 from casperfpga_ext import fhg_regmap as regmap
 from casperfpga_ext import transport
-from casperfpga_ext.board_server import MAX_LINE, BoardServer, MmapWindow
+from casperfpga_ext.board_server import MAX_LINE, BoardServer, MmapWindow, Window
 from casperfpga_ext.fpg import FpgBlock, FpgDevice, write_fpg
 from casperfpga_ext.fpga import Fpga
-from casperfpga_ext.transport import KatcpError, KatcpTransport
+from casperfpga_ext.transport import KatcpError, KatcpTransport, MmapTransport
 from mlib_devel_400g import cli
 
 GBE_BASE = 0x10000
@@ -65,20 +65,29 @@ def make_board(tmp_path: Path) -> Iterator[Callable[..., Board]]:
     """Starts a server on a loopback port in its own event loop thread."""
     started: list[tuple[Board, threading.Thread]] = []
 
-    def make(program_cmd: str | None = None, upload_timeout: float = TIMEOUT) -> Board:
+    def make(
+        program_cmd: str | None = None,
+        upload_timeout: float = TIMEOUT,
+        base: int = 0,
+        window: Window | None = None,
+    ) -> Board:
+        """``base``: where the window starts in the file and on the bus (as in /dev/mem);
+        ``window``: a ready mapping to serve instead of one built from the .fpg."""
         image = tmp_path / "bus.bin"
-        image.write_bytes(bytes(WINDOW))
+        if window is None:
+            image.write_bytes(bytes(base + WINDOW))
         fpg = tmp_path / "design.fpg"
-        write_fpg(fpg, DEVICES, BLOCKS, b"first bitstream")
+        moved = [FpgDevice(d.name, base + d.address, d.size) for d in DEVICES]
+        write_fpg(fpg, moved, BLOCKS, b"first bitstream")
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, daemon=True)
         thread.start()
         server = BoardServer(
-            MmapWindow(image, 0, WINDOW),
+            window or MmapWindow(image, base, WINDOW),
             "127.0.0.1",
             0,
             program_cmd=program_cmd,
-            fpg=fpg,
+            fpg=fpg if window is None else None,
             fpg_dir=tmp_path,
             upload_timeout=upload_timeout,
         )
@@ -213,6 +222,42 @@ def test_several_clients_at_once(board: Board):
     assert [word_at(board.image, GBE_BASE + 0x1000 + 4 * k) for k in range(6)] == [
         k << 24 | 39 for k in range(6)
     ]
+
+
+def test_fpg_addresses_are_bus_addresses_above_the_window_base(
+    make_board: Callable[..., Board],
+):
+    base = 0x30000
+    board = make_board(base=base)
+    with KatcpTransport("127.0.0.1", board.port, timeout=TIMEOUT) as t:
+        t.blindwrite("gbe0", bytes.fromhex("cafef00d"), 0x24)
+        t.blindwrite("sys_scratch", bytes.fromhex("00000011"))
+    assert word_at(board.image, base + GBE_BASE + 0x24) == 0xCAFEF00D
+    assert word_at(board.image, base) == 0x11
+    assert board.image.read_bytes()[:base] == bytes(base)
+
+
+def test_a_window_handed_in_is_served_as_it_is(make_board: Callable[..., Board], tmp_path: Path):
+    image = tmp_path / "fixed.bin"
+    image.write_bytes(bytes(0x2000))
+    with MmapTransport(image, {"ctrl": (0x0, 0x10), "buf": (0x1000, 0x1000)}) as window:
+        board = make_board(window=window)
+        raw = Raw(board.port)
+        try:
+            raw.send(b"?listdev")
+            assert raw.until(b"!listdev") == [b"#listdev buf", b"#listdev ctrl", b"!listdev ok 2"]
+            assert raw.ask(b"?wordwrite buf 1023 0x5") == b"!wordwrite ok"
+            assert word_at(image, 0x1FFC) == 5
+            # A design whose devices the window lacks cannot be loaded into it.
+            write_fpg(tmp_path / "other.fpg", DEVICES, BLOCKS, b"")
+            reply = raw.ask(b"?progdev other.fpg")
+            assert reply.startswith(b"!progdev fail ") and b"not\\_in\\_the\\_window" in reply
+            write_fpg(tmp_path / "same.fpg", [FpgDevice("buf", 0x1000, 0x1000)], [], b"")
+            assert raw.ask(b"?progdev same.fpg") == b"!progdev ok 1"
+            assert raw.ask(b"?wordread ctrl 0").startswith(b"!wordread fail unknown")
+        finally:
+            raw.close()
+        assert window.is_connected()
 
 
 # ----------------------------------------------------------------- wire format
