@@ -471,8 +471,10 @@ class BoardServer:
             await conn.send(line)
 
     async def _broadcast(self, line: bytes) -> None:
+        # No drain: a client that stops reading must not hold up the others' informs.
         for c in list(self._clients):
-            await c.send(line)
+            if not c.writer.is_closing():
+                c.writer.write(line)
 
     async def _dispatch(self, conn: Connection, line: bytes) -> None:
         words = [w for w in re.split(rb"[ \t]+", line.strip(b" \t\r")) if w]

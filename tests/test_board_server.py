@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import os
+import random
 import select
 import socket
 import struct
@@ -368,6 +369,16 @@ def test_hostile_requests_fail_and_the_server_keeps_serving(
     assert board.image.read_bytes() == before
     assert raw.ask(b"?wordwrite gbe0 1 0x600d") == b"!wordwrite ok"
     assert raw.ask(b"?wordread gbe0 1") == b"!wordread ok 0x0000600d"
+
+
+def test_random_binary_lines_never_break_the_connection(board: Board, raw: Raw):
+    rng = random.Random(400)
+    alphabet = b"?!#[]\\ \t\r\x00\x1b_@0x" + bytes(range(256))
+    for _ in range(300):
+        line = bytes(rng.choice(alphabet) for _ in range(rng.randrange(0, 80)))
+        raw.sock.sendall(line.replace(b"\n", b"") + b"\n")
+    assert raw.ask(b"?watchdog[9]") == b"!watchdog[9] ok"
+    assert raw.ask(b"?wordread gbe0 0") == b"!wordread ok 0x00000000"
 
 
 def test_replies_and_informs_from_a_client_are_ignored(raw: Raw):
