@@ -300,9 +300,16 @@ def core_sources() -> list[Path]:
     ]
 
 
-def build_core(parameters: Mapping[str, object] | None = None, verbose: bool = False) -> Dut:
-    """The whole core (fhg_core) as the system tests, the demo and the benchmark use it."""
-    return build("fhg_core", core_sources(), "fhg_core", parameters=parameters, verbose=verbose)
+def build_core(
+    parameters: Mapping[str, object] | None = None, verbose: bool = False, variant: str = ""
+) -> Dut:
+    """The whole core (fhg_core) as the system tests, the demo and the benchmark use it.
+
+    Builds with other parameters need their own `variant` name: the cache keeps one build
+    per name, so two parameter sets under one name would evict each other.
+    """
+    name = f"fhg_core_{variant}" if variant else "fhg_core"
+    return build(name, core_sources(), "fhg_core", parameters=parameters, verbose=verbose)
 
 
 def run_job(dut: Dut, module: str, env: Mapping[str, str], verbose: bool = False) -> dict:

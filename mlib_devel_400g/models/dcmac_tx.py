@@ -522,7 +522,7 @@ class LinePacer:
         self._rng = random.Random(seed)
         self.stall_prob = stall_prob
         self.max_stall = max_stall
-        self._taf_prob = taf_prob
+        self.taf_prob = taf_prob
         self._stall_left = 0
         self._spurious = 0
         # tready of cycles t, t+1, .., t+taf_lead (random mode plans ahead to honour taf_lead)
@@ -544,7 +544,7 @@ class LinePacer:
             stall_ahead = not all(self._plan)
             if self._spurious:
                 self._spurious -= 1
-            elif self._rng.random() < self._taf_prob:
+            elif self._rng.random() < self.taf_prob:
                 self._spurious = self._rng.randint(1, 3)
             self.taf = int(stall_ahead or self._spurious > 0)
 

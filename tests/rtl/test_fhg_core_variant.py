@@ -1,0 +1,25 @@
+"""fhg_core with USE_TAF=1 and a short rate window: one build, one result per cocotb test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mlib_devel_400g import sim
+
+COCOTB_MODULE = Path(__file__).with_name("cocotb_fhg_core_variant.py")
+NAMES = sim.cocotb_test_names(COCOTB_MODULE)
+PARAMETERS = {"USE_TAF": 1, "AXIL_CLK_HZ": 5000}
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict[str, sim.TestOutcome]:
+    dut = sim.build_core(parameters=PARAMETERS, variant="taf_rates")
+    return sim.run(dut, COCOTB_MODULE.stem, COCOTB_MODULE.parent)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_core_variant(outcomes: dict[str, sim.TestOutcome], name: str) -> None:
+    assert name in outcomes, f"cocotb test {name} did not run"
+    assert outcomes[name].passed, outcomes[name].message
