@@ -333,3 +333,9 @@ def run_job(dut: Dut, module: str, env: Mapping[str, str], verbose: bool = False
             detail = "; ".join(f"{o.name}: {o.message}" for o in failed)
             raise SimulationError(detail or f"{module} wrote no result")
         return json.loads(out.read_text())
+
+
+def assert_passed(outcomes: Mapping[str, TestOutcome], name: str) -> None:
+    """The pytest side of one cocotb test: it ran, and it passed (its message otherwise)."""
+    assert name in outcomes, f"cocotb test {name} did not run"
+    assert outcomes[name].passed, outcomes[name].message

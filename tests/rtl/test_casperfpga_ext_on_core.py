@@ -19,5 +19,4 @@ def outcomes() -> dict[str, sim.TestOutcome]:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_casperfpga_ext_on_core(outcomes: dict[str, sim.TestOutcome], name: str) -> None:
-    assert name in outcomes, f"cocotb test {name} did not run"
-    assert outcomes[name].passed, outcomes[name].message
+    sim.assert_passed(outcomes, name)

@@ -21,5 +21,4 @@ def outcomes() -> dict[str, sim.TestOutcome]:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_core_variant(outcomes: dict[str, sim.TestOutcome], name: str) -> None:
-    assert name in outcomes, f"cocotb test {name} did not run"
-    assert outcomes[name].passed, outcomes[name].message
+    sim.assert_passed(outcomes, name)

@@ -24,5 +24,4 @@ def test_every_cocotb_test_was_collected() -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_regs(outcomes: dict[str, sim.TestOutcome], name: str) -> None:
-    assert name in outcomes, f"cocotb test {name} did not run"
-    assert outcomes[name].passed, outcomes[name].message
+    sim.assert_passed(outcomes, name)
