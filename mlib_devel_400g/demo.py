@@ -200,7 +200,8 @@ def run_tx(console: Console, verbose: bool, cfg: dict, count: int) -> int:
     pcap = out_dir / "tx.pcap"
     console.print(
         f"[2/3] streaming {count} x 8192-B datagrams to {cfg['dest_ip']}:{cfg['dest_port']} "
-        "through the user port into a DCMAC model paced at 400GbE"
+        "through the user port into a DCMAC model paced at 400GbE, then back into the "
+        "core's receive path through an echoing peer"
     )
     t0 = time.monotonic()
     try:
@@ -239,7 +240,27 @@ def run_tx(console: Console, verbose: bool, cfg: dict, count: int) -> int:
         ("tx_bytes register", stats["tx_bytes"], stats["tx_bytes"] == frame_bytes),
         ("tx_udp_bytes register", stats["tx_udp_bytes"], stats["tx_udp_bytes"] == 8192 * count),
         ("tx_arp_miss register", stats["tx_arp_miss"], stats["tx_arp_miss"] == 0),
+        ("looped back: rx_frames register", stats["rx_frames"], stats["rx_frames"] == count),
+        (
+            "looped back: rx_udp_packets (delivered)",
+            stats["rx_udp_packets"],
+            stats["rx_udp_packets"] == count,
+        ),
+        (
+            "looped back: payloads equal to those sent",
+            stats["rx_payload_ok"],
+            stats["rx_payload_ok"] == count,
+        ),
+        (
+            "looped back: rx_udp_bytes register",
+            stats["rx_udp_bytes"],
+            stats["rx_udp_bytes"] == 8192 * count,
+        ),
     ]
+    drops = {
+        k: v for k, v in stats.items() if k.startswith("rx_drop_") or k == "rx_bad_udp_checksum"
+    }
+    rows += [(f"looped back: {k}", v, v == 0) for k, v in drops.items()]
     bad = 0
     for name, value, ok in rows:
         bad += not ok
@@ -252,8 +273,8 @@ def run_tx(console: Console, verbose: bool, cfg: dict, count: int) -> int:
         console.print(f"[red bold]{bad} check(s) failed")
         return 1
     console.print(
-        f"[green bold]{count} frames sent and verified (checksums, payload, IP id); "
-        f"open {pcap.relative_to(paths.REPO_ROOT)} in Wireshark"
+        f"[green bold]{count} frames sent and verified (checksums, payload, IP id), and "
+        f"received back intact; open {pcap.relative_to(paths.REPO_ROOT)} in Wireshark"
     )
     return 0
 
