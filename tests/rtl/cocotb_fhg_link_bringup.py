@@ -321,6 +321,18 @@ async def bus_errors_and_stalls_are_reported(dut) -> None:  # noqa: ANN001
     h.axi.hang = False
     h.regs.error_addrs = frozenset()
     await h.wait_for("restart taken", lambda: h.state() == GT_RESET, limit=50)
+    assert not h.up() and int(dut.rx_aligned.value) == 0
     await h.wait_for("link up after restart", h.up)
     assert int(dut.axi_error.value) == 0 and int(dut.axi_stall.value) == 0
+    h.check_clean()
+
+
+@cocotb.test()
+async def lowering_max_retries_stops_a_running_bringup(dut) -> None:  # noqa: ANN001
+    h = Harness(dut, seed=9, partner=False)
+    await h.start(max_retries=0)  # retry forever
+    await h.wait_for("three retries", lambda: int(dut.retries.value) >= 3, limit=20000)
+    dut.max_retries.value = 2  # now below the count: the next failed attempt is the last
+    await h.wait_for("failed", lambda: h.state() == FAILED, limit=5000)
+    assert int(dut.retries.value) == 3  # no further attempt once over the limit
     h.check_clean()

@@ -23,7 +23,7 @@
 //           again (retries restart from 0); without auto_bringup the sequencer goes idle.
 //   * Retries: a failed attempt increments `retries` and repeats the step that failed (the
 //     GT resets [1] when the GTs never became ready, else the alignment loop [4]). When
-//     max_retries != 0 and `retries` already equals max_retries, the run stops in
+//     max_retries != 0 and `retries` has reached max_retries, the run stops in
 //     [6] failed instead: `retries` == max_retries, 1 + max_retries attempts were made.
 //   * Control: auto_bringup = start by itself after `rst` and re-run after a link loss;
 //     `restart` (one-cycle pulse, any state) starts a full run [1] with retries = 0 and the
@@ -201,7 +201,8 @@ module fhg_link_bringup #(
     // A restart is taken only with the AXI engine idle and nothing requested.
     assign restart_take = restart_pend && ax_st == AX_IDLE && !ax_req;
     assign poll_ok = (ax_rdata & 32'h5) == 32'h5;
-    assign give_up = max_retries != 8'd0 && retries == {24'd0, max_retries};
+    // `>=`: software may lower max_retries below the count during a run.
+    assign give_up = max_retries != 8'd0 && retries >= {24'd0, max_retries};
 
     assign m_axi_awprot = 3'b000;
     assign m_axi_arprot = 3'b000;
@@ -358,6 +359,7 @@ module fhg_link_bringup #(
             retries      <= '0;
             mon          <= 1'b0;
             link_up      <= 1'b0;
+            rx_aligned   <= 1'b0;
             st           <= S_GT_RST;
             timer        <= 32'(GT_RESET_CYCLES);
         end else begin
@@ -372,6 +374,7 @@ module fhg_link_bringup #(
 
                 // [1] GT datapath resets, then wait for every lane's reset-done.
                 S_GT_RST: begin
+                    rx_aligned            <= 1'b0;
                     gt_reset_tx_datapath  <= '1;
                     gt_reset_rx_datapath  <= '1;
                     dcmac_tx_core_reset   <= 1'b1;
@@ -456,6 +459,7 @@ module fhg_link_bringup #(
 
                 // [4] alignment loop: GT RX datapath reset, RX port reset, polls.
                 S_RXGT_RST: begin
+                    rx_aligned            <= 1'b0;  // the RX side is being reset
                     gt_reset_rx_datapath  <= '1;
                     dcmac_rx_core_reset   <= 1'b1;
                     dcmac_rx_serdes_reset <= '1;
