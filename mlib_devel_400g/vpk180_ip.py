@@ -67,7 +67,9 @@ class DcmacGtmParams:
     refclk_mhz: float = 156.25
     core_clk_mhz: float = 782.06
     axis_clk_mhz: float = 391.03
-    apb_clk_mhz: float = 100.0  # GT quads' APB3 register clock (the AXI4-Lite clock)
+    # The register (AXI4-Lite) clock: DCMAC s_axi and the GT quads' APB3 port run on it; must
+    # match fhg_dcmac_vpk180's AXIL_CLK_HZ. The quads' APB3 limit is UNCONFIRMED.
+    axil_clk_mhz: float = 250.0
     dcmac_location: str = ""  # e.g. "DCMAC_X0Y1"; empty: Vivado's default (UNCONFIRMED)
     # DCMAC lane k -> (quad index, channel): half density uses channels 0 and 2.
     lane_map: tuple[tuple[int, int], ...] = ((0, 0), (0, 2), (1, 0), (1, 2))
@@ -76,7 +78,7 @@ class DcmacGtmParams:
     extra_dcmac_config: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("refclk_mhz", "core_clk_mhz", "axis_clk_mhz", "apb_clk_mhz"):
+        for name in ("refclk_mhz", "core_clk_mhz", "axis_clk_mhz", "axil_clk_mhz"):
             value = getattr(self, name)
             if not 0 < value < 2000:
                 raise ValueError(f"{name} = {value} MHz is not a usable clock frequency")
@@ -166,7 +168,7 @@ def quad_config(p: DcmacGtmParams, quad: int) -> dict[str, str]:
         "PROT0_LR0_SETTINGS": lr,
         "PROT0_TX_MASTERCLK_SRC": f"TX{used[0]}" if used else "",
         "PROT0_RX_MASTERCLK_SRC": f"RX{used[0]}" if used else "",
-        "APB3_CLK_FREQUENCY": _mhz(p.apb_clk_mhz),
+        "APB3_CLK_FREQUENCY": _mhz(p.axil_clk_mhz),
     }
     for ch in range(4):
         sel = "PROT0" if ch in used else "unconnected"
