@@ -79,6 +79,26 @@ module fhg_core #(
     input  wire                 tx_mac_clk,
     input  wire                 tx_mac_rst,
     input  wire                 mac_link_up,     // any clock; synchronised here
+
+    // ---------------------------------------------------------------- link bring-up (axil_clk)
+    // fhg_link_bringup (in the platform's DCMAC wrapper, e.g. fhg_dcmac_vpk180) reports here
+    // and takes its controls from link_ctrl; a design without it leaves the inputs at 0.
+    output logic                link_auto_bringup,
+    output logic                link_restart,
+    output logic [7:0]          link_max_retries,
+    output logic [2:0]          link_gt_loopback,
+    input  wire  [3:0]          link_state,
+    input  wire                 link_gt_tx_ready,
+    input  wire                 link_gt_rx_ready,
+    input  wire                 link_rx_aligned,
+    input  wire                 link_rx_local_fault,
+    input  wire                 link_rx_remote_fault,
+    input  wire  [31:0]         link_retries,
+    input  wire  [31:0]         link_rx_phy_status,
+    input  wire                 link_down,
+    input  wire                 link_axi_error,
+    input  wire                 link_axi_stall,
+    input  wire                 gt_powergood,
     output logic                tx_axis_tvalid_0,
     input  wire                 tx_axis_tready_0,
     input  wire                 tx_axis_taf_0,
@@ -538,7 +558,8 @@ module fhg_core #(
         hwif_in.buffer_sizes.tx_kib.next = 16'(BUF_WORDS / 8);   // 128-byte words
         hwif_in.buffer_sizes.rx_kib.next = 16'(RX_BUFFER_KIB);
         hwif_in.status.link_up.next      = link_a;
-        hwif_in.status.rx_aligned.next   = link_a;
+        // Without a bring-up sequencer (simulation, other platforms) mac_link_up stands for it.
+        hwif_in.status.rx_aligned.next   = link_a || link_rx_aligned;
         hwif_in.status.tx_afull.next     = afull_a;
         hwif_in.status.tx_overflow.next  = ovf_a;
         hwif_in.status.rx_empty.next     = rx_empty_a;
@@ -549,6 +570,19 @@ module fhg_core #(
         hwif_in.rx_valid_rate.value.next  = rvalid_rate;
         hwif_in.status.cpu_tx_busy.next  = cpu_tx_busy;
         hwif_in.link_status.link_up.next = link_a;
+        hwif_in.link_status.state.next           = link_state;
+        hwif_in.link_status.gt_tx_ready.next     = link_gt_tx_ready;
+        hwif_in.link_status.gt_rx_ready.next     = link_gt_rx_ready;
+        hwif_in.link_status.rx_aligned.next      = link_rx_aligned;
+        hwif_in.link_status.rx_local_fault.next  = link_rx_local_fault;
+        hwif_in.link_status.rx_remote_fault.next = link_rx_remote_fault;
+        hwif_in.link_status.axi_error.next       = link_axi_error;
+        hwif_in.link_status.axi_stall.next       = link_axi_stall;
+        hwif_in.link_status.gt_powergood.next    = gt_powergood;
+        hwif_in.link_retries.count.next          = link_retries;
+        hwif_in.rx_phy_status.value.next         = link_rx_phy_status;
+        hwif_in.link_down_counter.count.incr      = link_down;
+        hwif_in.link_down_counter.count.incrvalue = 16'd1;
         hwif_in.ip_id.next_id.next       = ip_id_a;
         hwif_in.tx_packet_rate.value.next = pkt_rate;
         hwif_in.tx_valid_rate.value.next  = valid_rate;
@@ -642,6 +676,11 @@ module fhg_core #(
         hwif_in.cpu_rx_buf.wr_ack  = cpu_rx_ack_wr;
     end
 
+
+    assign link_auto_bringup = hwif_out.link_ctrl.auto_bringup.value;
+    assign link_restart      = hwif_out.link_ctrl.restart.value;
+    assign link_max_retries  = hwif_out.link_ctrl.max_retries.value;
+    assign link_gt_loopback  = hwif_out.link_ctrl.gt_loopback.value;
 
     // LEDs: link state and stretched TX activity (~2^22 user cycles ≈ 10 ms).
     logic link_u;
