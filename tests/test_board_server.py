@@ -225,6 +225,30 @@ def test_fpga_learns_the_design_from_the_server(board: Board):
         Fpga("127.0.0.1", port=1)
 
 
+def test_example_configure_core_script(board: Board):
+    """examples/configure_core.py, run as a user would, against the server."""
+    root = Path(__file__).resolve().parents[1]
+    script = root / "examples" / "configure_core.py"
+    # This checkout's packages, whichever one the environment has installed.
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
+    argv = [sys.executable, str(script), "127.0.0.1", "--port", str(board.port)]
+    argv += ["--mac", "02:00:0a:00:00:0b", "--ip", "10.0.0.11", "--udp-port", "7150"]
+    argv += ["--gateway", "10.0.0.1", "--arp", "10.0.0.20=0c:42:a1:00:00:14"]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "MAC 02:00:0a:00:00:0b  IP 10.0.0.11  port 7150" in run.stdout
+    assert "IP[7:0]  20 -> 0c:42:a1:00:00:14" in run.stdout
+    assert reg_at(board.image, "ip") == int(ipaddress.IPv4Address("10.0.0.11"))
+    assert reg_at(board.image, "port") == 7150
+    bad = subprocess.run(
+        [*argv[:5], "--ip", "10.0.0.300"], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert bad.returncode == 1 and "10.0.0.300" in bad.stderr
+
+
 def test_one_transport_shared_by_threads(board: Board):
     """Requests from several threads on one connection stay whole (the tap's case)."""
     errors: list[BaseException] = []
