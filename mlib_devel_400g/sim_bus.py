@@ -17,6 +17,7 @@ blocking code, both carrying the transport contract (32-bit big-endian words):
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import queue
 import tempfile
 import threading
@@ -114,7 +115,7 @@ class SimWindow:
         self._requests.put((op, offset, arg, done))
         try:
             return done.result(self.timeout)
-        except TimeoutError:
+        except (TimeoutError, concurrent.futures.TimeoutError):  # distinct before 3.11
             raise OSError(f"the simulation did not serve a {op} within {self.timeout} s") from None
 
     def read(self, device_name: str, size: int, offset: int = 0) -> bytes:
