@@ -9,6 +9,9 @@
 3. Receive: capture tx.pcap with the receiver's pcap backend into chunks (0 lost, every
    payload byte checked), then a live 5-second loopback capture from the receiver's own
    sender with the monitor display.
+4. KATCP: the simulated core behind `casper400g board-server` on localhost; the
+   casperfpga-style script examples/configure_core.py configures it over KATCP and prints
+   print_gbe_core_details(); a datagram sent afterwards is checked against scapy's frame.
 """
 
 from __future__ import annotations
@@ -83,7 +86,10 @@ def run(verbose: bool = False, config: dict | None = None, tx_frames: int = 100)
     status = run_tx(console, verbose, config or DEMO_CONFIG, tx_frames)
     if status:
         return status
-    return run_rx(console, paths.REPO_ROOT / "build" / "demo" / "tx.pcap", tx_frames)
+    status = run_rx(console, paths.REPO_ROOT / "build" / "demo" / "tx.pcap", tx_frames)
+    if status:
+        return status
+    return run_katcp(console, verbose, config or DEMO_CONFIG)
 
 
 def run_registers(console: Console, verbose: bool, cfg: dict) -> int:
@@ -349,4 +355,60 @@ def run_rx(console: Console, pcap: Path, count: int, loopback_s: float = 5.0) ->
         # machine's, and the receiver accounts for every one of them.
         console.print("[yellow]the loopback run lost packets on this machine (counted above)")
     console.print("[green bold]receiver: the core's stream captured intact")
+    return 0
+
+
+def run_katcp(console: Console, verbose: bool, cfg: dict) -> int:
+    import sys
+
+    console.rule("[bold]casper400g demo, part 4: configure the core over KATCP")
+    example = paths.REPO_ROOT / "examples" / "configure_core.py"
+    console.print(
+        "[1/3] fhg_core behind board-server on 127.0.0.1 (KATCP; each request carried out "
+        "on the simulated AXI4-Lite bus)"
+    )
+    t0 = time.monotonic()
+    dut = sim.build_core(verbose=verbose)
+    console.print(f"      ready in {time.monotonic() - t0:.1f} s")
+    console.print(f"[2/3] running {example.relative_to(paths.REPO_ROOT)} against it")
+    t0 = time.monotonic()
+    try:
+        result = sim.run_job(
+            dut,
+            "mlib_devel_400g.cocotb_demo_katcp",
+            {
+                "CASPER400G_DEMO_CONFIG": json.dumps(cfg),
+                "CASPER400G_PYTHON": sys.executable,
+                "CASPER400G_EXAMPLE": str(example),
+            },
+            verbose=verbose,
+        )
+    except sim.SimulationError as exc:
+        console.print(f"[red]simulation failed: {exc}")
+        return 1
+    console.print(f"      $ {result['command']}", soft_wrap=True, markup=False)
+    for line in result["output"].rstrip().splitlines():
+        console.print(f"      {line}", soft_wrap=True, markup=False, highlight=False)
+    console.print(
+        f"      {result['requests']} KATCP requests, {result['bus_accesses']} bus accesses, "
+        f"{result['sim_time_us']:.1f} us simulated, {time.monotonic() - t0:.1f} s"
+    )
+    if result["returncode"] != 0:
+        console.print(f"[red bold]the script exited with status {result['returncode']}")
+        return 1
+    console.print("[3/3] a datagram through the user port after the script configured the core")
+    if not result.get("frame_ok"):
+        console.print(f"[red]got  {result.get('frame', '')[:120]}")
+        console.print(f"[red]want {result.get('expected', '')[:120]}")
+        console.print("[red bold]the frame does not carry the configured addresses")
+        return 1
+    frame = bytes.fromhex(result["frame"])
+    console.print(
+        f"      {len(frame)}-byte frame from {addressing.format_mac(int(frame[6:12].hex(), 16))} "
+        f"{cfg['ip']}:{cfg['port']} to {cfg['dest_ip']}:{cfg['dest_port']}"
+    )
+    console.print(
+        "[green bold]configured over KATCP by the casperfpga-style script; the frame equals "
+        "scapy's, byte for byte"
+    )
     return 0
