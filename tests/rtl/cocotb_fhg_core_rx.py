@@ -355,6 +355,8 @@ def udp_frame(payload: bytes, ident: int) -> bytes:
 async def rx_line_rate_8192(dut) -> None:  # noqa: ANN001
     """Back-to-back 8192-byte datagrams at the 400GbE line rate, rx_ack always high: no loss."""
     h, _tx, rx, user = await start(dut, config(), rx_mode="line")
+    assert int(dut.led_rx.value) == 0, "led_rx lit before any frame"
+    assert int(dut.led_up.value) == 1, "led_up follows the link (mac_link_up)"
     n = 120
     payloads = [bytes([i & 0xFF]) * 8192 for i in range(n)]
     for i, p in enumerate(payloads):
@@ -367,6 +369,7 @@ async def rx_line_rate_8192(dut) -> None:  # noqa: ANN001
     check_identity(c)
     assert c["rx_drop_overrun"] == 0 and c["rx_udp_packets"] == n, c
     assert [d.payload for d in user.datagrams] == payloads
+    assert int(dut.led_rx.value) == 1, "led_rx stretches the RX activity"
 
 
 @cocotb.test()
