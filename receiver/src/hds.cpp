@@ -79,7 +79,9 @@ engine_config hds_engine::sized(const engine_config &cfg, std::size_t lanes, std
     const std::size_t wsize = window_size(cfg, lanes, depth);
     engine_config out = cfg;
     if (out.n_chunks == 0) {
-        out.n_chunks = wsize + 4;
+        // Twice the window: after a jump in the stream, the chunks the old predictions
+        // point into stay pinned until those receives complete.
+        out.n_chunks = 2 * wsize + 4;
     } else if (out.n_chunks < wsize + 1) {
         throw std::invalid_argument(
             "n_chunks " + std::to_string(out.n_chunks) + " is too small for header-data split: " +
@@ -296,8 +298,16 @@ void hds_engine::place(std::uint64_t seq, const std::uint8_t *prefix, const desc
         return;
     }
     if (id - head_ >= cfg_.max_chunks) advance(id - cfg_.max_chunks + 1);
-    chunk *c = open_chunk(id, true);
-    if (c == nullptr) {  // interrupted while waiting for a chunk: the capture is stopping
+    chunk *c = open_chunk(id, false);
+    if (c == nullptr) {
+        // Waiting helps only if the consumer holds chunks it will release. When the
+        // engine itself holds them all (open, or pinned by receives posted on old
+        // predictions), the receives that would free them come after this packet.
+        std::size_t held = retired_count_;
+        for (const chunk *w : win_) held += w != nullptr;
+        if (held < pool_.size()) c = open_chunk(id, true);
+    }
+    if (c == nullptr) {  // stopping, or no chunk to be had: counted, not placed
         c_.discarded++;
         c_.received++;
         return;
@@ -345,8 +355,9 @@ void hds_engine::fill_pending(const desc &d) {
     const std::size_t g = gslot(d.c, d.slot);
     const std::int32_t b = pending_[g];
     if (b < 0) return;
-    // Pending packets of a chunk are dropped when it leaves the window, so the chunk
-    // is still open here and the slot (no longer posted) can take the packet.
+    // The chunk may have left the window since the packet arrived; it is still held
+    // back from the consumer by this very receive, so the packet goes in as it would
+    // have on arrival.
     const std::size_t size = layout_.payload;
     std::memcpy(d.c->data + d.slot * size, bounce_.get() + static_cast<std::size_t>(b) * size,
                 size);
@@ -379,30 +390,16 @@ void hds_engine::advance(std::uint64_t new_head) {
 }
 
 void hds_engine::flush(std::uint64_t id) {
-    const std::size_t ppc = cfg_.packets_per_chunk;
     chunk *&w = win_[id % wsize_];
     if (w == nullptr) {
-        c_.lost += ppc;
+        c_.lost += cfg_.packets_per_chunk;
         return;
     }
     chunk *c = w;
     w = nullptr;
-    if (chunk_pending_[c->index] != 0) {
-        // Packets still waiting for a posted slot of this chunk arrived too late for it.
-        for (std::size_t s = 0; s < ppc; s++) {
-            const std::size_t g = gslot(c, s);
-            if (pending_[g] >= 0) {
-                bounce_free_.push_back(pending_[g]);
-                pending_[g] = -1;
-                c_.late++;
-                c_.received++;
-            }
-        }
-        chunk_pending_[c->index] = 0;
-    }
-    c_.lost += ppc - c->n_present;
-    if (c->n_present) c_.chunks++;
-    retire(c, c->n_present == 0);
+    // Its count of lost packets is taken when it is released: until its last posted
+    // receive completes, packets waiting in bounce buffers for its slots still go in.
+    retire(c, false);
 }
 
 void hds_engine::retire(chunk *c, bool discard) {
@@ -419,10 +416,19 @@ void hds_engine::drain_retired() {
         if (chunk_reserved_[c->index] != 0) break;
         retired_head_ = (retired_head_ + 1) % retired_.size();
         retired_count_--;
-        if (chunk_discard_[c->index])
+        if (chunk_pending_[c->index] != 0)
+            throw std::logic_error("header-split chunk released with packets still waiting");
+        if (chunk_discard_[c->index]) {
+            free_.push(c);  // opened by posts only: never part of the stream's window
+            continue;
+        }
+        c_.lost += cfg_.packets_per_chunk - c->n_present;
+        if (c->n_present == 0) {
             free_.push(c);
-        else
+        } else {
+            c_.chunks++;
             ready_.push(c);
+        }
     }
 }
 

@@ -35,8 +35,9 @@ std::unique_ptr<capture> make_split_emulation(const format &fmt, const engine_co
     return std::make_unique<capture>(std::move(eng), std::move(src));
 }
 
-std::vector<std::pair<std::string, std::uint64_t>> extra_stats(engine &eng, source &) {
+std::vector<std::pair<std::string, std::uint64_t>> extra_stats(engine &eng, source &src) {
     std::vector<std::pair<std::string, std::uint64_t>> out;
+    if (auto *e = dynamic_cast<nic_emulator_source *>(&src)) out.emplace_back("nic_drops", e->nic_drops());
     if (auto *h = dynamic_cast<hds_engine *>(&eng)) {
         const split_counters s = h->split_stats();
         out.emplace_back("in_place", s.in_place);

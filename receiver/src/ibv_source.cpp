@@ -342,6 +342,10 @@ struct queue {
     std::unique_ptr<stride_ring> ring;
     mlx5dv_cq dv{};
     std::uint32_t ci = 0;  // CQ consumer index (striding mode reads CQEs directly)
+    // Striding mode: which buffer each position of the work queue's ring holds. The
+    // provider may round the ring up, so positions are counted, not assumed.
+    std::vector<std::uint32_t> ring_buffer;
+    std::uint64_t wqe_posts = 0;
 };
 
 class ibv_source : public source {
@@ -384,6 +388,9 @@ ibv_source::ibv_source(const format &fmt, const ibv_options &opt, engine &eng)
                                     " CPUs for " + std::to_string(opt_.queues) + " queues");
     if (opt_.rq != "split" && opt_.rq != "striding")
         throw std::invalid_argument("rq must be 'split' or 'striding', got '" + opt_.rq + "'");
+    if (opt_.rq == "striding" && !opt_.busy_poll)
+        throw std::invalid_argument("rq='striding' reads completions directly and always busy-polls; "
+                                    "use busy_poll=True (or rq='split')");
     if (opt_.port == 0 || opt_.port + opt_.queues - 1 > 65535)
         throw std::invalid_argument("port must be 1..65535 (queue q listens on port + q), got " +
                                     std::to_string(opt_.port));
@@ -550,10 +557,18 @@ void ibv_source::setup_striding_queue(std::size_t q) {
     qa.rx_hash_conf.rx_hash_fields_mask = 0;
     qu.qp = own(create_qp_ex(ctx, &qa), lib_.destroy_qp);
     if (!qu.qp) qp_error(errno, "cannot create the RSS raw packet queue pair on " + dev_->name);
+    mlx5dv_rwq dv_wq{};
     mlx5dv_obj obj{};
     obj.cq.in = qu.cq.get();
     obj.cq.out = &qu.dv;
-    if (int rc = lib_.mlx5_init_obj(&obj, MLX5DV_OBJ_CQ)) throw_errno("mlx5dv_init_obj(CQ)", rc);
+    obj.rwq.in = qu.wq.get();
+    obj.rwq.out = &dv_wq;
+    if (int rc = lib_.mlx5_init_obj(&obj, MLX5DV_OBJ_CQ | MLX5DV_OBJ_RWQ))
+        throw_errno("mlx5dv_init_obj(CQ, RWQ)", rc);
+    if (dv_wq.wqe_cnt < n_wqe)
+        throw std::runtime_error("striding receive queue has " + std::to_string(dv_wq.wqe_cnt) +
+                                 " entries, fewer than the " + std::to_string(n_wqe) + " asked for");
+    qu.ring_buffer.assign(dv_wq.wqe_cnt, 0);
     if (qu.dv.cqe_size != 64 && qu.dv.cqe_size != 128)
         throw std::runtime_error("unexpected CQE size " + std::to_string(qu.dv.cqe_size));
     for (std::size_t k = 0; k < n_wqe; k++) post_wqe(qu, k);
@@ -570,6 +585,8 @@ void ibv_source::post_wqe(queue &qu, std::size_t k) {
     wr.num_sge = 1;
     ibv_recv_wr *bad = nullptr;
     if (int rc = ibv_post_wq_recv(qu.wq.get(), &wr, &bad)) throw_errno("ibv_post_wq_recv", rc);
+    qu.ring_buffer[qu.wqe_posts % qu.ring_buffer.size()] = static_cast<std::uint32_t>(k);
+    qu.wqe_posts++;
 }
 
 void ibv_source::add_flow(std::size_t q) {
@@ -707,8 +724,9 @@ void ibv_source::run_striding(std::size_t q, engine &eng, const std::atomic<bool
             const std::uint8_t *cqe = entry + (csz == 128 ? 64 : 0);
             if (!cqe_sw_owned(cqe, qu.ci, cnt)) break;
             std::atomic_thread_fence(std::memory_order_acquire);  // read after the owner bit
-            const cqe_info c = parse_cqe64(cqe);
+            cqe_info c = parse_cqe64(cqe);
             qu.ci++;
+            c.wqe_id = static_cast<std::uint16_t>(qu.ring_buffer[c.wqe_id % qu.ring_buffer.size()]);
             if (c.opcode == mlx5::op_resp_err || c.opcode == mlx5::op_req_err)
                 throw std::runtime_error("receive error completion on queue " + std::to_string(q) +
                                          ": syndrome 0x" + std::to_string(c.syndrome) +

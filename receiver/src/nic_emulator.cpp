@@ -25,6 +25,36 @@ void put64(std::uint8_t *p, std::uint64_t v) noexcept {
     }
 }
 
+// A queue without posted receives: a NIC drops the packet at once (rx_out_of_buffer).
+// The emulation first waits a while, so that a consumer that is merely slow costs
+// nothing, and drops only when no receive appears: chunks pinned by other queues'
+// receives can starve a queue for good, and the NIC does not wait either.
+class starvation {
+public:
+    // Called while no receive is posted: true when the packet is to be dropped. Once
+    // it has given up, it keeps dropping until a receive is posted again.
+    bool give_up() {
+        if (dropping_) return true;
+        const auto now = std::chrono::steady_clock::now();
+        if (!waiting_) {
+            waiting_ = true;
+            since_ = now;
+        }
+        if (now - since_ >= std::chrono::milliseconds(200)) {
+            dropping_ = true;
+            return true;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        return false;
+    }
+    void reset() noexcept { waiting_ = dropping_ = false; }
+
+private:
+    bool waiting_ = false;
+    bool dropping_ = false;
+    std::chrono::steady_clock::time_point since_{};
+};
+
 // Word k of the example stream's payload for packet `seq` (see example_stream.h).
 std::uint64_t example_word(std::uint64_t seq, std::size_t k) noexcept {
     return k == 0 ? seq : (seq << 10) | k;
@@ -127,17 +157,20 @@ void nic_emulator_source::run(std::size_t i, engine &eng_base, const std::atomic
     std::size_t head = 0, count = 0;
     recv_completion comps[batch_size];
     std::size_t next = 0;
+    starvation wait;
     while (next < in.seqs.size()) {
         if (stop.load(std::memory_order_relaxed)) break;
         const std::size_t got = eng->post(i, fresh.data(), depth - count);
         for (std::size_t j = 0; j < got; j++) ring[(head + count + j) % depth] = fresh[j];
         count += got;
         if (count == 0) {
-            // Every chunk is with the consumer: wait as a NIC queue would (without
-            // dropping, so that the accounting stays a function of the schedule).
-            std::this_thread::sleep_for(std::chrono::microseconds(100));
+            if (wait.give_up()) {
+                nic_drops_.fetch_add(1, std::memory_order_relaxed);
+                next++;
+            }
             continue;
         }
+        wait.reset();
         const std::size_t n = std::min({batch_size, count, in.seqs.size() - next});
         for (std::size_t j = 0; j < n; j++) {
             const recv_target &t = ring[head];
@@ -170,6 +203,7 @@ void nic_emulator_source::run_serial(hds_engine &eng, const std::atomic<bool> &s
     std::vector<std::uint8_t> staging(cfg_.payload_size);
     recv_completion comps[batch_size];
     std::size_t n_comps = 0, comp_lane = 0;
+    starvation wait;
     auto flush = [&] {
         if (n_comps) eng.complete(comp_lane, comps, n_comps);
         n_comps = 0;
@@ -193,10 +227,14 @@ void nic_emulator_source::run_serial(hds_engine &eng, const std::atomic<bool> &s
             flush();
             refill(lane);
             if (l.count == 0) {
-                std::this_thread::sleep_for(std::chrono::microseconds(100));
+                if (wait.give_up()) {
+                    nic_drops_.fetch_add(1, std::memory_order_relaxed);
+                    next++;
+                }
                 continue;
             }
         }
+        wait.reset();
         const recv_target &t = l.ring[l.head];
         write_frame(t, seq, prefix, staging);
         comps[n_comps++] = recv_completion{t.wr_id, all_.bad[next] ? frame_len - 8 : frame_len, true};

@@ -11,8 +11,9 @@
 // Invariants that make the copies safe:
 // * a slot that holds placed data is never posted again (the NIC would overwrite it);
 // * a packet is never copied into a slot that is still posted: it waits in a bounce
-//   buffer until that receive completes (or its chunk leaves the window, then `late`);
-// * a chunk leaves for the consumer only when no posted receive points into it.
+//   buffer until that receive completes;
+// * a chunk leaves for the consumer only when no posted receive points into it, and
+//   its lost packets are counted then (after any waiting packet went in).
 #pragma once
 
 #include <atomic>

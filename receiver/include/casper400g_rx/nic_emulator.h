@@ -4,6 +4,7 @@
 // of the payload into SGE 1), then reports completions in arrival order.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -37,6 +38,8 @@ public:
     nic_emulator_source(const emulator_config &cfg, std::size_t lanes);
     std::size_t n_threads() const override { return cfg_.serial ? 1 : lanes_.size(); }
     void run(std::size_t i, engine &eng, const std::atomic<bool> &stop) override;
+    // Packets that found no posted receive for 200 ms and were dropped, as a NIC would.
+    std::uint64_t nic_drops() const noexcept { return nic_drops_.load(); }
 
 private:
     void run_serial(hds_engine &eng, const std::atomic<bool> &stop);
@@ -50,6 +53,7 @@ private:
     emulator_config cfg_;
     std::vector<lane_input> lanes_;
     lane_input all_;  // the whole schedule, for the serial mode
+    std::atomic<std::uint64_t> nic_drops_{0};
 };
 
 }  // namespace casper400g_rx
