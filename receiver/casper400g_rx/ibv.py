@@ -57,6 +57,8 @@ def open_ibv(
             "the ibv backend receives from a NIC, not loopback: give bind='NIC-IP:port' "
             "and/or interface="
         )
+    if host == "0.0.0.0" and not interface:
+        raise ValueError(f"bind={bind!r} names no address: give interface= (or the NIC's IP)")
     options = _core.IbvOptions(
         interface=interface,
         ip=ip,

@@ -153,6 +153,8 @@ def test_ibv_arguments_are_checked() -> None:
         rx.Capture("ibv", bind="10.0.0.2:0", interface="eth9")
     with pytest.raises(ValueError, match="not loopback"):
         rx.Capture("ibv", bind="127.0.0.1:10000")
+    with pytest.raises(ValueError, match="names no address: give interface="):
+        rx.Capture("ibv", bind="0.0.0.0:10000")
 
 
 def test_build_with_the_ibv_code_compiled_out(tmp_path: Path) -> None:
