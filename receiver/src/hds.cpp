@@ -115,6 +115,8 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
         l.ring.resize(depth);
         l.headers.reset(alloc_aligned(depth * layout_.entry));
         std::memset(l.headers.get(), 0, depth * layout_.entry);
+        l.scratch.reset(alloc_aligned(scratch_bytes()));
+        std::memset(l.scratch.get(), 0, scratch_bytes());
         const std::uint64_t base = head_ * ppc;
         l.next = base + (q + lanes - base % lanes) % lanes;
     }
@@ -162,6 +164,25 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
     std::size_t n = 0;
     std::size_t skips = 0;
     while (n < max && !finished_ && l.posted - l.completed < depth_) {
+        if (l.scratch_due > 0 && l.scratch_posted - l.scratch_done < scratch_slots) {
+            // The stream runs behind the receives already posted: this receive takes
+            // the extra packet, so that the next ones land where they are predicted.
+            const std::size_t idx = l.scratch_posted % scratch_slots;
+            const std::size_t k = l.posted % depth_;
+            l.ring[k] = desc{UINT64_MAX, nullptr, idx, l.shift};
+            recv_target &t = out[n++];
+            t.wr_id = l.posted;
+            t.header = l.headers.get() + k * layout_.entry;
+            t.header_len = static_cast<std::uint32_t>(layout_.header_len());
+            t.payload = l.scratch.get() + idx * size + layout_.prefix;
+            t.payload_len = static_cast<std::uint32_t>(size - layout_.prefix);
+            t.scratch = true;
+            l.scratch_due--;
+            l.scratch_posted++;
+            l.posted++;
+            s_.posted++;
+            continue;
+        }
         std::uint64_t p = l.next;
         const std::uint64_t floor = head_ * ppc;
         if (p < floor || p / ppc >= head_ + wsize_) {
@@ -197,6 +218,7 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
         t.header_len = static_cast<std::uint32_t>(layout_.header_len());
         t.payload = c->data + slot * size + layout_.prefix;
         t.payload_len = static_cast<std::uint32_t>(size - layout_.prefix);
+        t.scratch = false;
         l.posted++;
         s_.posted++;
     }
@@ -219,8 +241,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         const desc d = l.ring[k];
         const std::uint8_t *hdr = l.headers.get() + k * layout_.entry;
         l.completed++;
-        reserved_[gslot(d.c, d.slot)] = 0;
-        chunk_reserved_[d.c->index]--;
+        retire_desc(l, d);
         if (finished_) {
             c_.received++;
             c_.discarded++;
@@ -234,10 +255,10 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                 c_.rejected++;
                 c_.received++;
             } else {
-                resync(l, d, *seq);
-                place(*seq, hdr + split_layout::headers, d);
+                if (d.c != nullptr) resync(l, d, *seq);
+                place(*seq, hdr + split_layout::headers, d, landing(l, d));
             }
-            fill_pending(d);
+            if (d.c != nullptr) fill_pending(d);
         }
     }
     drain_retired();
@@ -248,25 +269,35 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
 void hds_engine::resync(lane_state &l, const desc &d, std::uint64_t seq) {
     // A packet later than its prediction means either that packets before it were lost
     // (the lane's later receives will carry later packets too) or that it overtook one
-    // (the next packet is the one it overtook). Predictions move forward only when two
-    // packets in a row show the same gap, so a swapped pair costs two copies, not a
-    // shifted stream. Never backward: an early packet is a straggler.
-    const std::uint64_t done = l.shift - d.shift;
-    const std::uint64_t seen = seq > d.seq ? seq - d.seq : 0;
-    if (seen <= done) {
-        l.candidate = 0;
+    // (the next packet is the one it overtook); earlier than predicted, either a
+    // straggler or a packet delayed into the stream, which puts everything after it one
+    // place behind. Predictions move only when two packets in a row show the same
+    // offset, so a swapped pair or one straggler costs a copy or two, not a shifted
+    // stream. Offsets are relative to the correction already applied since `d` was posted.
+    const auto seen = static_cast<std::int64_t>(seq - d.seq);
+    const auto done = static_cast<std::int64_t>(l.shift - d.shift);
+    const std::int64_t off = seen - done;
+    const auto n_lanes = static_cast<std::int64_t>(lanes_.size());
+    if (off == 0 || off % n_lanes != 0) {
+        l.candidate = 0;  // in line, or not a packet of this lane's share of the stream
         return;
     }
-    const std::uint64_t n_lanes = lanes_.size();
-    std::uint64_t extra = seen - done;
-    extra = add_sat(extra, (n_lanes - extra % n_lanes) % n_lanes);
-    if (extra != l.candidate) {
-        l.candidate = extra;
+    if (off != l.candidate) {
+        l.candidate = off;
         return;
     }
     l.candidate = 0;
-    l.next = add_sat(l.next, extra);
-    l.shift += extra;
+    if (off > 0) {
+        l.next = add_sat(l.next, static_cast<std::uint64_t>(off));
+    } else {
+        // Behind: receives cannot be posted twice to a slot, so scratch receives take
+        // the extra packets (placed from there by copy). A larger step back is a
+        // restarted sender, not a delay, and is left alone.
+        const auto back = static_cast<std::uint64_t>(-off / n_lanes);
+        if (back > scratch_slots) return;
+        l.scratch_due += back;
+    }
+    l.shift += static_cast<std::uint64_t>(off);
     s_.resyncs++;
 }
 
@@ -285,7 +316,22 @@ void hds_engine::start(std::uint64_t seq) {
     top_ = head_;
 }
 
-void hds_engine::place(std::uint64_t seq, const std::uint8_t *prefix, const desc &d) {
+const std::uint8_t *hds_engine::landing(const lane_state &l, const desc &d) const noexcept {
+    const std::size_t size = layout_.payload;
+    return d.c != nullptr ? d.c->data + d.slot * size : l.scratch.get() + d.slot * size;
+}
+
+void hds_engine::retire_desc(lane_state &l, const desc &d) {
+    if (d.c == nullptr) {
+        l.scratch_done++;
+        return;
+    }
+    reserved_[gslot(d.c, d.slot)] = 0;
+    chunk_reserved_[d.c->index]--;
+}
+
+void hds_engine::place(std::uint64_t seq, const std::uint8_t *prefix, const desc &d,
+                       const std::uint8_t *landed) {
     const std::size_t ppc = cfg_.packets_per_chunk;
     const std::size_t size = layout_.payload;
     const std::size_t pre = layout_.prefix;
@@ -320,7 +366,6 @@ void hds_engine::place(std::uint64_t seq, const std::uint8_t *prefix, const desc
         return;
     }
     std::uint8_t *dst = c->data + slot * size;
-    const std::uint8_t *landed = d.c->data + d.slot * size;
     if (c == d.c && slot == d.slot) {
         std::memcpy(dst, prefix, pre);
         s_.in_place++;
@@ -436,10 +481,10 @@ void hds_engine::cancel_locked(std::size_t lane) {
     lane_state &l = lanes_[lane];
     for (; l.completed != l.posted; l.completed++) {
         const desc &d = l.ring[l.completed % depth_];
-        reserved_[gslot(d.c, d.slot)] = 0;
-        chunk_reserved_[d.c->index]--;
-        if (!finished_) fill_pending(d);
+        retire_desc(l, d);
+        if (!finished_ && d.c != nullptr) fill_pending(d);
     }
+    l.scratch_due = 0;
 }
 
 void hds_engine::cancel(std::size_t lane) {

@@ -329,6 +329,7 @@ namespace {
 
 struct queue {
     verbs_ptr<ibv_mr> header_mr;
+    verbs_ptr<ibv_mr> scratch_mr;
     verbs_ptr<ibv_mr> ring_mr;
     std::unique_ptr<std::uint8_t[], void (*)(std::uint8_t *)> ring_mem{nullptr, [](std::uint8_t *p) {
                                                                             std::free(p);
@@ -471,6 +472,8 @@ void ibv_source::setup_split_queue(std::size_t q, hds_engine &h) {
     if (!qu.cq) throw_errno("cannot create a completion queue of " + std::to_string(cqe));
     qu.header_mr = register_memory(lib_, dev_->pd.get(), h.header_ring(q), h.header_ring_bytes(),
                                    "header ring");
+    qu.scratch_mr = register_memory(lib_, dev_->pd.get(), h.scratch_ring(q), h.scratch_bytes(),
+                                    "scratch ring");
     ibv_qp_init_attr qa{};
     qa.send_cq = qu.cq.get();
     qa.recv_cq = qu.cq.get();
@@ -674,7 +677,8 @@ void ibv_source::run_split(std::size_t q, hds_engine &h, const std::atomic<bool>
                 sges[j][0] = ibv_sge{reinterpret_cast<std::uintptr_t>(targets[j].header),
                                      targets[j].header_len, qu.header_mr->lkey};
                 sges[j][1] = ibv_sge{reinterpret_cast<std::uintptr_t>(targets[j].payload),
-                                     targets[j].payload_len, pool_mr_->lkey};
+                                     targets[j].payload_len,
+                                     targets[j].scratch ? qu.scratch_mr->lkey : pool_mr_->lkey};
                 wrs[j] = ibv_recv_wr{};
                 wrs[j].wr_id = targets[j].wr_id;
                 wrs[j].sg_list = sges[j];

@@ -326,3 +326,20 @@ def test_starved_queues_drop_and_count() -> None:
     assert s.received + s.nic_drops == len(schedule)
     assert s.packets + s.late + s.duplicate + s.rejected + s.discarded == s.received
     check_payloads(chunks, ppc)
+
+
+@pytest.mark.parametrize("depth", [16, 100])
+def test_a_delayed_packet_costs_about_two_queue_depths_of_copies(depth: int) -> None:
+    # Packet 300 arrives 60 packets late: the stream first looks one ahead of the
+    # predictions (corrected forward), then one behind (corrected with a scratch
+    # receive); only the receives already posted at each turn need a copy.
+    ppc = 64
+    seqs = [s for s in range(2000) if s != 300]
+    seqs.insert(360, 300)
+    schedule = np.array(seqs, dtype=np.uint64)
+    s, got, r, want = run_both(schedule, ppc, 4, 1, depth)
+    assert_same(s, got, r, want)
+    check_payloads(got, ppc)
+    assert s.resyncs == 2
+    assert s.fixup_copies <= 2 * depth + 4
+    assert s.in_place >= len(seqs) - 2 * depth - 4

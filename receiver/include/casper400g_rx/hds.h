@@ -54,6 +54,7 @@ struct recv_target {
     std::uint32_t header_len = 0;
     std::uint8_t *payload = nullptr;
     std::uint32_t payload_len = 0;
+    bool scratch = false;  // payload goes to the lane's scratch ring, not a chunk
 };
 
 struct recv_completion {
@@ -85,6 +86,11 @@ public:
     // The lane's header ring (depth entries of layout().entry bytes), for registration.
     std::uint8_t *header_ring(std::size_t lane) noexcept { return lanes_[lane].headers.get(); }
     std::size_t header_ring_bytes() const noexcept { return depth_ * layout_.entry; }
+    // Receives that absorb extra packets after a stream fell behind its predictions
+    // point here (registered like the header ring).
+    static constexpr std::size_t scratch_slots = 64;
+    std::uint8_t *scratch_ring(std::size_t lane) noexcept { return lanes_[lane].scratch.get(); }
+    std::size_t scratch_bytes() const noexcept { return scratch_slots * layout_.payload; }
 
     // Up to `max` new receive targets for `lane`; fewer when the lane's queue is full,
     // the window cannot hold the predicted slots yet, or no free chunk is left.
@@ -102,7 +108,7 @@ public:
 private:
     struct desc {
         std::uint64_t seq = 0;
-        chunk *c = nullptr;
+        chunk *c = nullptr;    // nullptr: a scratch receive, `slot` indexes the scratch ring
         std::size_t slot = 0;
         std::uint64_t shift = 0;  // the lane's accumulated resync when posted
     };
@@ -113,11 +119,15 @@ private:
     struct lane_state {
         std::vector<desc> ring;
         buffer headers;
+        buffer scratch;
+        std::uint64_t scratch_due = 0;  // scratch receives to post before the next slot
+        std::uint64_t scratch_posted = 0;
+        std::uint64_t scratch_done = 0;
         std::uint64_t posted = 0;
         std::uint64_t completed = 0;
         std::uint64_t next = 0;   // next predicted sequence number
         std::uint64_t shift = 0;  // sum of forward resyncs
-        std::uint64_t candidate = 0;  // a gap seen once, applied when the next packet agrees
+        std::int64_t candidate = 0;  // an offset seen once, applied when the next packet agrees
         bool stalled = false;     // counted one `waits` for the current lack of chunks
     };
 
@@ -134,7 +144,10 @@ private:
     void retire(chunk *c, bool discard);
     void drain_retired();
     void resync(lane_state &l, const desc &d, std::uint64_t seq);
-    void place(std::uint64_t seq, const std::uint8_t *prefix, const desc &d);
+    void place(std::uint64_t seq, const std::uint8_t *prefix, const desc &d,
+               const std::uint8_t *landed);
+    const std::uint8_t *landing(const lane_state &l, const desc &d) const noexcept;
+    void retire_desc(lane_state &l, const desc &d);
     void mark_present(chunk *c, std::size_t slot);
     void fill_pending(const desc &d);
     void cancel_locked(std::size_t lane);
