@@ -421,7 +421,10 @@ ibv_source::ibv_source(const format &fmt, const ibv_options &opt, engine &eng)
     if (inet_pton(AF_INET, opt_.ip.c_str(), &a) != 1)
         throw std::invalid_argument("bad IPv4 address '" + opt_.ip + "'");
     ip_be_ = a.s_addr;
-    const std::string mac = opt_.mac.empty() ? read_text("/sys/class/net/" + iface + "/address") : opt_.mac;
+    const std::string mac_path = "/sys/class/net/" + iface + "/address";
+    const std::string mac = opt_.mac.empty() ? read_text(mac_path) : opt_.mac;
+    if (mac.empty())
+        throw std::invalid_argument("cannot read the MAC address of " + iface + " from " + mac_path);
     if (!parse_mac(mac, mac_))
         throw std::invalid_argument("cannot use MAC address '" + mac + "' of " + iface);
     const std::string mtu_text = read_text("/sys/class/net/" + iface + "/mtu");

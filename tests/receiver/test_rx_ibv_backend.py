@@ -210,3 +210,51 @@ def test_build_with_the_ibv_code_compiled_out(tmp_path: Path) -> None:
     assert res["cqe"] == 2
     assert "not compiled into this build" in res["ibv"][2] and res["ibv"][1]
     assert res["mem_chunks"] == 4 and res["emulated"] == [True, 256, 256] and res["udp"] == 64
+
+
+@no_devices
+def test_interface_from_ip_and_mtu_check_in_a_network_namespace() -> None:
+    # A veth port with an address in a private network namespace stands in for the NIC's
+    # interface: the capture finds it from the IP, then checks its MTU against the format.
+    unshare = shutil.which("unshare")
+    if unshare is None or os.geteuid() != 0:
+        pytest.skip("needs root and unshare for a private network namespace")
+    code = """
+        import json, subprocess
+        from casper400g_rx import _core
+        def sh(*a):
+            subprocess.run(a, check=True, capture_output=True)
+        sh("ip", "link", "add", "v0", "type", "veth", "peer", "name", "v1")
+        sh("ip", "link", "set", "v0", "mtu", "1500", "up")
+        sh("ip", "addr", "add", "10.9.9.9/24", "dev", "v0")
+        res = {}
+        def attempt(key, payload, **kw):
+            opts = _core.IbvOptions(ip="10.9.9.9", port=10000, **kw)
+            try:
+                _core.Capture.ibv(_core.Format(payload_size=payload), _core.EngineConfig(), opts)
+            except Exception as e:
+                res[key] = [type(e).__name__, str(e)]
+        attempt("lookup", 8192)
+        attempt("mtu", 8192, device="mlx5_0")
+        attempt("fits", 1024, device="mlx5_0")
+        print(json.dumps(res))
+    """
+    # A mount namespace too, so that a fresh sysfs shows the namespace's interfaces.
+    script = f"mount -t sysfs sysfs /sys && exec {sys.executable} -c '{textwrap.dedent(code)}'"
+    out = subprocess.run(
+        [unshare, "-n", "-m", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if out.returncode != 0 and "veth" in out.stderr:
+        pytest.skip("no veth support in this kernel")
+    assert out.returncode == 0, out.stderr
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["lookup"] == ["OSError", res["lookup"][1]]
+    assert "interface v0 has no RDMA device" in res["lookup"][1]
+    name, text = res["mtu"]
+    assert name == "ValueError"
+    assert "MTU 1500 of v0 is smaller than the 8220-byte IP packets" in text
+    assert "ip link set dev v0 mtu 9000" in text
+    assert res["fits"][0] == "OSError" and "no RDMA device found" in res["fits"][1]
