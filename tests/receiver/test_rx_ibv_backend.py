@@ -149,6 +149,11 @@ def test_missing_cap_net_raw_says_how_to_grant_it() -> None:
     assert "needs CAP_NET_RAW" in text and "setcap cap_net_raw,cap_ipc_lock+ep" in text
 
 
+def test_the_error_class_is_exported() -> None:
+    assert rx.IbvUnavailableError is _core.IbvUnavailableError
+    assert issubclass(rx.IbvUnavailableError, RuntimeError)
+
+
 def test_ibv_arguments_are_checked() -> None:
     with pytest.raises(ValueError, match="needs the stream's UDP port in bind="):
         rx.Capture("ibv", bind="10.0.0.2:0", interface="eth9")
