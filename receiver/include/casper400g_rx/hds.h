@@ -14,6 +14,11 @@
 //   buffer until that receive completes;
 // * a chunk leaves for the consumer only when no posted receive points into it, and
 //   its lost packets are counted then (after any waiting packet went in).
+//
+// Predictions follow the stream: two packets in a row at the same offset from their
+// predictions move the lane's later receives forward (packets lost), or make the next
+// receives scratch ones that absorb the extra packets (a delayed packet arrived), so a
+// gap or a delay costs about one queue depth of copies, not the rest of the stream.
 #pragma once
 
 #include <atomic>
@@ -67,7 +72,7 @@ struct split_counters {
     std::uint64_t in_place = 0;  // payload landed in its own slot: no copy
     std::uint64_t fixup = 0;     // copied from where it landed into its own slot
     std::uint64_t bounced = 0;   // waited in a bounce buffer for its slot's receive to finish
-    std::uint64_t resyncs = 0;   // predictions moved forward after a gap in the stream
+    std::uint64_t resyncs = 0;   // predictions corrected (forward after a gap, back after a delay)
     std::uint64_t posted = 0;    // receives handed to the NIC
 };
 
