@@ -45,6 +45,7 @@ sysdeps:
 	command -v tclsh >/dev/null 2>&1 || need="$$need tcl"; \
 	$(PYTHON) -c "import venv, ensurepip" >/dev/null 2>&1 || need="$$need python3-venv"; \
 	$(PYTHON) -c "$$LIBPYTHON_CHECK" || need="$$need libpython3-dev"; \
+	[ -f /usr/include/infiniband/mlx5dv.h ] || need="$$need libibverbs-dev"; \
 	if [ -n "$$need" ]; then \
 	  echo "installing Debian packages:$$need"; \
 	  $(SUDO) apt-get update -qq && \

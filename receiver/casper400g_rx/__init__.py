@@ -12,7 +12,7 @@ with rx.Capture("udp", bind="127.0.0.1:10000", packets_per_chunk=1024) as cap:
 
 from __future__ import annotations
 
-from ._core import Chunk, Format, Sender, example_payload, parse_frame
+from ._core import Chunk, Format, IbvUnavailableError, Sender, example_payload, parse_frame
 from .capture import Capture, RcvbufWarning, Stats, parse_endpoint
 from .demo import demo_loopback
 from .example_stream import example_chunk, example_payloads
@@ -21,6 +21,7 @@ __all__ = [
     "Capture",
     "Chunk",
     "Format",
+    "IbvUnavailableError",
     "RcvbufWarning",
     "Sender",
     "Stats",

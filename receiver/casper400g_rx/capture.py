@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from . import _core
 
-Backend = Literal["udp", "pcap", "mem"]
+Backend = Literal["udp", "pcap", "mem", "ibv"]
 Policy = Literal["block", "drop_oldest"]
 
 
@@ -53,6 +53,8 @@ class Capture:
     "pcap" replays `path`, "mem" replays `packets` (2-D uint8 array, one packet per row,
     `sizes` bytes each; link-layer frames when `frames`) or generates the example stream
     (`count` packets from `first`, or exactly the sequence numbers in `schedule`).
+    "ibv" receives `bind`'s IPv4:port through rdma-core on `interface` (ibv.py), and
+    "mem" with emulate="ibv" runs the same header-split path against an emulated NIC.
     """
 
     def __init__(
@@ -79,6 +81,14 @@ class Capture:
         count: int = 0,
         schedule: npt.ArrayLike | None = None,
         fill: bool = True,
+        # ibv backend and its emulation (see ibv.py)
+        interface: str = "",
+        queues: int = 1,
+        depth: int | None = None,
+        rq: str = "split",
+        busy_poll: bool = True,
+        emulate: str | None = None,
+        bad: npt.ArrayLike | None = None,
     ) -> None:
         self.fmt = fmt if fmt is not None else _core.Format()
         config = _core.EngineConfig(
@@ -98,6 +108,18 @@ class Capture:
             if path is None:
                 raise ValueError("backend 'pcap' needs path=")
             self._cap = _core.Capture.pcap(self.fmt, config, str(path))
+        elif backend == "ibv":
+            from .ibv import open_ibv
+
+            self._cap = open_ibv(
+                self.fmt, config, bind, interface, queues, depth, list(cpus or []), rq, busy_poll
+            )
+        elif backend == "mem" and emulate is not None:
+            from .ibv import open_split_emulation
+
+            self._cap = open_split_emulation(
+                self.fmt, config, emulate, first, count, schedule, queues, depth, bad, fill
+            )
         elif backend == "mem":
             if packets is not None:
                 rows = np.ascontiguousarray(packets, dtype=np.uint8)
@@ -114,7 +136,7 @@ class Capture:
                 sched = None if schedule is None else np.asarray(schedule, dtype=np.uint64)
                 self._cap = _core.Capture.generator(self.fmt, config, first, count, sched, fill)
         else:
-            raise ValueError(f"backend must be 'udp', 'pcap' or 'mem', got {backend!r}")
+            raise ValueError(f"backend must be 'udp', 'pcap', 'mem' or 'ibv', got {backend!r}")
         self._t0: float | None = None
         self._t1: float | None = None
 

@@ -14,8 +14,10 @@ from .capture import Capture, parse_endpoint
 
 
 def _add_engine_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", choices=["udp", "pcap"], default="udp")
-    p.add_argument("--bind", default="127.0.0.1:10000", help="IPv4:port (udp backend)")
+    p.add_argument("--backend", choices=["udp", "pcap", "ibv"], default="udp")
+    p.add_argument("--bind", default="127.0.0.1:10000", help="IPv4:port (udp, ibv backends)")
+    p.add_argument("--interface", default="", help="NIC interface (ibv backend)")
+    p.add_argument("--queues", type=int, default=1, help="ibv queues: ports port..port+N-1")
     p.add_argument("--pcap-in", help="capture file to replay (pcap backend)")
     p.add_argument("--threads", type=int, default=1, help="SO_REUSEPORT receive threads")
     p.add_argument("--cpus", help="comma-separated CPUs to pin the receive threads to")
@@ -34,6 +36,8 @@ def _open_capture(args: argparse.Namespace) -> Capture:
         path=args.pcap_in,
         threads=args.threads,
         cpus=cpus,
+        interface=args.interface,
+        queues=args.queues,
         packets_per_chunk=args.packets_per_chunk,
         max_chunks=args.max_chunks,
         policy=args.policy,
@@ -160,6 +164,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return run_benchmarks(args)
 
 
+def _cmd_hwcheck(args: argparse.Namespace) -> int:
+    from .hwcheck import run_hwcheck
+
+    return run_hwcheck(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="casper400g rx", description="Receive the core's UDP stream (casper400g_rx)."
@@ -204,6 +214,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--skip-udp", action="store_true", help="only the mem-backend benchmark")
     bench.add_argument("--spead2", action="store_true", help="also measure spead2 (if installed)")
     bench.set_defaults(func=_cmd_bench)
+
+    from .hwcheck import add_arguments as add_hwcheck_arguments
+
+    hw = sub.add_parser("hwcheck", help="RDMA NICs, GPUs and PCIe topology for the ibv backend")
+    add_hwcheck_arguments(hw)
+    hw.set_defaults(func=_cmd_hwcheck)
     return parser
 
 
@@ -214,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except (ValueError, OSError) as e:
-        # Bad addresses, ports in use, missing files: the message names the cause.
+    except (ValueError, OSError, _core.IbvUnavailableError) as e:
+        # Bad addresses, ports in use, missing files, no rdma-core: the message names the cause.
         print(f"casper400g rx {args.command}: {e}", file=sys.stderr)
         return 1

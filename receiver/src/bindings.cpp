@@ -13,6 +13,8 @@
 #include "casper400g_rx/capture.h"
 #include "casper400g_rx/errors.h"
 #include "casper400g_rx/example_stream.h"
+#include "casper400g_rx/hds.h"
+#include "casper400g_rx/ibv_bindings.h"
 #include "casper400g_rx/mem_source.h"
 #include "casper400g_rx/pcap_source.h"
 #include "casper400g_rx/sender.h"
@@ -120,6 +122,7 @@ public:
         d["chunks_in_use"] = cap_->eng().chunks_in_use();
         d["n_chunks"] = cap_->eng().pool().size();
         if (auto *u = dynamic_cast<udp_source *>(&cap_->src())) d["kernel_drops"] = u->kernel_drops();
+        for (const auto &kv : extra_stats(cap_->eng(), cap_->src())) d[kv.first.c_str()] = kv.second;
         return d;
     }
 
@@ -242,6 +245,7 @@ py::tuple make_spead2_place(std::size_t heaps_per_chunk, std::size_t heap_payloa
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "casper400g receiver engine (C++): placement, sources, sender";
+    register_ibv(m);
 
     py::register_exception_translator([](std::exception_ptr p) {
         try {
@@ -431,6 +435,19 @@ PYBIND11_MODULE(_core, m) {
             },
             py::arg("fmt"), py::arg("config"), py::arg("first") = 0, py::arg("count") = 0,
             py::arg("schedule") = py::none(), py::arg("fill") = true)
+        // The header-data split path of the ibv backend, driven by an emulated NIC.
+        .def_static(
+            "split_emulation",
+            [](const format &fmt, const engine_config &cfg, const emulator_options &o) {
+                return std::make_unique<py_capture>(make_split_emulation(fmt, cfg, o));
+            },
+            py::arg("fmt"), py::arg("config"), py::arg("options"))
+        .def_static(
+            "ibv",
+            [](const format &fmt, const engine_config &cfg, const ibv_options &o) {
+                return std::make_unique<py_capture>(make_ibv_capture(fmt, cfg, o));
+            },
+            py::arg("fmt"), py::arg("config"), py::arg("options"))
         .def("start", &py_capture::start)
         .def("stop", &py_capture::stop)
         .def("next_chunk", &py_capture::next_chunk, py::arg("timeout") = py::none())

@@ -13,6 +13,9 @@ namespace casper400g_rx {
 capture::capture(const format &fmt, const engine_config &cfg, std::unique_ptr<source> src)
     : engine_(std::make_shared<engine>(fmt, cfg)), source_(std::move(src)) {}
 
+capture::capture(std::shared_ptr<engine> eng, std::unique_ptr<source> src)
+    : engine_(std::move(eng)), source_(std::move(src)) {}
+
 capture::~capture() {
     try {
         stop();

@@ -132,6 +132,8 @@ def test_bench_engine_only_prints_ratios(capsys: pytest.CaptureFixture[str]) -> 
     out = capsys.readouterr().out
     assert "ratio engine / memcpy:" in out
     assert "Gb/s per core" in out
+    assert "split (emulated NIC, 1 thread), in order, prefix-only DMA:" in out
+    assert "fix-up copies 0, bounced 0" in out  # in order: every payload in place
 
 
 def test_errors_are_reported_without_a_traceback(
@@ -149,6 +151,10 @@ def test_errors_are_reported_without_a_traceback(
         argv = ["rx", "capture", "--bind", f"127.0.0.1:{port}", "--npy", str(tmp_path / "x.npy")]
         assert cli.main(argv) == 1
     assert "Address already in use" in capsys.readouterr().err
+    argv = ["rx", "monitor", "--backend", "ibv", "--bind", "10.0.0.2:10000", "--interface", "lo"]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "lo has no RDMA device" in err or "rdma-core" in err or "not compiled" in err
 
 
 def test_rx_help_lists_the_subcommands(capsys: pytest.CaptureFixture[str]) -> None:
@@ -156,7 +162,7 @@ def test_rx_help_lists_the_subcommands(capsys: pytest.CaptureFixture[str]) -> No
         cli.main(["rx", "--help"])
     assert exc.value.code == 0
     out = capsys.readouterr().out
-    for name in ("capture", "monitor", "bench", "send"):
+    for name in ("capture", "monitor", "bench", "send", "hwcheck"):
         assert name in out
 
 

@@ -281,7 +281,7 @@ def test_stats_rates_and_keys() -> None:
         ({"packets_per_chunk": 0}, "packets_per_chunk"),
         ({"max_chunks": 0}, "max_chunks"),
         ({"max_chunks": 4, "n_chunks": 3}, "n_chunks 3"),
-        ({"backend": "ibv"}, "'ibv'"),
+        ({"backend": "dpdk"}, "'dpdk'"),
     ],
 )
 def test_bad_arguments_raise_value_error_naming_them(kwargs: dict, match: str) -> None:

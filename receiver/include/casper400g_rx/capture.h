@@ -16,6 +16,8 @@ namespace casper400g_rx {
 class capture {
 public:
     capture(const format &fmt, const engine_config &cfg, std::unique_ptr<source> src);
+    // A capture around an engine made elsewhere (e.g. the header-split engine).
+    capture(std::shared_ptr<engine> eng, std::unique_ptr<source> src);
     capture(const capture &) = delete;
     capture &operator=(const capture &) = delete;
     ~capture();  // stops and joins

@@ -46,11 +46,12 @@ public:
     engine(const format &fmt, const engine_config &cfg);
     engine(const engine &) = delete;
     engine &operator=(const engine &) = delete;
+    virtual ~engine() = default;
 
     // Places a batch. Thread-safe: one lock per batch, none per packet.
     void add_batch(const packet_ref *pkts, std::size_t n);
     // Flushes every open chunk to the ready queue and ends the stream.
-    void finish();
+    virtual void finish();
     // Makes a blocked add_batch give up waiting for a free chunk.
     void interrupt();
 
@@ -64,7 +65,7 @@ public:
     const engine_config &config() const noexcept { return cfg_; }
     std::size_t chunks_in_use() const;  // open, ready or held by the consumer
 
-private:
+protected:  // the header-split engine (hds.h) keeps its own window over the same pieces
     void place(const packet_ref &pkt);
     void advance_to(std::uint64_t new_head);
     void flush_slot(std::uint64_t chunk_id);

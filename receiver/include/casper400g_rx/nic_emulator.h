@@ -1,0 +1,59 @@
+// NIC-less emulation of the ibverbs receive path: one thread per receive queue
+// takes the receives the header-split engine posts and writes frames into them
+// exactly as the NIC's DMA would (headers + payload prefix into SGE 0, the rest
+// of the payload into SGE 1), then reports completions in arrival order.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "casper400g_rx/hds.h"
+#include "casper400g_rx/source.h"
+
+namespace casper400g_rx {
+
+struct emulator_config {
+    std::size_t payload_size = 8192;
+    std::uint64_t first = 0;
+    std::uint64_t count = 0;
+    std::vector<std::uint64_t> schedule;  // arrival order; replaces first/count when set
+    std::vector<std::uint64_t> bad;       // schedule positions sent as runt frames
+    std::uint16_t udp_port = 10000;
+    bool fill = true;  // write every payload word (false: only the prefix, as a benchmark)
+    // One thread serves every queue in the schedule's order, so that arrival order
+    // across queues is exactly the schedule (else one thread per queue, racing as on a NIC).
+    bool serial = false;
+};
+
+// Builds the 42-byte Ethernet/IPv4/UDP header of an example-stream frame (valid IPv4
+// header checksum, Identification = low 16 bits of seq) into `out`.
+void write_frame_header(std::uint8_t *out, std::size_t payload_size, std::uint16_t udp_port,
+                        std::uint64_t seq) noexcept;
+
+class nic_emulator_source : public source {
+public:
+    // Packets are steered to queue `seq % lanes`, as flow rules on round-robin ports would.
+    nic_emulator_source(const emulator_config &cfg, std::size_t lanes);
+    std::size_t n_threads() const override { return cfg_.serial ? 1 : lanes_.size(); }
+    void run(std::size_t i, engine &eng, const std::atomic<bool> &stop) override;
+    // Packets that found no posted receive for 200 ms and were dropped, as a NIC would.
+    std::uint64_t nic_drops() const noexcept { return nic_drops_.load(); }
+
+private:
+    void run_serial(hds_engine &eng, const std::atomic<bool> &stop);
+    struct lane_input {
+        std::vector<std::uint64_t> seqs;  // in arrival order
+        std::vector<std::uint8_t> bad;    // per packet: send a runt
+    };
+    void write_frame(const recv_target &t, std::uint64_t seq, std::size_t prefix,
+                     std::vector<std::uint8_t> &staging) const noexcept;
+
+    emulator_config cfg_;
+    std::vector<lane_input> lanes_;
+    lane_input all_;  // the whole schedule, for the serial mode
+    std::atomic<std::uint64_t> nic_drops_{0};
+};
+
+}  // namespace casper400g_rx

@@ -1,0 +1,249 @@
+#include "casper400g_rx/nic_emulator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "casper400g_rx/example_stream.h"
+
+namespace casper400g_rx {
+
+namespace {
+
+void put16(std::uint8_t *p, std::uint16_t v) noexcept {
+    p[0] = static_cast<std::uint8_t>(v >> 8);
+    p[1] = static_cast<std::uint8_t>(v);
+}
+
+void put64(std::uint8_t *p, std::uint64_t v) noexcept {
+    for (int i = 7; i >= 0; i--) {
+        p[i] = static_cast<std::uint8_t>(v);
+        v >>= 8;
+    }
+}
+
+// A queue without posted receives: a NIC drops the packet at once (rx_out_of_buffer).
+// The emulation first waits a while, so that a consumer that is merely slow costs
+// nothing, and drops only when no receive appears: chunks pinned by other queues'
+// receives can starve a queue for good, and the NIC does not wait either.
+class starvation {
+public:
+    // Called while no receive is posted: true when the packet is to be dropped. Once
+    // it has given up, it keeps dropping until a receive is posted again.
+    bool give_up() {
+        if (dropping_) return true;
+        const auto now = std::chrono::steady_clock::now();
+        if (!waiting_) {
+            waiting_ = true;
+            since_ = now;
+        }
+        if (now - since_ >= std::chrono::milliseconds(200)) {
+            dropping_ = true;
+            return true;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        return false;
+    }
+    void reset() noexcept { waiting_ = dropping_ = false; }
+
+private:
+    bool waiting_ = false;
+    bool dropping_ = false;
+    std::chrono::steady_clock::time_point since_{};
+};
+
+// Word k of the example stream's payload for packet `seq` (see example_stream.h).
+std::uint64_t example_word(std::uint64_t seq, std::size_t k) noexcept {
+    return k == 0 ? seq : (seq << 10) | k;
+}
+
+}  // namespace
+
+void write_frame_header(std::uint8_t *out, std::size_t payload_size, std::uint16_t udp_port,
+                        std::uint64_t seq) noexcept {
+    static constexpr std::uint8_t dst_mac[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
+    static constexpr std::uint8_t src_mac[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
+    std::memcpy(out, dst_mac, 6);
+    std::memcpy(out + 6, src_mac, 6);
+    put16(out + 12, 0x0800);
+    std::uint8_t *ip = out + 14;
+    ip[0] = 0x45;
+    ip[1] = 0;
+    put16(ip + 2, static_cast<std::uint16_t>(20 + 8 + payload_size));
+    put16(ip + 4, static_cast<std::uint16_t>(seq));
+    put16(ip + 6, 0x4000);  // don't fragment
+    ip[8] = 64;
+    ip[9] = 17;
+    put16(ip + 10, 0);
+    const std::uint8_t src_ip[4] = {10, 0, 0, 1};
+    const std::uint8_t dst_ip[4] = {10, 0, 0, 2};
+    std::memcpy(ip + 12, src_ip, 4);
+    std::memcpy(ip + 16, dst_ip, 4);
+    std::uint32_t sum = 0;
+    for (int i = 0; i < 20; i += 2) sum += static_cast<std::uint32_t>((ip[i] << 8) | ip[i + 1]);
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    put16(ip + 10, static_cast<std::uint16_t>(~sum));
+    std::uint8_t *udp = ip + 20;
+    put16(udp, 4000);
+    put16(udp + 2, udp_port);
+    put16(udp + 4, static_cast<std::uint16_t>(8 + payload_size));
+    put16(udp + 6, 0);  // no UDP checksum (allowed for IPv4)
+}
+
+nic_emulator_source::nic_emulator_source(const emulator_config &cfg, std::size_t lanes)
+    : cfg_(cfg), lanes_(lanes) {
+    if (lanes == 0) throw std::invalid_argument("queues must be > 0, got 0");
+    if (cfg_.payload_size < 8 || cfg_.payload_size % 8 != 0)
+        throw std::invalid_argument("example-stream payload size must be a multiple of 8, got " +
+                                    std::to_string(cfg_.payload_size));
+    const bool scheduled = !cfg_.schedule.empty();
+    const std::uint64_t n = scheduled ? cfg_.schedule.size() : cfg_.count;
+    std::vector<std::uint8_t> is_bad(n, 0);
+    for (const std::uint64_t b : cfg_.bad) {
+        if (b >= n)
+            throw std::invalid_argument("bad packet position " + std::to_string(b) +
+                                        " is beyond the " + std::to_string(n) + " packets sent");
+        is_bad[b] = 1;
+    }
+    for (std::uint64_t i = 0; i < n; i++) {
+        const std::uint64_t seq = scheduled ? cfg_.schedule[i] : cfg_.first + i;
+        lane_input &l = cfg_.serial ? all_ : lanes_[seq % lanes];
+        l.seqs.push_back(seq);
+        l.bad.push_back(is_bad[i]);
+    }
+}
+
+void nic_emulator_source::write_frame(const recv_target &t, std::uint64_t seq, std::size_t prefix,
+                                      std::vector<std::uint8_t> &staging) const noexcept {
+    const std::size_t size = cfg_.payload_size;
+    write_frame_header(t.header, size, cfg_.udp_port, seq);
+    std::uint8_t *pre = t.header + split_layout::headers;
+    if (prefix % 8 == 0) {
+        // The split falls on a word boundary: write each word where the DMA puts it.
+        for (std::size_t k = 0; k < prefix / 8; k++) put64(pre + 8 * k, example_word(seq, k));
+        if (cfg_.fill) {
+            for (std::size_t k = prefix / 8; k < size / 8; k++)
+                put64(t.payload + 8 * k - prefix, example_word(seq, k));
+        }
+    } else {
+        fill_example_payload(staging.data(), size, seq, true);
+        std::memcpy(pre, staging.data(), prefix);
+        // Without `fill`, only the rest of the words the prefix cuts through.
+        const std::size_t rest = cfg_.fill ? size - prefix : (8 - prefix % 8) % 8;
+        std::memcpy(t.payload, staging.data() + prefix, rest);
+    }
+}
+
+void nic_emulator_source::run(std::size_t i, engine &eng_base, const std::atomic<bool> &stop) {
+    auto *eng = dynamic_cast<hds_engine *>(&eng_base);
+    if (eng == nullptr) throw std::logic_error("the NIC emulation needs the header-split engine");
+    if (eng->lanes() != lanes_.size())
+        throw std::logic_error("NIC emulation has " + std::to_string(lanes_.size()) +
+                               " queues, the engine " + std::to_string(eng->lanes()));
+    if (cfg_.serial) {
+        run_serial(*eng, stop);
+        return;
+    }
+    const lane_input &in = lanes_[i];
+    const std::size_t depth = eng->depth();
+    const std::size_t prefix = eng->layout().prefix;
+    const std::uint32_t frame_len = static_cast<std::uint32_t>(eng->layout().frame_len());
+    std::vector<recv_target> ring(depth);  // the receive queue, as the NIC sees it
+    std::vector<recv_target> fresh(depth);
+    std::vector<std::uint8_t> staging(cfg_.payload_size);
+    std::size_t head = 0, count = 0;
+    recv_completion comps[batch_size];
+    std::size_t next = 0;
+    starvation wait;
+    while (next < in.seqs.size()) {
+        if (stop.load(std::memory_order_relaxed)) break;
+        const std::size_t got = eng->post(i, fresh.data(), depth - count);
+        for (std::size_t j = 0; j < got; j++) ring[(head + count + j) % depth] = fresh[j];
+        count += got;
+        if (count == 0) {
+            if (wait.give_up()) {
+                nic_drops_.fetch_add(1, std::memory_order_relaxed);
+                next++;
+            }
+            continue;
+        }
+        wait.reset();
+        const std::size_t n = std::min({batch_size, count, in.seqs.size() - next});
+        for (std::size_t j = 0; j < n; j++) {
+            const recv_target &t = ring[head];
+            const std::uint64_t seq = in.seqs[next];
+            write_frame(t, seq, prefix, staging);
+            // A runt is 8 bytes short of the format's frame: the split check rejects it.
+            comps[j] = recv_completion{t.wr_id, in.bad[next] ? frame_len - 8 : frame_len, true};
+            head = (head + 1) % depth;
+            count--;
+            next++;
+        }
+        eng->complete(i, comps, n);
+    }
+    // Tearing the queue down: receives still posted will never be written.
+    eng->cancel(i);
+}
+
+void nic_emulator_source::run_serial(hds_engine &eng, const std::atomic<bool> &stop) {
+    const std::size_t n_lanes = lanes_.size();
+    const std::size_t depth = eng.depth();
+    const std::size_t prefix = eng.layout().prefix;
+    const std::uint32_t frame_len = static_cast<std::uint32_t>(eng.layout().frame_len());
+    struct lane_queue {
+        std::vector<recv_target> ring;
+        std::size_t head = 0, count = 0;
+    };
+    std::vector<lane_queue> q(n_lanes);
+    for (auto &l : q) l.ring.resize(depth);
+    std::vector<recv_target> fresh(depth);
+    std::vector<std::uint8_t> staging(cfg_.payload_size);
+    recv_completion comps[batch_size];
+    std::size_t n_comps = 0, comp_lane = 0;
+    starvation wait;
+    auto flush = [&] {
+        if (n_comps) eng.complete(comp_lane, comps, n_comps);
+        n_comps = 0;
+    };
+    auto refill = [&](std::size_t lane) {
+        lane_queue &l = q[lane];
+        const std::size_t got = eng.post(lane, fresh.data(), depth - l.count);
+        for (std::size_t j = 0; j < got; j++) l.ring[(l.head + l.count + j) % depth] = fresh[j];
+        l.count += got;
+    };
+    for (std::size_t next = 0; next < all_.seqs.size();) {
+        if (stop.load(std::memory_order_relaxed)) break;
+        const std::uint64_t seq = all_.seqs[next];
+        const std::size_t lane = seq % n_lanes;
+        if (lane != comp_lane || n_comps == batch_size) flush();
+        comp_lane = lane;
+        lane_queue &l = q[lane];
+        if (l.count < depth / 2 + 1) {
+            // Keep the queue topped up as a driver would; completions first, so that
+            // the engine posts against what has arrived.
+            flush();
+            refill(lane);
+            if (l.count == 0) {
+                if (wait.give_up()) {
+                    nic_drops_.fetch_add(1, std::memory_order_relaxed);
+                    next++;
+                }
+                continue;
+            }
+        }
+        wait.reset();
+        const recv_target &t = l.ring[l.head];
+        write_frame(t, seq, prefix, staging);
+        comps[n_comps++] = recv_completion{t.wr_id, all_.bad[next] ? frame_len - 8 : frame_len, true};
+        l.head = (l.head + 1) % depth;
+        l.count--;
+        next++;
+    }
+    flush();
+    for (std::size_t lane = 0; lane < n_lanes; lane++) eng.cancel(lane);
+}
+
+}  // namespace casper400g_rx

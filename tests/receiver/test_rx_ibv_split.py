@@ -1,0 +1,345 @@
+"""Header-data split placement (the ibv backend's data path) driven by the NIC emulation.
+
+The emulated NIC writes each frame's headers + payload prefix into the header ring and the
+rest of the payload into whatever slot the posted receive points at, completing receives in
+arrival order. Accounting and chunk contents must equal the copying engine's (the `mem`
+generator) on the same schedule, byte for byte.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import casper400g_rx as rx
+from casper400g_rx.faults import faulty_schedule
+
+COUNTERS = ("received", "packets", "bytes", "lost", "late", "duplicate", "rejected", "chunks")
+
+
+def drain(cap: rx.Capture) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    out = []
+    with cap:
+        for chunk in cap.chunks(timeout=20):
+            out.append((chunk.chunk_id, chunk.present.copy(), chunk.data.copy()))
+            chunk.release()
+    assert cap.finished
+    return out
+
+
+def check_payloads(chunks: list[tuple[int, np.ndarray, np.ndarray]], ppc: int) -> None:
+    for chunk_id, present, data in chunks:
+        seqs = chunk_id * ppc + np.flatnonzero(present)
+        np.testing.assert_array_equal(data[present], rx.example_payloads(seqs, data.shape[1]))
+
+
+def run_both(
+    schedule: np.ndarray, ppc: int, max_chunks: int, queues: int, depth: int, **kw: object
+) -> tuple[rx.Stats, list, rx.Stats, list]:
+    split = rx.Capture(
+        "mem",
+        emulate="ibv-serial",
+        schedule=schedule,
+        packets_per_chunk=ppc,
+        max_chunks=max_chunks,
+        queues=queues,
+        depth=depth,
+        **kw,  # type: ignore[arg-type]
+    )
+    got = drain(split)
+    ref = rx.Capture(
+        "mem",
+        schedule=schedule,
+        packets_per_chunk=ppc,
+        max_chunks=max_chunks,
+        **kw,  # type: ignore[arg-type]
+    )
+    want = drain(ref)
+    return split.stats, got, ref.stats, want
+
+
+def assert_same(s: rx.Stats, got: list, r: rx.Stats, want: list) -> None:
+    assert {k: s[k] for k in COUNTERS} == {k: r[k] for k in COUNTERS}
+    assert [c[0] for c in got] == [c[0] for c in want]
+    for (_, p1, d1), (_, p2, d2) in zip(got, want, strict=True):
+        np.testing.assert_array_equal(p1, p2)
+        np.testing.assert_array_equal(d1[p1], d2[p2])
+
+
+def test_in_order_stream_lands_in_place_without_copies() -> None:
+    ppc, n = 128, 8
+    cap = rx.Capture(
+        "mem", emulate="ibv", count=ppc * n, packets_per_chunk=ppc, max_chunks=3, depth=100
+    )
+    chunks = drain(cap)
+    assert [c[0] for c in chunks] == list(range(n))
+    for chunk_id, present, data in chunks:
+        assert present.all()
+        np.testing.assert_array_equal(data, rx.example_chunk(chunk_id, ppc))
+    s = cap.stats
+    assert s.packets == ppc * n and s.lost == 0
+    assert s.in_place == ppc * n and s.fixup_copies == 0 and s.bounced == 0
+    # Receives still posted at the end were cancelled, never placed.
+    assert s.posted >= ppc * n
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(
+    ("queues", "depth", "max_chunks"), [(1, 48, 2), (1, 200, 4), (2, 64, 3), (3, 40, 4)]
+)
+def test_faults_match_the_copying_engine(
+    seed: int, queues: int, depth: int, max_chunks: int
+) -> None:
+    ppc, n_chunks = 64, 40
+    f = faulty_schedule(n_chunks, ppc, max_chunks, np.random.default_rng(seed))
+    s, got, r, want = run_both(f.schedule, ppc, max_chunks, queues, depth, first_chunk=0)
+    assert_same(s, got, r, want)
+    assert s.lost == len(f.dropped) and s.duplicate == len(f.duplicated) and s.late == len(f.late)
+    check_payloads(got, ppc)
+    # Every placed packet either landed in its slot or was moved there by copy.
+    assert s.in_place + s.fixup_copies == s.packets
+    assert s.fixup_copies > 0 and s.resyncs > 0
+
+
+def test_reordered_pair_is_fixed_up_through_the_bounce_buffer() -> None:
+    ppc = 16
+    schedule = np.arange(3 * ppc, dtype=np.uint64)
+    schedule[[5, 6]] = schedule[[6, 5]]  # 6 arrives before 5
+    s, got, r, want = run_both(schedule, ppc, 2, 1, 8)
+    assert_same(s, got, r, want)
+    # 6 landed in 5's slot while 6's slot was still posted: bounced, then copied in; 5
+    # landed in 6's slot and was copied to its own. Everything else is in place.
+    assert s.bounced == 1 and s.fixup_copies == 2 and s.in_place == 3 * ppc - 2
+
+
+def test_stream_starting_far_from_zero_without_first_chunk() -> None:
+    ppc = 32
+    start = 10**9 * ppc + 7
+    schedule = np.arange(start, start + 5 * ppc, dtype=np.uint64)
+    s, got, r, want = run_both(schedule, ppc, 2, 1, 40)
+    assert_same(s, got, r, want)
+    check_payloads(got, ppc)
+
+
+def test_jump_far_ahead_mid_stream() -> None:
+    ppc = 32
+    schedule = np.concatenate(
+        [np.arange(0, 3 * ppc), np.arange(50 * ppc + 3, 53 * ppc), np.arange(53 * ppc, 54 * ppc)]
+    ).astype(np.uint64)
+    s, got, r, want = run_both(schedule, ppc, 3, 1, 50, first_chunk=0)
+    assert_same(s, got, r, want)
+    check_payloads(got, ppc)
+
+
+def test_runt_frames_are_rejected_and_their_slots_reused() -> None:
+    ppc = 32
+    schedule = np.arange(4 * ppc, dtype=np.uint64)
+    bad = np.array([3, 40, 41, 100])
+    cap = rx.Capture(
+        "mem",
+        emulate="ibv",
+        schedule=schedule,
+        bad=bad,
+        packets_per_chunk=ppc,
+        max_chunks=2,
+        depth=16,
+    )
+    chunks = drain(cap)
+    s = cap.stats
+    assert s.rejected == len(bad) and s.lost == len(bad)
+    assert s.packets == len(schedule) - len(bad)
+    assert s.received == len(schedule)
+    missing = np.zeros(len(schedule), bool)
+    missing[schedule[bad].astype(np.int64)] = True
+    for chunk_id, present, _ in chunks:
+        np.testing.assert_array_equal(present, ~missing[chunk_id * ppc : (chunk_id + 1) * ppc])
+    check_payloads(chunks, ppc)
+
+
+def test_sequence_from_the_ipv4_identification() -> None:
+    ppc = 64
+    fmt = rx.Format(payload_size=1024, seq="ipv4_id")
+    assert rx._core._split_layout(fmt)["prefix"] == 0
+    schedule = np.arange(3 * ppc, dtype=np.uint64)
+    schedule[[10, 20]] = schedule[[20, 10]]
+    cap = rx.Capture(
+        "mem",
+        emulate="ibv",
+        fmt=fmt,
+        schedule=schedule,
+        packets_per_chunk=ppc,
+        max_chunks=2,
+        depth=32,
+    )
+    chunks = drain(cap)
+    assert cap.stats.packets == len(schedule) and cap.stats.lost == 0
+    check_payloads(chunks, ppc)
+
+
+def test_slow_consumer_drop_oldest_counts_dropped_chunks() -> None:
+    ppc = 32
+    cap = rx.Capture(
+        "mem",
+        emulate="ibv",
+        count=40 * ppc,
+        packets_per_chunk=ppc,
+        max_chunks=2,
+        policy="drop_oldest",
+        depth=16,
+    )
+    with cap:
+        held = next(iter(cap.chunks(timeout=10)))  # keep one, never read the rest
+        import time
+
+        deadline = time.monotonic() + 10
+        while cap.running and time.monotonic() < deadline:
+            time.sleep(0.01)
+    s = cap.stats
+    assert s.chunks_dropped > 0
+    assert s.packets == 40 * ppc and s.lost == 0
+    kept = [c.chunk_id for c in cap.chunks(timeout=1)]
+    assert s.chunks == 1 + len(kept) + s.chunks_dropped
+    held.release()
+
+
+def test_bad_geometry_is_named() -> None:
+    with pytest.raises(ValueError, match="n_chunks 5 is too small for header-data split"):
+        rx.Capture("mem", emulate="ibv", count=10, packets_per_chunk=64, n_chunks=5, depth=256)
+    with pytest.raises(ValueError, match=r"receive queue depth must be 1\.\.65536, got 0"):
+        rx.Capture("mem", emulate="ibv", count=10, depth=0)
+    with pytest.raises(ValueError, match="emulate must be 'ibv' or 'ibv-serial'"):
+        rx.Capture("mem", emulate="dpdk", count=10)
+
+
+def test_parallel_queues_account_for_every_packet() -> None:
+    # One thread per queue: how the queues interleave is up to the scheduler (as on a
+    # NIC), so only the invariants hold exactly, and every placed payload is right.
+    ppc, queues = 64, 4
+    n = 60 * ppc
+    cap = rx.Capture(
+        "mem",
+        emulate="ibv",
+        count=n,
+        packets_per_chunk=ppc,
+        max_chunks=8,
+        queues=queues,
+        depth=32,
+        first_chunk=0,
+    )
+    chunks = drain(cap)
+    s = cap.stats
+    assert s.received == n
+    assert s.packets + s.late + s.duplicate == n and s.duplicate == 0
+    assert s.packets + s.lost >= n
+    assert s.in_place + s.fixup_copies == s.packets
+    check_payloads(chunks, ppc)
+
+
+def random_schedule(rng: np.random.Generator, ppc: int, max_chunks: int) -> np.ndarray:
+    """A stream with random drops, duplicates, local reordering, forward jumps and
+    stragglers from long ago: every case the receive queue's predictions can miss."""
+    start = int(rng.choice([0, 5, ppc * 1000 + 3]))
+    seqs: list[int] = []
+    pos = start
+    for _ in range(int(rng.integers(200, 1200))):
+        r = rng.random()
+        if r < 0.02:
+            pos += int(rng.integers(ppc, (max_chunks + 3) * ppc))  # jump ahead
+        elif r < 0.08:
+            pos += int(rng.integers(1, 4))  # drop a few
+        seqs.append(pos)
+        if rng.random() < 0.03:
+            seqs.append(pos)  # duplicate
+        if rng.random() < 0.01 and pos > start + 2 * ppc:
+            seqs.append(int(rng.integers(start, pos)))  # straggler, maybe late
+        pos += 1
+    arr = np.array(seqs, dtype=np.float64)
+    keys = arr + np.where(rng.random(len(arr)) < 0.1, rng.uniform(-6, 6, len(arr)), 0.0)
+    return np.asarray(seqs, dtype=np.uint64)[np.argsort(keys, kind="stable")]
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_streams_match_the_copying_engine(seed: int) -> None:
+    rng = np.random.default_rng(1000 + seed)
+    ppc = int(rng.choice([8, 16, 32, 64]))
+    max_chunks = int(rng.integers(2, 6))
+    queues = int(rng.integers(1, 4))
+    depth = int(rng.integers(1, 160))
+    first_chunk = None if rng.random() < 0.5 else 0
+    schedule = random_schedule(rng, ppc, max_chunks)
+    if first_chunk == 0:
+        schedule = schedule - np.uint64(int(schedule.min()))  # the stream starts in chunk 0
+    fmt = rx.Format(payload_size=int(rng.choice([64, 256, 1024])))
+    # Enough chunks that receives posted on stale predictions (after jumps) can never
+    # pin them all: a starved queue would drop packets, as a NIC does.
+    window = max_chunks + -(-depth * queues // ppc) + 1
+    split = rx.Capture(
+        "mem",
+        emulate="ibv-serial",
+        schedule=schedule,
+        fmt=fmt,
+        packets_per_chunk=ppc,
+        max_chunks=max_chunks,
+        n_chunks=window + queues * depth + 4,
+        queues=queues,
+        depth=depth,
+        first_chunk=first_chunk,
+    )
+    got = drain(split)
+    ref = rx.Capture(
+        "mem",
+        schedule=schedule,
+        fmt=fmt,
+        packets_per_chunk=ppc,
+        max_chunks=max_chunks,
+        first_chunk=first_chunk,
+    )
+    want = drain(ref)
+    s, r = split.stats, ref.stats
+    assert s.nic_drops == 0
+    assert_same(s, got, r, want)
+    check_payloads(got, ppc)
+    assert s.in_place + s.fixup_copies == s.packets
+
+
+def test_starved_queues_drop_and_count() -> None:
+    # Three queues, a jump far ahead and a pool too small for the receives that still
+    # point at the old position: the capture must not hang. Whether packets find no
+    # chunk (`discarded`) or no posted receive (`nic_drops`, a NIC's rx_out_of_buffer)
+    # depends on how fast the consumer hands chunks back; either way every one counts.
+    ppc = 8
+    schedule = np.concatenate([np.arange(0, 60), np.arange(5000, 5400)]).astype(np.uint64)
+    cap = rx.Capture(
+        "mem",
+        emulate="ibv-serial",
+        schedule=schedule,
+        fmt=rx.Format(payload_size=64),
+        packets_per_chunk=ppc,
+        max_chunks=2,
+        queues=3,
+        depth=40,
+        n_chunks=22,
+        first_chunk=0,
+    )
+    chunks = drain(cap)
+    s = cap.stats
+    assert s.received + s.nic_drops == len(schedule)
+    assert s.packets + s.late + s.duplicate + s.rejected + s.discarded == s.received
+    check_payloads(chunks, ppc)
+
+
+@pytest.mark.parametrize("depth", [16, 100])
+def test_a_delayed_packet_costs_about_two_queue_depths_of_copies(depth: int) -> None:
+    # Packet 300 arrives 60 packets late: the stream first looks one ahead of the
+    # predictions (corrected forward), then one behind (corrected with a scratch
+    # receive); only the receives already posted at each turn need a copy.
+    ppc = 64
+    seqs = [s for s in range(2000) if s != 300]
+    seqs.insert(360, 300)
+    schedule = np.array(seqs, dtype=np.uint64)
+    s, got, r, want = run_both(schedule, ppc, 4, 1, depth)
+    assert_same(s, got, r, want)
+    check_payloads(got, ppc)
+    assert s.resyncs == 2
+    assert s.fixup_copies <= 2 * depth + 4
+    assert s.in_place >= len(seqs) - 2 * depth - 4
