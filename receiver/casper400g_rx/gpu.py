@@ -152,8 +152,8 @@ class GpuDirect:
     def next_chunk(self, timeout: float | None = None) -> _core.GpuChunk | None:
         return self._gpu.next_chunk(timeout)
 
-    def time_ring_pass(self) -> float:
-        return float(self._gpu.time_ring_pass())
+    def time_ring_pass(self, control_only: bool = False) -> float:
+        return float(self._gpu.time_ring_pass(control_only))
 
     @property
     def stats(self) -> dict[str, int]:

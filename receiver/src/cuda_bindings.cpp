@@ -330,11 +330,11 @@ public:
     bool running() const { return cap_->running(); }
     std::uintptr_t stream() const { return reinterpret_cast<std::uintptr_t>(cap_->fill_stream()); }
     int device() const { return cap_->pool().dev()->ordinal(); }
-    double time_ring_pass() {
+    double time_ring_pass(bool control_only) {
         auto *g = dynamic_cast<gpudirect_capture *>(cap_.get());
         if (g == nullptr) throw std::invalid_argument("time_ring_pass needs a GPUDirect capture");
         py::gil_scoped_release nogil;
-        return g->time_ring_pass();
+        return g->time_ring_pass(control_only);
     }
 
 private:
@@ -475,7 +475,7 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
         .def_property_readonly("running", &py_gpu_capture::running)
         .def_property_readonly("stream", &py_gpu_capture::stream)
         .def_property_readonly("device", &py_gpu_capture::device)
-        .def("time_ring_pass", &py_gpu_capture::time_ring_pass,
+        .def("time_ring_pass", &py_gpu_capture::time_ring_pass, py::arg("control_only") = false,
              "Benchmark: seconds the reorder kernels take over the filled arrival ring");
 
     m.def(
@@ -554,7 +554,7 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
             return wrap(cap);
         },
         py::arg("fmt"), py::arg("config"), py::arg("first") = 0, py::arg("count") = 0,
-        py::arg("rate_gbps") = 0.0, py::arg("ring_slots") = 4096, py::arg("fill") = false,
+        py::arg("rate_gbps") = 0.0, py::arg("ring_slots") = 16384, py::arg("fill") = false,
         py::arg("cpus") = std::vector<int>{},
         "mem-backend NIC emulation: a paced generator thread writing a receive ring, a receive "
         "thread feeding the engine; packets that find the ring full count as nic_drops");

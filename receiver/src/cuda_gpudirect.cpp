@@ -117,9 +117,11 @@ gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg
       n_present_(dev_, pool_.size() * 4),
       state_(dev_, sizeof(gd::state)),
       win_(dev_, cfg.max_chunks * sizeof(int)),
+      win_id_(dev_, cfg.max_chunks * sizeof(std::uint64_t)),
       slot_state_(dev_, g_.slots * sizeof(gd::slot_state)),
       flush_(dev_, g_.slots * pool_.size() * sizeof(gd::flush_entry)),
       meta_(dev_, g_.ring_packets * sizeof(gd::meta)),
+      parsed_(dev_, g_.ring_packets * sizeof(gd::parsed)),
       records_(dev_, g_.slots * (sizeof(gd::record) + pool_.size() * sizeof(gd::flush_entry))),
       free_ring_(dev_, pool_.size() * 4 + 64),
       gate_(dev_, 64),
@@ -150,6 +152,8 @@ gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg
     const cu::driver &d = dev_->drv();
     dev_->make_current();
     dev_->check(d.cuModuleLoadData(&mod_, image), "cuModuleLoadData (reorder kernels)");
+    dev_->check(d.cuModuleGetFunction(&k_parse_, mod_, "casper400g_gd_parse"),
+                "cuModuleGetFunction");
     dev_->check(d.cuModuleGetFunction(&k_control_, mod_, "casper400g_gd_control"),
                 "cuModuleGetFunction");
     dev_->check(d.cuModuleGetFunction(&k_scatter_, mod_, "casper400g_gd_scatter"),
@@ -197,10 +201,12 @@ gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg
     p.present_host = pool_.present_host().dev();
     p.st = state_.get();
     p.win = win_.get();
+    p.win_id = win_id_.get();
     p.slots = slot_state_.get();
     p.flush = flush_.get();
     p.records = records_.dev();
     p.meta_ptr = meta_.get();
+    p.parsed_ptr = parsed_.get();
     p.record_stride = record_stride_;
     p.free_ring = free_ring_.dev() + 64;
     p.free_tail = free_ring_.dev();
@@ -211,6 +217,7 @@ gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg
     dev_->check(d.cuMemsetD8Async(state_.get(), 0, sizeof(gd::state), ctrl_.get()), "cuMemset");
     dev_->check(d.cuMemsetD8Async(win_.get(), 0xff, cfg.max_chunks * sizeof(int), ctrl_.get()),
                 "cuMemset");
+    dev_->check(d.cuMemsetD8Async(win_id_.get(), 0xff, win_id_.size(), ctrl_.get()), "cuMemset");
     dev_->check(d.cuMemsetD8Async(bits_.get(), 0, bits_.size(), ctrl_.get()), "cuMemset");
     dev_->check(d.cuMemsetD8Async(n_present_.get(), 0, n_present_.size(), ctrl_.get()),
                 "cuMemset");
@@ -263,7 +270,8 @@ void gpudirect_capture::fill_region(std::size_t region, std::uint64_t pos, std::
     dev_->check(d.cuEventRecord(dma_ev_[region].get(), dma_.get()), "cuEventRecord");
 }
 
-void gpudirect_capture::issue(std::uint64_t start, std::size_t n, std::size_t region) {
+void gpudirect_capture::issue(std::uint64_t start, std::size_t n, std::size_t region,
+                              bool scatter) {
     const cu::driver &d = dev_->drv();
     if (inflight_.size() >= g_.slots) complete_oldest();
     const std::size_t slot = launches_++ % g_.slots;
@@ -274,12 +282,19 @@ void gpudirect_capture::issue(std::uint64_t start, std::size_t n, std::size_t re
     auto n32 = static_cast<std::uint32_t>(n);
     auto slot32 = static_cast<std::uint32_t>(slot);
     std::uint32_t finish = 0;
+    void *pargs[] = {&p_, &s, &n32};
+    const unsigned pblocks = static_cast<unsigned>(
+        std::min<std::size_t>(g_.blocks, (n + gd::scatter_threads - 1) / gd::scatter_threads));
+    dev_->check(d.cuLaunchKernel(k_parse_, std::max(pblocks, 1u), 1, 1, gd::scatter_threads, 1, 1,
+                                 0, ctrl_.get(), pargs, nullptr),
+                "cuLaunchKernel (parse)");
     void *cargs[] = {&p_, &s, &n32, &slot32, &finish};
     const unsigned shmem = static_cast<unsigned>(pool_.size() * 12);
     dev_->check(d.cuLaunchKernel(k_control_, 1, 1, 1, gd::control_threads, 1, 1, shmem,
                                  ctrl_.get(), cargs, nullptr),
                 "cuLaunchKernel (control)");
     dev_->check(d.cuEventRecord(ctrl_ev_[slot].get(), ctrl_.get()), "cuEventRecord");
+    if (!scatter) return;
     dev_->check(d.cuStreamWaitEvent(scatter_.get(), ctrl_ev_[slot].get(), 0), "cuStreamWaitEvent");
     std::uint64_t end = start + n;
     void *sargs[] = {&p_, &s, &slot32, &end};
@@ -512,7 +527,7 @@ std::map<std::string, std::uint64_t> gpudirect_capture::stats() const {
             {"n_chunks", pool_.size()}};
 }
 
-double gpudirect_capture::time_ring_pass() {
+double gpudirect_capture::time_ring_pass(bool control_only) {
     if (started_) throw std::logic_error("time_ring_pass needs a capture that was not started");
     started_ = true;
     const cu::driver &d = dev_->drv();
@@ -531,15 +546,28 @@ double gpudirect_capture::time_ring_pass() {
     dev_->check(d.cuLaunchKernel(k_gate_, 1, 1, 1, 1, 1, 1, 0, ctrl_.get(), gargs, nullptr),
                 "cuLaunchKernel (gate)");
     dev_->check(d.cuEventRecord(t0_.get(), ctrl_.get()), "cuEventRecord");
-    for (std::uint64_t pos = 0; pos < n_total; pos += g_.batch)
+    // The gate opens after 16 batches are queued: a full launch queue behind a closed
+    // gate would block the host forever; from then on the host's launch rate counts.
+    std::size_t queued = 0;
+    for (std::uint64_t pos = 0; pos < n_total; pos += g_.batch) {
         issue(pos, static_cast<std::size_t>(std::min<std::uint64_t>(g_.batch, n_total - pos)),
-              static_cast<std::size_t>(pos / g_.batch));
-    dev_->check(d.cuEventRecord(t1_.get(), scatter_.get()), "cuEventRecord");
+              static_cast<std::size_t>(pos / g_.batch), !control_only);
+        if (++queued == 16) *reinterpret_cast<volatile std::uint32_t *>(gate_.host()) = 1;
+    }
+    dev_->check(d.cuEventRecord(t1_.get(), control_only ? ctrl_.get() : scatter_.get()),
+                "cuEventRecord");
     *reinterpret_cast<volatile std::uint32_t *>(gate_.host()) = 1;
     dev_->check(d.cuEventSynchronize(t1_.get()), "cuEventSynchronize");
     float ms = 0;
     dev_->check(d.cuEventElapsedTime(&ms, t0_.get(), t1_.get()), "cuEventElapsedTime");
     pos_ = n_total;
+    if (control_only) {
+        // Nothing was scattered or settled: the capture is spent.
+        inflight_.clear();
+        dev_->check(d.cuCtxSynchronize(), "cuCtxSynchronize");
+        ready_.finish();
+        return ms / 1e3;
+    }
     while (!inflight_.empty()) complete_oldest();
     if (stalled_)
         throw std::runtime_error("time_ring_pass: the GPU chunk pool ran out (use more chunks)");

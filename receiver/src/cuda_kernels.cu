@@ -9,7 +9,8 @@
 //    settles the chunks that left the window and reports to the host.
 // The window logic of one arrival order is sequential, but it only changes when a
 // packet raises the highest chunk id seen; a prefix-max scan finds those packets,
-// so one thread walks only the window moves, not the packets.
+// and a per-warp match finds the first packet of each chunk, so one thread walks only
+// the window moves and chunk openings, not the packets.
 #include <cuda.h>
 
 #include <cstdint>
@@ -185,6 +186,20 @@ __device__ u64 free_available(const params &p, const state *st) {
 
 }  // namespace
 
+// Parses the batch's headers in parallel (the control block then reads 16 B per packet).
+extern "C" __global__ void __launch_bounds__(scatter_threads)
+    casper400g_gd_parse(params p, u64 start, u32 n) {
+    parsed *out = reinterpret_cast<parsed *>(p.parsed_ptr);
+    for (u64 li = u64(blockIdx.x) * blockDim.x + threadIdx.x; li < n;
+         li += u64(gridDim.x) * blockDim.x) {
+        const u64 gi = start + li;
+        const u32 len = reinterpret_cast<const u32 *>(p.lens)[gi % p.ring_packets];
+        parsed h{0, 0, 0};
+        h.ok = len <= p.stride - p.headroom && parse(frame_at(p, gi), len, p.fmt, h.offset, h.seq);
+        out[gi % p.ring_packets] = h;
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(control_threads, 1)
     casper400g_gd_control(params p, u64 start, u32 n, u32 slot_index, u32 finish) {
     __shared__ control_shared sh;
@@ -195,9 +210,13 @@ extern "C" __global__ void __launch_bounds__(control_threads, 1)
     state *st = reinterpret_cast<state *>(p.st);
     slot_state *ss = reinterpret_cast<slot_state *>(p.slots) + slot_index;
     flush_entry *fl = reinterpret_cast<flush_entry *>(p.flush) + u64(slot_index) * p.n_buffers;
+    // Window position c % M holds chunk win_id[.] in buffer win[.], or -1: like the CPU
+    // engine, a chunk gets a buffer when its first packet arrives.
     int *win = reinterpret_cast<int *>(p.win);
+    u64 *win_id = reinterpret_cast<u64 *>(p.win_id);
     meta *mt = reinterpret_cast<meta *>(p.meta_ptr);
     const u32 tid = threadIdx.x;
+    const u32 lane = tid & 31;
     const u64 M = p.max_chunks;
 
     if (tid == 0) {
@@ -213,16 +232,25 @@ extern "C" __global__ void __launch_bounds__(control_threads, 1)
         if (tid == 0) ss->skipped = 1;
         return;
     }
+    // Moves chunks [head, end) out of the window: mapped ones to the flush list, the
+    // others (no packet arrived) count packets_per_chunk lost.
+    auto flush_range = [&](u64 head, u64 end, u64 &lost) {
+        for (u64 c = head; c < end; c++) {
+            const u64 w = c % M;
+            if (win[w] >= 0 && win_id[w] == c) {
+                fl[ss->n_flush++] = flush_entry{c, u32(win[w]), 0};
+            } else {
+                lost = sat_add(lost, p.ppc);
+            }
+            win[w] = -1;
+            win_id[w] = ~u64{0};
+        }
+    };
     if (finish) {
         if (tid == 0) {
-            if (st->started) {
-                for (u64 c = st->head;; c++) {
-                    const int b = win[c % M];
-                    fl[ss->n_flush++] = flush_entry{c, u32(b), 0};
-                    win[c % M] = -1;
-                    if (c == st->top) break;
-                }
-            }
+            u64 lost = 0;
+            if (st->started && st->head <= st->top) flush_range(st->head, st->top + 1, lost);
+            ss->lost = lost;
             st->finished = 1;
         }
         return;
@@ -236,8 +264,10 @@ extern "C" __global__ void __launch_bounds__(control_threads, 1)
         u64 seq = 0;
         bool acc = false;
         if (valid) {
-            const u32 len = reinterpret_cast<const u32 *>(p.lens)[gi % p.ring_packets];
-            acc = len <= p.stride - p.headroom && parse(frame_at(p, gi), len, p.fmt, poff, seq);
+            const parsed h = reinterpret_cast<const parsed *>(p.parsed_ptr)[gi % p.ring_packets];
+            acc = h.ok != 0;
+            seq = h.seq;
+            poff = h.offset;
         }
         const u64 id = acc ? seq / p.ppc : 0;
         const u32 slot = acc ? u32(seq % p.ppc) : 0;
@@ -255,14 +285,9 @@ extern "C" __global__ void __launch_bounds__(control_threads, 1)
             if (acc) atomicMin(&sh.first, tid);
             __syncthreads();
             if (tid == 0 && sh.first < control_threads) {
-                const u64 fid = sh.ids[sh.first];
-                const u64 h = p.has_first_chunk ? p.first_chunk : fid;
+                const u64 h = p.has_first_chunk ? p.first_chunk : sh.ids[sh.first];
                 st->head = st->top = h;
                 st->started = 1;
-                const u32 b = take_buffer(p, st);  // the pool starts full: never empty here
-                win[h % M] = int(b);
-                log_id[sh.n_log] = h;
-                log_buf[sh.n_log++] = b;
             }
             __syncthreads();
         }
@@ -274,41 +299,43 @@ extern "C" __global__ void __launch_bounds__(control_threads, 1)
         const u64 head_before = max64(head0, pm >= M - 1 ? pm - (M - 1) : 0);
         const bool late = acc && started && id < head_before;
         const bool adv = acc && started && !late && id > pm;
-        // Before the walk remaps window positions: the buffer of a chunk already mapped.
+        // The buffer of a chunk mapped before this tile (read before the walk remaps).
         int snap = -1;
-        if (acc && !late && id <= top0) snap = win[id % M];
-        u32 n_adv;
-        const u32 pos = block_scan_sum(adv ? 1 : 0, sh.wsum, n_adv);
-        if (adv) sh.adv[pos] = tid;
+        if (acc && !late && id <= top0 && win_id[id % M] == id) snap = win[id % M];
+        // Packets whose chunk may still need a buffer: the first of each chunk per warp.
+        const bool cand = acc && started && !late && !adv && snap < 0;
+        const unsigned peers = __match_any_sync(full_mask, cand ? id : ~u64{0});
+        const bool event = adv || (cand && lane == unsigned(__ffs(peers & __ballot_sync(
+                                                                   full_mask, cand)) - 1));
+        u32 n_ev;
+        const u32 pos = block_scan_sum(event ? 1 : 0, sh.wsum, n_ev);
+        if (event) sh.adv[pos] = tid | (adv ? 0x80000000u : 0u);
         __syncthreads();
 
         if (tid == 0) {
             u64 head = head0, top = top0, lost = 0;
-            for (u32 k = 0; k < n_adv; k++) {
-                const u32 at = sh.adv[k];
+            for (u32 k = 0; k < n_ev; k++) {
+                const u32 at = sh.adv[k] & 0x7fffffffu;
+                const bool is_adv = (sh.adv[k] >> 31) != 0;
                 const u64 t = sh.ids[at];
-                const u64 h = max64(head, t >= M - 1 ? t - (M - 1) : 0);
-                const u64 map_from = max64(top + 1, h);
-                const u64 need = t - map_from + 1;
-                if (free_available(p, st) < need) {
+                if (!is_adv && win[t % M] >= 0 && win_id[t % M] == t) continue;  // mapped
+                if (free_available(p, st) < 1) {
                     sh.stop = at;
                     sh.stalled = 1;
                     break;
                 }
-                const u64 flush_end = min64(h, top + 1);
-                for (u64 c = head; c < flush_end; c++) {
-                    fl[ss->n_flush++] = flush_entry{c, u32(win[c % M]), 0};
-                    win[c % M] = -1;
+                if (is_adv) {
+                    const u64 h = max64(head, t >= M - 1 ? t - (M - 1) : 0);
+                    flush_range(head, min64(h, top + 1), lost);
+                    if (h > top + 1) lost = sat_add(lost, sat_mul(h - top - 1, p.ppc));
+                    head = h;
+                    top = t;
                 }
-                if (h > top + 1) lost = sat_add(lost, sat_mul(h - top - 1, p.ppc));
-                for (u64 c = map_from; c <= t; c++) {
-                    const u32 b = take_buffer(p, st);
-                    win[c % M] = int(b);
-                    log_id[sh.n_log] = c;
-                    log_buf[sh.n_log++] = b;
-                }
-                head = h;
-                top = t;
+                const u32 b = take_buffer(p, st);
+                win[t % M] = int(b);
+                win_id[t % M] = t;
+                log_id[sh.n_log] = t;
+                log_buf[sh.n_log++] = b;
             }
             st->head = head;
             st->top = top;
@@ -324,20 +351,16 @@ extern "C" __global__ void __launch_bounds__(control_threads, 1)
             } else if (late) {
                 m.buffer = code_late;
                 atomicAdd(&sh.late, 1ull);
-            } else if (id <= top0) {
+            } else if (snap >= 0) {
                 m.buffer = snap;
             } else {
-                // Mapped during this tile's walk: the log is in increasing chunk id.
-                u32 lo = 0, hi = sh.n_log;
-                while (hi - lo > 1) {
-                    const u32 mid = (lo + hi) / 2;
-                    if (log_id[mid] <= id) lo = mid; else hi = mid;
-                }
-                m.buffer = int(log_buf[lo]);
+                // Mapped during this tile's walk (each chunk id is mapped once).
+                for (u32 k = 0; k < sh.n_log; k++)
+                    if (log_id[k] == id) m.buffer = int(log_buf[k]);
             }
             mt[gi % p.ring_packets] = m;
         }
-        // Chunks that just entered the window start empty.
+        // Chunks that just got a buffer start empty.
         const u32 bw = p.bit_words;
         for (u32 k = 0; k < sh.n_log; k++) {
             const u64 b = log_buf[k];

@@ -64,6 +64,13 @@ struct meta {
     std::uint32_t pad;
 };
 
+// One parsed header, written by the parse kernel (many blocks) for the control block.
+struct parsed {
+    std::uint64_t seq;
+    std::uint32_t offset;  // payload offset inside the frame
+    std::uint32_t ok;      // passed every check
+};
+
 struct params {
     std::uint64_t ring;  // arrival ring: ring_packets slots of `stride` bytes, frame at +headroom
     std::uint64_t lens;  // uint32 frame length per ring slot (the NIC's completion byte count)
@@ -76,7 +83,7 @@ struct params {
     std::uint64_t bits;               // n_buffers * bit_words uint32
     std::uint64_t n_present;          // n_buffers uint32
     std::uint64_t present_host;       // mapped host copy of the present masks
-    std::uint64_t st, win, slots, flush, records, meta_ptr;
+    std::uint64_t st, win, win_id, slots, flush, records, meta_ptr, parsed_ptr;
     std::uint64_t record_stride;
     std::uint64_t free_ring, free_tail;  // mapped host memory written by the host
     std::uint32_t has_first_chunk, pad;

@@ -20,7 +20,7 @@ struct emu_config {
     std::uint64_t first = 0;
     std::uint64_t count = 0;
     double rate_gbps = 0.0;       // payload rate; 0 = as fast as the receiver takes them
-    std::size_t ring_slots = 4096;
+    std::size_t ring_slots = 16384;  // 128 MiB of 8192-B slots: ~10 ms at 100 Gb/s
     bool fill = false;            // write every payload word, not only the sequence number
     std::vector<int> cpus;        // {generator, receiver} CPUs, or empty
 };
