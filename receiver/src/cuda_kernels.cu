@@ -304,9 +304,11 @@ extern "C" __global__ void __launch_bounds__(control_threads, 1)
         if (acc && !late && id <= top0 && win_id[id % M] == id) snap = win[id % M];
         // Packets whose chunk may still need a buffer: the first of each chunk per warp.
         const bool cand = acc && started && !late && !adv && snap < 0;
+        // Every lane takes part in both votes (no short-circuit around them).
         const unsigned peers = __match_any_sync(full_mask, cand ? id : ~u64{0});
-        const bool event = adv || (cand && lane == unsigned(__ffs(peers & __ballot_sync(
-                                                                   full_mask, cand)) - 1));
+        const unsigned cands = __ballot_sync(full_mask, cand);
+        const bool first_of_chunk = cand && lane == unsigned(__ffs(peers & cands) - 1);
+        const bool event = adv || first_of_chunk;
         u32 n_ev;
         const u32 pos = block_scan_sum(event ? 1 : 0, sh.wsum, n_ev);
         if (event) sh.adv[pos] = tid | (adv ? 0x80000000u : 0u);
