@@ -68,6 +68,50 @@ def d2d_gbps(nbytes: int = 1 << 30, reps: int = 10) -> float:
     return reps * nbytes * 8 / (cp.cuda.get_elapsed_time(e0, e1) / 1e3) / GBIT
 
 
+def memcpy_gbps(threads: int, seconds: float = 0.5, block: int = 8 << 20) -> float:
+    """Aggregate host memcpy bandwidth of `threads` threads (NumPy, GIL released),
+    in Gb/s of bytes copied: the ceiling of a copy-based receive path."""
+    done = [0] * threads
+
+    def work(i: int) -> None:
+        src = np.ones(block, np.uint8)
+        dst = np.empty((4, block), np.uint8)
+        end = time.perf_counter() + seconds
+        n = 0
+        while time.perf_counter() < end:
+            np.copyto(dst[n % 4], src)
+            n += 1
+        done[i] = n
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    t0 = time.perf_counter()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return sum(done) * block * 8 / (time.perf_counter() - t0) / GBIT
+
+
+def receive_cpus(k: int) -> list[int] | None:
+    """2K CPUs for K (generator, receiver) pairs, receivers on distinct physical cores
+    first (a receiver sharing a core with another busy thread copies at half speed)."""
+    ncpu = os.cpu_count() or 1
+    if 2 * k >= ncpu:
+        return None
+    seen: set[str] = set()
+    firsts, seconds_ = [], []
+    for c in range(ncpu):
+        try:
+            with open(f"/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list") as f:
+                core = f.read().strip()
+        except OSError:
+            core = str(c)
+        (seconds_ if core in seen else firsts).append(c)
+        seen.add(core)
+    order = firsts + seconds_
+    return order[: 2 * k]
+
+
 def host_path_trial(
     rate_gbps: float, k: int, seconds: float, ppc: int, device: str = "cuda:0"
 ) -> dict[str, Any]:
@@ -75,9 +119,11 @@ def host_path_trial(
     per = rate_gbps / k
     count = max(ppc * 8, int(per * GBIT * seconds / (PAYLOAD * 8)) // ppc * ppc)
     ncpu = os.cpu_count() or 1
+    pinned = receive_cpus(k)
     caps = []
     for i in range(k):
-        cpus = [2 * i, 2 * i + 1] if 2 * k < ncpu else None
+        # Receiver first (a physical core of its own), generator on the later CPUs.
+        cpus = [pinned[k + i], pinned[i]] if pinned else None
         caps.append(
             Capture(
                 "mem",
@@ -103,8 +149,8 @@ def host_path_trial(
     # The receive and generator threads are pinned to CPUs 0..2K-1; everything else
     # (copy, recycle and consumer threads) keeps off them.
     saved = os.sched_getaffinity(0)
-    if 2 * k < ncpu:
-        os.sched_setaffinity(0, set(range(2 * k, ncpu)))
+    if pinned:
+        os.sched_setaffinity(0, set(range(ncpu)) - set(pinned))
     threads = [threading.Thread(target=consume, args=(i,)) for i in range(k)]
     t_cpu0, t0 = time.process_time(), time.perf_counter()
     for c in caps:
@@ -248,11 +294,16 @@ def main(argv: list[str] | None = None) -> int:
     peak = h2d_peak_gbps()
     d2d = d2d_gbps()
     print(f"pinned H2D cudaMemcpyAsync peak: {peak:.1f} Gb/s; D2D copy: {d2d:.1f} Gb/s", flush=True)
+    mem = {k: memcpy_gbps(k) for k in sorted(set(args.queues))}
+    print(f"host memcpy (NumPy, K threads): {mem}", flush=True)
     lines += [
         "",
         f"References (same run): pinned host-to-device copy {peak:.1f} Gb/s "
         f"({peak / 8:.1f} GB/s); device-to-device copy {d2d:.1f} Gb/s ({d2d / 8:.1f} GB/s "
         "copied, twice that read+written).",
+        "Host memcpy, K threads (8 MiB blocks, Gb/s copied): "
+        + ", ".join(f"K={k}: {v:.0f}" for k, v in mem.items())
+        + ".",
     ]
 
     if not args.skip_host:
@@ -293,11 +344,13 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {b} | 4096 | {g:.1f} | {g / d2d:.2f} | {'yes' if g >= 400 else 'no'} |")
         if g >= 400 and fewest is None:
             fewest = b
-    for batch in args.batches:
-        b = fewest or 2
-        g = gpudirect_pass(b, batch, args.ring, 4096)
-        print(f"  blocks {b:4d} batch {batch:5d}: {g:8.1f} Gb/s", flush=True)
-        lines.append(f"| {b} | {batch} | {g:.1f} | {g / d2d:.2f} | {'yes' if g >= 400 else 'no'} |")
+    for b in sorted({fewest or 2, 32, sm}):
+        for batch in args.batches:
+            g = gpudirect_pass(b, batch, args.ring, 4096)
+            print(f"  blocks {b:4d} batch {batch:5d}: {g:8.1f} Gb/s", flush=True)
+            lines.append(
+                f"| {b} | {batch} | {g:.1f} | {g / d2d:.2f} | {'yes' if g >= 400 else 'no'} |"
+            )
     for b in (1, sm):
         g = gpudirect_pass(b, 4096, args.ring, 4096, control_only=True)
         print(f"  parse+control alone, {b} parse blocks: {g:8.1f} Gb/s of payload", flush=True)

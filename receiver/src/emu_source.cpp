@@ -55,7 +55,14 @@ void emu_source::generate(const std::atomic<bool> &stop) {
             const double ns = std::chrono::duration<double, std::nano>(clock::now() - t0).count();
             due = std::min<std::uint64_t>(cfg_.count, static_cast<std::uint64_t>(ns / ns_per_packet) + 1);
             if (due <= i) {
-                std::this_thread::yield();
+                // Ahead of schedule: sleep until the next batch is due rather than spin,
+                // so that the emulated NIC leaves the CPU to the receiver it feeds.
+                const double wait_ns = (i + batch_size) * ns_per_packet - ns;
+                if (wait_ns > 20000)
+                    std::this_thread::sleep_for(std::chrono::nanoseconds(
+                        static_cast<std::int64_t>(wait_ns) - 10000));
+                else
+                    std::this_thread::yield();
                 continue;
             }
         }
