@@ -162,6 +162,9 @@ def host_path_trial(
     wall = time.perf_counter() - t0
     cpu = time.process_time() - t_cpu0
     stats = [c.stats for c in caps]
+    if device == "cpu":  # the GPU wrapper adds nic_drops to the stats; here ask the source
+        for st, c in zip(stats, caps, strict=True):
+            st["nic_drops"] = _core.emu_nic_drops(c._cap) or 0
     for c in caps:
         c.stop()
     os.sched_setaffinity(0, saved)

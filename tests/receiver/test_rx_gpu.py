@@ -360,3 +360,17 @@ def test_gpudirect_generator_and_slow_consumer() -> None:
 def test_gpudirect_rejects_ipv4_id_sequence() -> None:
     with pytest.raises(ValueError, match="ipv4_id"):
         rx.Capture("mem", fmt=rx.Format(seq="ipv4_id"), count=10, device="cuda:0", gpudirect=True)
+
+
+@pytest.mark.skipif(CUDA_OK, reason="a CUDA device is present")
+def test_demo_gpu_stage_says_why_it_was_skipped() -> None:
+    from rich.console import Console
+
+    from casper400g_rx.demo import demo_gpu
+    from mlib_devel_400g.demo import run_gpu
+
+    ok, lines = demo_gpu()
+    assert not ok and lines[0].startswith("GPU stage skipped: ") and CUDA_WHY in lines[0]
+    console = Console(record=True, width=200)
+    assert run_gpu(console) == 0
+    assert "GPU stage skipped" in console.export_text()
