@@ -357,6 +357,8 @@ void gpudirect_capture::complete_oldest() {
         std::memcpy(&t, const_cast<const gd::counters *>(&rec->totals), sizeof(t));
         totals_ = t;
     }
+    const std::uint64_t taken = rec->free_head;
+    device_free_head_ = std::max(device_free_head_, taken);
     if (!rec->skipped) {
         consumed_ = rec->consumed;
         if (rec->consumed < rec->end) stalled_ = true;
@@ -391,8 +393,8 @@ void gpudirect_capture::recover() {
     while (stalled_ && !stop_) {
         while (!inflight_.empty()) complete_oldest();
         stalls_++;
-        const std::uint64_t tail_before = free_tail_;
-        while (free_tail_ == tail_before && !stop_) {
+        // Chunks released since the kernels found the ring empty may already be in it.
+        while (free_tail_ == device_free_head_ && !stop_) {
             if (cfg_.policy == slow_consumer_policy::drop_oldest) {
                 if (gpu_chunk *g = ready_.try_pop()) {
                     dropped_++;
@@ -403,7 +405,8 @@ void gpudirect_capture::recover() {
             }
             waits_++;
             service_releases(false);
-            if (free_tail_ == tail_before) std::this_thread::sleep_for(std::chrono::microseconds(200));
+            if (free_tail_ == device_free_head_)
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
         }
         stalled_ = false;
         for (std::uint64_t s = consumed_; s < pos_;) {

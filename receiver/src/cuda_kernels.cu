@@ -512,6 +512,7 @@ extern "C" __global__ void __launch_bounds__(scatter_threads)
         rec->n_flush = nf;
         rec->skipped = ss->skipped;
         rec->totals = t;
+        rec->free_head = st->free_head;
         __threadfence_system();
     }
 }

@@ -118,6 +118,7 @@ private:
     bool stalled_ = false;
     std::uint64_t pos_ = 0;       // packets written into the ring so far
     std::uint64_t free_tail_ = 0;
+    std::uint64_t device_free_head_ = 0;  // free-ring entries taken, as of the last record
 
     gpu_chunk_queue ready_;
     std::mutex released_mutex_;

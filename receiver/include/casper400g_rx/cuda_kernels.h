@@ -53,7 +53,8 @@ struct flush_entry {
 struct record {
     std::uint64_t start, end, consumed;
     std::uint32_t n_flush, skipped;
-    counters totals;  // the capture's counters once this launch is done
+    counters totals;         // the capture's counters once this launch is done
+    std::uint64_t free_head;  // free-ring entries the kernels have taken so far
 };
 
 // Destination of one packet, written by the control kernel for the scatter kernel.
