@@ -60,10 +60,14 @@ venv: $(STAMP)
 
 # Editable installs do not rebuild the C++ extension by themselves: the receiver's
 # sources are prerequisites so that editing them reinstalls (and recompiles) it.
-RX_SOURCES := $(wildcard receiver/CMakeLists.txt receiver/src/*.cpp receiver/include/*/*.h)
+RX_SOURCES := $(wildcard receiver/CMakeLists.txt receiver/*.cmake receiver/src/*.cpp receiver/src/*.cu receiver/include/*/*.h)
+# nvcc from PyPI compiles the receiver's GPUDirect kernels (no GPU needed to build).
+# 13.0 matches the oldest driver the kernels' PTX must load on; CUDA_NVCC= skips it.
+CUDA_NVCC ?= nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 \
+  nvidia-cuda-runtime==13.0.96
 
 $(STAMP): pyproject.toml CMakeLists.txt $(RX_SOURCES) | $(VPY)
-	$(VPY) -m pip install -q "scikit-build-core>=0.10" "pybind11>=2.12"
+	$(VPY) -m pip install -q "scikit-build-core>=0.10" "pybind11>=2.12" $(CUDA_NVCC)
 	$(VPY) -m pip install -q --no-build-isolation -e ".[sim,dev]"
 	touch $(STAMP)
 

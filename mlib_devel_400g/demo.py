@@ -12,6 +12,8 @@
 4. KATCP: the simulated core behind `casper400g board-server` on localhost; the
    casperfpga-style script examples/configure_core.py configures it over KATCP and prints
    print_gbe_core_details(); a datagram sent afterwards is checked against scapy's frame.
+5. GPU: the example stream captured into GPU memory (host-staged and GPUDirect) and
+   checked there with CuPy; without a GPU the stage says that it was skipped and why.
 """
 
 from __future__ import annotations
@@ -89,7 +91,10 @@ def run(verbose: bool = False, config: dict | None = None, tx_frames: int = 100)
     status = run_rx(console, paths.REPO_ROOT / "build" / "demo" / "tx.pcap", tx_frames)
     if status:
         return status
-    return run_katcp(console, verbose, config or DEMO_CONFIG)
+    status = run_katcp(console, verbose, config or DEMO_CONFIG)
+    if status:
+        return status
+    return run_gpu(console)
 
 
 def run_registers(console: Console, verbose: bool, cfg: dict) -> int:
@@ -412,3 +417,15 @@ def run_katcp(console: Console, verbose: bool, cfg: dict) -> int:
         "scapy's, byte for byte"
     )
     return 0
+
+
+def run_gpu(console: Console) -> int:
+    from casper400g_rx.demo import demo_gpu
+
+    console.rule("[bold]casper400g demo, part 5: the stream into GPU memory")
+    ran, lines = demo_gpu()
+    for line in lines:
+        console.print(line)
+    if ran:
+        console.print("[green bold]GPU: every chunk checked on the GPU")
+    return 0 if ran or lines[0].startswith("GPU stage skipped") else 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal
 
@@ -52,9 +52,13 @@ class Capture:
     backend "udp" binds `bind` ("IPv4:port"; port 0 picks a free one, see `port`),
     "pcap" replays `path`, "mem" replays `packets` (2-D uint8 array, one packet per row,
     `sizes` bytes each; link-layer frames when `frames`) or generates the example stream
-    (`count` packets from `first`, or exactly the sequence numbers in `schedule`).
+    (`count` packets from `first`, or exactly the sequence numbers in `schedule`);
+    with `nic_rate_gbps` the generator emulates a NIC filling a receive ring at that rate.
     "ibv" receives `bind`'s IPv4:port through rdma-core on `interface` (ibv.py), and
     "mem" with emulate="ibv" runs the same header-split path against an emulated NIC.
+
+    device="cuda:N" delivers the chunks into GPU memory (gpu.py); gpudirect=True places
+    frames already in GPU memory with the reorder kernels (mem backend: NIC emulation).
     """
 
     def __init__(
@@ -89,6 +93,11 @@ class Capture:
         busy_poll: bool = True,
         emulate: str | None = None,
         bad: npt.ArrayLike | None = None,
+        nic_rate_gbps: float | None = None,
+        device: str = "cpu",
+        gpudirect: bool = False,
+        gpu_chunks: int = 0,
+        gpu_options: Mapping[str, int] | None = None,
     ) -> None:
         self.fmt = fmt if fmt is not None else _core.Format()
         config = _core.EngineConfig(
@@ -99,7 +108,34 @@ class Capture:
             first_chunk=first_chunk,
         )
         self.backend = backend
-        if backend == "udp":
+        self.device = device
+        self._cap: Any
+        if gpudirect:
+            from . import gpu
+
+            if backend != "mem" or device == "cpu":
+                raise ValueError(
+                    "gpudirect=True needs device='cuda:N' and the mem backend's NIC emulation, "
+                    f"got backend={backend!r}, device={device!r}"
+                )
+            self._cap = gpu.GpuDirect(
+                self.fmt,
+                config,
+                device,
+                packets=packets,
+                sizes=sizes,
+                frames=frames,
+                repeat=repeat,
+                first=first,
+                count=count,
+                schedule=schedule,
+                options=gpu_options,
+            )
+        elif backend == "mem" and nic_rate_gbps is not None:
+            self._cap = _core.emu_capture(
+                self.fmt, config, first, count, nic_rate_gbps, fill=fill, cpus=list(cpus or [])
+            )
+        elif backend == "udp":
             host, port = parse_endpoint(bind)
             self._cap = _core.Capture.udp(
                 self.fmt, config, host, port, threads, list(cpus or []), rcvbuf
@@ -137,6 +173,11 @@ class Capture:
                 self._cap = _core.Capture.generator(self.fmt, config, first, count, sched, fill)
         else:
             raise ValueError(f"backend must be 'udp', 'pcap', 'mem' or 'ibv', got {backend!r}")
+        if device != "cpu" and not gpudirect:
+            from . import gpu
+
+            gpu.parse_device(device)
+            self._cap = gpu.HostToGpu(self._cap, device, gpu_chunks)
         self._t0: float | None = None
         self._t1: float | None = None
 
@@ -190,7 +231,7 @@ class Capture:
     ) -> None:
         self.stop()
 
-    def chunks(self, timeout: float | None = None) -> Iterator[_core.Chunk]:
+    def chunks(self, timeout: float | None = None) -> Iterator[_core.Chunk | _core.GpuChunk]:
         """Ready chunks in order of completion; ends when the stream ends or when
         `timeout` seconds pass without a chunk. Ctrl-C interrupts the wait."""
         self.start()
@@ -200,7 +241,7 @@ class Capture:
                 return
             yield chunk
 
-    def __iter__(self) -> Iterator[_core.Chunk]:
+    def __iter__(self) -> Iterator[_core.Chunk | _core.GpuChunk]:
         return self.chunks()
 
     @property

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "casper400g_rx/capture.h"
+#include "casper400g_rx/cuda_bindings.h"
 #include "casper400g_rx/errors.h"
 #include "casper400g_rx/example_stream.h"
 #include "casper400g_rx/hds.h"
@@ -65,7 +66,8 @@ private:
 
 class py_capture {
 public:
-    explicit py_capture(std::unique_ptr<capture> cap) : cap_(std::move(cap)) {}
+    explicit py_capture(std::shared_ptr<capture> cap) : cap_(std::move(cap)) {}
+    const std::shared_ptr<capture> &shared() const noexcept { return cap_; }
 
     void start() { cap_->start(); }
     void stop() {
@@ -141,7 +143,7 @@ public:
     const format &fmt() const { return cap_->eng().fmt(); }
 
 private:
-    std::unique_ptr<capture> cap_;
+    std::shared_ptr<capture> cap_;
 };
 
 using u8_array = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>;
@@ -459,6 +461,11 @@ PYBIND11_MODULE(_core, m) {
         .def_property_readonly("rcvbuf", &py_capture::rcvbuf)
         .def_property_readonly("config", &py_capture::config)
         .def_property_readonly("fmt", &py_capture::fmt);
+
+    // GPU delivery, GPUDirect and the NIC emulation (cuda_bindings.cpp).
+    bind_cuda(
+        m, [](std::shared_ptr<capture> c) { return py::cast(std::make_unique<py_capture>(c)); },
+        [](py::handle h) { return h.cast<py_capture &>().shared(); });
 
     py::class_<sender>(m, "Sender", "Sends the example stream over UDP (sendmmsg, rate-limited)")
         .def(py::init([](const std::string &host, std::uint16_t port, std::size_t payload_size,

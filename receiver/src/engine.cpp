@@ -150,7 +150,9 @@ void engine::finish() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (finished_) return;
     finished_ = true;
-    if (started_) {
+    // head_ passes top_ when the window advanced for a packet that was then discarded
+    // (stopping while waiting for a free chunk): nothing is left open then.
+    if (started_ && head_ <= top_) {
         // Flushes head_ .. top_ one by one: top_ + 1 overflows when the stream reached
         // the largest sequence numbers, and the window never holds more than max_chunks.
         for (std::uint64_t id = head_;; id++) {

@@ -1,0 +1,172 @@
+"""GPU delivery: `device="cuda:N"` captures (host chunks copied into a GPU chunk ring)
+and GPUDirect (`gpudirect=True`: frames in GPU memory placed by the reorder kernels).
+
+CUDA is loaded when a device is asked for, never at import: without a GPU everything
+else works, and asking for one raises CudaError naming the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _core
+
+CudaError = _core.CudaError
+
+GPUDIRECT_DEFAULTS: dict[str, int] = {
+    "blocks": 2,  # scatter thread blocks: the SM footprint
+    "batch": 4096,  # packets per control/scatter launch pair
+    "ring_packets": 32768,  # GPU arrival ring slots
+    "headroom": 6,  # bytes before each frame: puts a 42-byte-header payload on 16 B
+    "slots": 8,  # launches in flight
+}
+
+
+def parse_device(device: str) -> int | None:
+    """None for "cpu", N for "cuda" (0) or "cuda:N"; ValueError naming anything else."""
+    if device == "cpu":
+        return None
+    m = re.fullmatch(r"cuda(?::(\d+))?", device)
+    if m is None:
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+    return int(m.group(1) or 0)
+
+
+def cuda_status() -> tuple[bool, str]:
+    """(usable, reason): whether a CUDA device can be used here, and why not."""
+    try:
+        n = _core.cuda_device_count()
+    except CudaError as e:
+        return False, str(e)
+    if n == 0:
+        return False, "the CUDA driver is installed but reports no device"
+    return True, f"{n} CUDA device(s)"
+
+
+def _open_device(device: str) -> int:
+    ordinal = parse_device(device)
+    assert ordinal is not None
+    try:
+        _core.cuda_device_info(ordinal)
+    except CudaError as e:
+        raise CudaError(f"device={device!r} is not usable: {e}") from None
+    return ordinal
+
+
+class HostToGpu:
+    """A host capture whose chunks are delivered into GPU memory; offers the host
+    capture's interface (what casper400g_rx.Capture uses) with GPU chunks."""
+
+    def __init__(self, host: Any, device: str, gpu_chunks: int = 0) -> None:
+        ordinal = _open_device(device)
+        self._host = host
+        self._gpu = _core.gpu_delivery(host, ordinal, gpu_chunks)
+
+    def start(self) -> None:
+        self._gpu.start()
+
+    def stop(self) -> None:
+        self._gpu.stop()
+
+    def next_chunk(self, timeout: float | None = None) -> _core.GpuChunk | None:
+        return self._gpu.next_chunk(timeout)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return {**self._host.stats, **self._gpu.stats}
+
+    def __getattr__(self, name: str) -> Any:
+        # warnings, running, port, rcvbuf, config, fmt: the host capture's.
+        if name in ("finished", "stream", "device"):
+            return getattr(self._gpu, name)
+        if name == "running":
+            return self._gpu.running
+        return getattr(self._host, name)
+
+
+class GpuDirect:
+    """GPUDirect capture fed by the NIC emulation (mem backend)."""
+
+    def __init__(
+        self,
+        fmt: _core.Format,
+        config: _core.EngineConfig,
+        device: str,
+        *,
+        packets: npt.ArrayLike | None,
+        sizes: Sequence[int] | None,
+        frames: bool,
+        repeat: int,
+        first: int,
+        count: int,
+        schedule: npt.ArrayLike | None,
+        options: Mapping[str, int] | None,
+    ) -> None:
+        opts = dict(GPUDIRECT_DEFAULTS)
+        for k, v in (options or {}).items():
+            if k not in opts:
+                raise ValueError(f"unknown gpu option {k!r}; known: {', '.join(opts)}")
+            opts[k] = int(v)
+        ordinal = _open_device(device)
+        self.fmt = fmt
+        self.config = config
+        self.options = opts
+        rows = None
+        if packets is not None:
+            if not frames:
+                raise ValueError(
+                    "gpudirect places whole frames (the kernel parses their headers): give "
+                    "packets as Ethernet frames with frames=True"
+                )
+            rows = np.ascontiguousarray(packets, dtype=np.uint8)
+        sched = None if schedule is None else np.asarray(schedule, dtype=np.uint64)
+        self._gpu = _core.gpudirect(
+            fmt,
+            config,
+            ordinal,
+            rows,
+            list(sizes) if sizes is not None else None,
+            repeat,
+            first,
+            count,
+            sched,
+            fmt.udp_port or 7148,
+            **opts,
+        )
+
+    warnings: list[str] = []  # noqa: RUF012 - the host capture's interface
+    port = None
+    rcvbuf = None
+
+    def start(self) -> None:
+        self._gpu.start()
+
+    def stop(self) -> None:
+        self._gpu.stop()
+
+    def next_chunk(self, timeout: float | None = None) -> _core.GpuChunk | None:
+        return self._gpu.next_chunk(timeout)
+
+    def time_ring_pass(self, control_only: bool = False) -> float:
+        return float(self._gpu.time_ring_pass(control_only))
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return dict(self._gpu.stats)
+
+    @property
+    def running(self) -> bool:
+        return bool(self._gpu.running)
+
+    @property
+    def finished(self) -> bool:
+        return bool(self._gpu.finished)
+
+    @property
+    def stream(self) -> int:
+        return int(self._gpu.stream)

@@ -1,0 +1,103 @@
+// GPU chunks: the ring of device-memory chunks a GPU capture fills, their queues,
+// and the interface both GPU capture kinds (host-staged copy, GPUDirect) offer.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "casper400g_rx/cuda_driver.h"
+
+namespace casper400g_rx {
+
+struct gpu_chunk {
+    static constexpr unsigned max_consumers = 4;
+
+    cu::deviceptr data = 0;     // packets_per_chunk * payload_size bytes on the GPU
+    cu::deviceptr present = 0;  // packets_per_chunk flags on the GPU
+    std::uint8_t *present_host = nullptr;  // the same flags in pinned host memory
+    std::uint64_t chunk_id = 0;
+    std::size_t n_present = 0;
+    std::size_t index = 0;
+    cu::event ready = nullptr;  // completes when data/present hold the chunk
+    // Recorded on the consumer's streams at release: the chunk is refilled only
+    // once the work queued there before the release has finished.
+    cu::event done[max_consumers] = {};
+    unsigned n_done = 0;
+};
+
+class gpu_chunk_pool {
+public:
+    gpu_chunk_pool(std::shared_ptr<const cu::device> dev, std::size_t n_chunks,
+                   std::size_t packets_per_chunk, std::size_t payload_size);
+    std::size_t size() const noexcept { return chunks_.size(); }
+    gpu_chunk *get(std::size_t i) noexcept { return &chunks_[i]; }
+    std::size_t packets_per_chunk() const noexcept { return ppc_; }
+    std::size_t payload_size() const noexcept { return payload_; }
+    std::size_t chunk_bytes() const noexcept { return chunk_bytes_; }
+    cu::deviceptr data_base() const noexcept { return data_.get(); }
+    cu::deviceptr present_base() const noexcept { return present_.get(); }
+    const cu::mapped_host_memory &present_host() const noexcept { return present_host_; }
+    const std::shared_ptr<const cu::device> &dev() const noexcept { return dev_; }
+
+private:
+    std::shared_ptr<const cu::device> dev_;
+    std::size_t ppc_, payload_, chunk_bytes_;
+    cu::device_memory data_;
+    cu::device_memory present_;
+    cu::mapped_host_memory present_host_;
+    std::vector<cu::event_owner> events_;
+    std::vector<gpu_chunk> chunks_;
+};
+
+// Bounded FIFO of GPU chunk pointers (capacity = pool size, so push never waits).
+class gpu_chunk_queue {
+public:
+    enum class status { ok, timeout, finished };
+    explicit gpu_chunk_queue(std::size_t capacity) : ring_(capacity) {}
+    void push(gpu_chunk *c);
+    gpu_chunk *try_pop();
+    gpu_chunk *pop_for(std::chrono::nanoseconds timeout, status &why);
+    void finish();
+    std::size_t size() const;
+    bool drained() const;
+
+private:
+    mutable std::mutex mutex_;
+    std::condition_variable cv_;
+    std::vector<gpu_chunk *> ring_;
+    std::size_t head_ = 0, count_ = 0;
+    bool finished_ = false;
+};
+
+// What the Python layer needs from a GPU capture.
+class gpu_capture {
+public:
+    virtual ~gpu_capture() = default;
+    virtual void start() = 0;
+    virtual void stop() = 0;
+    virtual void check_error() = 0;
+    virtual bool running() const = 0;
+    // The next chunk whose fill has been queued (wait on its `ready` event), or nullptr.
+    virtual gpu_chunk *next(std::chrono::nanoseconds timeout, gpu_chunk_queue::status &why) = 0;
+    // Back to the ring once the work queued on `after` (the consumer's streams) is done.
+    virtual void release(gpu_chunk *c, const std::vector<cu::stream> &after) = 0;
+    virtual bool finished() const = 0;
+    virtual std::map<std::string, std::uint64_t> stats() const = 0;
+    virtual gpu_chunk_pool &pool() = 0;
+    // The stream the chunks are filled on (for __cuda_array_interface__).
+    virtual cu::stream fill_stream() const = 0;
+};
+
+// Records the consumer's streams into c->done (one event per stream; streams beyond
+// the events' number are waited for here).
+void record_release(const cu::device &dev, gpu_chunk *c, const std::vector<cu::stream> &after);
+
+}  // namespace casper400g_rx

@@ -1,0 +1,577 @@
+#include "casper400g_rx/cuda_bindings.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "casper400g_rx/cuda_delivery.h"
+#include "casper400g_rx/cuda_fatbin.h"
+#include "casper400g_rx/cuda_gpudirect.h"
+#include "casper400g_rx/emu_source.h"
+
+namespace py = pybind11;
+
+namespace casper400g_rx {
+
+namespace {
+
+constexpr auto signal_poll = std::chrono::milliseconds(50);
+
+// DLPack structures (dlpack.h ABI, versions 0.8 and 1.x).
+struct dl_device {
+    std::int32_t device_type;
+    std::int32_t device_id;
+};
+struct dl_dtype {
+    std::uint8_t code;
+    std::uint8_t bits;
+    std::uint16_t lanes;
+};
+struct dl_tensor {
+    void *data;
+    dl_device device;
+    std::int32_t ndim;
+    dl_dtype dtype;
+    std::int64_t *shape;
+    std::int64_t *strides;
+    std::uint64_t byte_offset;
+};
+struct dl_managed {
+    dl_tensor tensor;
+    void *ctx;
+    void (*deleter)(dl_managed *);
+};
+struct dl_version {
+    std::uint32_t major;
+    std::uint32_t minor;
+};
+struct dl_managed_versioned {
+    dl_version version;
+    void *ctx;
+    void (*deleter)(dl_managed_versioned *);
+    std::uint64_t flags;
+    dl_tensor tensor;
+};
+constexpr std::int32_t dl_cuda = 2;
+constexpr std::uint8_t dl_uint = 1;
+constexpr std::uint8_t dl_bool = 6;
+
+// One exported tensor: keeps the Python owner (the chunk) alive until the consumer
+// drops it.
+struct export_ctx {
+    PyObject *owner;
+    std::int64_t shape[2];
+    std::int64_t strides[2];
+    dl_managed managed;
+    dl_managed_versioned versioned;
+};
+
+void drop_ctx(export_ctx *ctx) {
+    // Consumers may call the deleter from any thread, with or without the GIL.
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_XDECREF(ctx->owner);
+    delete ctx;
+    PyGILState_Release(g);
+}
+
+struct view {
+    cu::deviceptr ptr;
+    int ndim;
+    std::int64_t shape[2];
+    bool is_bool;
+};
+
+cu::stream to_stream(const py::object &s) {
+    if (py::isinstance<py::int_>(s)) {
+        const auto v = s.cast<std::int64_t>();
+        if (v == 0)
+            throw std::invalid_argument(
+                "stream 0 is ambiguous (DLPack / CUDA array interface); use 1 for the legacy "
+                "default stream, 2 for the per-thread default stream or a stream handle");
+        return reinterpret_cast<cu::stream>(static_cast<std::uintptr_t>(v));
+    }
+    for (const char *attr : {"cuda_stream", "ptr", "handle"})
+        if (py::hasattr(s, attr)) return to_stream(s.attr(attr));
+    throw std::invalid_argument("stream must be an int handle or a CuPy/PyTorch stream, got " +
+                                std::string(py::str(py::type::of(s))));
+}
+
+class py_gpu_chunk {
+public:
+    py_gpu_chunk(std::shared_ptr<gpu_capture> cap, gpu_chunk *c) : cap_(std::move(cap)), c_(c) {}
+    py_gpu_chunk(const py_gpu_chunk &) = delete;
+    py_gpu_chunk &operator=(const py_gpu_chunk &) = delete;
+    ~py_gpu_chunk() {
+        try {
+            release(py::none());
+        } catch (...) {
+            // Garbage collection must not raise; a failing release leaves the chunk out.
+        }
+    }
+
+    const gpu_chunk &get() const {
+        if (c_ == nullptr) throw std::runtime_error("chunk already released");
+        return *c_;
+    }
+    std::size_t packets() const { return cap_->pool().packets_per_chunk(); }
+    std::size_t payload() const { return cap_->pool().payload_size(); }
+    int ordinal() const { return cap_->pool().dev()->ordinal(); }
+    bool released() const { return c_ == nullptr; }
+
+    // Makes `s` wait for the chunk's fill; remembers it for release().
+    void order_after(cu::stream s) {
+        const gpu_chunk &c = get();
+        const cu::device &dev = *cap_->pool().dev();
+        dev.make_current();
+        dev.check(dev.drv().cuStreamWaitEvent(s, c.ready, 0), "cuStreamWaitEvent");
+        if (std::find(streams_.begin(), streams_.end(), s) == streams_.end()) streams_.push_back(s);
+    }
+
+    void release(const py::object &stream) {
+        if (c_ == nullptr) return;
+        std::vector<cu::stream> after;
+        if (!stream.is_none()) {
+            after.push_back(to_stream(stream));
+        } else {
+            after = streams_;
+            if (after.empty() || cai_used_) after.push_back(cu::legacy_stream());
+        }
+        gpu_chunk *c = c_;
+        c_ = nullptr;
+        cap_->release(c, after);
+    }
+
+    void synchronize() {
+        const cu::device &dev = *cap_->pool().dev();
+        dev.make_current();
+        py::gil_scoped_release nogil;
+        dev.check(dev.drv().cuEventSynchronize(get().ready), "cuEventSynchronize");
+    }
+
+    view data_view() const {
+        return view{get().data, 2,
+                    {static_cast<std::int64_t>(packets()), static_cast<std::int64_t>(payload())},
+                    false};
+    }
+    view present_view() const {
+        return view{get().present, 1, {static_cast<std::int64_t>(packets()), 0}, true};
+    }
+    void mark_cai() { cai_used_ = true; }
+    cu::stream fill_stream() const { return cap_->fill_stream(); }
+    std::shared_ptr<gpu_capture> owner() const { return cap_; }
+
+private:
+    std::shared_ptr<gpu_capture> cap_;
+    gpu_chunk *c_;
+    std::vector<cu::stream> streams_;
+    bool cai_used_ = false;
+};
+
+// The present mask on the GPU, as its own exportable object (keeps the chunk alive).
+struct py_gpu_mask {
+    py::object chunk;
+};
+
+py::capsule make_dlpack(py::object owner, const view &v, int ordinal, bool versioned) {
+    auto *ctx = new export_ctx{};
+    ctx->owner = owner.release().ptr();
+    ctx->shape[0] = v.shape[0];
+    ctx->shape[1] = v.shape[1];
+    if (v.ndim == 2) {
+        ctx->strides[0] = v.shape[1];
+        ctx->strides[1] = 1;
+    } else {
+        ctx->strides[0] = 1;
+    }
+    dl_tensor t{};
+    t.data = reinterpret_cast<void *>(static_cast<std::uintptr_t>(v.ptr));
+    t.device = dl_device{dl_cuda, ordinal};
+    t.ndim = v.ndim;
+    t.dtype = v.is_bool ? dl_dtype{dl_bool, 8, 1} : dl_dtype{dl_uint, 8, 1};
+    t.shape = ctx->shape;
+    t.strides = ctx->strides;
+    t.byte_offset = 0;
+    if (versioned) {
+        ctx->versioned.version = dl_version{1, 0};
+        ctx->versioned.ctx = ctx;
+        ctx->versioned.deleter = [](dl_managed_versioned *m) {
+            drop_ctx(static_cast<export_ctx *>(m->ctx));
+        };
+        ctx->versioned.flags = 0;
+        ctx->versioned.tensor = t;
+        return py::capsule(&ctx->versioned, "dltensor_versioned", [](PyObject *cap) {
+            // Unconsumed (the name was not changed to used_...): free it here.
+            if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
+                auto *m = static_cast<dl_managed_versioned *>(
+                    PyCapsule_GetPointer(cap, "dltensor_versioned"));
+                m->deleter(m);
+            }
+        });
+    }
+    ctx->managed.ctx = ctx;
+    ctx->managed.deleter = [](dl_managed *m) { drop_ctx(static_cast<export_ctx *>(m->ctx)); };
+    ctx->managed.tensor = t;
+    return py::capsule(&ctx->managed, "dltensor", [](PyObject *cap) {
+        if (PyCapsule_IsValid(cap, "dltensor")) {
+            auto *m = static_cast<dl_managed *>(PyCapsule_GetPointer(cap, "dltensor"));
+            m->deleter(m);
+        }
+    });
+}
+
+// __dlpack__(stream=None, max_version=None, dl_device=None, copy=None) for a view of
+// `chunk` (the data or the present mask).
+py::capsule export_dlpack(py::object self, py_gpu_chunk &c, const view &v,
+                          const py::kwargs &kwargs) {
+    py::object stream = py::none(), max_version = py::none(), dl_dev = py::none(),
+               copy = py::none();
+    for (auto item : kwargs) {
+        const std::string k = py::str(item.first);
+        if (k == "stream") stream = py::reinterpret_borrow<py::object>(item.second);
+        else if (k == "max_version") max_version = py::reinterpret_borrow<py::object>(item.second);
+        else if (k == "dl_device") dl_dev = py::reinterpret_borrow<py::object>(item.second);
+        else if (k == "copy") copy = py::reinterpret_borrow<py::object>(item.second);
+        else throw py::type_error("__dlpack__() got an unexpected keyword argument '" + k + "'");
+    }
+    if (!copy.is_none() && copy.cast<bool>())
+        throw py::buffer_error("a GPU chunk is exported without copying; copy=True is not supported");
+    if (!dl_dev.is_none()) {
+        auto t = dl_dev.cast<std::pair<int, int>>();
+        if (t.first != dl_cuda || t.second != c.ordinal())
+            throw py::buffer_error("the chunk lives on CUDA device " + std::to_string(c.ordinal()) +
+                                   ", not on dl_device " + std::to_string(t.first) + ":" +
+                                   std::to_string(t.second));
+    }
+    // The consumer's stream waits for the copy/kernels that fill the chunk (None =
+    // the legacy default stream, -1 = the consumer synchronises by itself).
+    if (stream.is_none()) {
+        c.order_after(cu::legacy_stream());
+    } else if (!(py::isinstance<py::int_>(stream) && stream.cast<std::int64_t>() == -1)) {
+        c.order_after(to_stream(stream));
+    }
+    bool versioned = false;
+    if (!max_version.is_none()) versioned = max_version.cast<std::pair<int, int>>().first >= 1;
+    return make_dlpack(std::move(self), v, c.ordinal(), versioned);
+}
+
+py::dict cuda_array_interface(py_gpu_chunk &c, const view &v) {
+    c.mark_cai();
+    py::dict d;
+    if (v.ndim == 2) {
+        d["shape"] = py::make_tuple(v.shape[0], v.shape[1]);
+    } else {
+        d["shape"] = py::make_tuple(v.shape[0]);
+    }
+    d["typestr"] = v.is_bool ? "|b1" : "|u1";
+    d["data"] = py::make_tuple(static_cast<std::uintptr_t>(v.ptr), false);
+    d["version"] = 3;
+    d["strides"] = py::none();
+    // Consumers synchronise with this stream before reading (CAI v3).
+    d["stream"] = reinterpret_cast<std::uintptr_t>(c.fill_stream());
+    return d;
+}
+
+class py_gpu_capture {
+public:
+    py_gpu_capture(std::shared_ptr<gpu_capture> cap, std::shared_ptr<capture> host)
+        : cap_(std::move(cap)), host_(std::move(host)) {}
+
+    void start() { cap_->start(); }
+    void stop() {
+        {
+            py::gil_scoped_release nogil;
+            cap_->stop();
+        }
+        cap_->check_error();
+    }
+
+    std::unique_ptr<py_gpu_chunk> next_chunk(std::optional<double> timeout) {
+        using clock = std::chrono::steady_clock;
+        const auto deadline =
+            timeout ? clock::now() + std::chrono::duration_cast<clock::duration>(
+                                         std::chrono::duration<double>(std::max(0.0, *timeout)))
+                    : clock::time_point::max();
+        for (;;) {
+            cap_->check_error();
+            gpu_chunk *c = nullptr;
+            gpu_chunk_queue::status why;
+            {
+                py::gil_scoped_release nogil;
+                const auto now = clock::now();
+                const auto slice = std::min<clock::duration>(
+                    signal_poll, deadline > now ? deadline - now : clock::duration::zero());
+                c = cap_->next(slice, why);
+            }
+            if (c != nullptr) return std::make_unique<py_gpu_chunk>(cap_, c);
+            if (why == gpu_chunk_queue::status::finished) {
+                cap_->check_error();
+                return nullptr;
+            }
+            if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+            if (clock::now() >= deadline) return nullptr;
+        }
+    }
+
+    py::dict stats() const {
+        py::dict d;
+        for (const auto &[k, v] : cap_->stats()) d[py::str(k)] = v;
+        if (host_) {
+            if (auto *e = dynamic_cast<emu_source *>(&host_->src())) d["nic_drops"] = e->nic_drops();
+        }
+        return d;
+    }
+    bool finished() const { return cap_->finished(); }
+    bool running() const { return cap_->running(); }
+    std::uintptr_t stream() const { return reinterpret_cast<std::uintptr_t>(cap_->fill_stream()); }
+    int device() const { return cap_->pool().dev()->ordinal(); }
+    double time_ring_pass(bool control_only) {
+        auto *g = dynamic_cast<gpudirect_capture *>(cap_.get());
+        if (g == nullptr) throw std::invalid_argument("time_ring_pass needs a GPUDirect capture");
+        py::gil_scoped_release nogil;
+        return g->time_ring_pass(control_only);
+    }
+
+private:
+    std::shared_ptr<gpu_capture> cap_;
+    std::shared_ptr<capture> host_;
+};
+
+std::map<int, std::shared_ptr<const cu::device>> &devices() {
+    static std::map<int, std::shared_ptr<const cu::device>> d;
+    return d;
+}
+
+// One retained primary context per GPU for the process.
+std::shared_ptr<const cu::device> get_device(int ordinal) {
+    auto &d = devices();
+    auto it = d.find(ordinal);
+    if (it != d.end()) return it->second;
+    auto dev = std::make_shared<const cu::device>(ordinal);
+    d[ordinal] = dev;
+    return dev;
+}
+
+using u8_array = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>;
+using u64_array = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>;
+
+}  // namespace
+
+void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>)> wrap,
+               std::function<std::shared_ptr<capture>(py::handle)> unwrap) {
+    py::register_exception<cu::error>(m, "CudaError", PyExc_RuntimeError);
+
+    m.def("cuda_device_count", &cu::device_count,
+          "Number of CUDA devices; raises CudaError naming why CUDA is unusable here");
+    m.def("cuda_has_kernels", [] { return cuda_kernels_image() != nullptr; },
+          "True when this build embeds the GPUDirect reorder kernels (nvcc was found)");
+    m.def(
+        "cuda_device_info",
+        [](int ordinal) {
+            auto dev = get_device(ordinal);
+            py::dict d;
+            d["name"] = dev->name();
+            d["sm_count"] = dev->sm_count();
+            d["ordinal"] = dev->ordinal();
+            return d;
+        },
+        py::arg("ordinal"));
+
+    py::class_<py_gpu_chunk>(m, "GpuChunk",
+                             "A chunk in GPU memory; export with DLPack or __cuda_array_interface__")
+        .def_property_readonly("chunk_id", [](const py_gpu_chunk &c) { return c.get().chunk_id; })
+        .def_property_readonly("first_seq",
+                               [](const py_gpu_chunk &c) { return c.get().chunk_id * c.packets(); })
+        .def_property_readonly("n_present", [](const py_gpu_chunk &c) { return c.get().n_present; })
+        .def_property_readonly("lost",
+                               [](const py_gpu_chunk &c) { return c.packets() - c.get().n_present; })
+        .def_property_readonly("packets_per_chunk", &py_gpu_chunk::packets)
+        .def_property_readonly("payload_size", &py_gpu_chunk::payload)
+        .def_property_readonly("released", &py_gpu_chunk::released)
+        .def_property_readonly("device", &py_gpu_chunk::ordinal)
+        .def_property_readonly(
+            "ptr", [](const py_gpu_chunk &c) { return static_cast<std::uintptr_t>(c.get().data); },
+            "device address of the chunk data")
+        .def_property_readonly(
+            "present_ptr",
+            [](const py_gpu_chunk &c) { return static_cast<std::uintptr_t>(c.get().present); })
+        .def_property_readonly(
+            "ready_event",
+            [](const py_gpu_chunk &c) { return reinterpret_cast<std::uintptr_t>(c.get().ready); },
+            "CUevent handle that completes once the chunk is filled")
+        .def_property_readonly(
+            "stream",
+            [](const py_gpu_chunk &c) { return reinterpret_cast<std::uintptr_t>(c.fill_stream()); },
+            "the receiver's stream the chunk is filled on")
+        .def_property_readonly(
+            "present",
+            [](py::object self) {
+                auto &c = self.cast<py_gpu_chunk &>();
+                return py::array_t<bool>({c.packets()}, {std::size_t{1}},
+                                         reinterpret_cast<const bool *>(c.get().present_host),
+                                         self);
+            },
+            "bool per packet slot, in host memory (no copy)")
+        .def_property_readonly(
+            "present_gpu", [](py::object self) { return py_gpu_mask{self}; },
+            "the present mask on the GPU (DLPack / __cuda_array_interface__)")
+        .def(
+            "__dlpack__",
+            [](py::object self, const py::kwargs &kwargs) {
+                auto &c = self.cast<py_gpu_chunk &>();
+                const view v = c.data_view();
+                return export_dlpack(self, c, v, kwargs);
+            },
+            "DLPack export of the (packets_per_chunk, payload_size) uint8 chunk; the consumer's "
+            "stream is made to wait for the chunk's fill")
+        .def("__dlpack_device__",
+             [](const py_gpu_chunk &c) { return py::make_tuple(dl_cuda, c.ordinal()); })
+        .def_property_readonly("__cuda_array_interface__",
+                               [](py_gpu_chunk &c) {
+                                   return cuda_array_interface(c, c.data_view());
+                               })
+        .def(
+            "wait",
+            [](py_gpu_chunk &c, const py::object &stream) { c.order_after(to_stream(stream)); },
+            py::arg("stream"), "Make `stream` (handle or CuPy/PyTorch stream) wait for the fill")
+        .def("synchronize", &py_gpu_chunk::synchronize, "Block until the chunk is filled")
+        .def("release", &py_gpu_chunk::release, py::arg("stream") = py::none(),
+             "Return the chunk to the GPU ring once the work queued on `stream` (default: the "
+             "streams it was exported to, else the legacy default stream) has finished")
+        .def("__enter__", [](py::object self) { return self; })
+        .def("__exit__", [](py_gpu_chunk &c, const py::args &) {
+            c.release(py::none());
+            return false;
+        });
+
+    py::class_<py_gpu_mask>(m, "GpuMask", "A GPU chunk's present mask on the GPU")
+        .def(
+            "__dlpack__",
+            [](py::object self, const py::kwargs &kwargs) {
+                auto &mk = self.cast<py_gpu_mask &>();
+                auto &c = mk.chunk.cast<py_gpu_chunk &>();
+                return export_dlpack(self, c, c.present_view(), kwargs);
+            })
+        .def("__dlpack_device__",
+             [](const py_gpu_mask &mk) {
+                 return py::make_tuple(dl_cuda, mk.chunk.cast<py_gpu_chunk &>().ordinal());
+             })
+        .def_property_readonly("__cuda_array_interface__", [](py_gpu_mask &mk) {
+            auto &c = mk.chunk.cast<py_gpu_chunk &>();
+            return cuda_array_interface(c, c.present_view());
+        });
+
+    py::class_<py_gpu_capture>(m, "GpuCapture")
+        .def("start", &py_gpu_capture::start)
+        .def("stop", &py_gpu_capture::stop)
+        .def("next_chunk", &py_gpu_capture::next_chunk, py::arg("timeout") = py::none())
+        .def_property_readonly("stats", &py_gpu_capture::stats)
+        .def_property_readonly("finished", &py_gpu_capture::finished)
+        .def_property_readonly("running", &py_gpu_capture::running)
+        .def_property_readonly("stream", &py_gpu_capture::stream)
+        .def_property_readonly("device", &py_gpu_capture::device)
+        .def("time_ring_pass", &py_gpu_capture::time_ring_pass, py::arg("control_only") = false,
+             "Benchmark: seconds the reorder kernels take over the filled arrival ring");
+
+    m.def(
+        "gpu_delivery",
+        [unwrap](py::handle host, int device, std::size_t gpu_chunks) {
+            std::shared_ptr<capture> cap = unwrap(host);
+            auto dev = get_device(device);
+            auto g = std::make_shared<gpu_delivery>(cap, dev, gpu_chunks);
+            return std::make_unique<py_gpu_capture>(g, cap);
+        },
+        py::arg("host"), py::arg("device"), py::arg("gpu_chunks") = 0,
+        "Deliver a (not yet started) host capture's chunks into GPU memory");
+
+    m.def(
+        "gpudirect",
+        [](const format &fmt, const engine_config &cfg, int device,
+           std::optional<u8_array> frames, std::optional<std::vector<std::size_t>> sizes,
+           std::size_t repeat, std::uint64_t first, std::uint64_t count,
+           std::optional<u64_array> schedule, std::uint16_t udp_port, std::size_t ring_packets,
+           std::size_t batch, std::size_t headroom, unsigned blocks, std::size_t slots) {
+            frame_feed feed;
+            if (frames) {
+                if (frames->ndim() != 2)
+                    throw std::invalid_argument("frames must be a 2-D uint8 array, got " +
+                                                std::to_string(frames->ndim()) + " dimensions");
+                const auto n = static_cast<std::size_t>(frames->shape(0));
+                feed.stride = static_cast<std::size_t>(frames->shape(1));
+                feed.frames.assign(frames->data(), frames->data() + n * feed.stride);
+                feed.sizes = sizes ? *sizes : std::vector<std::size_t>(n, feed.stride);
+                if (feed.sizes.size() != n)
+                    throw std::invalid_argument("sizes has " + std::to_string(feed.sizes.size()) +
+                                                " entries for " + std::to_string(n) + " frames");
+                feed.repeat = repeat;
+            } else {
+                feed.generate = true;
+                feed.first = first;
+                feed.count = count;
+                if (schedule) {
+                    if (schedule->ndim() != 1)
+                        throw std::invalid_argument("schedule must be 1-D");
+                    feed.schedule.assign(schedule->data(), schedule->data() + schedule->size());
+                }
+                feed.udp_port = udp_port;
+            }
+            gpudirect_config g;
+            g.ring_packets = ring_packets;
+            g.batch = batch;
+            g.headroom = headroom;
+            g.blocks = blocks;
+            g.slots = slots;
+            auto cap = std::make_shared<gpudirect_capture>(fmt, cfg, get_device(device), g,
+                                                           std::move(feed));
+            return std::make_unique<py_gpu_capture>(cap, nullptr);
+        },
+        py::arg("fmt"), py::arg("config"), py::arg("device"), py::arg("frames") = py::none(),
+        py::arg("sizes") = py::none(), py::arg("repeat") = 1, py::arg("first") = 0,
+        py::arg("count") = 0, py::arg("schedule") = py::none(), py::arg("udp_port") = 7148,
+        py::arg("ring_packets") = 32768, py::arg("batch") = 4096, py::arg("headroom") = 6,
+        py::arg("blocks") = 2, py::arg("slots") = 8,
+        "GPUDirect capture fed by the NIC emulation (frames written into a GPU arrival ring)");
+
+    m.def(
+        "emu_capture",
+        [wrap](const format &fmt, const engine_config &cfg, std::uint64_t first,
+               std::uint64_t count, double rate_gbps, std::size_t ring_slots, bool fill,
+               std::vector<int> cpus) {
+            emu_config e;
+            e.payload_size = fmt.payload_size;
+            e.first = first;
+            e.count = count;
+            e.rate_gbps = rate_gbps;
+            e.ring_slots = ring_slots;
+            e.fill = fill;
+            e.cpus = std::move(cpus);
+            auto cap = std::make_shared<capture>(fmt, cfg, std::make_unique<emu_source>(e));
+            return wrap(cap);
+        },
+        py::arg("fmt"), py::arg("config"), py::arg("first") = 0, py::arg("count") = 0,
+        py::arg("rate_gbps") = 0.0, py::arg("ring_slots") = 16384, py::arg("fill") = false,
+        py::arg("cpus") = std::vector<int>{},
+        "mem-backend NIC emulation: a paced generator thread writing a receive ring, a receive "
+        "thread feeding the engine; packets that find the ring full count as nic_drops");
+    m.def(
+        "emu_nic_drops",
+        [unwrap](py::handle host) -> std::optional<std::uint64_t> {
+            std::shared_ptr<capture> cap = unwrap(host);
+            if (auto *e = dynamic_cast<emu_source *>(&cap->src())) return e->nic_drops();
+            return std::nullopt;
+        },
+        py::arg("host"));
+    m.def("example_frame", [](std::uint64_t seq, std::size_t payload_size, std::uint16_t port) {
+        std::string out(payload_size + 42, '\0');
+        build_example_frame(reinterpret_cast<std::uint8_t *>(out.data()), payload_size, seq, port);
+        return py::bytes(out);
+    }, py::arg("seq"), py::arg("payload_size") = 8192, py::arg("udp_port") = 7148,
+    "The Ethernet/IPv4/UDP frame of example-stream packet `seq` that the GPUDirect emulation writes");
+}
+
+}  // namespace casper400g_rx

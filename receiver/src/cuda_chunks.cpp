@@ -1,0 +1,114 @@
+#include "casper400g_rx/cuda_chunks.h"
+
+#include <stdexcept>
+
+namespace casper400g_rx {
+
+namespace {
+
+constexpr std::size_t align = 4096;
+std::size_t round_up(std::size_t n) { return (n + align - 1) / align * align; }
+
+std::size_t checked_chunk_bytes(std::size_t n, std::size_t ppc, std::size_t payload) {
+    if (n == 0 || ppc == 0 || payload == 0)
+        throw std::invalid_argument("GPU chunk ring dimensions must be > 0");
+    const std::size_t b = round_up(ppc * payload);
+    if (b / payload < ppc || n > SIZE_MAX / b)
+        throw std::invalid_argument("GPU chunk ring of " + std::to_string(n) +
+                                    " chunks is too large");
+    return b;
+}
+
+}  // namespace
+
+gpu_chunk_pool::gpu_chunk_pool(std::shared_ptr<const cu::device> dev, std::size_t n_chunks,
+                               std::size_t packets_per_chunk, std::size_t payload_size)
+    : dev_(std::move(dev)),
+      ppc_(packets_per_chunk),
+      payload_(payload_size),
+      chunk_bytes_(checked_chunk_bytes(n_chunks, packets_per_chunk, payload_size)),
+      data_(dev_, n_chunks * chunk_bytes_),
+      present_(dev_, n_chunks * packets_per_chunk),
+      present_host_(dev_, n_chunks * packets_per_chunk) {
+    events_.reserve(n_chunks * (1 + gpu_chunk::max_consumers));
+    chunks_.resize(n_chunks);
+    for (std::size_t i = 0; i < n_chunks; i++) {
+        gpu_chunk &c = chunks_[i];
+        c.index = i;
+        c.data = data_.get() + i * chunk_bytes_;
+        c.present = present_.get() + i * ppc_;
+        c.present_host = present_host_.host() + i * ppc_;
+        events_.emplace_back(dev_, cu::event_disable_timing);
+        c.ready = events_.back().get();
+        for (auto &d : c.done) {
+            events_.emplace_back(dev_, cu::event_disable_timing);
+            d = events_.back().get();
+        }
+    }
+}
+
+void gpu_chunk_queue::push(gpu_chunk *c) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (count_ == ring_.size()) throw std::logic_error("GPU chunk queue overflow");
+        ring_[(head_ + count_) % ring_.size()] = c;
+        count_++;
+    }
+    cv_.notify_one();
+}
+
+gpu_chunk *gpu_chunk_queue::try_pop() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (count_ == 0) return nullptr;
+    gpu_chunk *c = ring_[head_];
+    head_ = (head_ + 1) % ring_.size();
+    count_--;
+    return c;
+}
+
+gpu_chunk *gpu_chunk_queue::pop_for(std::chrono::nanoseconds timeout, status &why) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const bool woken = cv_.wait_for(lock, timeout, [this] { return count_ > 0 || finished_; });
+    if (count_ > 0) {
+        gpu_chunk *c = ring_[head_];
+        head_ = (head_ + 1) % ring_.size();
+        count_--;
+        why = status::ok;
+        return c;
+    }
+    why = woken ? status::finished : status::timeout;
+    return nullptr;
+}
+
+void gpu_chunk_queue::finish() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        finished_ = true;
+    }
+    cv_.notify_all();
+}
+
+std::size_t gpu_chunk_queue::size() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return count_;
+}
+
+bool gpu_chunk_queue::drained() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return finished_ && count_ == 0;
+}
+
+void record_release(const cu::device &dev, gpu_chunk *c, const std::vector<cu::stream> &after) {
+    dev.make_current();
+    c->n_done = 0;
+    for (cu::stream s : after) {
+        if (c->n_done < gpu_chunk::max_consumers) {
+            dev.check(dev.drv().cuEventRecord(c->done[c->n_done], s), "cuEventRecord");
+            c->n_done++;
+        } else {
+            dev.check(dev.drv().cuStreamSynchronize(s), "cuStreamSynchronize");
+        }
+    }
+}
+
+}  // namespace casper400g_rx

@@ -1,0 +1,581 @@
+#include "casper400g_rx/cuda_gpudirect.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "casper400g_rx/cuda_fatbin.h"
+#include "casper400g_rx/example_stream.h"
+
+namespace casper400g_rx {
+
+namespace {
+
+std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+
+void put16(std::uint8_t *p, unsigned v) {
+    p[0] = static_cast<std::uint8_t>(v >> 8);
+    p[1] = static_cast<std::uint8_t>(v);
+}
+
+std::size_t pool_chunks(const engine_config &cfg) {
+    cfg.validate();
+    const std::size_t n = cfg.n_chunks ? cfg.n_chunks : cfg.max_chunks + 4;
+    if (n > gd::max_buffers)
+        throw std::invalid_argument("gpudirect supports at most " +
+                                    std::to_string(gd::max_buffers) + " chunks, got n_chunks=" +
+                                    std::to_string(n));
+    return n;
+}
+
+const format &check_format(const format &f) {
+    f.validate();
+    if (f.source != seq_source::payload)
+        throw std::invalid_argument(
+            "gpudirect needs the sequence number in the payload; seq='ipv4_id' (a 16-bit "
+            "counter unwrapped packet by packet) is only supported on the CPU path");
+    return f;
+}
+
+const gpudirect_config &check_config(const gpudirect_config &g, const engine_config &cfg) {
+    if (g.batch == 0 || g.ring_packets == 0 || g.ring_packets % g.batch != 0 ||
+        g.ring_packets / g.batch < 2)
+        throw std::invalid_argument("ring_packets (" + std::to_string(g.ring_packets) +
+                                    ") must be at least twice batch (" + std::to_string(g.batch) +
+                                    ") and a multiple of it");
+    if (g.blocks == 0 || g.blocks > 65535)
+        throw std::invalid_argument("blocks must be 1..65535, got " + std::to_string(g.blocks));
+    if (g.slots < 2) throw std::invalid_argument("slots must be >= 2, got " + std::to_string(g.slots));
+    if (g.headroom > 4096)
+        throw std::invalid_argument("headroom must be <= 4096, got " + std::to_string(g.headroom));
+    if (cfg.packets_per_chunk > (std::size_t{1} << 31))
+        throw std::invalid_argument("packets_per_chunk too large for gpudirect: " +
+                                    std::to_string(cfg.packets_per_chunk));
+    return g;
+}
+
+}  // namespace
+
+std::uint64_t frame_feed::total() const {
+    if (generate) return schedule.empty() ? count : schedule.size();
+    return sizes.size() * repeat;
+}
+
+std::size_t frame_feed::max_frame(std::size_t payload_size) const {
+    if (generate) return payload_size + 42;
+    std::size_t m = 0;
+    for (std::size_t s : sizes) m = std::max(m, s);
+    return m;
+}
+
+std::size_t build_example_frame(std::uint8_t *out, std::size_t payload_size, std::uint64_t seq,
+                                std::uint16_t udp_port) {
+    static const std::uint8_t macs[12] = {0x0c, 0x42, 0xa1, 0x00, 0x00, 0x14,
+                                          0x02, 0x00, 0x0a, 0x00, 0x00, 0x0a};
+    std::memcpy(out, macs, 12);
+    put16(out + 12, 0x0800);
+    std::uint8_t *ip = out + 14;
+    ip[0] = 0x45;
+    ip[1] = 0;
+    put16(ip + 2, static_cast<unsigned>(20 + 8 + payload_size));
+    put16(ip + 4, static_cast<unsigned>(seq & 0xffff));
+    put16(ip + 6, 0x4000);  // don't fragment
+    ip[8] = 64;
+    ip[9] = 17;
+    put16(ip + 10, 0);
+    const std::uint8_t addrs[8] = {10, 0, 0, 10, 10, 0, 0, 20};
+    std::memcpy(ip + 12, addrs, 8);
+    std::uint32_t sum = 0;
+    for (int i = 0; i < 20; i += 2) sum += (ip[i] << 8) | ip[i + 1];
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    put16(ip + 10, ~sum & 0xffff);
+    std::uint8_t *udp = ip + 20;
+    put16(udp, udp_port);
+    put16(udp + 2, udp_port);
+    put16(udp + 4, static_cast<unsigned>(8 + payload_size));
+    put16(udp + 6, 0);
+    fill_example_payload(udp + 8, payload_size, seq);
+    return 42 + payload_size;
+}
+
+gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg,
+                                     std::shared_ptr<const cu::device> dev,
+                                     const gpudirect_config &gcfg, frame_feed feed)
+    : fmt_(check_format(fmt)),
+      cfg_(cfg),
+      dev_(std::move(dev)),
+      g_(check_config(gcfg, cfg)),
+      feed_(std::move(feed)),
+      stride_(round_up(feed_.max_frame(fmt.payload_size) + g_.headroom, 64)),
+      regions_(g_.ring_packets / g_.batch),
+      total_(feed_.total()),
+      pool_(dev_, pool_chunks(cfg), cfg.packets_per_chunk, fmt.payload_size),
+      ring_(dev_, g_.ring_packets * stride_),
+      lens_(dev_, g_.ring_packets * sizeof(std::uint32_t)),
+      bits_(dev_, pool_.size() * ((cfg.packets_per_chunk + 31) / 32) * 4),
+      n_present_(dev_, pool_.size() * 4),
+      state_(dev_, sizeof(gd::state)),
+      win_(dev_, cfg.max_chunks * sizeof(int)),
+      win_id_(dev_, cfg.max_chunks * sizeof(std::uint64_t)),
+      slot_state_(dev_, g_.slots * sizeof(gd::slot_state)),
+      flush_(dev_, g_.slots * pool_.size() * sizeof(gd::flush_entry)),
+      meta_(dev_, g_.ring_packets * sizeof(gd::meta)),
+      parsed_(dev_, g_.ring_packets * sizeof(gd::parsed)),
+      records_(dev_, g_.slots * (sizeof(gd::record) + pool_.size() * sizeof(gd::flush_entry))),
+      free_ring_(dev_, pool_.size() * 4 + 64),
+      gate_(dev_, 64),
+      dma_(dev_),
+      ctrl_(dev_),
+      scatter_(dev_),
+      t0_(dev_, 0),
+      t1_(dev_, 0),
+      ready_(pool_.size()) {
+    if (!feed_.generate) {
+        for (std::size_t i = 0; i < feed_.sizes.size(); i++)
+            if (feed_.sizes[i] > feed_.stride)
+                throw std::invalid_argument("frame " + std::to_string(i) + " size " +
+                                            std::to_string(feed_.sizes[i]) +
+                                            " exceeds the row stride " +
+                                            std::to_string(feed_.stride));
+        if (feed_.frames.size() < feed_.sizes.size() * feed_.stride)
+            throw std::invalid_argument("frames buffer shorter than sizes x stride");
+    } else if (fmt_.payload_size % 8 != 0) {
+        throw std::invalid_argument("example-stream payload size must be a multiple of 8, got " +
+                                    std::to_string(fmt_.payload_size));
+    }
+    const void *image = cuda_kernels_image();
+    if (image == nullptr)
+        throw cu::error(
+            "gpudirect needs the reorder kernels, and this build of casper400g_rx has none: it "
+            "was built without nvcc (install nvidia-cuda-nvcc or a CUDA toolkit and rebuild)");
+    const cu::driver &d = dev_->drv();
+    dev_->make_current();
+    dev_->check(d.cuModuleLoadData(&mod_, image), "cuModuleLoadData (reorder kernels)");
+    dev_->check(d.cuModuleGetFunction(&k_parse_, mod_, "casper400g_gd_parse"),
+                "cuModuleGetFunction");
+    dev_->check(d.cuModuleGetFunction(&k_control_, mod_, "casper400g_gd_control"),
+                "cuModuleGetFunction");
+    dev_->check(d.cuModuleGetFunction(&k_scatter_, mod_, "casper400g_gd_scatter"),
+                "cuModuleGetFunction");
+    dev_->check(d.cuModuleGetFunction(&k_gate_, mod_, "casper400g_gd_gate"),
+                "cuModuleGetFunction");
+    for (std::size_t r = 0; r < regions_; r++) {
+        staging_.push_back(
+            std::make_unique<cu::mapped_host_memory>(dev_, g_.batch * (stride_ + 4)));
+        dma_ev_.emplace_back(dev_, cu::event_disable_timing);
+    }
+    for (std::size_t s = 0; s < g_.slots; s++) {
+        ctrl_ev_.emplace_back(dev_, cu::event_disable_timing);
+        scat_ev_.emplace_back(dev_, cu::event_blocking_sync | cu::event_disable_timing);
+    }
+    record_stride_ = sizeof(gd::record) + pool_.size() * sizeof(gd::flush_entry);
+
+    gd::params &p = p_;
+    p.ring = ring_.get();
+    p.lens = lens_.get();
+    p.ring_packets = static_cast<std::uint32_t>(g_.ring_packets);
+    p.stride = static_cast<std::uint32_t>(stride_);
+    p.headroom = static_cast<std::uint32_t>(g_.headroom);
+    p.max_chunks = static_cast<std::uint32_t>(cfg.max_chunks);
+    p.ppc = cfg.packets_per_chunk;
+    p.n_buffers = static_cast<std::uint32_t>(pool_.size());
+    p.bit_words = static_cast<std::uint32_t>((cfg.packets_per_chunk + 31) / 32);
+    p.fmt.payload_size = static_cast<std::uint32_t>(fmt_.payload_size);
+    p.fmt.seq_offset = static_cast<std::uint32_t>(fmt_.seq.offset);
+    p.fmt.seq_width = fmt_.seq.width;
+    p.fmt.seq_big_endian = fmt_.seq.big_endian;
+    if (fmt_.stream_id) {
+        p.fmt.has_stream_id = 1;
+        p.fmt.sid_offset = static_cast<std::uint32_t>(fmt_.stream_id->offset);
+        p.fmt.sid_width = fmt_.stream_id->width;
+        p.fmt.sid_big_endian = fmt_.stream_id->big_endian;
+        p.fmt.sid_value = fmt_.stream_id_value;
+    }
+    p.fmt.udp_port = fmt_.udp_port;
+    p.data = pool_.data_base();
+    p.chunk_bytes = pool_.chunk_bytes();
+    p.present = pool_.present_base();
+    p.bits = bits_.get();
+    p.n_present = n_present_.get();
+    p.present_host = pool_.present_host().dev();
+    p.st = state_.get();
+    p.win = win_.get();
+    p.win_id = win_id_.get();
+    p.slots = slot_state_.get();
+    p.flush = flush_.get();
+    p.records = records_.dev();
+    p.meta_ptr = meta_.get();
+    p.parsed_ptr = parsed_.get();
+    p.record_stride = record_stride_;
+    p.free_ring = free_ring_.dev() + 64;
+    p.free_tail = free_ring_.dev();
+    p.has_first_chunk = cfg.first_chunk.has_value();
+    p.first_chunk = cfg.first_chunk.value_or(0);
+
+    // Zeroed state: window empty, counters 0; window positions unmapped (-1).
+    dev_->check(d.cuMemsetD8Async(state_.get(), 0, sizeof(gd::state), ctrl_.get()), "cuMemset");
+    dev_->check(d.cuMemsetD8Async(win_.get(), 0xff, cfg.max_chunks * sizeof(int), ctrl_.get()),
+                "cuMemset");
+    dev_->check(d.cuMemsetD8Async(win_id_.get(), 0xff, win_id_.size(), ctrl_.get()), "cuMemset");
+    dev_->check(d.cuMemsetD8Async(bits_.get(), 0, bits_.size(), ctrl_.get()), "cuMemset");
+    dev_->check(d.cuMemsetD8Async(n_present_.get(), 0, n_present_.size(), ctrl_.get()),
+                "cuMemset");
+    dev_->check(d.cuStreamSynchronize(ctrl_.get()), "cuStreamSynchronize");
+    for (std::size_t i = 0; i < pool_.size(); i++) post_free(static_cast<std::uint32_t>(i));
+}
+
+gpudirect_capture::~gpudirect_capture() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (mod_ != nullptr) {
+        dev_->make_current();
+        dev_->drv().cuCtxSynchronize();
+        dev_->drv().cuModuleUnload(mod_);
+    }
+}
+
+void gpudirect_capture::post_free(std::uint32_t buffer) {
+    auto *entries = reinterpret_cast<std::uint32_t *>(free_ring_.host() + 64);
+    entries[free_tail_ % pool_.size()] = buffer;
+    free_tail_++;
+    // The kernel reads the tail, then the entries: publish the entry first.
+    std::atomic_thread_fence(std::memory_order_release);
+    *reinterpret_cast<volatile std::uint64_t *>(free_ring_.host()) = free_tail_;
+}
+
+void gpudirect_capture::fill_region(std::size_t region, std::uint64_t pos, std::size_t n) {
+    std::uint8_t *stage = staging_[region]->host();
+    auto *lens = reinterpret_cast<std::uint32_t *>(stage + g_.batch * stride_);
+    for (std::size_t k = 0; k < n; k++) {
+        const std::uint64_t i = pos + k;
+        std::uint8_t *frame = stage + k * stride_ + g_.headroom;
+        if (feed_.generate) {
+            const std::uint64_t seq = feed_.schedule.empty() ? feed_.first + i : feed_.schedule[i];
+            lens[k] = static_cast<std::uint32_t>(
+                build_example_frame(frame, fmt_.payload_size, seq, feed_.udp_port));
+        } else {
+            const std::size_t j = static_cast<std::size_t>(i % feed_.sizes.size());
+            std::memcpy(frame, feed_.frames.data() + j * feed_.stride, feed_.sizes[j]);
+            lens[k] = static_cast<std::uint32_t>(feed_.sizes[j]);
+        }
+    }
+    // The NIC's DMA: frames and their byte counts into the arrival ring.
+    const cu::driver &d = dev_->drv();
+    const std::size_t first = region * g_.batch;
+    dev_->check(d.cuMemcpyHtoDAsync(ring_.get() + first * stride_, stage, n * stride_, dma_.get()),
+                "cuMemcpyHtoDAsync (arrival ring)");
+    dev_->check(d.cuMemcpyHtoDAsync(lens_.get() + first * 4, lens, n * 4, dma_.get()),
+                "cuMemcpyHtoDAsync (frame lengths)");
+    dev_->check(d.cuEventRecord(dma_ev_[region].get(), dma_.get()), "cuEventRecord");
+}
+
+void gpudirect_capture::issue(std::uint64_t start, std::size_t n, std::size_t region,
+                              bool scatter) {
+    const cu::driver &d = dev_->drv();
+    if (inflight_.size() >= g_.slots) complete_oldest();
+    const std::size_t slot = launches_++ % g_.slots;
+    dev_->check(d.cuStreamWaitEvent(ctrl_.get(), dma_ev_[region].get(), 0), "cuStreamWaitEvent");
+    // The slot's previous launch must have finished its scatter (it reads slot state).
+    dev_->check(d.cuStreamWaitEvent(ctrl_.get(), scat_ev_[slot].get(), 0), "cuStreamWaitEvent");
+    std::uint64_t s = start;
+    auto n32 = static_cast<std::uint32_t>(n);
+    auto slot32 = static_cast<std::uint32_t>(slot);
+    std::uint32_t finish = 0;
+    void *pargs[] = {&p_, &s, &n32};
+    const unsigned pblocks = static_cast<unsigned>(
+        std::min<std::size_t>(g_.blocks, (n + gd::scatter_threads - 1) / gd::scatter_threads));
+    dev_->check(d.cuLaunchKernel(k_parse_, std::max(pblocks, 1u), 1, 1, gd::scatter_threads, 1, 1,
+                                 0, ctrl_.get(), pargs, nullptr),
+                "cuLaunchKernel (parse)");
+    void *cargs[] = {&p_, &s, &n32, &slot32, &finish};
+    const unsigned shmem = static_cast<unsigned>(pool_.size() * 12);
+    dev_->check(d.cuLaunchKernel(k_control_, 1, 1, 1, gd::control_threads, 1, 1, shmem,
+                                 ctrl_.get(), cargs, nullptr),
+                "cuLaunchKernel (control)");
+    dev_->check(d.cuEventRecord(ctrl_ev_[slot].get(), ctrl_.get()), "cuEventRecord");
+    if (!scatter) return;
+    dev_->check(d.cuStreamWaitEvent(scatter_.get(), ctrl_ev_[slot].get(), 0), "cuStreamWaitEvent");
+    std::uint64_t end = start + n;
+    void *sargs[] = {&p_, &s, &slot32, &end};
+    dev_->check(d.cuLaunchKernel(k_scatter_, g_.blocks, 1, 1, gd::scatter_threads, 1, 1, 0,
+                                 scatter_.get(), sargs, nullptr),
+                "cuLaunchKernel (scatter)");
+    dev_->check(d.cuEventRecord(scat_ev_[slot].get(), scatter_.get()), "cuEventRecord");
+    inflight_.push_back(launch{start, start + n, slot});
+}
+
+void gpudirect_capture::issue_finish() {
+    const cu::driver &d = dev_->drv();
+    if (inflight_.size() >= g_.slots) complete_oldest();
+    const std::size_t slot = launches_++ % g_.slots;
+    dev_->check(d.cuStreamWaitEvent(ctrl_.get(), scat_ev_[slot].get(), 0), "cuStreamWaitEvent");
+    std::uint64_t s = consumed_;
+    std::uint32_t n32 = 0, slot32 = static_cast<std::uint32_t>(slot), finish = 1;
+    void *cargs[] = {&p_, &s, &n32, &slot32, &finish};
+    dev_->check(d.cuLaunchKernel(k_control_, 1, 1, 1, gd::control_threads, 1, 1,
+                                 static_cast<unsigned>(pool_.size() * 12), ctrl_.get(), cargs,
+                                 nullptr),
+                "cuLaunchKernel (control, finish)");
+    dev_->check(d.cuEventRecord(ctrl_ev_[slot].get(), ctrl_.get()), "cuEventRecord");
+    dev_->check(d.cuStreamWaitEvent(scatter_.get(), ctrl_ev_[slot].get(), 0), "cuStreamWaitEvent");
+    std::uint64_t end = s;
+    void *sargs[] = {&p_, &s, &slot32, &end};
+    dev_->check(d.cuLaunchKernel(k_scatter_, 1, 1, 1, gd::scatter_threads, 1, 1, 0,
+                                 scatter_.get(), sargs, nullptr),
+                "cuLaunchKernel (scatter, finish)");
+    dev_->check(d.cuEventRecord(scat_ev_[slot].get(), scatter_.get()), "cuEventRecord");
+    inflight_.push_back(launch{s, s, slot});
+}
+
+void gpudirect_capture::complete_oldest() {
+    const launch l = inflight_.front();
+    inflight_.pop_front();
+    dev_->check(dev_->drv().cuEventSynchronize(scat_ev_[l.slot].get()), "cuEventSynchronize");
+    const auto *rec = reinterpret_cast<const volatile gd::record *>(records_.host() +
+                                                                     l.slot * record_stride_);
+    const auto *fl = reinterpret_cast<const volatile gd::flush_entry *>(rec + 1);
+    const std::uint32_t nf = rec->n_flush;
+    for (std::uint32_t k = 0; k < nf; k++) {
+        const std::uint32_t b = fl[k].buffer;
+        const std::uint32_t np = fl[k].n_present;
+        if (np == 0) {
+            post_free(b);
+            continue;
+        }
+        gpu_chunk *g = pool_.get(b);
+        g->chunk_id = fl[k].chunk_id;
+        g->n_present = np;
+        // Its fill is complete: the event completes at once, and it orders the
+        // consumer's stream after the kernels all the same.
+        dev_->check(dev_->drv().cuEventRecord(g->ready, scatter_.get()), "cuEventRecord");
+        ready_.push(g);
+    }
+    {
+        std::lock_guard<std::mutex> lock(stats_mutex_);
+        gd::counters t;
+        std::memcpy(&t, const_cast<const gd::counters *>(&rec->totals), sizeof(t));
+        totals_ = t;
+    }
+    const std::uint64_t taken = rec->free_head;
+    device_free_head_ = std::max(device_free_head_, taken);
+    if (!rec->skipped) {
+        consumed_ = rec->consumed;
+        if (rec->consumed < rec->end) stalled_ = true;
+    }
+}
+
+void gpudirect_capture::service_releases(bool wait) {
+    {
+        std::lock_guard<std::mutex> lock(released_mutex_);
+        pending_.insert(pending_.end(), released_.begin(), released_.end());
+        released_.clear();
+    }
+    const cu::driver &d = dev_->drv();
+    auto done = [&](gpu_chunk *c) {
+        for (unsigned k = 0; k < c->n_done; k++) {
+            const cu::result r =
+                wait ? d.cuEventSynchronize(c->done[k]) : d.cuEventQuery(c->done[k]);
+            if (r == cu::error_not_ready) return false;
+            dev_->check(r, "cuEventQuery (consumer's release)");
+        }
+        return true;
+    };
+    auto it = std::stable_partition(pending_.begin(), pending_.end(),
+                                    [&](gpu_chunk *c) { return !done(c); });
+    for (auto j = it; j != pending_.end(); ++j) post_free(static_cast<std::uint32_t>((*j)->index));
+    pending_.erase(it, pending_.end());
+}
+
+void gpudirect_capture::recover() {
+    // Processing stopped where the window needed a chunk and none was free; the
+    // launches queued after it did nothing. Make room, then re-issue from there.
+    while (stalled_ && !stop_) {
+        while (!inflight_.empty()) complete_oldest();
+        stalls_++;
+        // Chunks released since the kernels found the ring empty may already be in it.
+        while (free_tail_ == device_free_head_ && !stop_) {
+            if (cfg_.policy == slow_consumer_policy::drop_oldest) {
+                if (gpu_chunk *g = ready_.try_pop()) {
+                    dropped_++;
+                    packets_dropped_ += g->n_present;
+                    post_free(static_cast<std::uint32_t>(g->index));
+                    break;
+                }
+            }
+            waits_++;
+            service_releases(false);
+            if (free_tail_ == device_free_head_)
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+        stalled_ = false;
+        for (std::uint64_t s = consumed_; s < pos_;) {
+            const std::size_t region = static_cast<std::size_t>((s / g_.batch) % regions_);
+            const std::uint64_t region_end = (s / g_.batch + 1) * g_.batch;
+            const std::uint64_t e = std::min(region_end, pos_);
+            issue(s, static_cast<std::size_t>(e - s), region);
+            s = e;
+        }
+        while (!inflight_.empty() && !stalled_) complete_oldest();
+    }
+}
+
+void gpudirect_capture::main() {
+    try {
+        dev_->make_current();
+        while (pos_ < total_ && !stop_) {
+            // The region about to be overwritten must have been handled completely.
+            while (consumed_ + g_.ring_packets < pos_ + g_.batch && !stop_) {
+                if (stalled_) {
+                    recover();
+                } else if (!inflight_.empty()) {
+                    complete_oldest();
+                } else {
+                    throw std::logic_error("gpudirect: arrival ring full with nothing in flight");
+                }
+            }
+            if (stop_) break;
+            const std::size_t region = static_cast<std::size_t>((pos_ / g_.batch) % regions_);
+            const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(g_.batch, total_ - pos_));
+            fill_region(region, pos_, n);
+            const std::uint64_t start = pos_;
+            pos_ += n;
+            issue(start, n, region);
+            service_releases(false);
+            while (!inflight_.empty() &&
+                   dev_->drv().cuEventQuery(scat_ev_[inflight_.front().slot].get()) == cu::success)
+                complete_oldest();
+            if (stalled_) recover();
+        }
+        while (!stop_ && (!inflight_.empty() || stalled_)) {
+            if (stalled_) recover();
+            else complete_oldest();
+        }
+        while (!inflight_.empty()) complete_oldest();
+        if (!stop_ || consumed_ == pos_) {
+            issue_finish();
+            while (!inflight_.empty()) complete_oldest();
+        }
+    } catch (...) {
+        fail(std::current_exception());
+    }
+    running_ = false;
+    ready_.finish();
+}
+
+void gpudirect_capture::start() {
+    if (started_) return;
+    started_ = true;
+    running_ = true;
+    thread_ = std::thread(&gpudirect_capture::main, this);
+}
+
+void gpudirect_capture::stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (!started_) ready_.finish();
+}
+
+void gpudirect_capture::fail(std::exception_ptr e) {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (!error_) error_ = e;
+}
+
+void gpudirect_capture::check_error() {
+    std::exception_ptr e;
+    {
+        std::lock_guard<std::mutex> lock(error_mutex_);
+        e = error_;
+        error_ = nullptr;
+    }
+    if (e) std::rethrow_exception(e);
+}
+
+gpu_chunk *gpudirect_capture::next(std::chrono::nanoseconds timeout,
+                                   gpu_chunk_queue::status &why) {
+    gpu_chunk *c = ready_.pop_for(timeout, why);
+    if (c != nullptr) gpu_chunks_in_use_++;
+    return c;
+}
+
+void gpudirect_capture::release(gpu_chunk *c, const std::vector<cu::stream> &after) {
+    record_release(*dev_, c, after);
+    gpu_chunks_in_use_--;
+    std::lock_guard<std::mutex> lock(released_mutex_);
+    released_.push_back(c);
+}
+
+std::map<std::string, std::uint64_t> gpudirect_capture::stats() const {
+    gd::counters t;
+    {
+        std::lock_guard<std::mutex> lock(stats_mutex_);
+        t = totals_;
+    }
+    return {{"received", t.received},
+            {"packets", t.packets},
+            {"bytes", t.bytes},
+            {"lost", t.lost},
+            {"late", t.late},
+            {"duplicate", t.duplicate},
+            {"rejected", t.rejected},
+            {"chunks", t.chunks},
+            {"chunks_dropped", dropped_.load()},
+            {"packets_dropped", packets_dropped_.load()},
+            {"discarded", 0},
+            {"waits", waits_.load()},
+            {"stalls", stalls_.load()},
+            {"gpu_chunks_in_use", gpu_chunks_in_use_.load()},
+            {"n_gpu_chunks", pool_.size()},
+            {"chunks_in_use", gpu_chunks_in_use_.load()},
+            {"n_chunks", pool_.size()}};
+}
+
+double gpudirect_capture::time_ring_pass(bool control_only) {
+    if (started_) throw std::logic_error("time_ring_pass needs a capture that was not started");
+    started_ = true;
+    const cu::driver &d = dev_->drv();
+    dev_->make_current();
+    const std::uint64_t n_total = std::min<std::uint64_t>(total_, g_.ring_packets);
+    for (std::uint64_t pos = 0; pos < n_total; pos += g_.batch)
+        fill_region(static_cast<std::size_t>(pos / g_.batch), pos,
+                    static_cast<std::size_t>(std::min<std::uint64_t>(g_.batch, n_total - pos)));
+    dev_->check(d.cuStreamSynchronize(dma_.get()), "cuStreamSynchronize");
+    if (g_.slots < (n_total + g_.batch - 1) / g_.batch + 1)
+        throw std::invalid_argument("time_ring_pass needs slots >= launches + 1");
+    // Queue everything behind a gate so that the host's launch rate is not timed.
+    *reinterpret_cast<volatile std::uint32_t *>(gate_.host()) = 0;
+    cu::deviceptr flag = gate_.dev();
+    void *gargs[] = {&flag};
+    dev_->check(d.cuLaunchKernel(k_gate_, 1, 1, 1, 1, 1, 1, 0, ctrl_.get(), gargs, nullptr),
+                "cuLaunchKernel (gate)");
+    dev_->check(d.cuEventRecord(t0_.get(), ctrl_.get()), "cuEventRecord");
+    // The gate opens after 16 batches are queued: a full launch queue behind a closed
+    // gate would block the host forever; from then on the host's launch rate counts.
+    std::size_t queued = 0;
+    for (std::uint64_t pos = 0; pos < n_total; pos += g_.batch) {
+        issue(pos, static_cast<std::size_t>(std::min<std::uint64_t>(g_.batch, n_total - pos)),
+              static_cast<std::size_t>(pos / g_.batch), !control_only);
+        if (++queued == 16) *reinterpret_cast<volatile std::uint32_t *>(gate_.host()) = 1;
+    }
+    dev_->check(d.cuEventRecord(t1_.get(), control_only ? ctrl_.get() : scatter_.get()),
+                "cuEventRecord");
+    *reinterpret_cast<volatile std::uint32_t *>(gate_.host()) = 1;
+    dev_->check(d.cuEventSynchronize(t1_.get()), "cuEventSynchronize");
+    float ms = 0;
+    dev_->check(d.cuEventElapsedTime(&ms, t0_.get(), t1_.get()), "cuEventElapsedTime");
+    pos_ = n_total;
+    if (control_only) {
+        // Nothing was scattered or settled: the capture is spent.
+        inflight_.clear();
+        dev_->check(d.cuCtxSynchronize(), "cuCtxSynchronize");
+        ready_.finish();
+        return ms / 1e3;
+    }
+    while (!inflight_.empty()) complete_oldest();
+    if (stalled_)
+        throw std::runtime_error("time_ring_pass: the GPU chunk pool ran out (use more chunks)");
+    ready_.finish();
+    return ms / 1e3;
+}
+
+}  // namespace casper400g_rx

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU: build the receiver (kernels with the local nvcc),
+# run the GPU tests, run them again under compute-sanitizer (memcheck, racecheck),
+# run the GPU benchmarks, and write a results table.
+#
+#   scripts/gpu_check.sh [OUTDIR]          (default build/gpu_check)
+#
+# Installs into the environment of $PYTHON (default python3), the one with CuPy/PyTorch
+# (editable, no dependencies fetched); wheels the tests need beyond those (scapy) may
+# be put in $GPU_CHECK_WHEELS (a folder).
+# BENCH_ARGS passes options to casper400g_rx.bench_gpu; SANITIZE=0 skips the sanitizer.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-build/gpu_check}
+mkdir -p "$out"
+py=${PYTHON:-python3}
+status=0
+
+step() { echo; echo "== $*"; }
+
+step "environment"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+command -v nvcc && nvcc --version | tail -1
+"$py" --version
+
+step "build (pip install -e, kernels by nvcc)"
+if [ -n "${GPU_CHECK_WHEELS:-}" ]; then
+  "$py" -m pip install -q --no-index --no-deps "$GPU_CHECK_WHEELS"/*.whl
+fi
+export CUDACXX=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+if ! "$py" -m pip install -q --no-build-isolation --no-deps -e . \
+    -Ccmake.define.CASPER400G_RX_REQUIRE_CUDA_KERNELS=ON > "$out/build.log" 2>&1; then
+  tail -40 "$out/build.log"
+  exit 1
+fi
+"$py" -c "from casper400g_rx import _core; assert _core.cuda_has_kernels(); print('kernels embedded; devices:', _core.cuda_device_count())"
+
+step "GPU tests"
+timeout "${TEST_TIMEOUT:-300}" "$py" -m pytest -p no:cacheprovider tests/receiver/test_rx_gpu.py -v -rs \
+  > "$out/tests.log" 2>&1 || status=1
+tail -25 "$out/tests.log"
+tests_line=$(tail -1 "$out/tests.log")
+
+san_lines=""
+if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
+  for tool in memcheck racecheck; do
+    step "compute-sanitizer --tool $tool on the GPU tests"
+    timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 --target-processes all \
+      "$py" -m pytest -p no:cacheprovider -q tests/receiver/test_rx_gpu.py \
+      -k "gpudirect_equals_cpu_engine and opts1 or host_to_gpu_equals_cpu and cupy" \
+      > "$out/sanitizer-$tool.log" 2>&1
+    rc=$?
+    [ $rc = 0 ] || status=1
+    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer-$tool.log" | tail -1)
+    echo "rc=$rc ${summary}"
+    tail -3 "$out/sanitizer-$tool.log"
+    san_lines+="| compute-sanitizer $tool | rc $rc; ${summary:-no summary} |"$'\n'
+  done
+fi
+
+step "demo GPU stage"
+"$py" -c "from casper400g_rx.demo import demo_gpu
+ok, lines = demo_gpu()
+print(*lines, sep='\n')
+raise SystemExit(0 if ok else 1)" 2>&1 | tee "$out/demo.log" || status=1
+
+step "GPU benchmarks"
+# shellcheck disable=SC2086
+timeout "${BENCH_TIMEOUT:-600}" "$py" -m casper400g_rx.bench_gpu --out "$out/bench.md" ${BENCH_ARGS:-} \
+  2>&1 | tee "$out/bench.log" || status=1
+
+{
+  echo "# gpu_check results ($(date -u +%Y-%m-%dT%H:%MZ))"
+  echo
+  echo "| check | result |"
+  echo "|---|---|"
+  echo "| GPU tests | ${tests_line} |"
+  printf '%s' "$san_lines"
+  echo "| demo GPU stage | $(tail -1 "$out/demo.log" 2>/dev/null) |"
+  echo
+  cat "$out/bench.md" 2>/dev/null
+} > "$out/results.md"
+echo
+cat "$out/results.md"
+exit $status

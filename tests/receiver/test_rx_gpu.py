@@ -1,0 +1,376 @@
+"""GPU delivery. The tests marked `gpu` need a CUDA device (plus CuPy/PyTorch) and are
+skipped elsewhere with the reason; the others run everywhere (CI has no GPU).
+
+References: chunks from the CPU engine on the same arrival order, payloads from the
+NumPy example-stream formula, frames from scapy.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Dot1Q, Ether
+
+import casper400g_rx as rx
+from casper400g_rx import _core, gpu
+from casper400g_rx.example_stream import example_payloads
+from casper400g_rx.faults import faulty_schedule
+
+CUDA_OK, CUDA_WHY = gpu.cuda_status()
+needs_gpu = pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CUDA_WHY}")
+PORT = 7148
+
+
+def _import_or_skip(name: str):
+    return pytest.importorskip(name, reason=f"{name} is not installed")
+
+
+# --- everywhere ------------------------------------------------------------------------
+
+
+def test_parse_device() -> None:
+    assert gpu.parse_device("cpu") is None
+    assert gpu.parse_device("cuda") == 0
+    assert gpu.parse_device("cuda:3") == 3
+    for bad in ("gpu", "cuda:", "cuda:x", "cuda:-1", "CUDA:0"):
+        with pytest.raises(ValueError, match="device must be"):
+            gpu.parse_device(bad)
+
+
+def test_kernels_compiled_in_ci() -> None:
+    # CI builds with nvcc from PyPI: the reorder kernels must be in the extension.
+    if os.environ.get("CI") != "true" and not _core.cuda_has_kernels():
+        pytest.skip("built without nvcc (outside CI the kernels are optional)")
+    assert _core.cuda_has_kernels()
+
+
+@pytest.mark.skipif(CUDA_OK, reason="a CUDA device is present")
+def test_missing_gpu_is_a_clear_error_only_when_asked() -> None:
+    # Without a GPU the CPU path still works ...
+    cap = rx.Capture("mem", count=64, packets_per_chunk=64)
+    with cap:
+        assert sum(c.n_present for c in cap.chunks(timeout=5)) == 64
+    # ... and asking for a device names the reason.
+    with pytest.raises(gpu.CudaError, match=r"device='cuda:0' is not usable: .*(CUDA|cuda)"):
+        rx.Capture("mem", count=64, device="cuda:0")
+    with pytest.raises(gpu.CudaError, match="not usable"):
+        rx.Capture("mem", count=64, device="cuda:0", gpudirect=True)
+
+
+def test_gpudirect_argument_errors() -> None:
+    with pytest.raises(ValueError, match="gpudirect=True needs device"):
+        rx.Capture("mem", count=64, gpudirect=True)
+    with pytest.raises(ValueError, match="backend='udp'"):
+        rx.Capture("udp", gpudirect=True, device="cuda:0")
+    with pytest.raises(ValueError, match="device must be"):
+        rx.Capture("mem", count=64, device="gpu0")
+
+
+def test_example_frame_matches_scapy() -> None:
+    for seq in (0, 1, 0x1234_5678_9ABC):
+        ours = _core.example_frame(seq, 8192, PORT)
+        ref = (
+            Ether(dst="0c:42:a1:00:00:14", src="02:00:0a:00:00:0a")
+            / IP(src="10.0.0.10", dst="10.0.0.20", id=seq & 0xFFFF, flags="DF", ttl=64)
+            / UDP(sport=PORT, dport=PORT, chksum=0)
+            / example_payloads([seq])[0].tobytes()
+        )
+        assert ours == bytes(ref)
+
+
+def test_nic_emulation_every_byte() -> None:
+    # Unpaced: the generator waits for the receiver, so nothing may be lost.
+    ppc = 128
+    cap = rx.Capture("mem", count=ppc * 20, packets_per_chunk=ppc, nic_rate_gbps=0.0, fill=True)
+    seen = 0
+    with cap:
+        for chunk in cap.chunks(timeout=10):
+            with chunk:
+                assert chunk.present.all()
+                seqs = chunk.first_seq + np.arange(ppc)
+                assert np.array_equal(chunk.data, example_payloads(seqs))
+                seen += 1
+    s = cap.stats
+    assert seen == 20 and s.packets == ppc * 20 and s.lost == 0
+    assert _core.emu_nic_drops(cap._cap) == 0
+
+
+def test_nic_emulation_drops_are_counted() -> None:
+    # A paced generator against a receiver that never frees chunks: the ring fills
+    # and every packet that finds it full is a NIC drop, none silently gone.
+    cap = rx.Capture(
+        "mem", count=50_000, packets_per_chunk=64, n_chunks=5, max_chunks=4, nic_rate_gbps=50.0
+    )
+    cap.start()
+    held = [cap._cap.next_chunk(5.0)]
+    import time
+
+    deadline = time.monotonic() + 20
+    while _core.emu_nic_drops(cap._cap) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    drops = _core.emu_nic_drops(cap._cap)
+    cap.stop()
+    for c in held:
+        if c is not None:
+            c.release()
+    for c in cap.chunks(timeout=2):
+        c.release()
+    s = cap.stats
+    assert drops > 0
+    assert s.received + _core.emu_nic_drops(cap._cap) <= 50_000
+
+
+# --- on a GPU --------------------------------------------------------------------------
+
+
+def cpu_reference(**kw: object) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], rx.Stats]:
+    out = {}
+    cap = rx.Capture("mem", **kw)  # type: ignore[arg-type]
+    with cap:
+        for chunk in cap.chunks(timeout=20):
+            with chunk:
+                out[chunk.chunk_id] = (chunk.present.copy(), chunk.data.copy())
+    return out, cap.stats
+
+
+COUNTERS = ("received", "packets", "bytes", "lost", "late", "duplicate", "rejected", "chunks")
+
+
+@needs_gpu
+@pytest.mark.parametrize("consumer", ["cupy", "torch"])
+def test_host_to_gpu_equals_cpu(consumer: str) -> None:
+    lib = _import_or_skip(consumer)
+    ppc, mc = 256, 4
+    f = faulty_schedule(40, ppc, mc, np.random.default_rng(7))
+    kw = dict(schedule=f.schedule, packets_per_chunk=ppc, max_chunks=mc, first_chunk=0)
+    ref, ref_stats = cpu_reference(**kw)
+    cap = rx.Capture("mem", device="cuda:0", gpu_chunks=3, **kw)  # type: ignore[arg-type]
+    got = {}
+    with cap:
+        for chunk in cap.chunks(timeout=20):
+            if consumer == "cupy":
+                x = lib.from_dlpack(chunk)
+                assert x.data.ptr == chunk.ptr  # no copy
+                pres = lib.from_dlpack(chunk.present_gpu)
+                data, present_gpu = lib.asnumpy(x), lib.asnumpy(pres)
+            else:
+                x = lib.from_dlpack(chunk)
+                assert x.data_ptr() == chunk.ptr and x.device.type == "cuda"
+                data = x.cpu().numpy()
+                present_gpu = lib.from_dlpack(chunk.present_gpu).cpu().numpy()
+            got[chunk.chunk_id] = (chunk.present.copy(), data)
+            assert np.array_equal(present_gpu, chunk.present)
+            del x
+            chunk.release()
+    stats = cap.stats
+    for k in COUNTERS:
+        assert stats[k] == ref_stats[k], k
+    assert stats["lost"] == len(f.dropped) and stats["duplicate"] == len(f.duplicated)
+    assert stats["late"] == len(f.late)
+    assert sorted(got) == sorted(ref)
+    for cid, (present, data) in got.items():
+        assert np.array_equal(present, ref[cid][0])
+        seqs = cid * ppc + np.flatnonzero(present)
+        assert np.array_equal(data[present], example_payloads(seqs))
+        assert np.array_equal(data[present], ref[cid][1][present])
+
+
+@needs_gpu
+def test_cuda_array_interface_and_streams() -> None:
+    cp = _import_or_skip("cupy")
+    ppc = 128
+    cap = rx.Capture("mem", count=ppc * 12, packets_per_chunk=ppc, device="cuda:0", gpu_chunks=2)
+    s = cp.cuda.Stream(non_blocking=True)
+    n = 0
+    with cap:
+        for chunk in cap.chunks(timeout=20):
+            cai = chunk.__cuda_array_interface__
+            assert cai["version"] == 3 and cai["stream"] == chunk.stream
+            assert cai["shape"] == (ppc, 8192) and cai["data"][0] == chunk.ptr
+            y = cp.asarray(chunk)  # through __cuda_array_interface__, no copy
+            assert y.data.ptr == chunk.ptr
+            with s:
+                x = cp.from_dlpack(chunk)  # CuPy hands its current stream to __dlpack__
+                # Per-packet checksum on the GPU against the formula's (NumPy).
+                got = cp.asnumpy(x.view(cp.uint64).sum(axis=1))
+            ref = example_payloads(chunk.first_seq + np.arange(ppc)).view(np.uint64)
+            assert np.array_equal(got, ref.sum(axis=1))
+            assert np.array_equal(cp.asnumpy(y), example_payloads(chunk.first_seq + np.arange(ppc)))
+            del x, y
+            chunk.release(stream=s)
+            n += 1
+    assert n == 12
+
+
+@needs_gpu
+def test_numba_consumer() -> None:
+    ncuda = _import_or_skip("numba.cuda")
+    ppc = 64
+    cap = rx.Capture("mem", count=ppc * 2, packets_per_chunk=ppc, device="cuda:0")
+    with cap:
+        for chunk in cap.chunks(timeout=20):
+            with chunk:
+                chunk.synchronize()
+                y = ncuda.as_cuda_array(chunk)
+                seqs = chunk.first_seq + np.arange(ppc)
+                assert np.array_equal(y.copy_to_host(), example_payloads(seqs))
+
+
+JAX_CONSUMER = """
+import numpy as np, jax, jax.dlpack, jax.numpy as jnp
+import casper400g_rx as rx
+from casper400g_rx.example_stream import example_payloads
+ppc = 64
+cap = rx.Capture("mem", count=ppc * 3, packets_per_chunk=ppc, device="cuda:0")
+n = 0
+with cap:
+    for chunk in cap.chunks(timeout=20):
+        x = jax.dlpack.from_dlpack(chunk)
+        ref = example_payloads(chunk.first_seq + np.arange(ppc))
+        assert np.array_equal(np.asarray(x), ref)
+        assert x.unsafe_buffer_pointer() == chunk.ptr
+        del x
+        chunk.release()
+        n += 1
+assert n == 3
+print("jax ok")
+"""
+
+
+@needs_gpu
+def test_jax_consumer() -> None:
+    # JAX brings its own CUDA libraries: a process of its own, as an application would be.
+    _import_or_skip("jax")
+    import subprocess
+    import sys
+
+    r = subprocess.run(
+        [sys.executable, "-c", JAX_CONSUMER], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0 and "jax ok" in r.stdout, r.stdout[-2000:] + r.stderr[-4000:]
+
+
+def random_frames(
+    rng: np.random.Generator, ppc: int, max_chunks: int
+) -> tuple[np.ndarray, list[int]]:
+    """A randomised arrival order: loss, reordering, duplicates, late packets, plus
+    frames the checks must reject (wrong port, wrong size, not UDP, truncated, fragment),
+    some with 802.1Q tags. Built with scapy."""
+    f = faulty_schedule(24, ppc, max_chunks, rng, drop_rate=0.05, dup_rate=0.03, n_late=6)
+    frames: list[bytes] = []
+    for seq in f.schedule:
+        p = example_payloads([int(seq)])[0].tobytes()
+        tagged = rng.random() < 0.1
+        eth = Ether(dst="0c:42:a1:00:00:14", src="02:00:0a:00:00:0a")
+        if tagged:
+            eth = eth / Dot1Q(vlan=5)
+        frames.append(
+            bytes(eth / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=1, dport=PORT) / p)
+        )
+        r = rng.random()
+        if r < 0.03:
+            frames.append(bytes(eth / IP() / UDP(dport=PORT + 1) / p))  # wrong port
+        elif r < 0.05:
+            frames.append(bytes(eth / IP() / UDP(dport=PORT) / p[:-8]))  # wrong size
+        elif r < 0.06:
+            frames.append(bytes(eth / IP(proto=6) / p))  # not UDP
+        elif r < 0.07:
+            frames.append(bytes(eth / IP() / UDP(dport=PORT) / p)[:100])  # truncated
+        elif r < 0.08:
+            frames.append(bytes(eth / IP(flags="MF") / UDP(dport=PORT) / p))  # fragment
+    stride = max(len(x) for x in frames)
+    rows = np.zeros((len(frames), stride), np.uint8)
+    for i, x in enumerate(frames):
+        rows[i, : len(x)] = np.frombuffer(x, np.uint8)
+    return rows, [len(x) for x in frames]
+
+
+@needs_gpu
+@pytest.mark.parametrize(
+    "opts",
+    [
+        {"batch": 512, "ring_packets": 2048, "blocks": 2},
+        {"batch": 2048, "ring_packets": 8192, "blocks": 5, "headroom": 0},
+    ],
+)
+def test_gpudirect_equals_cpu_engine(opts: dict[str, int]) -> None:
+    cp = _import_or_skip("cupy")
+    rng = np.random.default_rng(11 + opts["batch"])
+    ppc, mc = 256, 3
+    rows, sizes = random_frames(rng, ppc, mc)
+    fmt = rx.Format(payload_size=8192, udp_port=PORT)
+    kw = dict(fmt=fmt, packets_per_chunk=ppc, max_chunks=mc, packets=rows, sizes=sizes, frames=True)
+    ref, ref_stats = cpu_reference(**kw)
+    cap = rx.Capture(
+        "mem", device="cuda:0", gpudirect=True, n_chunks=mc + 2, gpu_options=opts, **kw
+    )  # type: ignore[arg-type]
+    got = {}
+    with cap:
+        for chunk in cap.chunks(timeout=30):
+            with chunk:
+                x = cp.from_dlpack(chunk)
+                assert x.data.ptr == chunk.ptr
+                got[chunk.chunk_id] = (chunk.present.copy(), cp.asnumpy(x))
+                assert np.array_equal(cp.asnumpy(cp.from_dlpack(chunk.present_gpu)), chunk.present)
+    stats = cap.stats
+    for k in COUNTERS:
+        assert stats[k] == ref_stats[k], (k, stats[k], ref_stats[k])
+    assert ref_stats["rejected"] > 0 and ref_stats["late"] > 0 and ref_stats["duplicate"] > 0
+    assert sorted(got) == sorted(ref)
+    for cid, (present, data) in got.items():
+        assert np.array_equal(present, ref[cid][0]), cid
+        assert np.array_equal(data[present], ref[cid][1][present]), cid
+
+
+@needs_gpu
+def test_gpudirect_generator_and_slow_consumer() -> None:
+    # A pool barely larger than the window: the kernels stall for free chunks and
+    # resume where they stopped, losing nothing (policy block).
+    cp = _import_or_skip("cupy")
+    ppc, mc = 512, 2
+    n = ppc * 30
+    cap = rx.Capture(
+        "mem",
+        count=n,
+        packets_per_chunk=ppc,
+        max_chunks=mc,
+        n_chunks=mc + 1,
+        device="cuda:0",
+        gpudirect=True,
+        gpu_options={"batch": 1024, "ring_packets": 4096},
+    )
+    ids = []
+    with cap:
+        for chunk in cap.chunks(timeout=30):
+            x = cp.from_dlpack(chunk)
+            ref = example_payloads(chunk.first_seq + np.arange(ppc))
+            assert np.array_equal(cp.asnumpy(x), ref)
+            ids.append(chunk.chunk_id)
+            del x
+            chunk.release()
+    s = cap.stats
+    assert ids == list(range(30))
+    assert s["packets"] == n and s["lost"] == 0 and s["late"] == 0
+
+
+@needs_gpu
+def test_gpudirect_rejects_ipv4_id_sequence() -> None:
+    with pytest.raises(ValueError, match="ipv4_id"):
+        rx.Capture("mem", fmt=rx.Format(seq="ipv4_id"), count=10, device="cuda:0", gpudirect=True)
+
+
+@pytest.mark.skipif(CUDA_OK, reason="a CUDA device is present")
+def test_demo_gpu_stage_says_why_it_was_skipped() -> None:
+    from rich.console import Console
+
+    from casper400g_rx.demo import demo_gpu
+    from mlib_devel_400g.demo import run_gpu
+
+    ok, lines = demo_gpu()
+    assert not ok and lines[0].startswith("GPU stage skipped: ") and CUDA_WHY in lines[0]
+    console = Console(record=True, width=200)
+    assert run_gpu(console) == 0
+    assert "GPU stage skipped" in console.export_text()
