@@ -7,9 +7,9 @@ makes ``signal`` a port of the top level, ``parent_sig=True`` (the default) decl
 a wire of the top level, ``parent_sig=False`` passes an expression (a constant, a slice, an
 existing signal) through as written. Memory-mapped blocks call
 ``top.add_axi4lite_interface(regname, ...)``: the toolflow packs every interface into the
-platform's address window and connects it to the bus signals ``<regname>_axil_<sig>``
-(see :data:`AXIL_SIGNALS`), which the block wires to its slave port, e.g. with
-``inst.add_axi4lite_slave(regname)``.
+platform's address window and connects it to the bus ``m_axi4lite_<regname>_<sig>`` (see
+:data:`AXIL_SIGNALS`; mlib_devel's names for a raw AXI4-Lite device, 32-bit addresses
+relative to the device's base), which the block wires to its slave port.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 # AXI4-Lite signals of one slave, seen from the slave: (name, direction, width).
-# Width None is the interface's address width.
 AXIL_SIGNALS: tuple[tuple[str, str, int | None], ...] = (
-    ("awaddr", "in", None),
+    ("awaddr", "in", 32),
     ("awprot", "in", 3),
     ("awvalid", "in", 1),
     ("awready", "out", 1),
@@ -32,7 +31,7 @@ AXIL_SIGNALS: tuple[tuple[str, str, int | None], ...] = (
     ("bresp", "out", 2),
     ("bvalid", "out", 1),
     ("bready", "in", 1),
-    ("araddr", "in", None),
+    ("araddr", "in", 32),
     ("arprot", "in", 3),
     ("arvalid", "in", 1),
     ("arready", "out", 1),
@@ -144,10 +143,15 @@ class Instance:
         iface = self.owner.axi4lite_interfaces.get(regname)
         if iface is None:
             raise VerilogError(f"{self.name}: no AXI4-Lite interface {regname!r} in the top")
-        for sig, _d, width in AXIL_SIGNALS:
-            self.add_port(
-                prefix + sig, iface.signal(sig), width=width or iface.addr_width, parent_sig=True
-            )
+        for sig, _d, _width in AXIL_SIGNALS:
+            if sig in ("awaddr", "araddr"):
+                self.add_port(
+                    prefix + sig,
+                    f"{iface.signal(sig)}[{iface.addr_width - 1}:0]",
+                    parent_sig=False,
+                )
+            else:
+                self.add_port(prefix + sig, iface.signal(sig), parent_sig=False)
 
 
 @dataclass
@@ -171,7 +175,7 @@ class Axi4LiteInterface:
         return self.size.bit_length() - 1
 
     def signal(self, sig: str) -> str:
-        return f"{self.regname}_axil_{sig}"
+        return f"m_axi4lite_{self.regname}_{sig}"
 
 
 class VerilogModule:
@@ -250,9 +254,19 @@ class VerilogModule:
         memory_map: Iterable | None = None,
         typecode: int = 0xFF,
         data_width: int = 32,
+        axi4lite_mode: str = "raw",
         **_unused: object,
     ) -> Axi4LiteInterface:
-        """Reserve ``nbytes`` of the bus for ``regname`` (the software name of the device)."""
+        """Reserve ``nbytes`` of the bus for ``regname`` (the software name of the device).
+
+        Every interface is a raw AXI4-Lite slave here (mlib_devel's ``axi4lite_mode='raw'``):
+        the block brings its own register logic; ``memory_map`` documents it.
+        """
+        if axi4lite_mode != "raw":
+            raise VerilogError(
+                f"{regname}: axi4lite_mode {axi4lite_mode!r}: this toolflow connects raw "
+                "AXI4-Lite slaves only (the block provides its registers)"
+            )
         check_identifier(regname, "register name")
         if regname in self.axi4lite_interfaces:
             raise VerilogError(f"two memory-mapped devices are called {regname!r}")
@@ -272,7 +286,7 @@ class VerilogModule:
         iface = Axi4LiteInterface(regname, mode, nbytes, default_val, mm, typecode, data_width)
         self.axi4lite_interfaces[regname] = iface
         for sig, _d, width in AXIL_SIGNALS:
-            self.add_signal(iface.signal(sig), width or iface.addr_width)
+            self.add_signal(iface.signal(sig), width)
         return iface
 
     # ------------------------------------------------------------------ address map
@@ -312,22 +326,22 @@ class VerilogModule:
         inst.add_port("clk", clk, parent_sig=False)
         inst.add_port("rst_n", rst_n, parent_sig=False)
         for sig, direction, width in AXIL_SIGNALS:
-            w = 32 if width is None else width
+            w = width
             inst.add_port(f"s_{sig}", master_prefix + sig, width=w, parent_sig=False)
             bus = f"axil_ic_m_{sig}"
             self.add_signal(bus, w * n)
             inst.add_port(f"m_{sig}", bus, width=w * n)
             for k, iface in enumerate(ifaces):
                 local = iface.signal(sig)
-                lw = iface.addr_width if width is None else width
-                src = f"{bus}[{w * k + lw - 1}:{w * k}]" if w * n > 1 else bus
+                src = f"{bus}[{w * k + w - 1}:{w * k}]" if w * n > 1 else bus
                 if direction == "in":  # towards the slave
                     self.assign_signal(local, src)
                 else:
                     self.assign_signal(f"{bus}[{w * k + w - 1}:{w * k}]", local)
         # Slaves decode only their own span: the address bits above it are not theirs.
+        addrs = [i.signal(s) for i in ifaces for s in ("awaddr", "araddr")]
         self.add_signal("unused_axil_ic_addr", 1)
-        self.assign_signal("unused_axil_ic_addr", "^{axil_ic_m_awaddr, axil_ic_m_araddr}")
+        self.assign_signal("unused_axil_ic_addr", "^{" + ", ".join(addrs) + "}")
 
     # ------------------------------------------------------------------ rendering
     def gen_top_verilog(self, header: str = "") -> str:

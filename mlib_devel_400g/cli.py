@@ -104,6 +104,17 @@ def _cmd_build(args: argparse.Namespace) -> int:
         if proc.returncode != 0:
             print(proc.stderr, file=sys.stderr)
             return 1
+    if args.synth:
+        from . import synth as yosys
+        from .toolflow import synth
+
+        try:
+            res = synth(result.build_dir, progress=lambda m: print(f"[synth]  {m}", flush=True))
+        except ToolflowError as exc:
+            print(f"build: {exc}", file=sys.stderr)
+            return 1
+        yosys.print_table(res)
+        print("         (fhg_core blackboxed: `casper400g synth` estimates the core's TX path)")
     return 0
 
 
@@ -254,6 +265,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     build_p.add_argument(
         "--lint", action="store_true", help="also lint top.v with verilator --lint-only -Wall"
+    )
+    build_p.add_argument(
+        "--synth",
+        action="store_true",
+        help="also synthesise top.v with Yosys (synth_xilinx -family xcup; core blackboxed)",
     )
     build_p.set_defaults(func=_cmd_build)
 

@@ -519,3 +519,64 @@ def lint(build_dir: Path, stubs: list[Path] | None = None) -> subprocess.Complet
         str(build_dir / "top.v"),
     ]
     return subprocess.run(cmd, capture_output=True, text=True, cwd=build_dir)
+
+
+# Read by Yosys only as blackboxes: the core's top carries PeakRDL's unpacked structs,
+# which the Yosys front end cannot read (`casper400g synth` estimates the core's TX path).
+SYNTH_BLACKBOXES = (("fourhundred_gbe/fhg_core.sv", "fhg_core"),)
+
+
+def synth(
+    build_dir: Path, progress: Progress | None = print, flatten: bool = True
+) -> dict[str, Any]:
+    """Yosys ``synth_xilinx -family xcup`` of a build's ``top.v`` (core blackboxed)."""
+    from . import synth as yosys
+
+    jasper_imports()
+    from yellow_blocks.fourhundred_gbe_hdl import blackbox_stub
+
+    build_dir = Path(build_dir)
+    sources = [Path(p) for p in (build_dir / "sources.txt").read_text().split()]
+    skip = {(paths.HDL_ROOT / rel).resolve() for rel, _m in SYNTH_BLACKBOXES}
+    files = _reachable(
+        [s for s in sources if s not in skip and s.parent != paths.REGS_DIR],
+        build_dir / "top.v",
+    )
+    stub_dir = build_dir / "synth"
+    stub_dir.mkdir(exist_ok=True)
+    for rel, module in SYNTH_BLACKBOXES:
+        stub = stub_dir / f"{module}_blackbox.v"
+        stub.write_text(blackbox_stub(paths.HDL_ROOT / rel, module))
+        files.append(stub)
+    files.append(build_dir / "top.v")
+    try:
+        return yosys.run(
+            top="top",
+            params={},
+            flatten=flatten,
+            files=files,
+            progress=progress,
+            log_file=stub_dir / "yosys.log",
+        )
+    except yosys.SynthError as exc:
+        raise ToolflowError(f"Yosys: {exc}") from None
+
+
+def _reachable(files: list[Path], top: Path) -> list[Path]:
+    """The files defining modules that ``top`` instantiates, directly or below."""
+    import re
+
+    from .synth import defined_modules
+
+    where = defined_modules(files)
+    inst = re.compile(r"^\s*(\w+)\s+(?:#\s*\(|\w+\s*\()", re.M)
+    need: list[Path] = []
+    todo = [top]
+    while todo:
+        text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", todo.pop().read_text(), flags=re.S)
+        for m in inst.finditer(text):
+            path = where.get(m.group(1))
+            if path is not None and path not in need:
+                need.append(path)
+                todo.append(path)
+    return need

@@ -64,6 +64,29 @@ USER_PORTS: tuple[tuple[str, str, int], ...] = (
     ("led_tx", "out", 1),
 )
 BUS_PORTS = ("user_clk", "axil_clk", "axil_rst_n")
+# The raw AXI4-Lite bus of the block, seen from the slave (mlib_devel's raw-device names
+# m_axi4lite_<regname>_<sig>, 32-bit addresses relative to the block's base).
+AXIL_SIGNALS: tuple[tuple[str, str, int], ...] = (
+    ("awaddr", "in", 32),
+    ("awprot", "in", 3),
+    ("awvalid", "in", 1),
+    ("awready", "out", 1),
+    ("wdata", "in", 32),
+    ("wstrb", "in", 4),
+    ("wvalid", "in", 1),
+    ("wready", "out", 1),
+    ("bresp", "out", 2),
+    ("bvalid", "out", 1),
+    ("bready", "in", 1),
+    ("araddr", "in", 32),
+    ("arprot", "in", 3),
+    ("arvalid", "in", 1),
+    ("arready", "out", 1),
+    ("rdata", "out", 32),
+    ("rresp", "out", 2),
+    ("rvalid", "out", 1),
+    ("rready", "in", 1),
+)
 
 
 def parse_mac(value: Any, what: str = "MAC") -> int:
@@ -314,14 +337,17 @@ class fourhundred_gbe(YellowBlock):
         return value, ctrl.field("fabric_en").mask
 
     def modify_top(self, top) -> None:  # noqa: ANN001
-        iface = top.add_axi4lite_interface(
+        # A raw AXI4-Lite slave (the core has its own register block); the memory map,
+        # from the generated register map, is for the address map and the software.
+        top.add_axi4lite_interface(
             regname=self.unique_name,
             mode="rw",
             nbytes=regmap.BLOCK_SIZE,
             memory_map=self.memory_map,
             typecode=self.typecode,
+            axi4lite_mode="raw",
         )
-        aw = iface.addr_width
+        aw = (regmap.BLOCK_SIZE - 1).bit_length()
         core_aw = self.core_ports["s_axil_awaddr"][1]
         if core_aw != aw:
             raise self.error(f"fhg_core has {core_aw} address bits, the register map {aw}")
@@ -367,7 +393,13 @@ class fourhundred_gbe(YellowBlock):
         # Status for a logic analyser; software sees the registers themselves.
         boot.add_port("booted", f"unused_{self.fullname}_booted")
         boot.add_port("boot_error", f"unused_{self.fullname}_boot_error")
-        boot.add_axi4lite_slave(self.unique_name)
+        for sig, _direction, width in AXIL_SIGNALS:
+            bus = f"m_axi4lite_{self.unique_name}_{sig}"
+            top.add_signal(bus, width)
+            if sig in ("awaddr", "araddr"):
+                boot.add_port(f"s_axil_{sig}", f"{bus}[{aw - 1}:0]", parent_sig=False)
+            else:
+                boot.add_port(f"s_axil_{sig}", bus, parent_sig=False)
 
         core = top.get_instance("fhg_core", f"{self.fullname}_core")
         core.add_parameter("TX_BUFFER_FRAMES", self.tx_buffer_frames)
@@ -378,14 +410,13 @@ class fourhundred_gbe(YellowBlock):
         core.add_port("user_clk", "user_clk", parent_sig=False)
         core.add_port("axil_clk", "axil_clk", parent_sig=False)
         core.add_port("axil_rst_n", "axil_rst_n", parent_sig=False)
-        for name, direction, width in ((s, d, w) for s, d, w in _axil_ports(aw)):
+        for name, _direction, width in AXIL_SIGNALS:
+            w = aw if name in ("awaddr", "araddr") else width
             sig = f"{self.fullname}_core_axil_{name}"
-            core.add_port(f"s_axil_{name}", sig, width=width)
-            boot.add_port(f"m_axil_{name}", sig, width=width)
-            del direction
-        for name, direction, width in USER_PORTS:
+            core.add_port(f"s_axil_{name}", sig, width=w)
+            boot.add_port(f"m_axil_{name}", sig, width=w)
+        for name, _direction, width in USER_PORTS:
             core.add_port(name, f"{self.fullname}_{name}", width=width)
-            del direction
         self.mac.modify_top(top, core, self.mac_ports)
         for role in self.cage.get("leds") or {}:
             port = f"fhg{self.port}_led_{role}"
@@ -416,9 +447,3 @@ class fourhundred_gbe(YellowBlock):
         out["fab_udp"] = str(self.fab_udp)
         out["fab_en"] = str(int(self.fab_en))
         return out
-
-
-def _axil_ports(addr_width: int) -> list[tuple[str, str, int]]:
-    from verilog import AXIL_SIGNALS
-
-    return [(s, d, w or addr_width) for s, d, w in AXIL_SIGNALS]

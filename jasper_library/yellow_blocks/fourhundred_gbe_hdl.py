@@ -71,3 +71,36 @@ def module_ports(path: Path, module: str) -> dict[str, tuple[str, int]]:
         name = re.sub(r"\[.*?\]", " ", item).split()[-1]
         ports[name] = (direction, width)
     return ports
+
+
+def module_parameters(path: Path, module: str) -> list[str]:
+    """Names of the (non-local) parameters in ``module``'s ``#(...)`` header."""
+    text = _strip_comments(Path(path).read_text())
+    m = re.search(rf"\bmodule\s+{re.escape(module)}\b\s*#", text)
+    if m is None:
+        return []
+    params, _ = _balanced(text, text.index("(", m.end() - 1))
+    names = []
+    for item in re.split(r",(?![^(]*\))", params):
+        words = re.sub(r"\[.*?\]", " ", item.split("=")[0]).split()
+        if words and words[0] == "parameter":
+            names.append(words[-1])
+    return names
+
+
+def blackbox_stub(path: Path, module: str) -> str:
+    """An empty module with ``module``'s real parameters and ports (for tools that cannot
+    or should not read its body, e.g. Yosys and vendor IP)."""
+    params = module_parameters(path, module)
+    ports = module_ports(path, module)
+    kinds = {"in": "input", "out": "output", "inout": "inout"}
+    lines = ["(* blackbox *)", f"module {module}"]
+    if params:
+        lines.append("#(" + ", ".join(f"parameter {p} = 0" for p in params) + ")")
+    decl = []
+    for name, (direction, width) in ports.items():
+        rng = f"[{width - 1}:0] " if width > 1 else ""
+        decl.append(f"    {kinds[direction]} wire {rng}{name}")
+    lines.append("(\n" + ",\n".join(decl) + "\n);")
+    lines.append("endmodule")
+    return "\n".join(lines) + "\n"
