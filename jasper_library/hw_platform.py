@@ -76,7 +76,8 @@ class Platform:
         self.sources: list[str] = list(conf.get("sources") or [])
         self.constraints: list[str] = list(conf.get("constraints") or [])
         self.pins: dict[str, Any] = dict(conf.get("pins") or {})
-        self.user_clk_mhz: float | None = conf.get("user_clk_mhz")
+        # MHz; the design's XSG block (clk_rate) overrides it, as in mlib_devel.
+        self.user_clk_rate: float | None = conf.get("user_clk_mhz")
         self.axil_clk_mhz: float = float(conf.get("axil_clk_mhz", 100.0))
 
     def __repr__(self) -> str:

@@ -2,7 +2,7 @@
 
 The DUT is the example design's ``top.v`` as the toolflow wrote it, on the board-less
 ``generic400g`` platform: the testbench plays the host (an AXI4-Lite master on
-``host_axil_*`` at the platform's bus addresses) and the DCMAC (the TX model on the
+``M_AXI_*`` at the platform's bus addresses) and the DCMAC (the TX model on the
 ``fhg0_*`` client ports, paced at 400GbE). $CASPER400G_TOP_CONFIG (JSON) carries the
 build's device addresses, the block's mask parameters and what to send; the checks are
 against scapy-built frames and the example-stream formula.
@@ -38,7 +38,7 @@ class Host:
     def __init__(self, dut: Any, devices: dict[str, int]) -> None:
         self.devices = devices
         self.axi = AxiLiteMaster(
-            AxiLiteBus.from_prefix(dut, "host_axil"),
+            AxiLiteBus.from_prefix(dut, "M_AXI"),
             dut.axil_clk,
             dut.axil_rst_n,
             reset_active_level=False,
@@ -209,6 +209,11 @@ async def sends_the_example_stream(dut) -> None:  # noqa: ANN001
     assert await host.gbe_reg("tx_udp_packets") == n
     assert await host.gbe_reg("tx_arp_miss") == 0
     results["sent"] = sent
+    results["counters"] = {
+        name: await host.gbe_reg(name)
+        for name in ("tx_frames", "tx_bytes", "tx_udp_packets", "tx_udp_bytes", "tx_arp_miss")
+    }
+    results["goodput_bps"] = mon.goodput_bps()
     results["frames"] = [f.body.hex() for f in mon.frames]
     out = os.environ.get("CASPER400G_JOB_OUT")
     if out:

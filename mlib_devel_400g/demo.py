@@ -1,12 +1,16 @@
 """`casper400g demo`: the project's main job, end to end as far as it exists.
 
-1. Register block: compile it with Verilator, configure a core through AXI4-Lite (MAC, IP,
+1. Toolflow: `casper400g build examples/pktgen_400g/design.yaml` with its stages, the
+   build tree and the design's register map (demo_toolflow.py).
+2. Register block: compile it with Verilator, configure a core through AXI4-Lite (MAC, IP,
    gateway, netmask, UDP port, ARP entries, fabric enable) from cocotb, read every register
    back and print the dump, each value checked against the requested configuration.
-2. Transmit: simulate the whole core sending 100 datagrams of the example stream into a
-   DCMAC model paced at 400GbE, write them to build/demo/tx.pcap and verify every frame
-   with scapy (headers, checksums, payload formula) and against the core's counters.
-3. Receive: capture tx.pcap with the receiver's pcap backend into chunks (0 lost, every
+3. Transmit: simulate the generated top.v: the packet generator, driven through its
+   software registers, sends 100 datagrams of the example stream through the core into a
+   DCMAC model paced at 400GbE; every frame is compared with scapy's, written to
+   build/demo/tx.pcap, re-verified (checksums, payload formula, IP id) and checked
+   against the core's counters.
+4. Receive: capture tx.pcap with the receiver's pcap backend into chunks (0 lost, every
    payload byte checked), then a live 5-second loopback capture from the receiver's own
    sender with the monitor display.
 """
@@ -75,19 +79,25 @@ def expected_registers(cfg: dict) -> dict[str, int]:
 
 
 def run(verbose: bool = False, config: dict | None = None, tx_frames: int = 100) -> int:
+    from . import demo_toolflow
+
     console = Console()
     paths.require_source_tree()
-    status = run_registers(console, verbose, config or DEMO_CONFIG)
+    cfg = config or DEMO_CONFIG
+    build = demo_toolflow.run_build(console)
+    if build is None:
+        return 1
+    status = run_registers(console, verbose, cfg)
     if status:
         return status
-    status = run_tx(console, verbose, config or DEMO_CONFIG, tx_frames)
+    status = demo_toolflow.run_top(console, build, cfg, tx_frames, verbose=verbose)
     if status:
         return status
     return run_rx(console, paths.REPO_ROOT / "build" / "demo" / "tx.pcap", tx_frames)
 
 
 def run_registers(console: Console, verbose: bool, cfg: dict) -> int:
-    console.rule("[bold]casper400g demo, part 1: configure a 400GbE core over AXI4-Lite")
+    console.rule("[bold]casper400g demo, part 2: configure a 400GbE core over AXI4-Lite")
     console.print(
         "[1/3] register block: Verilator model of fhg_regs (cached after the first build)"
     )
@@ -184,80 +194,6 @@ def verify_frame(frame: bytes, n: int, cfg: dict) -> str | None:
     return None
 
 
-def run_tx(console: Console, verbose: bool, cfg: dict, count: int) -> int:
-    import scapy.layers.l2  # noqa: F401 - registers Ethernet as the pcap link type
-    from scapy.utils import rdpcap
-
-    console.rule("[bold]casper400g demo, part 2: the core sends the example stream")
-    console.print(
-        "[1/3] fhg_core: Verilator model of the whole core (cached after the first build)"
-    )
-    t0 = time.monotonic()
-    dut = sim.build_core(verbose=verbose)
-    console.print(f"      ready in {time.monotonic() - t0:.1f} s")
-    out_dir = paths.REPO_ROOT / "build" / "demo"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    pcap = out_dir / "tx.pcap"
-    console.print(
-        f"[2/3] streaming {count} x 8192-B datagrams to {cfg['dest_ip']}:{cfg['dest_port']} "
-        "through the user port into a DCMAC model paced at 400GbE"
-    )
-    t0 = time.monotonic()
-    try:
-        stats = sim.run_job(
-            dut,
-            "mlib_devel_400g.cocotb_demo_tx",
-            {
-                "CASPER400G_DEMO_CONFIG": json.dumps(cfg),
-                "CASPER400G_DEMO_FRAMES": str(count),
-                "CASPER400G_DEMO_PCAP": str(pcap),
-            },
-            verbose=verbose,
-        )
-    except sim.SimulationError as exc:
-        console.print(f"[red]simulation failed: {exc}")
-        return 1
-    console.print(f"      simulated in {time.monotonic() - t0:.1f} s")
-
-    console.print(f"[3/3] checking {pcap.relative_to(paths.REPO_ROOT)} with scapy")
-    packets = rdpcap(str(pcap))
-    problems = []
-    for n, pkt in enumerate(packets):
-        why = verify_frame(bytes(pkt), n, cfg)
-        if why:
-            problems.append(f"frame {n}: {why}")
-    frame_bytes = sum(len(bytes(p)) for p in packets)
-    table = Table(title="TX summary")
-    table.add_column("quantity")
-    table.add_column("value", justify="right")
-    table.add_column("check")
-    rows = [
-        ("frames in tx.pcap", len(packets), len(packets) == count),
-        ("frame bytes (FCS excluded)", frame_bytes, True),
-        ("frames verified by scapy", len(packets) - len(problems), not problems),
-        ("tx_frames register", stats["tx_frames"], stats["tx_frames"] == len(packets)),
-        ("tx_bytes register", stats["tx_bytes"], stats["tx_bytes"] == frame_bytes),
-        ("tx_udp_bytes register", stats["tx_udp_bytes"], stats["tx_udp_bytes"] == 8192 * count),
-        ("tx_arp_miss register", stats["tx_arp_miss"], stats["tx_arp_miss"] == 0),
-    ]
-    bad = 0
-    for name, value, ok in rows:
-        bad += not ok
-        table.add_row(name, f"{value:,}", "[green]ok" if ok else "[red]mismatch")
-    table.add_row("goodput at the MAC model (Gb/s)", f"{stats['goodput_bps'] / 1e9:.1f}", "")
-    console.print(table)
-    for p in problems[:5]:
-        console.print(f"[red]{p}")
-    if bad:
-        console.print(f"[red bold]{bad} check(s) failed")
-        return 1
-    console.print(
-        f"[green bold]{count} frames sent and verified (checksums, payload, IP id); "
-        f"open {pcap.relative_to(paths.REPO_ROOT)} in Wireshark"
-    )
-    return 0
-
-
 def run_rx(console: Console, pcap: Path, count: int, loopback_s: float = 5.0) -> int:
     import threading
 
@@ -267,7 +203,7 @@ def run_rx(console: Console, pcap: Path, count: int, loopback_s: float = 5.0) ->
     from casper400g_rx.example_stream import example_payloads
     from casper400g_rx.monitor import run_monitor
 
-    console.rule("[bold]casper400g demo, part 3: capture the stream with the receiver")
+    console.rule("[bold]casper400g demo, part 4: capture the stream with the receiver")
     per_chunk = 50
     console.print(
         f"[1/2] {pcap.relative_to(paths.REPO_ROOT)} through the pcap backend "

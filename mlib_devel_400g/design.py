@@ -130,8 +130,8 @@ class Design:
         except PlatformError as exc:
             raise DesignError(f"{self.where(self.doc.keys['platform'])}: {exc}") from None
         if self.clock_mhz is not None:
-            plat.user_clk_mhz = float(self.clock_mhz)
-        clk_rate = float(self.clock_mhz if self.clock_mhz is not None else plat.user_clk_mhz)
+            plat.user_clk_rate = float(self.clock_mhz)
+        clk_rate = float(self.clock_mhz if self.clock_mhz is not None else plat.user_clk_rate)
         blocks_node = self.doc.value["blocks"]
         if not isinstance(blocks_node, Node) or not blocks_node.value:
             raise DesignError(f"{self.where(self.doc.keys['blocks'])}: blocks: expected a mapping")

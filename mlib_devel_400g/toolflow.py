@@ -110,7 +110,7 @@ class Toolflow:
             raise ToolflowError(str(exc)) from None
         if "clk_rate" in xsg_blk:
             try:
-                plat.user_clk_mhz = float(xsg_blk["clk_rate"])
+                plat.user_clk_rate = float(xsg_blk["clk_rate"])
             except (TypeError, ValueError):
                 raise ToolflowError(
                     f"{xsg_path}: clk_rate {xsg_blk['clk_rate']!r} is not a number (MHz)"
@@ -178,7 +178,7 @@ class Toolflow:
             for b in blocks:
                 b.finalize_top(top)
             top.assign_addresses(plat.mmbus_base_address, plat.mmbus_address_window)
-            top.add_axi4lite_interconnect("host_axil_", "axil_clk", "axil_rst_n")
+            top.add_axi4lite_interconnect("M_AXI_", "axil_clk", "axil_rst_n")
         except VerilogError as exc:
             raise ToolflowError(str(exc)) from None
         return top

@@ -378,3 +378,34 @@ def test_installer_refuses_other_directories(tmp_path: Path):
     (root / "xps_library/gen_xps_add_design_info.m").write_text("function x()\nend\n")
     with pytest.raises(InstallError, match=r"found no list of block tags"):
         install(root, say=None)
+
+
+def test_installed_block_imports_with_mlib_devel_conventions(tmp_path: Path):
+    """In the checkout the block takes the installed register-map copy, imports with
+    mlib_devel's conventions (jasper_library on sys.path, blocks as a package) and builds
+    its memory map there; the runtime modules stand in for mlib_devel's own."""
+    import shutil
+    import subprocess
+    import sys
+
+    root = _scratch_mlib(tmp_path / "mlib_devel")
+    install(root, say=None)
+    lib = root / "jasper_library"
+    for name in ("memory.py", "constraints.py", "verilog.py", "hw_platform.py"):
+        shutil.copy(paths.JASPER_LIBRARY / name, lib / name)
+    for name in ("__init__.py", "yellow_block.py", "yellow_block_typecodes.py"):
+        shutil.copy(paths.JASPER_LIBRARY / "yellow_blocks" / name, lib / "yellow_blocks" / name)
+    code = (
+        "import yellow_blocks.fourhundred_gbe as m\n"
+        "assert m.regmap.__name__ == 'yellow_blocks.fourhundred_gbe_regmap', m.regmap\n"
+        "print(m.fourhundred_gbe.PARAMETERS['fab_udp'], len(m.regmap.REGISTERS))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=lib,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(lib), "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["10000", str(len(regmap.REGISTERS))]

@@ -309,7 +309,7 @@ class fourhundred_gbe(YellowBlock):
             self.rx_buffer_kib = _int(p["rx_buffer_kib"], "rx_buffer_kib", 16, 1024)
         except ValueError as exc:
             raise self.error(str(exc)) from None
-        user_mhz = getattr(self.platform, "user_clk_mhz", None)
+        user_mhz = getattr(self.platform, "user_clk_rate", None)
         if user_mhz is not None and float(user_mhz) < MIN_USER_CLK_MHZ:
             raise self.error(
                 f"user clock {float(user_mhz):g} MHz is too slow for 400 Gb/s at 1024 bits per "
@@ -404,7 +404,8 @@ class fourhundred_gbe(YellowBlock):
         core = top.get_instance("fhg_core", f"{self.fullname}_core")
         core.add_parameter("TX_BUFFER_FRAMES", self.tx_buffer_frames)
         core.add_parameter("MAX_PAYLOAD", self.max_payload)
-        core.add_parameter("AXIL_CLK_HZ", round(self.platform.axil_clk_mhz * 1e6))
+        axil_mhz = float(self.platform.conf.get("axil_clk_mhz", 100.0))
+        core.add_parameter("AXIL_CLK_HZ", round(axil_mhz * 1e6))
         core.add_parameter("USE_TAF", "1'b1" if self.use_taf else "1'b0")
         core.add_parameter("RX_BUFFER_KIB", self.rx_buffer_kib)
         core.add_port("user_clk", "user_clk", parent_sig=False)

@@ -2,7 +2,7 @@
 
 Provides the signals every platform block must (jasper_library/README.md): ``user_clk``
 and ``user_rst`` (the design's clock, from port ``user_clk``), ``axil_clk``/``axil_rst_n``/
-``axil_rst`` (ports) and the host bus ``host_axil_*`` (a 32-bit AXI4-Lite slave port).
+``axil_rst`` (ports) and the host bus ``M_AXI_*`` (a 32-bit AXI4-Lite slave port).
 """
 
 from constraints import ClockConstraint, ClockGroupConstraint
@@ -34,7 +34,7 @@ HOST_AXIL = (
 
 class generic400g(YellowBlock):
     def initialize(self) -> None:
-        self.provides = ["user_clk", "axil_clk", "host_axil"]
+        self.provides = ["user_clk", "axil_clk", "M_AXI"]
         self.add_source("fourhundred_gbe/fhg_sync_bits.sv")
         self.add_source("fhg_toolflow/fhg_axil_interconnect.sv")
 
@@ -43,7 +43,7 @@ class generic400g(YellowBlock):
         top.add_port("axil_clk", "in")
         top.add_port("axil_rst_n", "in")
         for sig, direction, width in HOST_AXIL:
-            top.add_port(f"host_axil_{sig}", direction, width)
+            top.add_port(f"M_AXI_{sig}", direction, width)
         top.add_signal("axil_rst")
         top.assign_signal("axil_rst", "!axil_rst_n")
         rst = top.get_instance("fhg_sync_bits", "user_rst_sync")
@@ -72,7 +72,7 @@ class generic400g(YellowBlock):
                 top.assign_signal("axil_rst", "!axil_rst_n")
 
     def gen_constraints(self) -> list:
-        user_mhz = float(self.platform.user_clk_mhz or 390.625)
+        user_mhz = float(self.platform.user_clk_rate or 390.625)
         return [
             ClockConstraint("user_clk", "user_clk", freq=user_mhz),
             ClockConstraint("axil_clk", "axil_clk", freq=self.platform.axil_clk_mhz),
