@@ -180,11 +180,14 @@ async def sends_the_example_stream(dut) -> None:  # noqa: ANN001
         size, period, count = burst["size"], burst["period"], burst["count"]
         await host.write("pkt_size", size)
         await host.write("pkt_period", period)
+        await host.write("pkt_count", count)
         start = len(mon.frames)
         await host.write("pkt_ctrl", 1)
         await wait_frames(mon, start + count, timeout_us=count * 10 + 50)
+        # The burst ends by itself after `count` packets: nothing more leaves the core.
+        await Timer(2, unit="us")
+        assert len(mon.frames) == start + count, (len(mon.frames), start, count)
         await host.write("pkt_ctrl", 0)
-        await Timer(500, unit="ns")  # the frame in flight completes
         got: list[TxFrame] = mon.frames[start:]
         for frame in got:
             want = expected_frame(cfg, n, size)

@@ -90,10 +90,10 @@ def run(verbose: bool = False, config: dict | None = None, tx_frames: int = 100)
     status = run_registers(console, verbose, cfg)
     if status:
         return status
-    status = demo_toolflow.run_top(console, build, cfg, tx_frames, verbose=verbose)
+    status, sent = demo_toolflow.run_top(console, build, cfg, tx_frames, verbose=verbose)
     if status:
         return status
-    return run_rx(console, paths.REPO_ROOT / "build" / "demo" / "tx.pcap", tx_frames)
+    return run_rx(console, paths.REPO_ROOT / "build" / "demo" / "tx.pcap", sent)
 
 
 def run_registers(console: Console, verbose: bool, cfg: dict) -> int:

@@ -90,7 +90,8 @@ def run_build(console: Console) -> BuildResult | None:
 
 def run_top(
     console: Console, build: BuildResult, cfg: dict, count: int, verbose: bool = False
-) -> int:
+) -> tuple[int, int]:
+    """Returns (exit status, frames in tx.pcap): one burst of `count` (pkt_count)."""
     from scapy.layers.l2 import Ether
     from scapy.utils import wrpcap
 
@@ -108,7 +109,8 @@ def run_top(
     )
     console.print(
         f"[2/2] host: ARP entry and fabric enable on gbe0, pkt_dest_ip/port, pkt_size 8192, "
-        f"pkt_ctrl enable; {count} datagrams into the DCMAC model, each checked against scapy"
+        f"pkt_count {count}, pkt_ctrl enable: {count} datagrams into the DCMAC model, "
+        "each checked against scapy"
     )
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
@@ -130,12 +132,12 @@ def run_top(
             )
         except sim.SimulationError as exc:
             console.print(f"[red]simulation failed: {exc}")
-            return 1
+            return 1, 0
         failed = [o for o in outcomes.values() if not o.passed]
         if failed or not out.is_file():
             for o in failed:
                 console.print(f"[red]{o.name}: {o.message}")
-            return 1
+            return 1, 0
         result = json.loads(out.read_text())
     console.print(f"      simulated in {time.monotonic() - t0:.1f} s")
     pcap = paths.REPO_ROOT / "build" / "demo" / "tx.pcap"
@@ -155,17 +157,14 @@ def run_top(
     table.add_column("quantity")
     table.add_column("value", justify="right")
     table.add_column("check")
+    n = len(frames)
     rows = [
-        ("frames in tx.pcap", len(frames), len(frames) == count),
-        ("pkt_sent register (pktgen)", result["sent"], result["sent"] == count),
-        ("frames verified by scapy", len(frames) - len(problems), not problems),
-        ("tx_frames register (core)", counters["tx_frames"], counters["tx_frames"] == count),
+        ("frames in tx.pcap", n, n == count),
+        ("pkt_sent register (pktgen)", result["sent"], result["sent"] == n),
+        ("frames verified by scapy", n - len(problems), not problems),
+        ("tx_frames register (core)", counters["tx_frames"], counters["tx_frames"] == n),
         ("tx_bytes register", counters["tx_bytes"], counters["tx_bytes"] == frame_bytes),
-        (
-            "tx_udp_bytes register",
-            counters["tx_udp_bytes"],
-            counters["tx_udp_bytes"] == 8192 * count,
-        ),
+        ("tx_udp_bytes register", counters["tx_udp_bytes"], counters["tx_udp_bytes"] == 8192 * n),
         ("tx_arp_miss register", counters["tx_arp_miss"], counters["tx_arp_miss"] == 0),
     ]
     bad = 0
@@ -178,10 +177,10 @@ def run_top(
         console.print(f"[red]{p}")
     if bad:
         console.print(f"[red bold]{bad} check(s) failed")
-        return 1
+        return 1, n
     console.print(
-        f"[green bold]{count} frames from the generated design verified (byte for byte against "
+        f"[green bold]{n} frames from the generated design verified (byte for byte against "
         f"scapy, checksums, payload, IP id); open {pcap.relative_to(paths.REPO_ROOT)} in "
         "Wireshark"
     )
-    return 0
+    return 0, n

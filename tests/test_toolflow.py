@@ -31,7 +31,15 @@ from mlib_devel_400g.toolflow import (
 
 EXAMPLE = paths.REPO_ROOT / "examples" / "pktgen_400g" / "design.yaml"
 BASE = 0xA4000000
-SW_REGS = ["pkt_ctrl", "pkt_period", "pkt_size", "pkt_dest_ip", "pkt_dest_port", "pkt_sent"]
+SW_REGS = [
+    "pkt_ctrl",
+    "pkt_period",
+    "pkt_size",
+    "pkt_count",
+    "pkt_dest_ip",
+    "pkt_dest_port",
+    "pkt_sent",
+]
 
 
 def build(design: Path, out: Path, platform_dirs: list[Path] | None = None) -> BuildResult:

@@ -9,6 +9,8 @@
 //   * `ctrl[0]` enables sending. A packet starts when the previous one has ended, at least
 //     `period` user_clk cycles after the previous start (0: back to back), and only while
 //     `tx_afull` is low (the core asks the user to stop after the current frame).
+//   * `count` (non-zero) ends a burst: once `count` packets have been sent since `ctrl[0]`
+//     last rose, no new packet starts until enable is cleared and set again. 0: no limit.
 //   * `size` is sampled at each packet start: 0 sends nothing, above 8192 sends 8192.
 //     `dest_ip`/`dest_port` are sampled at the start too and held through the packet.
 //   * `sent` counts packets whose last word was handed to the core.
@@ -16,6 +18,7 @@ module fhg_pktgen (
     input  wire            clk,
     input  wire  [31:0]    ctrl,
     input  wire  [31:0]    period,
+    input  wire  [31:0]    count,
     input  wire  [31:0]    size,
     input  wire  [31:0]    dest_ip,
     input  wire  [31:0]    dest_port,
@@ -40,11 +43,15 @@ module fhg_pktgen (
     logic        busy;
     logic [31:0] since_start;
     logic [13:0] size_c;
+    logic        enable_q;
+    logic [31:0] burst_sent;     // packets sent since enable last rose
+    logic        burst_done;
 
     assign enable  = ctrl[0];
     assign reset   = ctrl[1];
     assign gbe_rst = reset;
     assign size_c  = (size > MAX_BYTES) ? 14'(MAX_BYTES) : size[13:0];
+    assign burst_done = (count != 32'd0) && (burst_sent >= count);
 
     // Words 16*beat .. 16*beat+15 of packet `seq`, word 16*beat first (at the top).
     always_comb begin
@@ -74,7 +81,12 @@ module fhg_pktgen (
             last_bytes  <= 8'd128;
             tx_dest_ip   <= '0;
             tx_dest_port <= '0;
+            enable_q     <= 1'b0;
+            burst_sent   <= '0;
         end else begin
+            enable_q <= enable;
+            if (enable && !enable_q) burst_sent <= '0;
+            else if (tx_end_of_frame) burst_sent <= burst_sent + 32'd1;
             if (since_start != '1) since_start <= since_start + 32'd1;
             if (busy) begin
                 if (tx_end_of_frame) begin
@@ -85,7 +97,8 @@ module fhg_pktgen (
                 end else begin
                     beat <= beat + 10'd1;
                 end
-            end else if (enable && !tx_afull && size_c != 0 && since_start >= period) begin
+            end else if (enable && enable_q && !burst_done && !tx_afull && size_c != 0 &&
+                         since_start >= period) begin
                 busy         <= 1'b1;
                 beat         <= '0;
                 since_start  <= 32'd1;
