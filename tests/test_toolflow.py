@@ -8,6 +8,7 @@ import gzip
 import itertools
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -392,7 +393,6 @@ def test_installed_block_imports_with_mlib_devel_conventions(tmp_path: Path):
     """In the checkout the block takes the installed register-map copy, imports with
     mlib_devel's conventions (jasper_library on sys.path, blocks as a package) and builds
     its memory map there; the runtime modules stand in for mlib_devel's own."""
-    import shutil
     import subprocess
     import sys
 
@@ -417,3 +417,30 @@ def test_installed_block_imports_with_mlib_devel_conventions(tmp_path: Path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["10000", str(len(regmap.REGISTERS))]
+
+
+def test_cli_build_shows_stages_and_takes_jasper_per(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    from mlib_devel_400g.cli import main
+
+    out = tmp_path / "b1"
+    assert main(["build", str(EXAMPLE), "-o", str(out), "--backend", "none"]) == 0
+    text = capsys.readouterr().out
+    stages = [line.split("]")[0] + "]" for line in text.splitlines() if line.startswith("[")]
+    assert stages == ["[design]", "[blocks]", "[top]", "[sw]", "[xdc]", "[backend]"]
+    assert "ready to run: cd " in text and "casper400g mkfpg" in text
+    # The jasper.per it wrote builds the same tree on its own (MATLAB's frontend's path).
+    again = tmp_path / "b2"
+    assert main(["build", str(out / "jasper.per"), "-o", str(again), "--backend", "none"]) == 0
+    capsys.readouterr()
+    for name in ("top.v", "core_info.tab", "fpg_header.txt", "top.xdc"):
+        assert (again / name).read_bytes() == (out / name).read_bytes(), name
+    # Without Vivado, asking for it is an error that says so; mkfpg needs an image.
+    if shutil.which("vivado") is None:
+        assert main(["build", str(EXAMPLE), "-o", str(out), "--backend", "vivado"]) == 1
+        assert "no `vivado` on PATH" in capsys.readouterr().err
+    assert main(["mkfpg", str(out)]) == 1
+    assert "no top.pdi or top.bit" in capsys.readouterr().err
+    assert main(["build", str(tmp_path / "nope.yaml")]) == 1
+    assert "no such design file" in capsys.readouterr().err
