@@ -4,11 +4,13 @@ the mlib_devel overlay installer."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import itertools
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -157,7 +159,16 @@ def test_fpg_header_round_trips_through_casperfpga_ext(example: BuildResult, tmp
         "02:00:0a:00:00:0a",
         "7148",
     )
-    assert header.blocks["pkt_ctrl"].params["io_dir"] == "From Processor"
+    # casperfpga builds a register's fields from these (Register._process_info_current).
+    assert header.blocks["pkt_ctrl"].params == {
+        "io_dir": "From Processor",
+        "init_val": "0",
+        "mode": "one value",
+        "names": "reg",
+        "bitwidths": "32",
+        "arith_types": "0",
+        "bin_pts": "0",
+    }
     # mkfpg packs header + gzipped image; casperfpga_ext reads both back.
     image = tmp_path / "top.pdi"
     image.write_bytes(bytes(range(256)) * 8)
@@ -241,6 +252,15 @@ def _design(tmp_path: Path, edit: dict | None = None, blocks: dict | None = None
             r"\(needs at least 390.625 MHz\)",
         ),
         (
+            {
+                "blocks.pkt_ctrl.names": "[a b]",
+                "blocks.pkt_ctrl.mode": "fields of equal size",
+                "blocks.pkt_ctrl.bitwidths": 17,
+            },
+            None,
+            r"fields '\[a b\]' need 34 bits, more than 32",
+        ),
+        (
             {"blocks.pkt_ctrl.io_dir": "Sideways"},
             None,
             r"pkt_ctrl .*io_dir 'Sideways' is not one of",
@@ -314,6 +334,67 @@ def test_address_packing_is_power_of_two_largest_first():
         top.add_axi4lite_interface("a")
 
 
+@contextlib.contextmanager
+def _extra_blocks(tmp_path: Path, modules: dict[str, str]):
+    """Yellow-block modules in a scratch directory on the yellow_blocks package path."""
+    jasper_imports()
+    import yellow_blocks
+
+    where = tmp_path / "extra_blocks"
+    where.mkdir(parents=True)
+    for name, text in modules.items():
+        (where / f"{name}.py").write_text(text)
+    yellow_blocks.__path__.append(str(where))
+    try:
+        yield
+    finally:
+        yellow_blocks.__path__.remove(str(where))
+        for name in modules:
+            sys.modules.pop(f"yellow_blocks.{name}", None)
+
+
+FACTORY_BLOCK = """
+from .yellow_block import YellowBlock
+
+
+class probe_tcl(YellowBlock):
+    @staticmethod
+    def factory(blk, plat, hdl_root=None):
+        return probe_tcl_versal(blk, plat, hdl_root) if plat.family == "versal" else None
+
+
+class probe_tcl_versal(probe_tcl):
+    def gen_tcl_cmds(self):
+        return {"pre_synth": ["puts {probe pre_synth}"], STAGE: ["puts {probe post}"]}
+"""
+
+
+def test_factory_blocks_and_tcl_stages(tmp_path: Path):
+    per = Design(_design(tmp_path)).to_jasper_per(tmp_path / "out")
+    doc = yaml.safe_load(per.read_text())
+    doc["yellow_blocks"]["pktgen_400g/probe"] = {
+        "name": "probe",
+        "fullpath": "pktgen_400g/probe",
+        "tag": "xps:probe_tcl",
+    }
+    per.write_text(yaml.safe_dump(doc))
+    with _extra_blocks(tmp_path, {"probe_tcl": FACTORY_BLOCK.replace("STAGE", '"post_impl"')}):
+        res = Toolflow(per, tmp_path / "out", progress=None).run(backend="none")
+    assert type(res.blocks[-1]).__name__ == "probe_tcl_versal"  # the factory's pick
+    tcl = res.script.read_text().splitlines()
+    assert tcl[tcl.index("stage pre_synth") + 1] == "puts {probe pre_synth}"
+    assert tcl[tcl.index("stage post_impl") + 1] == "puts {probe post}"
+    with (
+        _extra_blocks(tmp_path / "b", {"probe_tcl": FACTORY_BLOCK.replace("STAGE", '"late"')}),
+        pytest.raises(ToolflowError, match=r"pktgen_400g/probe: Tcl stage 'late' is not one of"),
+    ):
+        Toolflow(per, tmp_path / "out", progress=None).run(backend="none")
+    doc["yellow_blocks"]["pktgen_400g/probe"]["tag"] = "xps:no_such_block"
+    per.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ToolflowError, match=r"no yellow block for tag 'xps:no_such_block'"):
+        Toolflow(per, tmp_path / "out", progress=None).run(backend="none")
+
+
 def test_cage_leds_from_platform_pins(tmp_path: Path):
     plat = yaml.safe_load((paths.JASPER_LIBRARY / "platforms/generic400g.yaml").read_text())
     plat["name"] = "testboard"
@@ -322,16 +403,14 @@ def test_cage_leds_from_platform_pins(tmp_path: Path):
     pdir = tmp_path / "plats"
     pdir.mkdir()
     (pdir / "testboard.yaml").write_text(yaml.safe_dump(plat))
-    blk = paths.JASPER_LIBRARY / "yellow_blocks" / "testboard.py"
-    assert not blk.exists()
     design = _design(tmp_path, {"platform": "testboard"})
-    # A platform needs its platform block: reuse generic400g's under the new name.
+    # A platform needs its platform block: generic400g's under the new name, found on the
+    # yellow_blocks package path as a board port's own file would be.
     src = (paths.JASPER_LIBRARY / "yellow_blocks" / "generic400g.py").read_text()
-    blk.write_text(src.replace("class generic400g(", "class testboard("))
-    try:
+    with _extra_blocks(
+        tmp_path, {"testboard": src.replace("class generic400g(", "class testboard(")}
+    ):
         res = build(design, tmp_path / "out", [pdir])
-    finally:
-        blk.unlink()
     xdc = (res.build_dir / "top.xdc").read_text()
     assert "set_property PACKAGE_PIN AB12 [get_ports {fhg0_led_up}]" in xdc
     assert "set_property IOSTANDARD LVCMOS18 [get_ports {fhg0_led_up}]" in xdc

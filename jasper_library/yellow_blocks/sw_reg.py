@@ -16,7 +16,17 @@ IO_DIRS = ("From Processor", "To Processor")
 
 
 class sw_reg(YellowBlock):
-    PARAMETERS: ClassVar[dict[str, Any]] = {"io_dir": "From Processor", "init_val": 0}
+    # The Simulink mask's field description travels to casperfpga in ?meta lines, which
+    # builds the register's fields from mode/names/bitwidths/arith_types/bin_pts.
+    PARAMETERS: ClassVar[dict[str, Any]] = {
+        "io_dir": "From Processor",
+        "init_val": 0,
+        "mode": "one value",
+        "names": "reg",
+        "bitwidths": 32,
+        "arith_types": 0,
+        "bin_pts": 0,
+    }
 
     def initialize(self) -> None:
         self.typecode = TYPECODE_SWREG
@@ -38,6 +48,34 @@ class sw_reg(YellowBlock):
         if self.to_processor and value:
             raise self.error("init_val applies to From Processor registers only")
         self.init_val = value
+        self._check_fields()
+
+    def _check_fields(self) -> None:
+        p = {k: self.blk.get(k, v) for k, v in self.PARAMETERS.items()}
+        modes = ("one value", "fields of equal size", "fields of arbitrary size")
+        if p["mode"] not in modes:
+            raise self.error(f"mode {p['mode']!r} is not one of {', '.join(modes)}")
+        names = str(p["names"]).strip("[] ").split()
+        try:
+            widths = [int(w) for w in str(p["bitwidths"]).strip("[] ").split()]
+        except ValueError:
+            raise self.error(f"bitwidths {p['bitwidths']!r} are not integers") from None
+        if not names or not widths or any(w < 1 for w in widths):
+            raise self.error(f"names {p['names']!r} / bitwidths {p['bitwidths']!r} are empty")
+        if p["mode"] == "one value" and len(names) != 1:
+            raise self.error(f"mode 'one value' takes one name, not {p['names']!r}")
+        if len(widths) == 1:
+            widths = widths * len(names)
+        if len(widths) != len(names):
+            raise self.error(
+                f"{len(names)} field names but {len(widths)} bitwidths ({p['bitwidths']!r})"
+            )
+        if sum(widths) > 32:
+            raise self.error(f"fields {p['names']!r} need {sum(widths)} bits, more than 32")
+        self.params = p
+
+    def meta(self) -> dict[str, str]:
+        return {k: str(v) for k, v in self.params.items()}
 
     def gateways(self) -> list[tuple[str, str, int]]:
         if self.to_processor:

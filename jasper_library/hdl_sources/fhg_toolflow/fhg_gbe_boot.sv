@@ -10,6 +10,7 @@
 //   * While it writes, the upstream master is held off (awready/wready/arready low); once
 //     done (`booted`), every upstream signal reaches the core unchanged and combinationally.
 //   * A write answered with an error response is not retried; `boot_error` says so.
+//   * No valid is driven while rst_n is low (AXI: masters idle during reset).
 module fhg_gbe_boot #(
     parameter int          ADDR_W                 = 16,
     parameter logic [47:0] FABRIC_MAC             = 48'h0,
@@ -95,18 +96,21 @@ module fhg_gbe_boot #(
     endfunction
 
     logic [3:0] idx;
+    logic       running;         // out of reset: AXI masters drive no valid during reset
     logic       aw_done, w_done;
     logic [ADDR_W+31:0] cur;
     assign cur = step(int'(idx));
 
     always_ff @(posedge clk) begin
         if (!rst_n) begin
+            running    <= 1'b0;
             booted     <= 1'b0;
             boot_error <= 1'b0;
             idx        <= '0;
             aw_done    <= 1'b0;
             w_done     <= 1'b0;
         end else if (!booted) begin
+            running <= 1'b1;
             if (m_axil_awvalid && m_axil_awready) aw_done <= 1'b1;
             if (m_axil_wvalid && m_axil_wready) w_done <= 1'b1;
             if (m_axil_bvalid && m_axil_bready) begin
@@ -143,10 +147,10 @@ module fhg_gbe_boot #(
         end else begin
             m_axil_awaddr  = cur[ADDR_W+31:32];
             m_axil_awprot  = 3'b000;
-            m_axil_awvalid = !aw_done;
+            m_axil_awvalid = running && !aw_done;
             m_axil_wdata   = cur[31:0];
             m_axil_wstrb   = 4'hf;
-            m_axil_wvalid  = !w_done;
+            m_axil_wvalid  = running && !w_done;
             m_axil_bready  = aw_done && w_done;
             m_axil_araddr  = '0;
             m_axil_arprot  = 3'b000;
