@@ -7,7 +7,8 @@ class Register:
     """One register or RAM region of an AXI4-Lite interface.
 
     ``offset`` is in bytes from the interface's base; ``mode`` is ``"r"`` (read by software)
-    or ``"rw"``; ``ram`` regions span ``ram_size`` bytes of ``data_width``-bit words.
+    or ``"rw"``; ``ram`` regions span ``ram_size`` bytes of ``data_width``-bit words. The
+    signature is mlib_devel's (``axi4lite_mode="raw"`` marks a whole raw device).
     """
 
     def __init__(
@@ -20,6 +21,7 @@ class Register:
         ram: bool = False,
         ram_size: int = -1,
         data_width: int = 32,
+        axi4lite_mode: str = "",
     ) -> None:
         if "\n" in name or "\t" in name or " " in name or not name:
             raise ValueError(f"register name {name!r} must be one word")
@@ -37,6 +39,8 @@ class Register:
         self.ram = ram
         self.ram_size = ram_size
         self.data_width = data_width
+        # mlib_devel's flag for an entry that is a whole raw AXI4-Lite device.
+        self.axi4lite_mode = axi4lite_mode
 
     def __repr__(self) -> str:
         kind = "ram" if self.ram else "reg"

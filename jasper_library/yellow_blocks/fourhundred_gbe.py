@@ -137,6 +137,10 @@ def _flag(value: Any, what: str) -> bool:
     raise ValueError(f"{what} {value!r} is not a flag (0/1, on/off)")
 
 
+class GbeError(ValueError):
+    """The block's parameters or platform are invalid; names the block and the value."""
+
+
 class MacAttachment:
     """Joins the core's DCMAC-side ports to a MAC (see the module docstring)."""
 
@@ -200,6 +204,10 @@ class fourhundred_gbe(YellowBlock):
         "use_taf": 0,
     }
 
+    def _error(self, message: str) -> ValueError:
+        # Only mlib_devel's YellowBlock API is used here, so the file runs in either.
+        return GbeError(f"{self.fullpath} (xps:fourhundred_gbe): {message}")
+
     def initialize(self) -> None:
         self.typecode = TYPECODE_ETHCORE
         params = dict(self.PARAMETERS)
@@ -241,7 +249,7 @@ class fourhundred_gbe(YellowBlock):
         try:
             module = importlib.import_module(f"{__package__}.{kind}")
         except ModuleNotFoundError:
-            raise self.error(
+            raise self._error(
                 f"platform {self.platform.name}: MAC attachment {kind!r} not found "
                 f"(expected yellow_blocks/{kind}.py)"
             ) from None
@@ -274,12 +282,12 @@ class fourhundred_gbe(YellowBlock):
         p = self.params
         cages = self.conf.get("cages") or {}
         if not cages:
-            raise self.error(
+            raise self._error(
                 f"platform {self.platform.name} has no QSFP-DD cages for 400GbE "
                 f"(no fourhundred_gbe.cages in {getattr(self.platform, 'path', 'its YAML')})"
             )
         if self.port not in cages:
-            raise self.error(
+            raise self._error(
                 f"port (QSFP-DD cage) {p['port']!r} is not on platform {self.platform.name}; "
                 f"cages: {', '.join(str(c) for c in sorted(cages))}"
             )
@@ -308,16 +316,16 @@ class fourhundred_gbe(YellowBlock):
             self.max_payload = _int(p["max_payload"], "max_payload", 64, 8972)
             self.rx_buffer_kib = _int(p["rx_buffer_kib"], "rx_buffer_kib", 16, 1024)
         except ValueError as exc:
-            raise self.error(str(exc)) from None
+            raise self._error(str(exc)) from None
         user_mhz = getattr(self.platform, "user_clk_rate", None)
         if user_mhz is not None and float(user_mhz) < MIN_USER_CLK_MHZ:
-            raise self.error(
+            raise self._error(
                 f"user clock {float(user_mhz):g} MHz is too slow for 400 Gb/s at 1024 bits per "
                 f"cycle (needs at least {MIN_USER_CLK_MHZ:g} MHz)"
             )
         missing = [p for p, _d, _w in USER_PORTS if p not in self.core_ports]
         if missing:
-            raise self.error(f"{CORE_HDL} lacks the user port(s) {', '.join(missing)}")
+            raise self._error(f"{CORE_HDL} lacks the user port(s) {', '.join(missing)}")
 
     def gateways(self) -> list[tuple[str, str, int]]:
         return list(USER_PORTS)
@@ -337,20 +345,35 @@ class fourhundred_gbe(YellowBlock):
         return value, ctrl.field("fabric_en").mask
 
     def modify_top(self, top) -> None:  # noqa: ANN001
-        # A raw AXI4-Lite slave (the core has its own register block); the memory map,
-        # from the generated register map, is for the address map and the software.
+        # A raw AXI4-Lite slave (the core has its own register block). This toolflow takes
+        # the memory map generated from the register map (memory_map.json lists every
+        # register at its address); mlib_devel's interconnect instead turns every entry
+        # of a raw device's map into a bus of its own, so there the map is the one raw
+        # entry named after the device, as its raw devices have.
+        if hasattr(top, "axi4lite_memory_map"):  # mlib_devel's VerilogModule
+            memory_map = [
+                Register(
+                    self.unique_name,
+                    nbytes=regmap.BLOCK_SIZE,
+                    offset=0,
+                    mode="rw",
+                    axi4lite_mode="raw",
+                )
+            ]
+        else:
+            memory_map = self.memory_map
         top.add_axi4lite_interface(
             regname=self.unique_name,
             mode="rw",
             nbytes=regmap.BLOCK_SIZE,
-            memory_map=self.memory_map,
+            memory_map=memory_map,
             typecode=self.typecode,
             axi4lite_mode="raw",
         )
         aw = (regmap.BLOCK_SIZE - 1).bit_length()
         core_aw = self.core_ports["s_axil_awaddr"][1]
         if core_aw != aw:
-            raise self.error(f"fhg_core has {core_aw} address bits, the register map {aw}")
+            raise self._error(f"fhg_core has {core_aw} address bits, the register map {aw}")
         regs = regmap.REGISTERS
         for name, field, width in (
             ("mac_hi", "mac", 16),
@@ -363,7 +386,7 @@ class fourhundred_gbe(YellowBlock):
         ):
             f = regs[name].field(field)
             if f.lsb != 0 or f.width != width:
-                raise self.error(f"register map: {name}.{field} is not bits [{width - 1}:0]")
+                raise self._error(f"register map: {name}.{field} is not bits [{width - 1}:0]")
         ctrl_value, ctrl_en = self._ctrl_word()
 
         boot = top.get_instance("fhg_gbe_boot", f"{self.fullname}_boot")
@@ -421,7 +444,7 @@ class fourhundred_gbe(YellowBlock):
         self.mac.modify_top(top, core, self.mac_ports)
         for role in self.cage.get("leds") or {}:
             port = f"fhg{self.port}_led_{role}"
-            top.add_port(port, "out", 1)
+            top.add_port(port, dir="out", width=1)
             top.assign_signal(port, f"{self.fullname}_led_{role}")
 
     def gen_constraints(self) -> list[Any]:
