@@ -137,8 +137,10 @@ class Toolflow:
                 blocks.append(blk)
                 todo.extend(c.blk for c in blk.gen_children())
             for blk in blocks:
-                if blk.platform_support not in ("all", plat.name) and plat.name not in (
-                    blk.platform_support if isinstance(blk.platform_support, list) else []
+                support = blk.platform_support
+                if not (
+                    support in ("all", plat.name)
+                    or (isinstance(support, (list, tuple)) and plat.name in support)
                 ):
                     raise BlockError(f"{blk.fullpath}: not supported on platform {plat.name}")
                 blk.drc()

@@ -8,6 +8,7 @@ import contextlib
 import gzip
 import itertools
 import json
+import os
 import re
 import shutil
 import sys
@@ -523,3 +524,34 @@ def test_cli_build_shows_stages_and_takes_jasper_per(
     assert "no top.pdi or top.bit" in capsys.readouterr().err
     assert main(["build", str(tmp_path / "nope.yaml")]) == 1
     assert "no such design file" in capsys.readouterr().err
+
+
+def test_backend_runs_vivado_and_packs_the_fpg(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """The orchestration around Vivado (not Vivado itself): a stand-in `vivado` on PATH
+    checks it was handed build.tcl, reports its stages and leaves a device image."""
+    from mlib_devel_400g.cli import main
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "vivado"
+    fake.write_text(
+        "#!/bin/sh\n"
+        '[ "$1 $2 $3 $4 $5" = "-mode batch -nojournal -source build.tcl" ] || exit 3\n'
+        "grep -q '^write_device_image -force $here/top.pdi$' build.tcl || exit 4\n"
+        "for s in $(sed -n 's/^stage //p' build.tcl); do echo \"casper400g-stage: $s\"; done\n"
+        "printf 'PDI-IMAGE' > top.pdi\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    out = tmp_path / "b"
+    assert main(["build", str(EXAMPLE), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "          init\n" in text and "          done\n" in text
+    [fpg] = out.glob("pktgen_400g_*.fpg")
+    assert read_bitstream(fpg) == b"PDI-IMAGE"
+    assert [g.name for g in find_gbes(parse_fpg(fpg))] == ["gbe0"]
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    assert main(["build", str(EXAMPLE), "-o", str(out)]) == 1
+    assert "Vivado failed; see" in capsys.readouterr().err
