@@ -42,6 +42,7 @@ sysdeps:
 	@need=""; \
 	command -v g++ >/dev/null 2>&1 || need="$$need g++"; \
 	command -v perl >/dev/null 2>&1 || need="$$need perl"; \
+	command -v tclsh >/dev/null 2>&1 || need="$$need tcl"; \
 	$(PYTHON) -c "import venv, ensurepip" >/dev/null 2>&1 || need="$$need python3-venv"; \
 	$(PYTHON) -c "$$LIBPYTHON_CHECK" || need="$$need libpython3-dev"; \
 	if [ -n "$$need" ]; then \

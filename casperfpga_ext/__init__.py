@@ -5,7 +5,8 @@
 reaches the board's devices (mmap or KATCP; big-endian words, as casperfpga's ``?read``); `fpg`
 reads and writes .fpg headers; `gbe` is the core with casperfpga's Gbe API; `fpga` ties
 them together and registers the core with casperfpga when it is installed;
-`board_server` is the KATCP server that runs on the board.
+`board_server` is the KATCP server that runs on the board; `tap` answers ARP and ICMP echo
+in software through the core's CPU buffers (``FourHundredGbe.tap_start``).
 """
 
 from . import addressing, fhg_regmap
@@ -13,6 +14,7 @@ from .board_server import BoardServer, MmapWindow
 from .fpg import FpgBlock, FpgDevice, FpgHeader, GbeInfo, find_gbes, parse_fpg, write_fpg_header
 from .fpga import DeviceContainer, Fpga, register_with_casperfpga
 from .gbe import FourHundredGbe, ReadBackError
+from .tap import Tap, TapError
 from .transport import KatcpError, KatcpTransport, MmapTransport, Transport, read_uint, write_uint
 
 __all__ = [
@@ -29,6 +31,8 @@ __all__ = [
     "MmapTransport",
     "MmapWindow",
     "ReadBackError",
+    "Tap",
+    "TapError",
     "Transport",
     "addressing",
     "fhg_regmap",

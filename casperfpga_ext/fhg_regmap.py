@@ -409,6 +409,12 @@ REGISTERS: dict[str, Register] = {
                   'RX local fault.'),
             Field('rx_remote_fault', 9, 1, 'r', 'w', None, False, False,
                   'RX remote fault.'),
+            Field('axi_error', 10, 1, 'r', 'w', None, False, False,
+                  'The DCMAC answered a bring-up register access with an error (sticky until restart).'),
+            Field('axi_stall', 11, 1, 'r', 'w', None, False, False,
+                  'A bring-up register access to the DCMAC went unanswered for too long (sticky until restart): DCMAC clock or reset missing.'),
+            Field('gt_powergood', 12, 1, 'r', 'w', None, False, False,
+                  'GTM quads report power good.'),
         ),
     ),
     'link_retries': Register(

@@ -13,7 +13,7 @@ from typing import Any
 
 from .fpg import GBE_TAG, FpgHeader, find_gbes, parse_fpg
 from .gbe import FourHundredGbe
-from .transport import Transport, read_uint, write_uint
+from .transport import KatcpTransport, Transport, read_uint, write_uint
 
 
 class DeviceContainer(dict):
@@ -27,20 +27,55 @@ class DeviceContainer(dict):
 
 
 class Fpga:
-    """Register access and the 400GbE cores of one design on one board."""
+    """Register access and the 400GbE cores of one design on one board.
+
+    ``host_or_transport``: a host name (a KATCP connection to ``port`` is opened, as
+    casperfpga does) or a ready ``Transport``. The cores come from ``fpg`` (a file or a
+    parsed header), or later from ``get_system_information()``.
+    """
 
     def __init__(
-        self, transport: Transport, fpg: FpgHeader | str | os.PathLike[str] | None = None
+        self,
+        host_or_transport: Transport | str,
+        fpg: FpgHeader | str | os.PathLike[str] | None = None,
+        port: int = 7147,
+        timeout: float = 5.0,
     ) -> None:
-        self.transport = transport
+        if isinstance(host_or_transport, str):
+            self.host = host_or_transport
+            self.transport: Transport = KatcpTransport(host_or_transport, port, timeout)
+        else:
+            self.transport = host_or_transport
+            self.host = getattr(host_or_transport, "host", "")
         self.gbes = DeviceContainer()
         self.header: FpgHeader | None = None
         if fpg is not None:
-            self.header = fpg if isinstance(fpg, FpgHeader) else parse_fpg(fpg)
-            for info in find_gbes(self.header):
-                self.gbes[info.name] = FourHundredGbe(
-                    transport, info.name, info.address, info.size, info.meta
+            self.get_system_information(fpg)
+
+    def get_system_information(
+        self, filename: FpgHeader | str | os.PathLike[str] | None = None
+    ) -> None:
+        """Learn the design's cores from an .fpg, or (None) from the board server.
+
+        Without a file the transport must describe the running design (KATCP:
+        ``?listdev detail`` and ``?meta``), as casperfpga does.
+        """
+        if filename is None:
+            read_header = getattr(self.transport, "read_header", None)
+            if read_header is None:
+                raise ValueError(
+                    f"{type(self.transport).__name__} cannot describe the running design: "
+                    "give the .fpg file"
                 )
+            header = read_header()
+        else:
+            header = filename if isinstance(filename, FpgHeader) else parse_fpg(filename)
+        self.header = header
+        self.gbes = DeviceContainer()
+        for info in find_gbes(header):
+            self.gbes[info.name] = FourHundredGbe(
+                self.transport, info.name, info.address, info.size, info.meta
+            )
 
     def read(self, device_name: str, size: int, offset: int = 0) -> bytes:
         return self.transport.read(device_name, size, offset)

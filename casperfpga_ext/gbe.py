@@ -7,17 +7,24 @@ held in reset) raises instead of leaving a silently misconfigured core.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import fhg_regmap as regmap
 from .addressing import format_ip, format_mac, parse_ip, parse_mac, parse_netmask, parse_port
 from .transport import WORD_BYTES, Transport
 
+if TYPE_CHECKING:
+    from .tap import Tap
+
 ARP = regmap.REGIONS["arp_table"]
 _ARP_VALID = next(f for f in ARP.entry_fields if f.name == "valid")
 _ARP_MAC_HI = next(f for f in ARP.entry_fields if f.name == "mac_hi")
 _ARP_MAC_LO = next(f for f in ARP.entry_fields if f.name == "mac_lo")
+CPU_RX = regmap.REGIONS["cpu_rx_buf"]
+CPU_TX = regmap.REGIONS["cpu_tx_buf"]
+CPU_TX_MIN = 14  # an Ethernet header
 
 
 class ReadBackError(OSError):
@@ -71,6 +78,7 @@ class FourHundredGbe:
         self.address = address
         self.length = length
         self.meta = dict(meta or {})
+        self.tap: Tap | None = None  # the software ARP/ICMP loop, once tap_start() ran
 
     @classmethod
     def from_device_info(
@@ -345,3 +353,76 @@ class FourHundredGbe:
 
     def reset_counters(self) -> None:
         self.write_field("count_reset", "clear", 1)
+
+    # ------------------------------------------------------------- CPU frame buffers
+    def read_cpu_frame(self) -> bytes | None:
+        """The frame waiting in the CPU RX buffer, which is then released; None if none."""
+        length = self.read_field("cpu_rx_len", "len")
+        if length == 0:
+            return None
+        if length > CPU_RX.size:
+            raise OSError(f"{self.name}: cpu_rx_len {length} exceeds the {CPU_RX.size}-B buffer")
+        data = self.parent.read(self.name, -(-length // WORD_BYTES) * WORD_BYTES, CPU_RX.offset)
+        # The acknowledge clears cpu_rx_len at once, so the next poll never sees this frame.
+        ack = regmap.REGISTERS["cpu_rx_ack"]
+        self._write_words(ack.offset, [ack.field("ack").put(0, 1)])
+        return data[:length]
+
+    def send_cpu_frame(self, frame: bytes, timeout: float = 1.0) -> None:
+        """Send one frame (Ethernet header on, no FCS) from the CPU TX buffer.
+
+        Waits up to ``timeout`` seconds for the previous CPU frame to leave
+        (``status.cpu_tx_busy``); frames shorter than 60 bytes are padded by the core.
+        """
+        if not CPU_TX_MIN <= len(frame) <= CPU_TX.size:
+            raise ValueError(
+                f"CPU frame of {len(frame)} bytes: outside {CPU_TX_MIN}..{CPU_TX.size}"
+            )
+        if not self.read_field("ctrl", "cpu_tx_en"):
+            raise OSError(f"{self.name}: ctrl.cpu_tx_en is 0, the core would not send the frame")
+        deadline = time.monotonic() + timeout
+        while self.read_field("status", "cpu_tx_busy"):
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{self.name}: CPU TX buffer still busy after {timeout:g} s "
+                    "(is the link up and the MAC taking frames?)"
+                )
+        padded = frame + bytes(-len(frame) % WORD_BYTES)
+        self.parent.blindwrite(self.name, padded, CPU_TX.offset)
+        self.write_reg("cpu_tx_len", len(frame))
+
+    # ------------------------------------------------------------- software ARP/ICMP
+    def tap_start(
+        self,
+        restart: bool = False,
+        hardware_arp: bool | None = None,
+        arp: bool = True,
+        icmp: bool = True,
+        interval: float = 0.01,
+    ) -> Tap:
+        """Answer ARP and ICMP echo in software from a background thread (``tap.Tap``).
+
+        Sets ``ctrl.cpu_rx_en``/``cpu_tx_en``; ``hardware_arp`` False also turns the
+        hardware ARP responder off, so that ARP is answered here. A running tap is kept
+        unless ``restart``.
+        """
+        from .tap import Tap
+
+        current = self.tap
+        if current is not None and current.running:
+            if not restart:
+                return current
+            current.stop()
+        tap = Tap(self, arp=arp, icmp=icmp, interval=interval)
+        tap.enable(hardware_arp)
+        tap.start()
+        self.tap = tap
+        return tap
+
+    def tap_stop(self) -> None:
+        """Stop the background loop; raises ``tap.TapError`` if it had stopped on an error."""
+        if self.tap is not None:
+            self.tap.stop()
+
+    def tap_running(self) -> bool:
+        return self.tap is not None and self.tap.running

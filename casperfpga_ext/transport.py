@@ -21,9 +21,12 @@ import mmap
 import os
 import socket
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+from .fpg import FpgBlock, FpgDevice, FpgHeader
 
 WORD_BYTES = 4
 
@@ -185,20 +188,25 @@ class KatcpTransport:
 
     ``?read``/``?write`` carry raw bytes, which the server hands to and from the bus as
     big-endian words, so no byte swapping happens here. Blocking, one request at a time:
-    the Gbe API is synchronous, as in casperfpga.
+    the Gbe API is synchronous, as in casperfpga. A lock keeps requests from several
+    threads (a background ``tap_start`` loop beside the caller's) whole on the wire.
     """
 
     def __init__(self, host: str, port: int = 7147, timeout: float = 5.0) -> None:
         self.host, self.port, self.timeout = host, port, timeout
-        self._sock: socket.socket | None = socket.create_connection((host, port), timeout)
+        try:
+            self._sock: socket.socket | None = socket.create_connection((host, port), timeout)
+        except OSError as exc:
+            raise KatcpError(f"cannot connect to {host}:{port}: {exc}") from None
         self._buffer = b""
+        self._lock = threading.Lock()
 
     def _line(self) -> bytes:
         assert self._sock is not None
         while b"\n" not in self._buffer:
             chunk = self._sock.recv(65536)
             if not chunk:
-                self.close()
+                self._drop()
                 raise KatcpError(f"{self.host}:{self.port} closed the connection")
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
@@ -206,6 +214,17 @@ class KatcpTransport:
 
     def request(self, name: str, *args: bytes) -> tuple[list[bytes], list[list[bytes]]]:
         """Send ``?name args``; return the reply's arguments after ``ok`` and the informs."""
+        with self._lock:
+            try:
+                return self._request(name, *args)
+            except OSError as exc:
+                if isinstance(exc, KatcpError):
+                    raise
+                # A timeout or reset leaves the reply stream out of step: start afresh.
+                self._drop()
+                raise KatcpError(f"?{name} to {self.host}:{self.port}: {exc}") from exc
+
+    def _request(self, name: str, *args: bytes) -> tuple[list[bytes], list[list[bytes]]]:
         if self._sock is None:
             raise KatcpError(f"not connected to {self.host}:{self.port}")
         message = b" ".join([b"?" + name.encode("ascii"), *(katcp_escape(a) for a in args)])
@@ -238,13 +257,38 @@ class KatcpTransport:
         _, informs = self.request("listdev")
         return [i[0].decode() for i in informs if i]
 
+    def read_header(self) -> FpgHeader:
+        """The running design's devices (``?listdev detail``) and blocks (``?meta``)."""
+        source = f"katcp://{self.host}:{self.port}"
+        _, listed = self.request("listdev", b"detail")
+        devices: dict[str, FpgDevice] = {}
+        for args in listed:
+            try:
+                name, address, size = (a.decode() for a in args)
+                devices[name] = FpgDevice(name, int(address, 0), int(size, 0))
+            except (ValueError, UnicodeDecodeError):
+                raise KatcpError(f"{source}: malformed #listdev inform {args!r}") from None
+        _, metas = self.request("meta")
+        blocks: dict[str, FpgBlock] = {}
+        for args in metas:
+            if len(args) != 4:
+                raise KatcpError(f"{source}: malformed #meta inform {args!r}")
+            block, tag, param, value = (a.decode("utf-8", "replace") for a in args)
+            blocks.setdefault(block, FpgBlock(block, tag)).params[param] = value
+        return FpgHeader(source, devices, blocks, 0)
+
     def is_connected(self) -> bool:
         return self._sock is not None
 
-    def close(self) -> None:
+    def _drop(self) -> None:
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+            self._buffer = b""
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
 
     def __enter__(self) -> KatcpTransport:
         return self

@@ -36,9 +36,14 @@ class CoreHarness:
         self.mac_clk_hz = mac_clk_hz
         _clock(dut.user_clk, USER_CLK_HZ)
         _clock(dut.tx_mac_clk, mac_clk_hz)
+        # The RX MAC clock: same frequency, separate clock (its own phase), as the core
+        # treats the two as independent domains.
+        _clock(dut.rx_mac_clk, mac_clk_hz)
         _clock(dut.axil_clk, AXIL_CLK_HZ)
         dut.axil_rst_n.value = 0
         dut.tx_mac_rst.value = 1
+        dut.rx_mac_rst.value = 1
+        dut.rx_axis_tvalid_0.value = 0
         dut.rst.value = 1
         dut.mac_link_up.value = 0
         dut.tx_valid.value = 0
@@ -59,6 +64,7 @@ class CoreHarness:
         await ClockCycles(dut.axil_clk, 8)
         dut.axil_rst_n.value = 1
         dut.tx_mac_rst.value = 0
+        dut.rx_mac_rst.value = 0
         await ClockCycles(dut.user_clk, 4)
         dut.rst.value = 0
         dut.mac_link_up.value = 1

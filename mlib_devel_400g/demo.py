@@ -5,14 +5,19 @@
 2. Register block: compile it with Verilator, configure a core through AXI4-Lite (MAC, IP,
    gateway, netmask, UDP port, ARP entries, fabric enable) from cocotb, read every register
    back and print the dump, each value checked against the requested configuration.
-3. Transmit: simulate the generated top.v: the packet generator, driven through its
-   software registers, sends 100 datagrams of the example stream through the core into a
-   DCMAC model paced at 400GbE; every frame is compared with scapy's, written to
-   build/demo/tx.pcap, re-verified (checksums, payload formula, IP id) and checked
-   against the core's counters.
-4. Receive: capture tx.pcap with the receiver's pcap backend into chunks (0 lost, every
+3. The core alone: simulate it sending 100 datagrams of the example stream into a DCMAC
+   model paced at 400GbE, verify every frame with scapy (headers, checksums, payload
+   formula) and against the core's counters, and return them through its receive path.
+4. The generated design: simulate the example design's top.v: its packet generator,
+   driven through its software registers, sends 100 datagrams through the core into the
+   DCMAC model; every frame is compared with scapy's, written to build/demo/tx.pcap,
+   re-verified and checked against the core's counters.
+5. Receive: capture tx.pcap with the receiver's pcap backend into chunks (0 lost, every
    payload byte checked), then a live 5-second loopback capture from the receiver's own
    sender with the monitor display.
+6. KATCP: the simulated core behind `casper400g board-server` on localhost; the
+   casperfpga-style script examples/configure_core.py configures it over KATCP and prints
+   print_gbe_core_details(); a datagram sent afterwards is checked against scapy's frame.
 """
 
 from __future__ import annotations
@@ -90,10 +95,17 @@ def run(verbose: bool = False, config: dict | None = None, tx_frames: int = 100)
     status = run_registers(console, verbose, cfg)
     if status:
         return status
+    status = run_tx(console, verbose, cfg, tx_frames)
+    if status:
+        return status
+    # The generated design's frames replace the core's in tx.pcap for the receiver.
     status, sent = demo_toolflow.run_top(console, build, cfg, tx_frames, verbose=verbose)
     if status:
         return status
-    return run_rx(console, paths.REPO_ROOT / "build" / "demo" / "tx.pcap", sent)
+    status = run_rx(console, paths.REPO_ROOT / "build" / "demo" / "tx.pcap", sent)
+    if status:
+        return status
+    return run_katcp(console, verbose, cfg)
 
 
 def run_registers(console: Console, verbose: bool, cfg: dict) -> int:
@@ -194,6 +206,101 @@ def verify_frame(frame: bytes, n: int, cfg: dict) -> str | None:
     return None
 
 
+def run_tx(console: Console, verbose: bool, cfg: dict, count: int) -> int:
+    import scapy.layers.l2  # noqa: F401 - registers Ethernet as the pcap link type
+    from scapy.utils import rdpcap
+
+    console.rule("[bold]casper400g demo, part 3: the core alone sends the example stream")
+    console.print(
+        "[1/3] fhg_core: Verilator model of the whole core (cached after the first build)"
+    )
+    t0 = time.monotonic()
+    dut = sim.build_core(verbose=verbose)
+    console.print(f"      ready in {time.monotonic() - t0:.1f} s")
+    out_dir = paths.REPO_ROOT / "build" / "demo"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pcap = out_dir / "tx.pcap"
+    console.print(
+        f"[2/3] streaming {count} x 8192-B datagrams to {cfg['dest_ip']}:{cfg['dest_port']} "
+        "through the user port into a DCMAC model paced at 400GbE, then back into the "
+        "core's receive path through an echoing peer"
+    )
+    t0 = time.monotonic()
+    try:
+        stats = sim.run_job(
+            dut,
+            "mlib_devel_400g.cocotb_demo_tx",
+            {
+                "CASPER400G_DEMO_CONFIG": json.dumps(cfg),
+                "CASPER400G_DEMO_FRAMES": str(count),
+                "CASPER400G_DEMO_PCAP": str(pcap),
+            },
+            verbose=verbose,
+        )
+    except sim.SimulationError as exc:
+        console.print(f"[red]simulation failed: {exc}")
+        return 1
+    console.print(f"      simulated in {time.monotonic() - t0:.1f} s")
+
+    console.print(f"[3/3] checking {pcap.relative_to(paths.REPO_ROOT)} with scapy")
+    packets = rdpcap(str(pcap))
+    problems = []
+    for n, pkt in enumerate(packets):
+        why = verify_frame(bytes(pkt), n, cfg)
+        if why:
+            problems.append(f"frame {n}: {why}")
+    frame_bytes = sum(len(bytes(p)) for p in packets)
+    table = Table(title="TX summary")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    table.add_column("check")
+    rows = [
+        ("frames in tx.pcap", len(packets), len(packets) == count),
+        ("frame bytes (FCS excluded)", frame_bytes, True),
+        ("frames verified by scapy", len(packets) - len(problems), not problems),
+        ("tx_frames register", stats["tx_frames"], stats["tx_frames"] == len(packets)),
+        ("tx_bytes register", stats["tx_bytes"], stats["tx_bytes"] == frame_bytes),
+        ("tx_udp_bytes register", stats["tx_udp_bytes"], stats["tx_udp_bytes"] == 8192 * count),
+        ("tx_arp_miss register", stats["tx_arp_miss"], stats["tx_arp_miss"] == 0),
+        ("looped back: rx_frames register", stats["rx_frames"], stats["rx_frames"] == count),
+        (
+            "looped back: rx_udp_packets (delivered)",
+            stats["rx_udp_packets"],
+            stats["rx_udp_packets"] == count,
+        ),
+        (
+            "looped back: payloads equal to those sent",
+            stats["rx_payload_ok"],
+            stats["rx_payload_ok"] == count,
+        ),
+        (
+            "looped back: rx_udp_bytes register",
+            stats["rx_udp_bytes"],
+            stats["rx_udp_bytes"] == 8192 * count,
+        ),
+    ]
+    drops = {
+        k: v for k, v in stats.items() if k.startswith("rx_drop_") or k == "rx_bad_udp_checksum"
+    }
+    rows += [(f"looped back: {k}", v, v == 0) for k, v in drops.items()]
+    bad = 0
+    for name, value, ok in rows:
+        bad += not ok
+        table.add_row(name, f"{value:,}", "[green]ok" if ok else "[red]mismatch")
+    table.add_row("goodput at the MAC model (Gb/s)", f"{stats['goodput_bps'] / 1e9:.1f}", "")
+    console.print(table)
+    for p in problems[:5]:
+        console.print(f"[red]{p}")
+    if bad:
+        console.print(f"[red bold]{bad} check(s) failed")
+        return 1
+    console.print(
+        f"[green bold]{count} frames sent and verified (checksums, payload, IP id), and "
+        f"received back intact; open {pcap.relative_to(paths.REPO_ROOT)} in Wireshark"
+    )
+    return 0
+
+
 def run_rx(console: Console, pcap: Path, count: int, loopback_s: float = 5.0) -> int:
     import threading
 
@@ -203,7 +310,7 @@ def run_rx(console: Console, pcap: Path, count: int, loopback_s: float = 5.0) ->
     from casper400g_rx.example_stream import example_payloads
     from casper400g_rx.monitor import run_monitor
 
-    console.rule("[bold]casper400g demo, part 4: capture the stream with the receiver")
+    console.rule("[bold]casper400g demo, part 5: capture the stream with the receiver")
     per_chunk = 50
     console.print(
         f"[1/2] {pcap.relative_to(paths.REPO_ROOT)} through the pcap backend "
@@ -264,4 +371,60 @@ def run_rx(console: Console, pcap: Path, count: int, loopback_s: float = 5.0) ->
         # machine's, and the receiver accounts for every one of them.
         console.print("[yellow]the loopback run lost packets on this machine (counted above)")
     console.print("[green bold]receiver: the core's stream captured intact")
+    return 0
+
+
+def run_katcp(console: Console, verbose: bool, cfg: dict) -> int:
+    import sys
+
+    console.rule("[bold]casper400g demo, part 6: configure the core over KATCP")
+    example = paths.REPO_ROOT / "examples" / "configure_core.py"
+    console.print(
+        "[1/3] fhg_core behind board-server on 127.0.0.1 (KATCP; each request carried out "
+        "on the simulated AXI4-Lite bus)"
+    )
+    t0 = time.monotonic()
+    dut = sim.build_core(verbose=verbose)
+    console.print(f"      ready in {time.monotonic() - t0:.1f} s")
+    console.print(f"[2/3] running {example.relative_to(paths.REPO_ROOT)} against it")
+    t0 = time.monotonic()
+    try:
+        result = sim.run_job(
+            dut,
+            "mlib_devel_400g.cocotb_demo_katcp",
+            {
+                "CASPER400G_DEMO_CONFIG": json.dumps(cfg),
+                "CASPER400G_PYTHON": sys.executable,
+                "CASPER400G_EXAMPLE": str(example),
+            },
+            verbose=verbose,
+        )
+    except sim.SimulationError as exc:
+        console.print(f"[red]simulation failed: {exc}")
+        return 1
+    console.print(f"      $ {result['command']}", soft_wrap=True, markup=False)
+    for line in result["output"].rstrip().splitlines():
+        console.print(f"      {line}", soft_wrap=True, markup=False, highlight=False)
+    console.print(
+        f"      {result['requests']} KATCP requests, {result['bus_accesses']} bus accesses, "
+        f"{result['sim_time_us']:.1f} us simulated, {time.monotonic() - t0:.1f} s"
+    )
+    if result["returncode"] != 0:
+        console.print(f"[red bold]the script exited with status {result['returncode']}")
+        return 1
+    console.print("[3/3] a datagram through the user port after the script configured the core")
+    if not result.get("frame_ok"):
+        console.print(f"[red]got  {result.get('frame', '')[:120]}")
+        console.print(f"[red]want {result.get('expected', '')[:120]}")
+        console.print("[red bold]the frame does not carry the configured addresses")
+        return 1
+    frame = bytes.fromhex(result["frame"])
+    console.print(
+        f"      {len(frame)}-byte frame from {addressing.format_mac(int(frame[6:12].hex(), 16))} "
+        f"{cfg['ip']}:{cfg['port']} to {cfg['dest_ip']}:{cfg['dest_port']}"
+    )
+    console.print(
+        "[green bold]configured over KATCP by the casperfpga-style script; the frame equals "
+        "scapy's, byte for byte"
+    )
     return 0

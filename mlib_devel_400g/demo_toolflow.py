@@ -95,7 +95,7 @@ def run_top(
     from scapy.layers.l2 import Ether
     from scapy.utils import wrpcap
 
-    console.rule("[bold]casper400g demo, part 3: the generated top sends the example stream")
+    console.rule("[bold]casper400g demo, part 4: the generated design sends the example stream")
     console.print("[1/2] top.v + every source: Verilator model (cached after the first build)")
     t0 = time.monotonic()
     dut = toolflow_sim.compile_top(build, verbose=verbose)

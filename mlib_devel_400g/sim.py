@@ -296,7 +296,8 @@ def core_sources() -> list[Path]:
     return [
         paths.REGS_DIR / "fhg_regs_pkg.sv",
         paths.REGS_DIR / "fhg_regs.sv",
-        *sorted(p for p in hdl.glob("fhg_*.sv")),
+        # packages before the modules that import them
+        *sorted(hdl.glob("fhg_*.sv"), key=lambda p: (not p.stem.endswith("_pkg"), p.name)),
     ]
 
 

@@ -147,7 +147,10 @@ def yosys_version(cmd: Sequence[str]) -> str:
 
 def source_files(src_dir: Path | None = None) -> list[Path]:
     src_dir = src_dir or paths.FHG_HDL
-    files = sorted(p for p in src_dir.glob("fhg_*.sv") if p.name not in EXCLUDED_SOURCES)
+    files = sorted(
+        (p for p in src_dir.glob("fhg_*.sv") if p.name not in EXCLUDED_SOURCES),
+        key=lambda p: (not p.stem.endswith("_pkg"), p.name),  # packages first
+    )
     if not files:
         raise SynthError(f"no fhg_*.sv sources in {src_dir}")
     return files

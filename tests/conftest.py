@@ -9,6 +9,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--run-slow", action="store_true", help="also run long soak/fuzz tests (marked slow)"
     )
+    parser.addoption(
+        "--long",
+        action="store_true",
+        help="RX accounting mix with 10^6 frames instead of 20 000 (hours of simulation)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -201,6 +201,76 @@ def test_fpga_configures_a_core_through_the_server(board: Board):
             t.read("nope", 4, 0)
 
 
+def test_fpga_learns_the_design_from_the_server(board: Board):
+    """Fpga(host) + get_system_information() with no file: ?listdev detail and ?meta."""
+    fpga = Fpga("127.0.0.1", port=board.port, timeout=TIMEOUT)
+    try:
+        assert fpga.gbes == {}
+        fpga.get_system_information()
+        gbe = fpga.gbes.gbe0
+        assert (gbe.address, gbe.length) == (GBE_BASE, regmap.BLOCK_SIZE)
+        assert gbe.meta == BLOCKS[0].params
+        assert fpga.header is not None
+        assert set(fpga.header.devices) == {"gbe0", "sys_scratch"}
+        assert fpga.header.blocks["scope"].params == {"names": "a b\\c"}
+        gbe.port = 7149
+        assert reg_at(board.image, "port") == 7149
+    finally:
+        fpga.transport.close()  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match=r"give the \.fpg file"):
+        Fpga(
+            MmapTransport(board.image, {"gbe0": (GBE_BASE, regmap.BLOCK_SIZE)})
+        ).get_system_information()
+    with pytest.raises(KatcpError, match=r"cannot connect to 127\.0\.0\.1:1"):
+        Fpga("127.0.0.1", port=1)
+
+
+def test_example_configure_core_script(board: Board):
+    """examples/configure_core.py, run as a user would, against the server."""
+    root = Path(__file__).resolve().parents[1]
+    script = root / "examples" / "configure_core.py"
+    # This checkout's packages, whichever one the environment has installed.
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
+    argv = [sys.executable, str(script), "127.0.0.1", "--port", str(board.port)]
+    argv += ["--mac", "02:00:0a:00:00:0b", "--ip", "10.0.0.11", "--udp-port", "7150"]
+    argv += ["--gateway", "10.0.0.1", "--arp", "10.0.0.20=0c:42:a1:00:00:14"]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "MAC 02:00:0a:00:00:0b  IP 10.0.0.11  port 7150" in run.stdout
+    assert "IP[7:0]  20 -> 0c:42:a1:00:00:14" in run.stdout
+    assert reg_at(board.image, "ip") == int(ipaddress.IPv4Address("10.0.0.11"))
+    assert reg_at(board.image, "port") == 7150
+    bad = subprocess.run(
+        [*argv[:5], "--ip", "10.0.0.300"], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert bad.returncode == 1 and "10.0.0.300" in bad.stderr
+
+
+def test_one_transport_shared_by_threads(board: Board):
+    """Requests from several threads on one connection stay whole (the tap's case)."""
+    errors: list[BaseException] = []
+    with KatcpTransport("127.0.0.1", board.port, timeout=TIMEOUT) as t:
+
+        def client(k: int) -> None:
+            try:
+                for i in range(60):
+                    value = (k << 24 | i).to_bytes(4, "big") * 3
+                    t.blindwrite("gbe0", value, 0x2000 + 16 * k)
+                    assert t.read("gbe0", 12, 0x2000 + 16 * k) == value
+            except BaseException as exc:  # reported by the main thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(TIMEOUT * 4)
+    assert errors == []
+
+
 def test_several_clients_at_once(board: Board):
     errors: list[BaseException] = []
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from scapy.layers.inet import ICMP, IP, UDP, IPOption_NOP
 from scapy.layers.l2 import ARP, Dot1Q, Ether
@@ -252,11 +250,8 @@ def test_mix_labels_agree_and_account(name: str):
         assert classify(m.frame, cfg, err=m.err) == m.verdict
 
 
-def test_mix_20000_frames_fast_and_diverse():
-    t0 = time.perf_counter()
+def test_mix_20000_frames_diverse():
     mix = make_mix(20_000, CFG, seed=1)
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 10.0
     counts = tally([m.verdict for m in mix])
     assert sum(counts.values()) == 20_000
     # Every verdict this configuration can produce does occur.

@@ -15,4 +15,6 @@ work in an environment without the simulation extras.
   monitor.
 * :mod:`.rx_expect` - independent model of the RX filter (CORE_SPEC §3) with per-reason
   verdicts, and a labelled random frame mix.
+* :mod:`.dcmac_regs` - DCMAC register port, latching status registers, GT reset-done flags
+  and a link partner, with an AXI4-Lite slave adapter: the counterpart of fhg_link_bringup.
 """

@@ -1,8 +1,9 @@
 """casperfpga_ext's blocking FourHundredGbe code driving ``fhg_core`` in simulation.
 
-``SimTransport`` turns each word of a ``read``/``blindwrite`` into an AXI4-Lite access of
-the core's register slave; the API code runs in a ``bridge`` thread (cocotb.task) and waits for
-each access through ``resume``, so it is the same code that runs on the board.
+``SimTransport`` (``mlib_devel_400g.sim_bus``) turns each word of a ``read``/``blindwrite``
+into an AXI4-Lite access of the core's register slave; the API code runs in a ``bridge``
+thread (cocotb.task) and waits for each access through ``resume``, so it is the same code
+that runs on the board.
 Frames leaving the core are compared with scapy's for the configured addresses.
 """
 
@@ -13,19 +14,17 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import cocotb
-from cocotb.task import bridge, resume
+from cocotb.task import bridge
 from cocotb.triggers import ClockCycles, Timer
-from cocotbext.axi import AxiResp
 
 from casperfpga_ext import fhg_regmap as regmap
 from casperfpga_ext.gbe import FourHundredGbe
-from casperfpga_ext.transport import WORD_BYTES, check_access
 from mlib_devel_400g.core_harness import CoreHarness
 from mlib_devel_400g.models import frames
 from mlib_devel_400g.models.dcmac_tx import DcmacTxMonitor
 from mlib_devel_400g.models.user_tx import UserTxDriver
+from mlib_devel_400g.sim_bus import DEVICE, SimTransport
 
-DEVICE = "gbe0"
 OWN_MAC = "02:00:0a:00:00:0a"
 OWN_IP = "10.0.0.10"
 GATEWAY = "10.0.0.1"
@@ -36,52 +35,6 @@ TTL = 31
 ARP_TABLE = [0x0C42A1000000 | (i << 8) | (255 - i) for i in range(256)]
 
 T = TypeVar("T")
-
-
-class SimTransport:
-    """The Transport protocol over cocotbext-axi; call it from a bridge thread."""
-
-    def __init__(self, harness: CoreHarness) -> None:
-        self.axi = harness.axi
-        self.accesses = 0
-
-    async def _read_word(self, address: int) -> bytes:
-        resp = await self.axi.read(address, WORD_BYTES)
-        if resp.resp != AxiResp.OKAY:
-            raise OSError(f"AXI read {address:#x}: {resp.resp!r}")
-        # AXI byte lanes are little-endian; the transport contract is big-endian words.
-        return int.from_bytes(resp.data, "little").to_bytes(WORD_BYTES, "big")
-
-    async def _write_word(self, address: int, word: bytes) -> None:
-        value = int.from_bytes(word, "big")
-        resp = await self.axi.write(address, value.to_bytes(WORD_BYTES, "little"))
-        if resp.resp != AxiResp.OKAY:
-            raise OSError(f"AXI write {address:#x}: {resp.resp!r}")
-
-    def read(self, device_name: str, size: int, offset: int = 0) -> bytes:
-        self._check(device_name, offset, size)
-        read_word = resume(self._read_word)
-        self.accesses += size // WORD_BYTES
-        return b"".join(read_word(offset + k) for k in range(0, size, WORD_BYTES))
-
-    def blindwrite(self, device_name: str, data: bytes, offset: int = 0) -> None:
-        self._check(device_name, offset, len(data))
-        write_word = resume(self._write_word)
-        self.accesses += len(data) // WORD_BYTES
-        for k in range(0, len(data), WORD_BYTES):
-            write_word(offset + k, data[k : k + WORD_BYTES])
-
-    def listdev(self) -> list[str]:
-        return [DEVICE]
-
-    def is_connected(self) -> bool:
-        return True
-
-    @staticmethod
-    def _check(device_name: str, offset: int, size: int) -> None:
-        if device_name != DEVICE:
-            raise ValueError(f"unknown device {device_name!r}")
-        check_access(device_name, regmap.BLOCK_SIZE, offset, size)
 
 
 async def blocking(func: Callable[..., T], *args: Any) -> T:
@@ -95,7 +48,7 @@ async def start(dut) -> tuple[CoreHarness, DcmacTxMonitor, UserTxDriver, FourHun
     )
     drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
     await h.reset()
-    gbe = FourHundredGbe(SimTransport(h), DEVICE)
+    gbe = FourHundredGbe(SimTransport(h.axi), DEVICE)
 
     def configure() -> None:
         gbe.set_ttl(TTL)

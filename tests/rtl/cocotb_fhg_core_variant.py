@@ -1,8 +1,10 @@
-"""fhg_core built with USE_TAF=1 and a short rate window (AXIL_CLK_HZ=5000, i.e. the
-per-second registers count over 5000 register-clock cycles = 20 us at 250 MHz).
+"""fhg_core built with USE_TAF=1, RX_FCS_ON_BUS=1 and a short rate window (AXIL_CLK_HZ=5000,
+i.e. the per-second registers count over 5000 register-clock cycles = 20 us at 250 MHz).
 
 * With taf in use the packer starts no frame while taf is high; frames still leave whole,
   obey every PG369 rule and match scapy under random tready/taf stalls.
+* With the FCS left on the RX bus (the DCMAC not stripping it) the receive path still
+  accounts for every frame of a random mix and delivers exact payloads.
 * The rate registers show the count of the last complete window: a window inside steady
   traffic counts what the MAC model received in it, an idle window counts 0.
 """
@@ -14,6 +16,7 @@ import random
 
 import cocotb
 from cocotb.triggers import Timer
+from cocotb_fhg_core_rx import FCS_ON_BUS, config, run_mix
 from cocotb_fhg_core_tx import ARP, GATEWAY, NETMASK, OWN_IP, OWN_MAC, PORT, TTL, expected
 
 from mlib_devel_400g.core_harness import CoreHarness
@@ -73,3 +76,9 @@ async def taf_honoured_frames_whole_and_exact(dut) -> None:  # noqa: ANN001
     assert per_window > 200, f"traffic was not steady during the window ({per_window})"
     assert abs(rate - per_window) <= 3, (rate, per_window)
     await drv.wait_idle()
+
+
+@cocotb.test()
+async def rx_mix_fcs_on_bus(dut) -> None:  # noqa: ANN001
+    assert FCS_ON_BUS, "this build keeps the FCS on the RX bus"
+    await run_mix(dut, 3000, config(), seed=23, idle_prob=0.05, random_align=True)

@@ -1,4 +1,5 @@
-"""fhg_core with USE_TAF=1 and a short rate window: one build, one result per cocotb test."""
+"""fhg_core with USE_TAF=1, the FCS on the RX bus and a short rate window: one build, one
+result per cocotb test."""
 
 from __future__ import annotations
 
@@ -10,13 +11,18 @@ from mlib_devel_400g import sim
 
 COCOTB_MODULE = Path(__file__).with_name("cocotb_fhg_core_variant.py")
 NAMES = sim.cocotb_test_names(COCOTB_MODULE)
-PARAMETERS = {"USE_TAF": 1, "AXIL_CLK_HZ": 5000}
+PARAMETERS = {"USE_TAF": 1, "AXIL_CLK_HZ": 5000, "RX_FCS_ON_BUS": 1}
 
 
 @pytest.fixture(scope="module")
 def outcomes() -> dict[str, sim.TestOutcome]:
     dut = sim.build_core(parameters=PARAMETERS, variant="taf_rates")
-    return sim.run(dut, COCOTB_MODULE.stem, COCOTB_MODULE.parent)
+    return sim.run(
+        dut,
+        COCOTB_MODULE.stem,
+        COCOTB_MODULE.parent,
+        extra_env={"CASPER400G_RX_FCS_ON_BUS": "1"},
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -1,23 +1,27 @@
 // fhg_core — the casper400g 400GbE UDP/IPv4 core: user ports (CORE_SPEC §1), AXI4-Lite
-// register block (fhg_regs, CORE_SPEC §4) and the DCMAC port-0 TX client interface.
+// register block (fhg_regs, CORE_SPEC §4) and the DCMAC port-0 TX and RX client interfaces.
 //
 // Clock domains
 //   user_clk    the design's clock (tx_*/rx_* user ports), typically 390.625 MHz
 //   axil_clk    the register block (CIPS AXI clock, 100-250 MHz), s_axil_*
 //   tx_mac_clk  the DCMAC TX AXI clock (391.03 MHz by default), tx_axis_*
-// Configuration crosses into the MAC domain as consistent snapshots (fhg_cfg_sync),
+//   rx_mac_clk  the DCMAC RX AXI clock (may be the same clock as tx_mac_clk), rx_axis_*
+// Configuration crosses into the MAC domains as consistent snapshots (fhg_cfg_sync),
 // counters cross as exact deltas (fhg_cdc_delta) into the register block's counters.
 //
-// This revision carries the transmit path with its CPU TX buffer; the receive path, the
-// hardware ARP responder (its transmit input already exists on fhg_tx_path), the CPU RX
-// path and link bring-up attach to the same block. Until then rx_* outputs are idle, the
-// CPU RX buffer is plain RAM visible over AXI, and link state comes from `mac_link_up`.
+// Transmit: fhg_tx_path with the CPU TX buffer and the hardware ARP responder's frames.
+// Receive: fhg_rx_path (filter with one counter per drop reason, RX FIFO to user_clk), the
+// CPU RX buffer, ARP requests answered and (when enabled) replies learned into the ARP
+// table. Link state comes from `mac_link_up` (the DCMAC bring-up drives it on hardware).
+// RX_FCS_ON_BUS says whether the DCMAC leaves the FCS on the RX bus (MAC_PORT0_RX_STRIP = 0;
+// the DCMAC's default is not confirmed from public sources, so both are supported).
 module fhg_core #(
     parameter int TX_BUFFER_FRAMES = 4,          // jumbo frames the TX buffer holds
     parameter int MAX_PAYLOAD      = 8972,       // largest UDP payload sent (bytes)
     parameter int AXIL_CLK_HZ      = 250000000,  // for the per-second rate registers
     parameter bit USE_TAF          = 1'b0,
-    parameter int RX_BUFFER_KIB    = 64,
+    parameter int RX_BUFFER_KIB    = 64,         // RX FIFO (128-byte words: 8 per KiB)
+    parameter bit RX_FCS_ON_BUS    = 1'b0,
     localparam int FRAME_WORDS = (MAX_PAYLOAD + 42 + 127) / 128 + 2,
     localparam int BUF_WORDS   = 1 << $clog2(TX_BUFFER_FRAMES * FRAME_WORDS)
 ) (
@@ -75,6 +79,26 @@ module fhg_core #(
     input  wire                 tx_mac_clk,
     input  wire                 tx_mac_rst,
     input  wire                 mac_link_up,     // any clock; synchronised here
+
+    // ---------------------------------------------------------------- link bring-up (axil_clk)
+    // fhg_link_bringup (in the platform's DCMAC wrapper, e.g. fhg_dcmac_vpk180) reports here
+    // and takes its controls from link_ctrl; a design without it leaves the inputs at 0.
+    output logic                link_auto_bringup,
+    output logic                link_restart,
+    output logic [7:0]          link_max_retries,
+    output logic [2:0]          link_gt_loopback,
+    input  wire  [3:0]          link_state,
+    input  wire                 link_gt_tx_ready,
+    input  wire                 link_gt_rx_ready,
+    input  wire                 link_rx_aligned,
+    input  wire                 link_rx_local_fault,
+    input  wire                 link_rx_remote_fault,
+    input  wire  [31:0]         link_retries,
+    input  wire  [31:0]         link_rx_phy_status,
+    input  wire                 link_down,
+    input  wire                 link_axi_error,
+    input  wire                 link_axi_stall,
+    input  wire                 gt_powergood,
     output logic                tx_axis_tvalid_0,
     input  wire                 tx_axis_tready_0,
     input  wire                 tx_axis_taf_0,
@@ -84,7 +108,19 @@ module fhg_core #(
     output logic              tx_axis_tuser_sop0, tx_axis_tuser_sop1, tx_axis_tuser_sop2, tx_axis_tuser_sop3, tx_axis_tuser_sop4, tx_axis_tuser_sop5, tx_axis_tuser_sop6, tx_axis_tuser_sop7,
     output logic              tx_axis_tuser_eop0, tx_axis_tuser_eop1, tx_axis_tuser_eop2, tx_axis_tuser_eop3, tx_axis_tuser_eop4, tx_axis_tuser_eop5, tx_axis_tuser_eop6, tx_axis_tuser_eop7,
     output logic              tx_axis_tuser_err0, tx_axis_tuser_err1, tx_axis_tuser_err2, tx_axis_tuser_err3, tx_axis_tuser_err4, tx_axis_tuser_err5, tx_axis_tuser_err6, tx_axis_tuser_err7,
-    output logic [3:0]        tx_axis_tuser_mty0, tx_axis_tuser_mty1, tx_axis_tuser_mty2, tx_axis_tuser_mty3, tx_axis_tuser_mty4, tx_axis_tuser_mty5, tx_axis_tuser_mty6, tx_axis_tuser_mty7
+    output logic [3:0]        tx_axis_tuser_mty0, tx_axis_tuser_mty1, tx_axis_tuser_mty2, tx_axis_tuser_mty3, tx_axis_tuser_mty4, tx_axis_tuser_mty5, tx_axis_tuser_mty6, tx_axis_tuser_mty7,
+
+    // ---------------------------------------------------------------- DCMAC RX, port 0
+    input  wire                 rx_mac_clk,
+    input  wire                 rx_mac_rst,
+    input  wire                 rx_axis_tvalid_0,
+    input  wire  [127:0]        rx_axis_tdata0, rx_axis_tdata1, rx_axis_tdata2, rx_axis_tdata3,
+    input  wire  [127:0]        rx_axis_tdata4, rx_axis_tdata5, rx_axis_tdata6, rx_axis_tdata7,
+    input  wire               rx_axis_tuser_ena0, rx_axis_tuser_ena1, rx_axis_tuser_ena2, rx_axis_tuser_ena3, rx_axis_tuser_ena4, rx_axis_tuser_ena5, rx_axis_tuser_ena6, rx_axis_tuser_ena7,
+    input  wire               rx_axis_tuser_sop0, rx_axis_tuser_sop1, rx_axis_tuser_sop2, rx_axis_tuser_sop3, rx_axis_tuser_sop4, rx_axis_tuser_sop5, rx_axis_tuser_sop6, rx_axis_tuser_sop7,
+    input  wire               rx_axis_tuser_eop0, rx_axis_tuser_eop1, rx_axis_tuser_eop2, rx_axis_tuser_eop3, rx_axis_tuser_eop4, rx_axis_tuser_eop5, rx_axis_tuser_eop6, rx_axis_tuser_eop7,
+    input  wire               rx_axis_tuser_err0, rx_axis_tuser_err1, rx_axis_tuser_err2, rx_axis_tuser_err3, rx_axis_tuser_err4, rx_axis_tuser_err5, rx_axis_tuser_err6, rx_axis_tuser_err7,
+    input  wire  [3:0]        rx_axis_tuser_mty0, rx_axis_tuser_mty1, rx_axis_tuser_mty2, rx_axis_tuser_mty3, rx_axis_tuser_mty4, rx_axis_tuser_mty5, rx_axis_tuser_mty6, rx_axis_tuser_mty7
 );
     localparam int AW    = $clog2(BUF_WORDS);
     localparam int LEN_W = 14;
@@ -148,22 +184,28 @@ module fhg_core #(
     assign arp_req = hwif_out.arp_table.req;
     assign arp_wr  = hwif_out.arp_table.req_is_wr;
     assign arp_sel = hwif_out.arp_table.addr[2];
+    // Port A: AXI accesses, and learned entries in the cycles AXI leaves free.
+    logic        lrn_do;
+    logic [7:0]  lrn_idx;
+    logic [47:0] lrn_mac;
     fhg_ram_tdp #(.WIDTH(32), .DEPTH(256)) u_arp_w0 (
-        .a_clk(axil_clk), .a_en(arp_req && !arp_sel), .a_we(arp_wr),
-        .a_addr(hwif_out.arp_table.addr[10:3]), .a_wdata(hwif_out.arp_table.wr_data),
+        .a_clk(axil_clk), .a_en((arp_req && !arp_sel) || lrn_do), .a_we(arp_req ? arp_wr : lrn_do),
+        .a_addr(arp_req ? hwif_out.arp_table.addr[10:3] : lrn_idx),
+        .a_wdata(arp_req ? hwif_out.arp_table.wr_data : {15'd0, 1'b1, lrn_mac[47:32]}),
         .a_rdata(arp_w0_a),
         .b_clk(tx_mac_clk), .b_en(1'b1), .b_we(1'b0), .b_addr(arp_rd_addr),
         .b_wdata(32'd0), .b_rdata(arp_w0_b)
     );
     fhg_ram_tdp #(.WIDTH(32), .DEPTH(256)) u_arp_w1 (
-        .a_clk(axil_clk), .a_en(arp_req && arp_sel), .a_we(arp_wr),
-        .a_addr(hwif_out.arp_table.addr[10:3]), .a_wdata(hwif_out.arp_table.wr_data),
+        .a_clk(axil_clk), .a_en((arp_req && arp_sel) || lrn_do), .a_we(arp_req ? arp_wr : lrn_do),
+        .a_addr(arp_req ? hwif_out.arp_table.addr[10:3] : lrn_idx),
+        .a_wdata(arp_req ? hwif_out.arp_table.wr_data : lrn_mac[31:0]),
         .a_rdata(arp_w1_a),
         .b_clk(tx_mac_clk), .b_en(1'b1), .b_we(1'b0), .b_addr(arp_rd_addr),
         .b_wdata(32'd0), .b_rdata(arp_w1_b)
     );
 
-    // CPU TX buffer and its frame source; CPU RX buffer (RAM until the receive path).
+    // CPU TX buffer and its frame source; the CPU RX buffer sits with the receive path.
     logic [31:0] cpu_tx_a, cpu_rx_a;
     logic        cpu_tx_ack_rd, cpu_tx_ack_wr, cpu_rx_ack_rd, cpu_rx_ack_wr, cpu_tx_busy;
     logic        cpu_valid, cpu_word_valid, cpu_pop, cpu_done, cpu_refused;
@@ -182,27 +224,20 @@ module fhg_core #(
         .cpu_word_valid(cpu_word_valid), .cpu_pop(cpu_pop), .cpu_done(cpu_done),
         .stat_refused(cpu_refused)
     );
-    fhg_ram_tdp #(.WIDTH(32), .DEPTH(4096)) u_cpu_rx (
-        .a_clk(axil_clk), .a_en(hwif_out.cpu_rx_buf.req), .a_we(1'b0),
-        .a_addr(hwif_out.cpu_rx_buf.addr[13:2]), .a_wdata(32'd0), .a_rdata(cpu_rx_a),
-        .b_clk(tx_mac_clk), .b_en(1'b0), .b_we(1'b0), .b_addr(12'd0), .b_wdata(32'd0),
-        .b_rdata()
-    );
 
     // External regions answer one cycle after the request (RAM read latency 1).
     always_ff @(posedge axil_clk) begin
         arp_ack_rd    <= arp_req && !arp_wr;
         arp_ack_wr    <= arp_req && arp_wr;
         arp_sel_q     <= arp_sel;
-        cpu_rx_ack_rd <= hwif_out.cpu_rx_buf.req && !hwif_out.cpu_rx_buf.req_is_wr;
-        cpu_rx_ack_wr <= hwif_out.cpu_rx_buf.req && hwif_out.cpu_rx_buf.req_is_wr;
         if (axil_rst) begin
             arp_ack_rd <= 1'b0; arp_ack_wr <= 1'b0;
-            cpu_rx_ack_rd <= 1'b0; cpu_rx_ack_wr <= 1'b0;
         end
     end
 
     // ================================================================ transmit path
+    logic          arp_tx_valid, arp_tx_ready;
+    logic [511:0]  arp_tx_frame;
     logic          st_word, st_frame_drop, st_afull_rise, st_arp_miss, st_underrun;
     logic          st_arp_sent, st_cpu_sent, st_ctl_frame;
     logic [LEN_W+1:0] st_ctl_bytes;
@@ -230,8 +265,7 @@ module fhg_core #(
         .cfg_port(c_port), .cfg_ttl(c_ttl), .cfg_udp_csum(c_csum),
         .arp_addr(arp_rd_addr), .arp_entry({arp_w1_b, arp_w0_b}),
         .next_ip_id(next_ip_id),
-        // The hardware ARP responder arrives with the receive path.
-        .arp_valid(1'b0), .arp_frame(512'd0), .arp_ready(),
+        .arp_valid(arp_tx_valid), .arp_frame(arp_tx_frame), .arp_ready(arp_tx_ready),
         .cpu_valid(cpu_valid), .cpu_nseg(cpu_nseg), .cpu_mty(cpu_mty), .cpu_word(cpu_word),
         .cpu_word_valid(cpu_word_valid), .cpu_pop(cpu_pop), .cpu_done(cpu_done),
         .tx_tvalid(tx_axis_tvalid_0), .tx_tready(tx_axis_tready_0), .tx_taf(tx_axis_taf_0),
@@ -250,6 +284,183 @@ module fhg_core #(
     assign {tx_axis_tuser_err7, tx_axis_tuser_err6, tx_axis_tuser_err5, tx_axis_tuser_err4, tx_axis_tuser_err3, tx_axis_tuser_err2, tx_axis_tuser_err1, tx_axis_tuser_err0} = seg_err;
     assign {tx_axis_tuser_mty7, tx_axis_tuser_mty6, tx_axis_tuser_mty5, tx_axis_tuser_mty4, tx_axis_tuser_mty3, tx_axis_tuser_mty2, tx_axis_tuser_mty1, tx_axis_tuser_mty0} = seg_mty;
 
+
+    // ================================================================ receive path
+    // Configuration in the RX MAC domain.
+    localparam int RCFG_W = 48 + 32*4 + 16 + 4;
+    logic [RCFG_W-1:0] rcfg_axil, rcfg_rx;
+    logic [47:0] r_mac;
+    logic [31:0] r_ip, r_mask, r_mc_ip, r_mc_mask;
+    logic [15:0] r_port;
+    logic        r_promisc, r_cpu_rx, r_arp_reply, r_arp_learn, r_fabric_en;
+    assign rcfg_axil = {hwif_out.mac_hi.mac.value, hwif_out.mac_lo.mac.value,
+                        hwif_out.ip.ip.value, hwif_out.netmask.mask.value,
+                        hwif_out.mc_ip.ip.value, hwif_out.mc_mask.mask.value,
+                        hwif_out.port.port.value, hwif_out.ctrl.promisc_en.value,
+                        hwif_out.ctrl.cpu_rx_en.value, hwif_out.ctrl.arp_reply_en.value,
+                        hwif_out.ctrl.arp_learn_en.value};
+    fhg_cfg_sync #(.WIDTH(RCFG_W)) u_cfg_rx (
+        .src_clk(axil_clk), .src_rst(axil_rst), .src_data(rcfg_axil),
+        .dst_clk(rx_mac_clk), .dst_rst(rx_mac_rst), .dst_data(rcfg_rx),
+        .dst_update(), .dst_valid()
+    );
+    assign {r_mac, r_ip, r_mask, r_mc_ip, r_mc_mask, r_port, r_promisc, r_cpu_rx,
+            r_arp_reply, r_arp_learn} = rcfg_rx;
+    fhg_sync_bits #(.WIDTH(1)) u_en_rx_sync (
+        .clk(rx_mac_clk), .rst(1'b0), .d(hwif_out.ctrl.fabric_en.value), .q(r_fabric_en)
+    );
+
+    localparam int NC = fhg_rx_pkg::NCODES;
+    logic [1023:0] rx_bus;
+    assign rx_bus = {rx_axis_tdata7, rx_axis_tdata6, rx_axis_tdata5, rx_axis_tdata4,
+                     rx_axis_tdata3, rx_axis_tdata2, rx_axis_tdata1, rx_axis_tdata0};
+    logic          rx_empty_u, cpu_we0, cpu_we1, cpu_placed, cpu_released;
+    logic [6:0]    cpu_row0, cpu_row1;
+    logic [1023:0] cpu_data0, cpu_data1;
+    logic [13:0]   cpu_len_m;
+    logic          arpq_valid, arpq_pop;
+    logic [80:0]   arpq_data;
+    logic [3*NC-1:0] rs_cnt;
+    logic [1:0]    rs_frames;
+    logic [15:0]   rs_bytes;
+    logic          rs_delivered, rs_bad;
+    logic [13:0]   rs_udp_bytes;
+    logic [7:0]    rs_words;
+
+    fhg_rx_path #(.FCS_ON_BUS(RX_FCS_ON_BUS), .FIFO_WORDS(RX_BUFFER_KIB * 8)) u_rx (
+        .mac_clk(rx_mac_clk), .mac_rst(rx_mac_rst),
+        .rx_tvalid(rx_axis_tvalid_0), .rx_data_bus(rx_bus),
+        .rx_ena({rx_axis_tuser_ena7, rx_axis_tuser_ena6, rx_axis_tuser_ena5, rx_axis_tuser_ena4, rx_axis_tuser_ena3, rx_axis_tuser_ena2, rx_axis_tuser_ena1, rx_axis_tuser_ena0}),
+        .rx_sop({rx_axis_tuser_sop7, rx_axis_tuser_sop6, rx_axis_tuser_sop5, rx_axis_tuser_sop4, rx_axis_tuser_sop3, rx_axis_tuser_sop2, rx_axis_tuser_sop1, rx_axis_tuser_sop0}),
+        .rx_eop({rx_axis_tuser_eop7, rx_axis_tuser_eop6, rx_axis_tuser_eop5, rx_axis_tuser_eop4, rx_axis_tuser_eop3, rx_axis_tuser_eop2, rx_axis_tuser_eop1, rx_axis_tuser_eop0}),
+        .rx_err({rx_axis_tuser_err7, rx_axis_tuser_err6, rx_axis_tuser_err5, rx_axis_tuser_err4, rx_axis_tuser_err3, rx_axis_tuser_err2, rx_axis_tuser_err1, rx_axis_tuser_err0}),
+        .rx_mty({rx_axis_tuser_mty7, rx_axis_tuser_mty6, rx_axis_tuser_mty5, rx_axis_tuser_mty4, rx_axis_tuser_mty3, rx_axis_tuser_mty2, rx_axis_tuser_mty1, rx_axis_tuser_mty0}),
+        .cfg_mac(r_mac), .cfg_ip(r_ip), .cfg_netmask(r_mask), .cfg_mc_ip(r_mc_ip),
+        .cfg_mc_mask(r_mc_mask), .cfg_port(r_port), .cfg_promisc(r_promisc),
+        .cfg_cpu_rx_en(r_cpu_rx), .cfg_fabric_en(r_fabric_en),
+        .cfg_arp_reply_en(r_arp_reply), .cfg_arp_learn_en(r_arp_learn),
+        .user_clk(user_clk), .user_rst(rst || soft_rst_u),
+        .rx_data(rx_data), .rx_valid(rx_valid), .rx_byte_enable(rx_byte_enable),
+        .rx_source_ip(rx_source_ip), .rx_dest_ip(rx_dest_ip),
+        .rx_source_port(rx_source_port), .rx_dest_port(rx_dest_port),
+        .rx_end_of_frame(rx_end_of_frame), .rx_bad_frame(rx_bad_frame), .rx_ack(rx_ack),
+        .rx_overrun(rx_overrun), .rx_overrun_ack(rx_overrun_ack), .rx_empty(rx_empty_u),
+        .cpu_we0(cpu_we0), .cpu_row0(cpu_row0), .cpu_data0(cpu_data0),
+        .cpu_we1(cpu_we1), .cpu_row1(cpu_row1), .cpu_data1(cpu_data1),
+        .cpu_placed(cpu_placed), .cpu_len(cpu_len_m), .cpu_released(cpu_released),
+        .arp_q_valid(arpq_valid), .arp_q_data(arpq_data), .arp_q_pop(arpq_pop),
+        .st_cnt(rs_cnt), .st_frames(rs_frames), .st_bytes(rs_bytes),
+        .st_delivered(rs_delivered), .st_udp_bytes(rs_udp_bytes), .st_words(rs_words),
+        .st_bad(rs_bad)
+    );
+
+    logic [15:0] cpu_rx_len_a;
+    logic        cpu_rx_ready_a;
+    fhg_rx_cpu u_cpu_rx (
+        .mac_clk(rx_mac_clk), .mac_rst(rx_mac_rst),
+        .we0(cpu_we0), .row0(cpu_row0), .data0(cpu_data0),
+        .we1(cpu_we1), .row1(cpu_row1), .data1(cpu_data1),
+        .placed(cpu_placed), .placed_len(cpu_len_m), .released(cpu_released),
+        .axil_clk(axil_clk), .axil_rst(axil_rst),
+        .req(hwif_out.cpu_rx_buf.req), .req_is_wr(hwif_out.cpu_rx_buf.req_is_wr),
+        .addr(hwif_out.cpu_rx_buf.addr), .rd_ack(cpu_rx_ack_rd), .wr_ack(cpu_rx_ack_wr),
+        .rd_data(cpu_rx_a), .len(cpu_rx_len_a), .ready(cpu_rx_ready_a),
+        .ack(hwif_out.cpu_rx_ack.ack.value)
+    );
+
+    // ARP events: requests to the responder (TX MAC domain), replies to learn (AXI domain).
+    logic        arpr_full, arpl_full, arpr_valid, arpl_valid, arpr_pop;
+    logic [79:0] arpr_data, arpl_data;
+    assign arpq_pop = arpq_valid && (arpq_data[80] ? !arpl_full : !arpr_full);
+    fhg_async_fifo #(.WIDTH(80), .DEPTH(4)) u_arp_req_cdc (
+        .wr_clk(rx_mac_clk), .wr_rst(rx_mac_rst), .wr_en(arpq_pop && !arpq_data[80]),
+        .wr_data(arpq_data[79:0]), .full(arpr_full), .wr_count(),
+        .rd_clk(tx_mac_clk), .rd_rst(tx_mac_rst), .rd_valid(arpr_valid), .rd_data(arpr_data),
+        .rd_ready(arpr_pop), .rd_count()
+    );
+    fhg_async_fifo #(.WIDTH(80), .DEPTH(4)) u_arp_learn_cdc (
+        .wr_clk(rx_mac_clk), .wr_rst(rx_mac_rst), .wr_en(arpq_pop && arpq_data[80]),
+        .wr_data(arpq_data[79:0]), .full(arpl_full), .wr_count(),
+        .rd_clk(axil_clk), .rd_rst(axil_rst), .rd_valid(arpl_valid), .rd_data(arpl_data),
+        .rd_ready(lrn_take), .rd_count()
+    );
+    // Learned entries: only for senders in our subnet (the table is indexed by IP[7:0]).
+    logic lrn_take, lrn_in_subnet;
+    assign lrn_in_subnet = ((arpl_data[31:0] ^ hwif_out.ip.ip.value) & hwif_out.netmask.mask.value) == 32'd0;
+    assign lrn_take = arpl_valid && !arp_req;
+    assign lrn_do   = lrn_take && lrn_in_subnet;
+    assign lrn_idx  = arpl_data[7:0];
+    assign lrn_mac  = arpl_data[79:32];
+
+    // Gratuitous ARP: on fabric enable (when allowed) and on request.
+    logic fabric_en_t, fabric_en_t_q, garp_en_t, garp_now_t;
+    fhg_sync_bits #(.WIDTH(2)) u_garp_sync (
+        .clk(tx_mac_clk), .rst(1'b0),
+        .d({hwif_out.ctrl.fabric_en.value, hwif_out.ctrl.gratuitous_arp_en.value}),
+        .q({fabric_en_t, garp_en_t})
+    );
+    fhg_pulse_sync u_garp_pulse (
+        .clk_a(axil_clk), .rst_a(axil_rst), .pulse_a(hwif_out.ctrl.send_garp.value),
+        .busy_a(), .clk_b(tx_mac_clk), .rst_b(tx_mac_rst), .pulse_b(garp_now_t)
+    );
+    always_ff @(posedge tx_mac_clk) fabric_en_t_q <= fabric_en_t;
+    fhg_arp_responder u_arp (
+        .clk(tx_mac_clk), .rst(tx_mac_rst), .cfg_mac(c_mac), .cfg_ip(c_ip),
+        .req_valid(arpr_valid), .req_sha(arpr_data[79:32]), .req_spa(arpr_data[31:0]),
+        .req_pop(arpr_pop),
+        .garp(garp_now_t || (garp_en_t && fabric_en_t && !fabric_en_t_q)),
+        .arp_valid(arp_tx_valid), .arp_frame(arp_tx_frame), .arp_ready(arp_tx_ready)
+    );
+
+    // RX counters: one exact delta per verdict code, plus totals.
+    logic [NC-1:0] dr_v;
+    logic [15:0]   dr_d [NC];
+    for (genvar c = 1; c < NC; c++) begin : g_rx_cnt
+        fhg_cdc_delta #(.INCR_W(3)) u_c (
+            .src_clk(rx_mac_clk), .src_rst(rx_mac_rst), .src_incr(rs_cnt[3*c +: 3]),
+            .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(dr_v[c]), .dst_delta(dr_d[c]));
+    end
+    assign dr_v[0] = 1'b0;
+    assign dr_d[0] = '0;
+    logic [4:0] rs_drops;
+    always_comb begin
+        rs_drops = '0;
+        for (int c = int'(fhg_rx_pkg::V_FCS); c < NC; c++) rs_drops = rs_drops + 5'(rs_cnt[3*c +: 3]);
+    end
+    logic        dr_fr_v, dr_by_v, dr_del_v, dr_ub_v, dr_w_v, dr_bad_v, dr_drop_v;
+    logic [15:0] dr_fr, dr_del, dr_bad, dr_drop, dr_w;
+    logic [23:0] dr_by, dr_ub;
+    fhg_cdc_delta #(.INCR_W(2)) u_c_rfr (
+        .src_clk(rx_mac_clk), .src_rst(rx_mac_rst), .src_incr(rs_frames),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(dr_fr_v), .dst_delta(dr_fr));
+    fhg_cdc_delta #(.INCR_W(16), .DELTA_W(24)) u_c_rby (
+        .src_clk(rx_mac_clk), .src_rst(rx_mac_rst), .src_incr(rs_bytes),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(dr_by_v), .dst_delta(dr_by));
+    fhg_cdc_delta #(.INCR_W(1)) u_c_rdel (
+        .src_clk(rx_mac_clk), .src_rst(rx_mac_rst), .src_incr(rs_delivered),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(dr_del_v), .dst_delta(dr_del));
+    fhg_cdc_delta #(.INCR_W(14), .DELTA_W(24)) u_c_rub (
+        .src_clk(rx_mac_clk), .src_rst(rx_mac_rst), .src_incr(rs_delivered ? rs_udp_bytes : 14'd0),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(dr_ub_v), .dst_delta(dr_ub));
+    fhg_cdc_delta #(.INCR_W(8)) u_c_rw (
+        .src_clk(rx_mac_clk), .src_rst(rx_mac_rst), .src_incr(rs_delivered ? rs_words : 8'd0),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(dr_w_v), .dst_delta(dr_w));
+    fhg_cdc_delta #(.INCR_W(1)) u_c_rbad (
+        .src_clk(rx_mac_clk), .src_rst(rx_mac_rst), .src_incr(rs_bad),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(dr_bad_v), .dst_delta(dr_bad));
+    fhg_cdc_delta #(.INCR_W(5)) u_c_rdrop (
+        .src_clk(rx_mac_clk), .src_rst(rx_mac_rst), .src_incr(rs_drops),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(dr_drop_v), .dst_delta(dr_drop));
+
+    // RX activity for led_rx (any frame received), stretched in the MAC domain.
+    logic [21:0] rx_led_cnt;
+    logic        rx_act_m;
+    always_ff @(posedge rx_mac_clk) begin
+        if (rs_frames != 0) rx_led_cnt <= '1;
+        else if (rx_led_cnt != 0) rx_led_cnt <= rx_led_cnt - 22'd1;
+        if (rx_mac_rst) rx_led_cnt <= '0;
+    end
+    assign rx_act_m = rx_led_cnt != 0;
 
     // ================================================================ counters
     // user_clk events
@@ -301,28 +512,39 @@ module fhg_core #(
 
     // Per-second rates: counts of the last complete one-second window.
     logic [31:0] sec_cnt, pkt_acc, valid_acc, pkt_rate, valid_rate;
+    logic [31:0] rpkt_acc, rvalid_acc, rpkt_rate, rvalid_rate;
+    logic [31:0] pkt_in, valid_in, rpkt_in, rvalid_in;
+    assign pkt_in    = d_frames_v ? 32'(d_frames) : 32'd0;
+    assign valid_in  = d_word_v ? 32'(d_word) : 32'd0;
+    assign rpkt_in   = dr_del_v ? 32'(dr_del) : 32'd0;
+    assign rvalid_in = dr_w_v ? 32'(dr_w) : 32'd0;
     always_ff @(posedge axil_clk) begin
         if (sec_cnt == 32'(AXIL_CLK_HZ - 1)) begin
-            sec_cnt    <= '0;
-            pkt_rate   <= pkt_acc + (d_frames_v ? 32'(d_frames) : 32'd0);
-            valid_rate <= valid_acc + (d_word_v ? 32'(d_word) : 32'd0);
-            pkt_acc    <= '0;
-            valid_acc  <= '0;
+            sec_cnt     <= '0;
+            pkt_rate    <= pkt_acc + pkt_in;
+            valid_rate  <= valid_acc + valid_in;
+            rpkt_rate   <= rpkt_acc + rpkt_in;
+            rvalid_rate <= rvalid_acc + rvalid_in;
+            pkt_acc <= '0; valid_acc <= '0; rpkt_acc <= '0; rvalid_acc <= '0;
         end else begin
-            sec_cnt   <= sec_cnt + 32'd1;
-            pkt_acc   <= pkt_acc + (d_frames_v ? 32'(d_frames) : 32'd0);
-            valid_acc <= valid_acc + (d_word_v ? 32'(d_word) : 32'd0);
+            sec_cnt    <= sec_cnt + 32'd1;
+            pkt_acc    <= pkt_acc + pkt_in;
+            valid_acc  <= valid_acc + valid_in;
+            rpkt_acc   <= rpkt_acc + rpkt_in;
+            rvalid_acc <= rvalid_acc + rvalid_in;
         end
         if (axil_rst) begin
             sec_cnt <= '0; pkt_acc <= '0; valid_acc <= '0; pkt_rate <= '0; valid_rate <= '0;
+            rpkt_acc <= '0; rvalid_acc <= '0; rpkt_rate <= '0; rvalid_rate <= '0;
         end
     end
 
     // Status bits into the register domain.
-    logic afull_a, ovf_a, link_a;
-    fhg_sync_bits #(.WIDTH(3)) u_status_sync (
-        .clk(axil_clk), .rst(axil_rst), .d({tx_afull, tx_overflow, mac_link_up}),
-        .q({afull_a, ovf_a, link_a})
+    logic afull_a, ovf_a, link_a, rx_ovr_a, rx_empty_a;
+    fhg_sync_bits #(.WIDTH(5)) u_status_sync (
+        .clk(axil_clk), .rst(axil_rst),
+        .d({tx_afull, tx_overflow, mac_link_up, rx_overrun, rx_empty_u}),
+        .q({afull_a, ovf_a, link_a, rx_ovr_a, rx_empty_a})
     );
     logic [15:0] ip_id_a;
     fhg_cfg_sync #(.WIDTH(16)) u_ipid_sync (
@@ -336,12 +558,31 @@ module fhg_core #(
         hwif_in.buffer_sizes.tx_kib.next = 16'(BUF_WORDS / 8);   // 128-byte words
         hwif_in.buffer_sizes.rx_kib.next = 16'(RX_BUFFER_KIB);
         hwif_in.status.link_up.next      = link_a;
-        hwif_in.status.rx_aligned.next   = link_a;
+        // Without a bring-up sequencer (simulation, other platforms) mac_link_up stands for it.
+        hwif_in.status.rx_aligned.next   = link_a || link_rx_aligned;
         hwif_in.status.tx_afull.next     = afull_a;
         hwif_in.status.tx_overflow.next  = ovf_a;
-        hwif_in.status.rx_empty.next     = 1'b1;
+        hwif_in.status.rx_empty.next     = rx_empty_a;
+        hwif_in.status.rx_overrun.next   = rx_ovr_a;
+        hwif_in.status.cpu_rx_ready.next = cpu_rx_ready_a;
+        hwif_in.cpu_rx_len.len.next      = cpu_rx_len_a;
+        hwif_in.rx_packet_rate.value.next = rpkt_rate;
+        hwif_in.rx_valid_rate.value.next  = rvalid_rate;
         hwif_in.status.cpu_tx_busy.next  = cpu_tx_busy;
         hwif_in.link_status.link_up.next = link_a;
+        hwif_in.link_status.state.next           = link_state;
+        hwif_in.link_status.gt_tx_ready.next     = link_gt_tx_ready;
+        hwif_in.link_status.gt_rx_ready.next     = link_gt_rx_ready;
+        hwif_in.link_status.rx_aligned.next      = link_rx_aligned;
+        hwif_in.link_status.rx_local_fault.next  = link_rx_local_fault;
+        hwif_in.link_status.rx_remote_fault.next = link_rx_remote_fault;
+        hwif_in.link_status.axi_error.next       = link_axi_error;
+        hwif_in.link_status.axi_stall.next       = link_axi_stall;
+        hwif_in.link_status.gt_powergood.next    = gt_powergood;
+        hwif_in.link_retries.count.next          = link_retries;
+        hwif_in.rx_phy_status.value.next         = link_rx_phy_status;
+        hwif_in.link_down_counter.count.incr      = link_down;
+        hwif_in.link_down_counter.count.incrvalue = 16'd1;
         hwif_in.ip_id.next_id.next       = ip_id_a;
         hwif_in.tx_packet_rate.value.next = pkt_rate;
         hwif_in.tx_valid_rate.value.next  = valid_rate;
@@ -371,6 +612,59 @@ module fhg_core #(
         hwif_in.tx_afull_counter.count.incr       = d_afull_v;
         hwif_in.tx_afull_counter.count.incrvalue  = d_afull;
 
+        hwif_in.rx_frames.count.incr              = dr_fr_v;
+        hwif_in.rx_frames.count.incrvalue         = 24'(dr_fr);
+        hwif_in.rx_bytes.count.incr               = dr_by_v;
+        hwif_in.rx_bytes.count.incrvalue          = dr_by;
+        hwif_in.rx_udp_packets.count.incr         = dr_del_v;
+        hwif_in.rx_udp_packets.count.incrvalue    = 24'(dr_del);
+        hwif_in.rx_packet_counter.count.incr      = dr_del_v;
+        hwif_in.rx_packet_counter.count.incrvalue = dr_del;
+        hwif_in.rx_udp_bytes.count.incr           = dr_ub_v;
+        hwif_in.rx_udp_bytes.count.incrvalue      = dr_ub;
+        hwif_in.rx_valid_counter.count.incr       = dr_w_v;
+        hwif_in.rx_valid_counter.count.incrvalue  = dr_w;
+        hwif_in.rx_bad_udp_checksum.count.incr    = dr_bad_v;
+        hwif_in.rx_bad_udp_checksum.count.incrvalue = 24'(dr_bad);
+        hwif_in.rx_bad_counter.count.incr         = dr_drop_v;
+        hwif_in.rx_bad_counter.count.incrvalue    = dr_drop;
+        hwif_in.rx_overflow_counter.count.incr    = dr_v[fhg_rx_pkg::V_OVERRUN];
+        hwif_in.rx_overflow_counter.count.incrvalue = dr_d[fhg_rx_pkg::V_OVERRUN];
+        hwif_in.rx_arp_requests.count.incr        = dr_v[fhg_rx_pkg::V_ARP];
+        hwif_in.rx_arp_requests.count.incrvalue   = 24'(dr_d[fhg_rx_pkg::V_ARP]);
+        hwif_in.rx_to_cpu.count.incr              = dr_v[fhg_rx_pkg::V_CPU];
+        hwif_in.rx_to_cpu.count.incrvalue         = 24'(dr_d[fhg_rx_pkg::V_CPU]);
+        hwif_in.rx_drop_fcs.count.incr            = dr_v[fhg_rx_pkg::V_FCS];
+        hwif_in.rx_drop_fcs.count.incrvalue       = 24'(dr_d[fhg_rx_pkg::V_FCS]);
+        hwif_in.rx_drop_dst_mac.count.incr        = dr_v[fhg_rx_pkg::V_DST_MAC];
+        hwif_in.rx_drop_dst_mac.count.incrvalue   = 24'(dr_d[fhg_rx_pkg::V_DST_MAC]);
+        hwif_in.rx_drop_ethertype.count.incr      = dr_v[fhg_rx_pkg::V_ETHERTYPE];
+        hwif_in.rx_drop_ethertype.count.incrvalue = 24'(dr_d[fhg_rx_pkg::V_ETHERTYPE]);
+        hwif_in.rx_drop_ip_version.count.incr     = dr_v[fhg_rx_pkg::V_IP_VERSION];
+        hwif_in.rx_drop_ip_version.count.incrvalue = 24'(dr_d[fhg_rx_pkg::V_IP_VERSION]);
+        hwif_in.rx_drop_ip_options.count.incr     = dr_v[fhg_rx_pkg::V_IP_OPTIONS];
+        hwif_in.rx_drop_ip_options.count.incrvalue = 24'(dr_d[fhg_rx_pkg::V_IP_OPTIONS]);
+        hwif_in.rx_drop_ip_fragment.count.incr    = dr_v[fhg_rx_pkg::V_IP_FRAGMENT];
+        hwif_in.rx_drop_ip_fragment.count.incrvalue = 24'(dr_d[fhg_rx_pkg::V_IP_FRAGMENT]);
+        hwif_in.rx_drop_ip_checksum.count.incr    = dr_v[fhg_rx_pkg::V_IP_CHECKSUM];
+        hwif_in.rx_drop_ip_checksum.count.incrvalue = 24'(dr_d[fhg_rx_pkg::V_IP_CHECKSUM]);
+        hwif_in.rx_drop_ip_protocol.count.incr    = dr_v[fhg_rx_pkg::V_IP_PROTOCOL];
+        hwif_in.rx_drop_ip_protocol.count.incrvalue = 24'(dr_d[fhg_rx_pkg::V_IP_PROTOCOL]);
+        hwif_in.rx_drop_dst_ip.count.incr         = dr_v[fhg_rx_pkg::V_DST_IP];
+        hwif_in.rx_drop_dst_ip.count.incrvalue    = 24'(dr_d[fhg_rx_pkg::V_DST_IP]);
+        hwif_in.rx_drop_dst_port.count.incr       = dr_v[fhg_rx_pkg::V_DST_PORT];
+        hwif_in.rx_drop_dst_port.count.incrvalue  = 24'(dr_d[fhg_rx_pkg::V_DST_PORT]);
+        hwif_in.rx_drop_length.count.incr         = dr_v[fhg_rx_pkg::V_LENGTH];
+        hwif_in.rx_drop_length.count.incrvalue    = 24'(dr_d[fhg_rx_pkg::V_LENGTH]);
+        hwif_in.rx_drop_overrun.count.incr        = dr_v[fhg_rx_pkg::V_OVERRUN];
+        hwif_in.rx_drop_overrun.count.incrvalue   = 24'(dr_d[fhg_rx_pkg::V_OVERRUN]);
+        hwif_in.rx_drop_cpu_busy.count.incr       = dr_v[fhg_rx_pkg::V_CPU_BUSY];
+        hwif_in.rx_drop_cpu_busy.count.incrvalue  = 24'(dr_d[fhg_rx_pkg::V_CPU_BUSY]);
+        hwif_in.rx_drop_arp.count.incr            = dr_v[fhg_rx_pkg::V_ARP_DROP];
+        hwif_in.rx_drop_arp.count.incrvalue       = 24'(dr_d[fhg_rx_pkg::V_ARP_DROP]);
+        hwif_in.rx_drop_disabled.count.incr       = dr_v[fhg_rx_pkg::V_DISABLED];
+        hwif_in.rx_drop_disabled.count.incrvalue  = 24'(dr_d[fhg_rx_pkg::V_DISABLED]);
+
         hwif_in.arp_table.rd_ack  = arp_ack_rd;
         hwif_in.arp_table.rd_data = arp_sel_q ? arp_w1_a : arp_w0_a;
         hwif_in.arp_table.wr_ack  = arp_ack_wr;
@@ -382,17 +676,11 @@ module fhg_core #(
         hwif_in.cpu_rx_buf.wr_ack  = cpu_rx_ack_wr;
     end
 
-    // ================================================================ user-side RX (idle)
-    assign rx_data = '0;
-    assign rx_valid = 1'b0;
-    assign rx_byte_enable = '0;
-    assign rx_source_ip = '0;
-    assign rx_dest_ip = '0;
-    assign rx_source_port = '0;
-    assign rx_dest_port = '0;
-    assign rx_end_of_frame = 1'b0;
-    assign rx_bad_frame = 1'b0;
-    assign rx_overrun = 1'b0;
+
+    assign link_auto_bringup = hwif_out.link_ctrl.auto_bringup.value;
+    assign link_restart      = hwif_out.link_ctrl.restart.value;
+    assign link_max_retries  = hwif_out.link_ctrl.max_retries.value;
+    assign link_gt_loopback  = hwif_out.link_ctrl.gt_loopback.value;
 
     // LEDs: link state and stretched TX activity (~2^22 user cycles ≈ 10 ms).
     logic link_u;
@@ -405,10 +693,11 @@ module fhg_core #(
     end
     assign led_up = link_u;
     assign led_tx = tx_led_cnt != 0;
-    assign led_rx = 1'b0;
+    fhg_sync_bits #(.WIDTH(1)) u_led_rx_sync (
+        .clk(user_clk), .rst(1'b0), .d(rx_act_m), .q(led_rx));
 
     logic unused_ok;
-    assign unused_ok = &{1'b0, rx_ack, rx_overrun_ack, st_underrun, AW[0], st_bytes[LEN_W+1],
+    assign unused_ok = &{1'b0, st_underrun, dr_v[0], dr_d[0], AW[0], st_bytes[LEN_W+1],
                          st_payload[LEN_W+1], cpu_refused,
                          hwif_out.arp_table.wr_biten, hwif_out.cpu_tx_buf.wr_biten,
                          hwif_out.cpu_rx_buf.wr_biten, hwif_out.cpu_rx_buf.wr_data};

@@ -3425,6 +3425,9 @@ module fhg_regs (
             readback_data_var[7] = hwif_in.link_status.link_up.next;
             readback_data_var[8] = hwif_in.link_status.rx_local_fault.next;
             readback_data_var[9] = hwif_in.link_status.rx_remote_fault.next;
+            readback_data_var[10] = hwif_in.link_status.axi_error.next;
+            readback_data_var[11] = hwif_in.link_status.axi_stall.next;
+            readback_data_var[12] = hwif_in.link_status.gt_powergood.next;
         end
         if(rd_mux_addr == 16'h90) begin
             readback_data_var[31:0] = hwif_in.link_retries.count.next;

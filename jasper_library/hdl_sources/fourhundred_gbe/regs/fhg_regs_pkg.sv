@@ -197,6 +197,18 @@ package fhg_regs_pkg;
     } fhg_regs__stat_f_desc_3f2588ed__in_t;
 
     typedef struct {
+        logic next;
+    } fhg_regs__stat_f_desc_fa107569__in_t;
+
+    typedef struct {
+        logic next;
+    } fhg_regs__stat_f_desc_0db1c585__in_t;
+
+    typedef struct {
+        logic next;
+    } fhg_regs__stat_f_desc_de4c4d40__in_t;
+
+    typedef struct {
         fhg_regs__stat_f_desc_10d750db_w4__in_t state;
         fhg_regs__stat_f_desc_5c8b1658__in_t gt_tx_ready;
         fhg_regs__stat_f_desc_cf1e9627__in_t gt_rx_ready;
@@ -204,6 +216,9 @@ package fhg_regs_pkg;
         fhg_regs__stat_f_desc_532cc1df__in_t link_up;
         fhg_regs__stat_f_desc_07ba1dc4__in_t rx_local_fault;
         fhg_regs__stat_f_desc_3f2588ed__in_t rx_remote_fault;
+        fhg_regs__stat_f_desc_fa107569__in_t axi_error;
+        fhg_regs__stat_f_desc_0db1c585__in_t axi_stall;
+        fhg_regs__stat_f_desc_de4c4d40__in_t gt_powergood;
     } fhg_regs__link_status__in_t;
 
     typedef struct {

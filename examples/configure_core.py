@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Configure a casper400g 400GbE core over KATCP, casperfpga style, and print its details.
+
+    python examples/configure_core.py vpk180.local --mac 02:00:0a:00:00:0a \\
+        --ip 10.0.0.10 --udp-port 7148 --gateway 10.0.0.1 --arp 10.0.0.20=0c:42:a1:00:00:14
+
+The board runs ``casper400g board-server`` (or any KATCP server with casperfpga's
+requests). With casperfpga installed the script uses it, with our core registered for
+the ``xps:fourhundred_gbe`` tag; without it, ``casperfpga_ext.Fpga`` offers the same calls.
+The design's devices come from the server (``?listdev``/``?meta``), or from ``--fpg``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import casperfpga_ext
+
+
+def connect(host: str, port: int, fpg: str | None) -> Any:
+    """A casperfpga ``CasperFpga`` when casperfpga is installed, else ``casperfpga_ext.Fpga``."""
+    try:
+        import casperfpga  # type: ignore[import-not-found]
+    except ImportError:
+        fpga: Any = casperfpga_ext.Fpga(host, port=port)
+        print(f"connected to {host}:{port} (casperfpga_ext.Fpga; casperfpga not installed)")
+    else:
+        casperfpga_ext.register_with_casperfpga()
+        fpga = casperfpga.CasperFpga(host, port=port)
+        print(f"connected to {host}:{port} (casperfpga {getattr(casperfpga, '__version__', '')})")
+    fpga.get_system_information(fpg)
+    return fpga
+
+
+def arp_entry(text: str) -> tuple[str, str]:
+    ip, sep, mac = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"ARP entry {text!r}: expected IP=MAC")
+    return ip, mac
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("host", help="the board (its KATCP server)")
+    parser.add_argument("--port", type=int, default=7147, help="KATCP port (default 7147)")
+    parser.add_argument("--fpg", help="the design's .fpg (default: ask the server)")
+    parser.add_argument("--gbe", default="gbe0", help="the core's block name (default gbe0)")
+    parser.add_argument("--mac", default="02:00:0a:00:00:0a", help="the core's MAC address")
+    parser.add_argument("--ip", default="10.0.0.10", help="the core's IP address")
+    parser.add_argument("--udp-port", default=7148, type=int, help="the core's UDP port")
+    parser.add_argument("--gateway", help="gateway IP address")
+    parser.add_argument("--netmask", default="255.255.255.0", help="subnet mask")
+    parser.add_argument(
+        "--arp", type=arp_entry, action="append", default=[], metavar="IP=MAC", help="ARP entry"
+    )
+    args = parser.parse_args(argv)
+
+    try:
+        fpga = connect(args.host, args.port, args.fpg)
+        gbe = getattr(fpga.gbes, args.gbe)
+        gbe.configure_core(args.mac, args.ip, args.udp_port, args.gateway, args.netmask)
+        gbe.set_arp_table(dict(args.arp))  # every entry written, then read back
+        gbe.fabric_enable()
+        gbe.print_gbe_core_details(arp=True)
+    except (OSError, ValueError, AttributeError) as exc:
+        print(f"configure_core: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

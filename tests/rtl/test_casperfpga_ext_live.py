@@ -1,0 +1,22 @@
+"""casperfpga_ext live on fhg_core under Verilator: the ARP/ICMP tap and KATCP end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mlib_devel_400g import sim
+
+COCOTB_MODULE = Path(__file__).with_name("cocotb_casperfpga_ext_live.py")
+NAMES = sim.cocotb_test_names(COCOTB_MODULE)
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict[str, sim.TestOutcome]:
+    return sim.run(sim.build_core(), COCOTB_MODULE.stem, COCOTB_MODULE.parent)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_casperfpga_ext_live(outcomes: dict[str, sim.TestOutcome], name: str) -> None:
+    sim.assert_passed(outcomes, name)

@@ -1,0 +1,143 @@
+# Stand-in for the Vivado IP-integrator commands a block-design script uses, for tclsh.
+#
+# Usage: tclsh vivado_bd_stub.tcl <script.tcl> <log>
+#
+# Every call is recorded in <log>, one tab-separated record per line:
+#   design <name> | cell <name> <vlnv> | port <name> <dir> <width> <type> |
+#   intf_port <name> <mode> <vlnv> | prop <object> <NAME> <value> |
+#   net <object> <object>... | intf_net <object> <object> | cmd <command> <args...>
+# Objects are written kind:name (cell:x, port:x, pin:cell/pin, intf_pin:cell/pin,
+# intf_port:x). A reference to a cell or port that was never created, a second cell of the
+# same name, an odd -dict list or a connection of fewer than two objects is an error, so a
+# typo in the script fails here as it would in Vivado.
+
+if {[llength $argv] != 2} {
+    puts stderr "usage: tclsh vivado_bd_stub.tcl <script.tcl> <log>"
+    exit 2
+}
+set ::log [open [lindex $argv 1] w]
+set ::design ""
+array set ::cells {}
+array set ::ports {}
+array set ::intf_ports {}
+
+proc rec {args} { puts $::log [join $args "\t"] }
+
+proc opts {argl spec} {
+    # spec: list of option names taking a value; returns dict of options + "rest".
+    set out [dict create]
+    set rest {}
+    for {set i 0} {$i < [llength $argl]} {incr i} {
+        set a [lindex $argl $i]
+        if {[lsearch -exact $spec $a] >= 0} {
+            incr i
+            dict set out $a [lindex $argl $i]
+        } elseif {[string index $a 0] eq "-"} {
+            dict set out $a 1
+        } else {
+            lappend rest $a
+        }
+    }
+    dict set out rest $rest
+    return $out
+}
+
+proc create_bd_design {name} {
+    if {$::design ne ""} { error "create_bd_design: design $::design already open" }
+    set ::design $name
+    rec design $name
+    return $name
+}
+proc current_bd_design {args} {
+    if {[llength $args] && [lindex $args 0] ne $::design} {
+        error "current_bd_design: no design [lindex $args 0]"
+    }
+    return $::design
+}
+proc create_bd_cell {args} {
+    set o [opts $args {-type -vlnv}]
+    set name [lindex [dict get $o rest] 0]
+    if {[info exists ::cells($name)]} { error "create_bd_cell: cell $name exists" }
+    if {![dict exists $o -vlnv] && [dict get $o -type] eq "ip"} {
+        error "create_bd_cell: ip cell $name without -vlnv"
+    }
+    set ::cells($name) [dict get $o -vlnv]
+    rec cell $name [dict get $o -vlnv]
+    return "cell:$name"
+}
+proc create_bd_port {args} {
+    set o [opts $args {-dir -from -to -type}]
+    set name [lindex [dict get $o rest] 0]
+    if {[info exists ::ports($name)]} { error "create_bd_port: port $name exists" }
+    set width 1
+    if {[dict exists $o -from]} { set width [expr {[dict get $o -from] - [dict get $o -to] + 1}] }
+    set type data
+    if {[dict exists $o -type]} { set type [dict get $o -type] }
+    set ::ports($name) 1
+    rec port $name [dict get $o -dir] $width $type
+    return "port:$name"
+}
+proc create_bd_intf_port {args} {
+    set o [opts $args {-mode -vlnv}]
+    set name [lindex [dict get $o rest] 0]
+    if {[info exists ::intf_ports($name)]} { error "create_bd_intf_port: port $name exists" }
+    set ::intf_ports($name) 1
+    rec intf_port $name [dict get $o -mode] [dict get $o -vlnv]
+    return "intf_port:$name"
+}
+proc need_cell {path what} {
+    set cell [lindex [split $path /] 0]
+    if {![info exists ::cells($cell)]} { error "$what: no cell $cell (for $path)" }
+}
+proc get_bd_cells {name} { need_cell $name get_bd_cells; return "cell:$name" }
+proc get_bd_pins {path} { need_cell $path get_bd_pins; return "pin:$path" }
+proc get_bd_intf_pins {path} { need_cell $path get_bd_intf_pins; return "intf_pin:$path" }
+proc get_bd_ports {name} {
+    if {![info exists ::ports($name)]} { error "get_bd_ports: no port $name" }
+    return "port:$name"
+}
+proc get_bd_intf_ports {name} {
+    if {![info exists ::intf_ports($name)]} { error "get_bd_intf_ports: no port $name" }
+    return "intf_port:$name"
+}
+proc set_property {args} {
+    if {[lindex $args 0] eq "-dict"} {
+        set d [lindex $args 1]
+        set objs [lrange $args 2 end]
+    } else {
+        set d [list [lindex $args 0] [lindex $args 1]]
+        set objs [lrange $args 2 end]
+    }
+    if {[llength $d] % 2} { error "set_property: odd -dict list" }
+    if {![llength $objs]} { error "set_property: no object" }
+    foreach obj $objs {
+        foreach {k v} $d { rec prop $obj $k $v }
+    }
+}
+proc connect_bd_net {args} {
+    set o [opts $args {-net}]
+    set objs [dict get $o rest]
+    if {[llength $objs] < 2} { error "connect_bd_net: fewer than two objects: $objs" }
+    foreach obj $objs {
+        if {![regexp {^(pin|port):} $obj]} { error "connect_bd_net: $obj is not a pin or port" }
+    }
+    rec net {*}$objs
+}
+proc connect_bd_intf_net {args} {
+    set o [opts $args {-intf_net}]
+    set objs [dict get $o rest]
+    if {[llength $objs] != 2} { error "connect_bd_intf_net: needs two objects: $objs" }
+    foreach obj $objs {
+        if {![regexp {^intf_(pin|port):} $obj]} {
+            error "connect_bd_intf_net: $obj is not an interface pin or port"
+        }
+    }
+    rec intf_net {*}$objs
+}
+proc get_files {args} { return "file:[lindex $args end]" }
+foreach c {assign_bd_address validate_bd_design save_bd_design make_wrapper} {
+    proc $c {args} "rec cmd $c {*}\$args"
+}
+
+source [lindex $argv 0]
+close $::log
