@@ -106,12 +106,22 @@ class ClockGroupConstraint:
         self.domain1 = clock_domain1
         self.domain2 = clock_domain2
         self.kind = clock_group_type
+        self.refs: dict[str, str] = {}
+
+    def resolve(self, platform: Any) -> None:
+        """Clocks a platform creates inside IP (e.g. a block design's clocking wizard) have
+        no name of ours: the platform's ``clock_refs`` gives the Tcl that finds them."""
+        self.refs = dict((getattr(platform, "conf", None) or {}).get("clock_refs") or {})
+
+    def _group(self, name: str) -> str:
+        if name in self.refs:
+            return str(self.refs[name])
+        return f"[get_clocks -include_generated_clocks {{{name}}}]"
 
     def gen_xdc(self) -> list[str]:
         return [
-            f"set_clock_groups -{self.kind} -group [get_clocks -include_generated_clocks "
-            f"{{{self.domain1}}}] -group [get_clocks -include_generated_clocks "
-            f"{{{self.domain2}}}]"
+            f"set_clock_groups -{self.kind} -group {self._group(self.domain1)} "
+            f"-group {self._group(self.domain2)}"
         ]
 
 

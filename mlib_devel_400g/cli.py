@@ -81,11 +81,19 @@ def _cmd_build(args: argparse.Namespace) -> int:
     plat_dirs = [Path(p) for p in args.platform_dir or []]
     try:
         if src.name.endswith(".per"):
+            if args.platform:
+                print(
+                    "build: --platform applies to a design YAML; a jasper.per names its "
+                    "platform in the XSG block's hw_sys",
+                    file=sys.stderr,
+                )
+                return 1
             per = src
             out = Path(args.output or src.parent)
         else:
-            design = Design(src, plat_dirs)
-            out = Path(args.output or Path("build") / design.name)
+            design = Design(src, plat_dirs, platform=args.platform)
+            default = design.name if not args.platform else f"{design.name}_{args.platform}"
+            out = Path(args.output or Path("build") / default)
             print(f"[design] {src} -> {out / 'jasper.per'}", flush=True)
             per = design.to_jasper_per(out)
         result = Toolflow(per, out, plat_dirs, progress=lambda m: print(m, flush=True)).run(
@@ -259,6 +267,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="vivado: run Vivado and pack the .fpg; none: only write the project script; "
         "auto (default): vivado when it is on PATH",
+    )
+    build_p.add_argument(
+        "--platform",
+        help="build the design YAML for this platform instead of its own `platform:` "
+        "(e.g. vpk180; default build directory build/<design>_<platform>)",
     )
     build_p.add_argument(
         "--platform-dir", action="append", help="also look for platforms/<name>.yaml here"

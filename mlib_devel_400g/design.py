@@ -34,7 +34,15 @@ import yaml
 
 from .toolflow import ToolflowError, jasper_imports
 
-TOP_KEYS = ("name", "description", "platform", "clock_mhz", "blocks", "user_module")
+TOP_KEYS = (
+    "name",
+    "description",
+    "platform",
+    "platform_options",
+    "clock_mhz",
+    "blocks",
+    "user_module",
+)
 USER_MODULE_KEYS = ("module", "sources", "clock", "parameters", "ports")
 
 
@@ -85,7 +93,9 @@ def _plain(value: Any) -> Any:
 
 
 class Design:
-    def __init__(self, path: Path, platform_dirs: list[Path] | None = None) -> None:
+    def __init__(
+        self, path: Path, platform_dirs: list[Path] | None = None, platform: str | None = None
+    ) -> None:
         self.path = Path(path).resolve()
         self.platform_dirs = platform_dirs
         doc = _load(self.path)
@@ -100,7 +110,10 @@ class Design:
             raise DesignError(
                 f"{self.path}:{doc.keys['name']}: name {self.name!r} is not a valid identifier"
             )
-        self.platform = str(doc.value["platform"])
+        # `casper400g build --platform` builds the same design for another platform.
+        self.platform = platform or str(doc.value["platform"])
+        opts = doc.value.get("platform_options")
+        self.platform_options: dict[str, Any] | None = _plain(opts) if opts is not None else None
         self.clock_mhz = doc.value.get("clock_mhz")
         self.doc = doc
 
@@ -129,6 +142,12 @@ class Design:
             plat = Platform(self.platform, self.platform_dirs)
         except PlatformError as exc:
             raise DesignError(f"{self.where(self.doc.keys['platform'])}: {exc}") from None
+        if self.platform_options is not None:
+            line = self.doc.keys["platform_options"]
+            try:
+                plat.apply_options(self.platform_options, self.where(line))
+            except PlatformError as exc:
+                raise DesignError(str(exc)) from None
         if self.clock_mhz is not None:
             plat.user_clk_rate = float(self.clock_mhz)
         clk_rate = float(self.clock_mhz if self.clock_mhz is not None else plat.user_clk_rate)
@@ -146,6 +165,8 @@ class Design:
                 "clk_rate": clk_rate,
             }
         }
+        if self.platform_options is not None:
+            per_blocks[f"{model}/XSG"]["platform_options"] = self.platform_options
         gateways: dict[str, tuple[str, int]] = {}  # signal -> (dir seen from block, width)
         for bname, bnode in blocks_node.value.items():
             line = blocks_node.keys[bname]

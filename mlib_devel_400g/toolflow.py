@@ -106,6 +106,7 @@ class Toolflow:
             raise ToolflowError(f"{xsg_path}: hw_sys {hw_sys!r} names no platform")
         try:
             plat = Platform(plat_name, self.platform_dirs)
+            plat.apply_options(xsg_blk.get("platform_options"), f"{xsg_path}")
         except PlatformError as exc:
             raise ToolflowError(str(exc)) from None
         if "clk_rate" in xsg_blk:
@@ -181,7 +182,7 @@ class Toolflow:
                 b.finalize_top(top)
             top.assign_addresses(plat.mmbus_base_address, plat.mmbus_address_window)
             top.add_axi4lite_interconnect("M_AXI_", "axil_clk", "axil_rst_n")
-        except VerilogError as exc:
+        except (VerilogError, ValueError) as exc:  # blocks' own errors name the block
             raise ToolflowError(str(exc)) from None
         return top
 
@@ -245,6 +246,9 @@ class Toolflow:
         fpg_header = out / "fpg_header.txt"
         fpg_header.write_bytes(write_fpg_header(devices, metas))
 
+        stubs = self._write_lint_stubs(blocks)
+        if stubs:
+            self.say(f"         {len(stubs)} black box(es) of vendor IP for lint: lint/stubs/")
         self.say("[xdc]    constraints and Vivado Tcl")
         xdc = self._constraints(plat, blocks)
         (out / "top.xdc").write_text(xdc)
@@ -264,6 +268,24 @@ class Toolflow:
         self._backend(result, backend)
         self.say(f"done in {time.monotonic() - t0:.1f} s: {out}")
         return result
+
+    def _write_lint_stubs(self, blocks: list[Any]) -> list[Path]:
+        """Port-only modules of vendor IP (block design wrappers) that a block instantiates,
+        from its ``lint_stubs()`` ({file name: Verilog}); :func:`lint` reads them."""
+        d = self.build_dir / "lint" / "stubs"
+        if d.is_dir():
+            for old in d.glob("*.v"):
+                old.unlink()
+        out: list[Path] = []
+        for b in blocks:
+            for name, text in (getattr(b, "lint_stubs", dict)() or {}).items():
+                d.mkdir(parents=True, exist_ok=True)
+                path = d / name
+                if path in out:
+                    raise ToolflowError(f"{b.fullpath}: lint stub {name} written twice")
+                path.write_text(text)
+                out.append(path)
+        return out
 
     def _sources(self, blocks: list[Any], per: dict[str, Any]) -> list[Path]:
         from yellow_blocks.yellow_block import BlockError
@@ -322,7 +344,11 @@ class Toolflow:
 
     @staticmethod
     def _constraints(plat: Any, blocks: list[Any]) -> str:
-        from constraints import ConstraintError, PortConstraint  # type: ignore[import-not-found]
+        from constraints import (  # type: ignore[import-not-found]
+            ClockGroupConstraint,
+            ConstraintError,
+            PortConstraint,
+        )
 
         lines: list[str] = []
         try:
@@ -332,7 +358,7 @@ class Toolflow:
                     continue
                 lines.append(f"# {b.fullpath} ({b.tag})")
                 for c in cons:
-                    if isinstance(c, PortConstraint):
+                    if isinstance(c, (PortConstraint, ClockGroupConstraint)):
                         c.resolve(plat)
                     for line in c.gen_xdc():
                         if line not in lines:
@@ -492,7 +518,8 @@ def lint(build_dir: Path, stubs: list[Path] | None = None) -> subprocess.Complet
 
     The generated top, the user wrapper, the toolflow's and the user's RTL get -Wall with no
     exception; the core's library RTL gets :data:`CORE_LINT_WAIVERS`. ``stubs`` are
-    blackbox modules (vendor IP with its port list) read in place of the IP.
+    blackbox modules (vendor IP with its port list) read in place of the IP; the build's own
+    ``lint/stubs/*.v`` (written from the blocks' ``lint_stubs()``) are always read.
     """
     from . import sim
 
@@ -516,7 +543,7 @@ def lint(build_dir: Path, stubs: list[Path] | None = None) -> subprocess.Complet
         "--top-module",
         "top",
         str(waiver),
-        *(str(s) for s in stubs or []),
+        *(str(s) for s in [*sorted((build_dir / "lint" / "stubs").glob("*.v")), *(stubs or [])]),
         *(str(s) for s in sources),
         str(build_dir / "top.v"),
     ]

@@ -164,6 +164,10 @@ class MacAttachment:
         """Names of the clocks (as constrained) that run the core's MAC side."""
         return []
 
+    def lint_stubs(self) -> dict[str, str]:
+        """{file name: Verilog}: port-only modules of the vendor IP it instantiates."""
+        return {}
+
 
 class ExternalMac(MacAttachment):
     """The DCMAC client ports become top-level ports ``fhg<cage>_<port>``: for simulation
@@ -460,6 +464,9 @@ class fourhundred_gbe(YellowBlock):
 
     def gen_tcl_cmds(self) -> dict[str, list[str]]:
         return self.mac.gen_tcl_cmds()
+
+    def lint_stubs(self) -> dict[str, str]:
+        return self.mac.lint_stubs()
 
     def meta(self) -> dict[str, str]:
         """casperfpga reads fab_mac/fab_ip/fab_udp/... from these ``?meta`` lines."""
