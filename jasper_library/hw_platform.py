@@ -36,6 +36,8 @@ def platform_dirs(extra: list[Path] | None = None) -> list[Path]:
 def _merge(base: dict[Any, Any], over: dict[Any, Any], where: str, ctx: str) -> dict[Any, Any]:
     out = dict(base)
     for key, value in over.items():
+        if isinstance(key, str) and key.isdigit() and ctx.endswith(".cages"):
+            key = int(key)  # cages are numbered; a design file's keys may arrive as text
         # New entries only where the platform lists things (cages, pin groups); elsewhere an
         # unknown key is a typo that would otherwise be ignored.
         if key not in base and not ctx.endswith((".cages", ".pins")):

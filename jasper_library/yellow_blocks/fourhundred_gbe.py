@@ -168,6 +168,9 @@ class MacAttachment:
         """{file name: Verilog}: port-only modules of the vendor IP it instantiates."""
         return {}
 
+    def drc(self) -> None:
+        """Check the attachment's platform values (cage pins, sites); raise ValueError."""
+
 
 class ExternalMac(MacAttachment):
     """The DCMAC client ports become top-level ports ``fhg<cage>_<port>``: for simulation
@@ -330,6 +333,7 @@ class fourhundred_gbe(YellowBlock):
         missing = [p for p, _d, _w in USER_PORTS if p not in self.core_ports]
         if missing:
             raise self._error(f"{CORE_HDL} lacks the user port(s) {', '.join(missing)}")
+        self.mac.drc()
 
     def gateways(self) -> list[tuple[str, str, int]]:
         return list(USER_PORTS)

@@ -83,6 +83,11 @@ class vpk180_dcmac(MacAttachment):
         except ValueError as exc:
             raise self._error(f"cage {self.gbe.port}: {exc}") from None
 
+    def drc(self) -> None:
+        # Everything the attachment reads from the cage, checked before anything is built.
+        self.params()
+        self.gen_constraints()
+
     def _pin_group(self, key: str, group: str) -> list[str]:
         pins = self.gbe.platform.pins
         if group not in pins:
