@@ -3,7 +3,8 @@
 A design file::
 
     name: pktgen_400g            # the model name (prefix of every gateway)
-    platform: generic400g        # platforms/<name>.yaml
+    platform: generic400g        # platforms/<name>.yaml (`build --platform` overrides it)
+    platform_options: {}         # optional: values merged over the platform's YAML
     clock_mhz: 390.625           # the user clock (the XSG block's clk_rate)
     blocks:                      # yellow blocks: name -> type and mask parameters
       gbe0: {type: fourhundred_gbe, port: 0, fab_ip: 10.0.0.10, ...}
