@@ -1,18 +1,24 @@
 """`casper400g demo`: the project's main job, end to end as far as it exists.
 
-1. Register block: compile it with Verilator, configure a core through AXI4-Lite (MAC, IP,
+1. Toolflow: `casper400g build examples/pktgen_400g/design.yaml` with its stages, the
+   build tree and the design's register map (demo_toolflow.py).
+2. Register block: compile it with Verilator, configure a core through AXI4-Lite (MAC, IP,
    gateway, netmask, UDP port, ARP entries, fabric enable) from cocotb, read every register
    back and print the dump, each value checked against the requested configuration.
-2. Transmit: simulate the whole core sending 100 datagrams of the example stream into a
-   DCMAC model paced at 400GbE, write them to build/demo/tx.pcap and verify every frame
-   with scapy (headers, checksums, payload formula) and against the core's counters.
-3. Receive: capture tx.pcap with the receiver's pcap backend into chunks (0 lost, every
+3. The core alone: simulate it sending 100 datagrams of the example stream into a DCMAC
+   model paced at 400GbE, verify every frame with scapy (headers, checksums, payload
+   formula) and against the core's counters, and return them through its receive path.
+4. The generated design: simulate the example design's top.v: its packet generator,
+   driven through its software registers, sends 100 datagrams through the core into the
+   DCMAC model; every frame is compared with scapy's, written to build/demo/tx.pcap,
+   re-verified and checked against the core's counters.
+5. Receive: capture tx.pcap with the receiver's pcap backend into chunks (0 lost, every
    payload byte checked), then a live 5-second loopback capture from the receiver's own
    sender with the monitor display.
-4. KATCP: the simulated core behind `casper400g board-server` on localhost; the
+6. KATCP: the simulated core behind `casper400g board-server` on localhost; the
    casperfpga-style script examples/configure_core.py configures it over KATCP and prints
    print_gbe_core_details(); a datagram sent afterwards is checked against scapy's frame.
-5. GPU: the example stream captured into GPU memory (host-staged and GPUDirect) and
+7. GPU: the example stream captured into GPU memory (host-staged and GPUDirect) and
    checked there with CuPy; without a GPU the stage says that it was skipped and why.
 """
 
@@ -80,25 +86,35 @@ def expected_registers(cfg: dict) -> dict[str, int]:
 
 
 def run(verbose: bool = False, config: dict | None = None, tx_frames: int = 100) -> int:
+    from . import demo_toolflow
+
     console = Console()
     paths.require_source_tree()
-    status = run_registers(console, verbose, config or DEMO_CONFIG)
+    cfg = config or DEMO_CONFIG
+    build = demo_toolflow.run_build(console)
+    if build is None:
+        return 1
+    status = run_registers(console, verbose, cfg)
     if status:
         return status
-    status = run_tx(console, verbose, config or DEMO_CONFIG, tx_frames)
+    status = run_tx(console, verbose, cfg, tx_frames)
     if status:
         return status
-    status = run_rx(console, paths.REPO_ROOT / "build" / "demo" / "tx.pcap", tx_frames)
+    # The generated design's frames replace the core's in tx.pcap for the receiver.
+    status, sent = demo_toolflow.run_top(console, build, cfg, tx_frames, verbose=verbose)
     if status:
         return status
-    status = run_katcp(console, verbose, config or DEMO_CONFIG)
+    status = run_rx(console, paths.REPO_ROOT / "build" / "demo" / "tx.pcap", sent)
+    if status:
+        return status
+    status = run_katcp(console, verbose, cfg)
     if status:
         return status
     return run_gpu(console)
 
 
 def run_registers(console: Console, verbose: bool, cfg: dict) -> int:
-    console.rule("[bold]casper400g demo, part 1: configure a 400GbE core over AXI4-Lite")
+    console.rule("[bold]casper400g demo, part 2: configure a 400GbE core over AXI4-Lite")
     console.print(
         "[1/3] register block: Verilator model of fhg_regs (cached after the first build)"
     )
@@ -199,7 +215,7 @@ def run_tx(console: Console, verbose: bool, cfg: dict, count: int) -> int:
     import scapy.layers.l2  # noqa: F401 - registers Ethernet as the pcap link type
     from scapy.utils import rdpcap
 
-    console.rule("[bold]casper400g demo, part 2: the core sends the example stream")
+    console.rule("[bold]casper400g demo, part 3: the core alone sends the example stream")
     console.print(
         "[1/3] fhg_core: Verilator model of the whole core (cached after the first build)"
     )
@@ -299,7 +315,7 @@ def run_rx(console: Console, pcap: Path, count: int, loopback_s: float = 5.0) ->
     from casper400g_rx.example_stream import example_payloads
     from casper400g_rx.monitor import run_monitor
 
-    console.rule("[bold]casper400g demo, part 3: capture the stream with the receiver")
+    console.rule("[bold]casper400g demo, part 5: capture the stream with the receiver")
     per_chunk = 50
     console.print(
         f"[1/2] {pcap.relative_to(paths.REPO_ROOT)} through the pcap backend "
@@ -366,7 +382,7 @@ def run_rx(console: Console, pcap: Path, count: int, loopback_s: float = 5.0) ->
 def run_katcp(console: Console, verbose: bool, cfg: dict) -> int:
     import sys
 
-    console.rule("[bold]casper400g demo, part 4: configure the core over KATCP")
+    console.rule("[bold]casper400g demo, part 6: configure the core over KATCP")
     example = paths.REPO_ROOT / "examples" / "configure_core.py"
     console.print(
         "[1/3] fhg_core behind board-server on 127.0.0.1 (KATCP; each request carried out "
@@ -422,7 +438,7 @@ def run_katcp(console: Console, verbose: bool, cfg: dict) -> int:
 def run_gpu(console: Console) -> int:
     from casper400g_rx.demo import demo_gpu
 
-    console.rule("[bold]casper400g demo, part 5: the stream into GPU memory")
+    console.rule("[bold]casper400g demo, part 7: the stream into GPU memory")
     ran, lines = demo_gpu()
     for line in lines:
         console.print(line)

@@ -391,18 +391,21 @@ def run(
     yosys: Sequence[str] | str | None = None,
     progress: Callable[[str], None] | None = print,
     log_file: Path | None = None,
+    files: Sequence[Path] | None = None,
 ) -> dict[str, Any]:
     """Synthesise `top` with Yosys and return its resource counts.
 
-    `params` defaults to what fhg_core passes to `top` (CORE_PARAMS). `blackboxes` names
-    modules of the source set to keep as empty boxes. With `flatten` the whole design is
-    optimised across module boundaries (better totals, no per-module split). Returns a dict
-    with "total" (the counts for the whole of `top`), "modules" (per base module name:
-    "instances", "local" and per-instance "total" counts), the raw "cells" of the whole
-    design, and how it was obtained ("yosys_version", "script", "command", "elapsed_s").
+    `params` defaults to what fhg_core passes to `top` (CORE_PARAMS). `files` replaces
+    the core's sources (e.g. a generated top level and everything it instantiates).
+    `blackboxes` names modules of the source set to keep as empty boxes. With `flatten`
+    the whole design is optimised across module boundaries (better totals, no per-module
+    split). Returns a dict with "total" (the counts for the whole of `top`), "modules"
+    (per base module name: "instances", "local" and per-instance "total" counts), the raw
+    "cells" of the whole design, and how it was obtained ("yosys_version", "script",
+    "command", "elapsed_s").
     """
     say = progress or (lambda _msg: None)
-    files = source_files(src_dir)
+    files = list(files) if files is not None else source_files(src_dir)
     modules = defined_modules(files)
     if top not in modules:
         raise SynthError(

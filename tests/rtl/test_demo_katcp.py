@@ -1,4 +1,4 @@
-"""`make demo` part 4: examples/configure_core.py configures the simulated core over KATCP."""
+"""`make demo` part 6: examples/configure_core.py configures the simulated core over KATCP."""
 
 from __future__ import annotations
 

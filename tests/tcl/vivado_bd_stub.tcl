@@ -6,6 +6,7 @@
 #   design <name> | cell <name> <vlnv> | port <name> <dir> <width> <type> |
 #   intf_port <name> <mode> <vlnv> | prop <object> <NAME> <value> |
 #   net <object> <object>... | intf_net <object> <object> | cmd <command> <args...>
+# (assign_bd_address records its arguments: -offset, -range, the address space and segment.)
 # Objects are written kind:name (cell:x, port:x, pin:cell/pin, intf_pin:cell/pin,
 # intf_port:x). A reference to a cell or port that was never created, a second cell of the
 # same name, an odd -dict list or a connection of fewer than two objects is an error, so a
@@ -42,9 +43,22 @@ proc opts {argl spec} {
     return $out
 }
 
+# A project may hold several block designs: each create_bd_design starts a new one (its
+# cells and ports are its own), after the one before was saved, as a build script does.
+set ::saved 1
+array set ::designs {}
 proc create_bd_design {name} {
-    if {$::design ne ""} { error "create_bd_design: design $::design already open" }
+    if {[info exists ::designs($name)]} { error "create_bd_design: design $name exists" }
+    if {!$::saved} { error "create_bd_design: design $::design was not saved" }
     set ::design $name
+    set ::designs($name) 1
+    set ::saved 0
+    array unset ::cells
+    array unset ::ports
+    array unset ::intf_ports
+    array set ::cells {}
+    array set ::ports {}
+    array set ::intf_ports {}
     rec design $name
     return $name
 }
@@ -54,6 +68,7 @@ proc current_bd_design {args} {
     }
     return $::design
 }
+proc save_bd_design {args} { set ::saved 1; rec cmd save_bd_design {*}$args }
 proc create_bd_cell {args} {
     set o [opts $args {-type -vlnv}]
     set name [lindex [dict get $o rest] 0]
@@ -134,8 +149,26 @@ proc connect_bd_intf_net {args} {
     }
     rec intf_net {*}$objs
 }
+proc get_bd_addr_spaces {path} { need_cell $path get_bd_addr_spaces; return "addr_space:$path" }
+proc get_bd_addr_segs {path} {
+    set top [lindex [split $path /] 0]
+    if {![info exists ::cells($top)] && ![info exists ::intf_ports($top)]} {
+        error "get_bd_addr_segs: no cell or interface port $top (for $path)"
+    }
+    return "addr_seg:$path"
+}
 proc get_files {args} { return "file:[lindex $args end]" }
-foreach c {assign_bd_address validate_bd_design save_bd_design make_wrapper} {
+# Project-level commands of a build script's init stage (recorded; objects as text).
+proc current_project {args} { return "project:casper400g" }
+proc current_fileset {args} { return "fileset:sources_1" }
+proc get_property {name obj} {
+    if {$name eq "DIRECTORY" && $obj eq "project:casper400g"} { return "/project" }
+    error "get_property: $name of $obj is not modelled"
+}
+foreach c {create_project add_files} {
+    proc $c {args} "rec cmd $c {*}\$args"
+}
+foreach c {assign_bd_address validate_bd_design make_wrapper} {
     proc $c {args} "rec cmd $c {*}\$args"
 }
 

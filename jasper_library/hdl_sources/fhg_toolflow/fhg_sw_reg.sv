@@ -1,0 +1,111 @@
+// fhg_sw_reg — a CASPER software register: one 32-bit word on AXI4-Lite, crossing to the
+// user clock.
+//
+// Contract
+//   * TO_PROCESSOR = 0 ("From Processor"): software writes the word (byte strobes honoured)
+//     and reads it back; `user_data_out` follows it in user_clk, all 32 bits changing at
+//     once (fhg_cfg_sync), a few user_clk cycles after the write. It starts at INIT_VAL.
+//   * TO_PROCESSOR = 1 ("To Processor"): `user_data_in` (user_clk) is sampled continuously
+//     and software reads a recent value, never a mix of two; writes are answered SLVERR.
+//   * Any address inside the block's span reads the one word (the toolflow gives it 4 B).
+//   * axil_rst_n resets the register (and, through a synchroniser, the crossing).
+module fhg_sw_reg #(
+    parameter bit          TO_PROCESSOR = 1'b0,
+    parameter logic [31:0] INIT_VAL     = 32'h0,
+    parameter int          ADDR_W       = 2
+) (
+    input  wire               axil_clk,
+    input  wire               axil_rst_n,
+    input  wire  [ADDR_W-1:0] s_axil_awaddr,
+    input  wire  [2:0]        s_axil_awprot,
+    input  wire               s_axil_awvalid,
+    output logic              s_axil_awready,
+    input  wire  [31:0]       s_axil_wdata,
+    input  wire  [3:0]        s_axil_wstrb,
+    input  wire               s_axil_wvalid,
+    output logic              s_axil_wready,
+    output logic [1:0]        s_axil_bresp,
+    output logic              s_axil_bvalid,
+    input  wire               s_axil_bready,
+    input  wire  [ADDR_W-1:0] s_axil_araddr,
+    input  wire  [2:0]        s_axil_arprot,
+    input  wire               s_axil_arvalid,
+    output logic              s_axil_arready,
+    output logic [31:0]       s_axil_rdata,
+    output logic [1:0]        s_axil_rresp,
+    output logic              s_axil_rvalid,
+    input  wire               s_axil_rready,
+
+    input  wire               user_clk,
+    input  wire  [31:0]       user_data_in,
+    output logic [31:0]       user_data_out
+);
+    logic axil_rst, user_rst;
+    logic [31:0] value, from_user;
+    assign axil_rst = !axil_rst_n;
+
+    // Write: take AW and W together, answer once the response is free.
+    assign s_axil_awready = s_axil_awvalid && s_axil_wvalid && !s_axil_bvalid;
+    assign s_axil_wready  = s_axil_awready;
+    always_ff @(posedge axil_clk) begin
+        if (axil_rst) begin
+            value         <= INIT_VAL;
+            s_axil_bvalid <= 1'b0;
+            s_axil_bresp  <= 2'b00;
+        end else begin
+            if (s_axil_awready) begin
+                s_axil_bvalid <= 1'b1;
+                s_axil_bresp  <= TO_PROCESSOR ? 2'b10 : 2'b00;
+                if (!TO_PROCESSOR) begin
+                    for (int b = 0; b < 4; b++) begin
+                        if (s_axil_wstrb[b]) value[b*8 +: 8] <= s_axil_wdata[b*8 +: 8];
+                    end
+                end
+            end else if (s_axil_bready) begin
+                s_axil_bvalid <= 1'b0;
+            end
+        end
+    end
+
+    assign s_axil_arready = s_axil_arvalid && !s_axil_rvalid;
+    always_ff @(posedge axil_clk) begin
+        if (axil_rst) begin
+            s_axil_rvalid <= 1'b0;
+            s_axil_rdata  <= '0;
+        end else if (s_axil_arready) begin
+            s_axil_rvalid <= 1'b1;
+            s_axil_rdata  <= TO_PROCESSOR ? from_user : value;
+        end else if (s_axil_rready) begin
+            s_axil_rvalid <= 1'b0;
+        end
+    end
+    assign s_axil_rresp = 2'b00;
+
+    logic unused_update, unused_valid;
+    fhg_sync_bits #(.WIDTH(1)) u_rst_sync (
+        .clk(user_clk), .rst(1'b0), .d(axil_rst), .q(user_rst)
+    );
+
+    generate
+        if (TO_PROCESSOR) begin : g_to_cpu
+            fhg_cfg_sync #(.WIDTH(32)) u_sync (
+                .src_clk(user_clk), .src_rst(user_rst), .src_data(user_data_in),
+                .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_data(from_user),
+                .dst_update(unused_update), .dst_valid(unused_valid)
+            );
+            assign user_data_out = '0;
+        end else begin : g_from_cpu
+            fhg_cfg_sync #(.WIDTH(32), .RST_VAL(INIT_VAL)) u_sync (
+                .src_clk(axil_clk), .src_rst(axil_rst), .src_data(value),
+                .dst_clk(user_clk), .dst_rst(user_rst), .dst_data(user_data_out),
+                .dst_update(unused_update), .dst_valid(unused_valid)
+            );
+            assign from_user = '0;
+        end
+    endgenerate
+
+    // Unused by design: addresses (one word) and protection bits.
+    logic unused_inputs;
+    assign unused_inputs = ^{s_axil_awaddr, s_axil_araddr, s_axil_awprot, s_axil_arprot,
+                      user_data_in};
+endmodule

@@ -1,0 +1,400 @@
+"""The top-level Verilog module a design's yellow blocks build together (jasper's
+``VerilogModule`` API), and the AXI4-Lite address map.
+
+Blocks call ``top.get_instance(entity, name)`` and wire the instance with
+``add_port(port, signal, dir=, width=, parent_port=, parent_sig=)``; ``parent_port=True``
+makes ``signal`` a port of the top level, ``parent_sig=True`` (the default) declares it as
+a wire of the top level, ``parent_sig=False`` passes an expression (a constant, a slice, an
+existing signal) through as written. Memory-mapped blocks call
+``top.add_axi4lite_interface(regname, ...)``: the toolflow packs every interface into the
+platform's address window and connects it to the bus ``m_axi4lite_<regname>_<sig>`` (see
+:data:`AXIL_SIGNALS`; mlib_devel's names for a raw AXI4-Lite device, 32-bit addresses
+relative to the device's base), which the block wires to its slave port.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+# AXI4-Lite signals of one slave, seen from the slave: (name, direction, width).
+AXIL_SIGNALS: tuple[tuple[str, str, int | None], ...] = (
+    ("awaddr", "in", 32),
+    ("awprot", "in", 3),
+    ("awvalid", "in", 1),
+    ("awready", "out", 1),
+    ("wdata", "in", 32),
+    ("wstrb", "in", 4),
+    ("wvalid", "in", 1),
+    ("wready", "out", 1),
+    ("bresp", "out", 2),
+    ("bvalid", "out", 1),
+    ("bready", "in", 1),
+    ("araddr", "in", 32),
+    ("arprot", "in", 3),
+    ("arvalid", "in", 1),
+    ("arready", "out", 1),
+    ("rdata", "out", 32),
+    ("rresp", "out", 2),
+    ("rvalid", "out", 1),
+    ("rready", "in", 1),
+)
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
+_VERILOG_KEYWORDS = frozenset(
+    [
+        "always",
+        "and",
+        "assign",
+        "begin",
+        "case",
+        "default",
+        "else",
+        "end",
+        "endcase",
+        "endmodule",
+        "for",
+        "function",
+        "if",
+        "initial",
+        "inout",
+        "input",
+        "integer",
+        "logic",
+        "module",
+        "negedge",
+        "or",
+        "output",
+        "parameter",
+        "posedge",
+        "reg",
+        "signed",
+        "wire",
+        "localparam",
+        "generate",
+        "endgenerate",
+    ]
+)
+
+
+class VerilogError(ValueError):
+    """Conflicting or malformed wiring of the top level."""
+
+
+def check_identifier(name: str, what: str) -> str:
+    if not _IDENT.match(name) or name in _VERILOG_KEYWORDS:
+        raise VerilogError(f"{what} {name!r} is not a valid Verilog identifier")
+    return name
+
+
+@dataclass
+class Port:
+    name: str
+    signal: str
+    dir: str | None
+    width: int | None
+    parent_port: bool
+    parent_sig: bool
+
+
+@dataclass
+class Instance:
+    """One module instance of the top level."""
+
+    entity: str
+    name: str
+    owner: VerilogModule
+    ports: dict[str, Port] = field(default_factory=dict)
+    parameters: dict[str, str] = field(default_factory=dict)
+    comment: str | None = None
+
+    def add_port(
+        self,
+        name: str,
+        signal: str,
+        dir: str | None = None,
+        width: int | None = None,
+        parent_port: bool = False,
+        parent_sig: bool = True,
+    ) -> None:
+        check_identifier(name, f"port of {self.name}")
+        if name in self.ports:
+            raise VerilogError(f"instance {self.name}: port {name} connected twice")
+        if width is not None and width < 1:
+            raise VerilogError(f"instance {self.name}: port {name} width {width} < 1")
+        self.ports[name] = Port(name, signal, dir, width, parent_port, parent_sig)
+        if parent_port:
+            if dir not in ("in", "out", "inout"):
+                raise VerilogError(
+                    f"instance {self.name}: top-level port {signal} needs dir in/out/inout"
+                )
+            self.owner.add_port(signal, dir, width or 1)
+        elif parent_sig and signal:
+            self.owner.add_signal(signal, width)
+
+    def add_parameter(self, name: str, value: object) -> None:
+        check_identifier(name, f"parameter of {self.name}")
+        self.parameters[name] = str(value)
+
+    def add_axi4lite_slave(self, regname: str, prefix: str = "s_axil_") -> None:
+        """Connect this instance's AXI4-Lite slave port (``<prefix><sig>``) to interface
+        ``regname`` (added with ``top.add_axi4lite_interface``)."""
+        iface = self.owner.axi4lite_interfaces.get(regname)
+        if iface is None:
+            raise VerilogError(f"{self.name}: no AXI4-Lite interface {regname!r} in the top")
+        for sig, _d, _width in AXIL_SIGNALS:
+            if sig in ("awaddr", "araddr"):
+                self.add_port(
+                    prefix + sig,
+                    f"{iface.signal(sig)}[{iface.addr_width - 1}:0]",
+                    parent_sig=False,
+                )
+            else:
+                self.add_port(prefix + sig, iface.signal(sig), parent_sig=False)
+
+
+@dataclass
+class Axi4LiteInterface:
+    regname: str
+    mode: str
+    nbytes: int  # requested size
+    default_val: int
+    memory_map: list
+    typecode: int
+    data_width: int = 32
+    base: int | None = None  # assigned by the address map
+
+    @property
+    def size(self) -> int:
+        """Decoded span: the request rounded up to a power of two, at least one word."""
+        return max(4, 1 << (max(self.nbytes, 1) - 1).bit_length())
+
+    @property
+    def addr_width(self) -> int:
+        return self.size.bit_length() - 1
+
+    def signal(self, sig: str) -> str:
+        return f"m_axi4lite_{self.regname}_{sig}"
+
+
+class VerilogModule:
+    """A module built from instances, wires and assignments, rendered by
+    :meth:`gen_top_verilog`."""
+
+    def __init__(self, name: str = "top", topfile: str | None = None) -> None:
+        self.name = check_identifier(name, "module name")
+        self.topfile = topfile
+        self.ports: dict[str, tuple[str, int]] = {}
+        self.signals: dict[str, int | None] = {}
+        self.instances: dict[str, Instance] = {}
+        self.assignments: list[tuple[str, str]] = []
+        self.axi4lite_interfaces: dict[str, Axi4LiteInterface] = {}
+        self.raw_lines: list[str] = []
+
+    # ------------------------------------------------------------------ building
+    def get_instance(self, entity: str, name: str, comment: str | None = None) -> Instance:
+        """The instance ``name`` of ``entity``, created on first use."""
+        check_identifier(entity, "module")
+        check_identifier(name, "instance name")
+        inst = self.instances.get(name)
+        if inst is None:
+            inst = Instance(entity, name, self, comment=comment)
+            self.instances[name] = inst
+        elif inst.entity != entity:
+            raise VerilogError(
+                f"instance name {name} used for {inst.entity} and {entity} (two blocks "
+                "with the same name?)"
+            )
+        return inst
+
+    def add_port(self, name: str, dir: str, width: int = 1) -> None:
+        check_identifier(name, "top-level port")
+        if dir not in ("in", "out", "inout"):
+            raise VerilogError(f"top-level port {name}: dir {dir!r} is not in/out/inout")
+        old = self.ports.get(name)
+        if old is not None and old != (dir, width):
+            raise VerilogError(
+                f"top-level port {name} declared as {old[0]}[{old[1]}] and {dir}[{width}]"
+            )
+        if name in self.signals:
+            raise VerilogError(f"{name} is both a top-level port and an internal signal")
+        self.ports[name] = (dir, width)
+
+    def add_signal(self, name: str, width: int | None = None) -> None:
+        """Declare wire ``name``; ``width`` None means 1 bit unless declared wider elsewhere.
+
+        Expressions (constants, slices) are not declared: only plain identifiers are.
+        """
+        if not _IDENT.match(name):
+            return
+        if name in self.ports:
+            pwidth = self.ports[name][1]
+            if width is not None and width != pwidth:
+                raise VerilogError(f"signal {name}: width {width} but port is {pwidth} bits")
+            return
+        old = self.signals.get(name)
+        if old is not None and width is not None and old != width:
+            raise VerilogError(f"signal {name} declared with widths {old} and {width}")
+        if old is None:
+            self.signals[name] = width
+
+    def assign_signal(self, lhs: str, rhs: str) -> None:
+        self.assignments.append((lhs, rhs))
+
+    def add_raw_string(self, text: str) -> None:
+        self.raw_lines.append(text)
+
+    def add_axi4lite_interface(
+        self,
+        regname: str,
+        mode: str = "rw",
+        nbytes: int = 4,
+        default_val: int = 0,
+        memory_map: Iterable | None = None,
+        typecode: int = 0xFF,
+        data_width: int = 32,
+        axi4lite_mode: str = "raw",
+        **_unused: object,
+    ) -> Axi4LiteInterface:
+        """Reserve ``nbytes`` of the bus for ``regname`` (the software name of the device).
+
+        Every interface is a raw AXI4-Lite slave here (mlib_devel's ``axi4lite_mode='raw'``):
+        the block brings its own register logic; ``memory_map`` documents it.
+        """
+        if axi4lite_mode != "raw":
+            raise VerilogError(
+                f"{regname}: axi4lite_mode {axi4lite_mode!r}: this toolflow connects raw "
+                "AXI4-Lite slaves only (the block provides its registers)"
+            )
+        check_identifier(regname, "register name")
+        if regname in self.axi4lite_interfaces:
+            raise VerilogError(f"two memory-mapped devices are called {regname!r}")
+        if mode not in ("r", "rw", "w"):
+            raise VerilogError(f"{regname}: mode {mode!r} is not r, w or rw")
+        if nbytes <= 0:
+            raise VerilogError(f"{regname}: size {nbytes} is not positive")
+        if data_width != 32:
+            raise VerilogError(f"{regname}: only 32-bit AXI4-Lite slaves are supported")
+        mm = list(memory_map or [])
+        for reg in mm:
+            if reg.offset + reg.nbytes > nbytes:
+                raise VerilogError(
+                    f"{regname}: register {reg.name} at {reg.offset:#x}+{reg.nbytes:#x} "
+                    f"lies outside the interface's {nbytes:#x} bytes"
+                )
+        iface = Axi4LiteInterface(regname, mode, nbytes, default_val, mm, typecode, data_width)
+        self.axi4lite_interfaces[regname] = iface
+        for sig, _d, width in AXIL_SIGNALS:
+            self.add_signal(iface.signal(sig), width)
+        return iface
+
+    # ------------------------------------------------------------------ address map
+    def assign_addresses(self, base: int, window: int | None = None) -> list[Axi4LiteInterface]:
+        """Pack the interfaces from ``base``: largest first, each aligned to its size."""
+        ifaces = sorted(self.axi4lite_interfaces.values(), key=lambda i: -i.size)
+        cursor = base
+        for iface in ifaces:
+            cursor = -(-cursor // iface.size) * iface.size
+            iface.base = cursor
+            cursor += iface.size
+        if window is not None and cursor > base + window:
+            raise VerilogError(
+                f"the memory-mapped devices need {cursor - base:#x} bytes, more than the "
+                f"platform's {window:#x}-byte window at {base:#x}"
+            )
+        return ifaces
+
+    def add_axi4lite_interconnect(self, master_prefix: str, clk: str, rst_n: str) -> None:
+        """Decode the bus ``<master_prefix><sig>`` (32-bit addresses) to every interface."""
+        ifaces = sorted(
+            self.axi4lite_interfaces.values(),
+            key=lambda i: i.base if i.base is not None else -1,
+        )
+        if not ifaces:
+            return
+        if any(i.base is None for i in ifaces):
+            raise VerilogError("assign_addresses must run before the interconnect is built")
+        n = len(ifaces)
+        inst = self.get_instance("fhg_axil_interconnect", "axil_interconnect")
+        inst.add_parameter("N", n)
+        masks = ",".join(f"32'h{(~(i.size - 1)) & 0xFFFFFFFF:08x}" for i in reversed(ifaces))
+        # Slave k sits in bits [32k +: 32]: the concatenation lists slave N-1 first.
+        bases = ",".join(f"32'h{i.base:08x}" for i in reversed(ifaces))
+        inst.add_parameter("BASES", "{" + bases + "}")
+        inst.add_parameter("MASKS", "{" + masks + "}")
+        inst.add_port("clk", clk, parent_sig=False)
+        inst.add_port("rst_n", rst_n, parent_sig=False)
+        for sig, direction, width in AXIL_SIGNALS:
+            w = width
+            inst.add_port(f"s_{sig}", master_prefix + sig, width=w, parent_sig=False)
+            bus = f"axil_ic_m_{sig}"
+            self.add_signal(bus, w * n)
+            inst.add_port(f"m_{sig}", bus, width=w * n)
+            for k, iface in enumerate(ifaces):
+                local = iface.signal(sig)
+                src = f"{bus}[{w * k + w - 1}:{w * k}]" if w * n > 1 else bus
+                if direction == "in":  # towards the slave
+                    self.assign_signal(local, src)
+                else:
+                    self.assign_signal(f"{bus}[{w * k + w - 1}:{w * k}]", local)
+        # Slaves decode only their own span: the address bits above it are not theirs.
+        addrs = [i.signal(s) for i in ifaces for s in ("awaddr", "araddr")]
+        self.add_signal("unused_axil_ic_addr", 1)
+        self.assign_signal("unused_axil_ic_addr", "^{" + ", ".join(addrs) + "}")
+
+    # ------------------------------------------------------------------ rendering
+    def gen_top_verilog(self, header: str = "") -> str:
+        self._check_connected()
+        out: list[str] = []
+        if header:
+            out.extend(f"// {line}".rstrip() for line in header.splitlines())
+        out.append("`default_nettype none")
+        out.append(f"module {self.name} (")
+        plist = []
+        for name, (d, width) in self.ports.items():
+            kind = {"in": "input", "out": "output", "inout": "inout"}[d]
+            rng = f" [{width - 1}:0]" if width > 1 else ""
+            plist.append(f"    {kind} wire{rng} {name}")
+        out.append(",\n".join(plist))
+        out.append(");")
+        out.append("")
+        for name, width in self.signals.items():
+            w = width or 1
+            rng = f"[{w - 1}:0] " if w > 1 else ""
+            out.append(f"    wire {rng}{name};")
+        if self.assignments:
+            out.append("")
+        for lhs, rhs in self.assignments:
+            out.append(f"    assign {lhs} = {rhs};")
+        for inst in self.instances.values():
+            out.append("")
+            if inst.comment:
+                out.append(f"    // {inst.comment}")
+            head = f"    {inst.entity}"
+            if inst.parameters:
+                params = ",\n".join(f"        .{k}({v})" for k, v in inst.parameters.items())
+                head += f" #(\n{params}\n    )"
+            out.append(f"{head} {inst.name} (")
+            conns = ",\n".join(f"        .{p.name}({p.signal})" for p in inst.ports.values())
+            out.append(conns)
+            out.append("    );")
+        for raw in self.raw_lines:
+            out.append("")
+            out.extend(f"    {line}" if line else "" for line in raw.splitlines())
+        out.append("")
+        out.append("endmodule")
+        out.append("`default_nettype wire")
+        return "\n".join(out) + "\n"
+
+    def _check_connected(self) -> None:
+        """Every declared wire must be used somewhere (catches typo'd signal names)."""
+        text = " ".join(
+            [p.signal for i in self.instances.values() for p in i.ports.values()]
+            + [f"{lhs} {rhs}" for lhs, rhs in self.assignments]
+            + self.raw_lines
+        )
+        used = set(re.findall(r"[A-Za-z_][A-Za-z0-9_$]*", text))
+        for name in self.signals:
+            if name not in used:
+                raise VerilogError(f"wire {name} is declared but connected to nothing")

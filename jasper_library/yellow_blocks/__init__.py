@@ -1,0 +1,1 @@
+"""Yellow blocks: one module per block tag (``xps:<tag>`` -> ``yellow_blocks/<tag>.py``)."""

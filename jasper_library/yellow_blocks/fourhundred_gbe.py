@@ -1,0 +1,484 @@
+"""``xps:fourhundred_gbe``: the casper400g 400GbE UDP/IPv4 core as a yellow block.
+
+* User ports (CORE_SPEC §1) are the gateways ``<fullname>_<port>`` (``USER_PORTS``).
+* Mask parameters (``PARAMETERS``) become the start-up configuration: ``fhg_gbe_boot``
+  writes FABRIC_MAC/IP/GATEWAY/NETMASK/PORT/TTL/CTRL into the core's registers after
+  reset and enables the fabric when ``fab_en`` is set. Register offsets come from the
+  generated register map, as does the AXI4-Lite memory map handed to the toolflow.
+* ``port`` is the QSFP-DD cage. The platform YAML's ``fourhundred_gbe`` section lists the
+  cages and names the MAC attachment that joins the core's DCMAC-side ports to a MAC:
+  ``external`` (this file: those ports become top-level ports ``fhg<cage>_<port>`` for a
+  testbench or a separately built MAC) or a module ``yellow_blocks/<name>.py`` with a class
+  ``<name>`` derived from :class:`MacAttachment` (e.g. a DCMAC/GTM generator for a board).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from typing import Any, ClassVar
+
+from constraints import ClockConstraint, ClockGroupConstraint, PortConstraint
+from memory import Register
+
+from .fourhundred_gbe_hdl import module_ports
+from .yellow_block import YellowBlock
+from .yellow_block_typecodes import TYPECODE_ETHCORE
+
+try:  # an mlib_devel checkout: the copy the overlay installer put next to this file
+    from . import fourhundred_gbe_regmap as regmap  # type: ignore[attr-defined]
+except ImportError:  # the casper400g tree
+    from casperfpga_ext import fhg_regmap as regmap
+
+# 400 Gb/s carried 1024 bits per user_clk cycle.
+MIN_USER_CLK_MHZ = 400e3 / 1024
+DEFAULT_MAC_CLK_MHZ = 391.03
+CORE_HDL = "fourhundred_gbe/fhg_core.sv"
+
+# (port, dir seen from the block, width): CORE_SPEC §1.
+USER_PORTS: tuple[tuple[str, str, int], ...] = (
+    ("rst", "in", 1),
+    ("tx_data", "in", 1024),
+    ("tx_valid", "in", 1),
+    ("tx_byte_enable", "in", 128),
+    ("tx_dest_ip", "in", 32),
+    ("tx_dest_port", "in", 16),
+    ("tx_end_of_frame", "in", 1),
+    ("tx_afull", "out", 1),
+    ("tx_overflow", "out", 1),
+    ("rx_data", "out", 1024),
+    ("rx_valid", "out", 1),
+    ("rx_byte_enable", "out", 128),
+    ("rx_source_ip", "out", 32),
+    ("rx_dest_ip", "out", 32),
+    ("rx_source_port", "out", 16),
+    ("rx_dest_port", "out", 16),
+    ("rx_end_of_frame", "out", 1),
+    ("rx_bad_frame", "out", 1),
+    ("rx_ack", "in", 1),
+    ("rx_overrun", "out", 1),
+    ("rx_overrun_ack", "in", 1),
+    ("led_up", "out", 1),
+    ("led_rx", "out", 1),
+    ("led_tx", "out", 1),
+)
+BUS_PORTS = ("user_clk", "axil_clk", "axil_rst_n")
+# The raw AXI4-Lite bus of the block, seen from the slave (mlib_devel's raw-device names
+# m_axi4lite_<regname>_<sig>, 32-bit addresses relative to the block's base).
+AXIL_SIGNALS: tuple[tuple[str, str, int], ...] = (
+    ("awaddr", "in", 32),
+    ("awprot", "in", 3),
+    ("awvalid", "in", 1),
+    ("awready", "out", 1),
+    ("wdata", "in", 32),
+    ("wstrb", "in", 4),
+    ("wvalid", "in", 1),
+    ("wready", "out", 1),
+    ("bresp", "out", 2),
+    ("bvalid", "out", 1),
+    ("bready", "in", 1),
+    ("araddr", "in", 32),
+    ("arprot", "in", 3),
+    ("arvalid", "in", 1),
+    ("arready", "out", 1),
+    ("rdata", "out", 32),
+    ("rresp", "out", 2),
+    ("rvalid", "out", 1),
+    ("rready", "in", 1),
+)
+
+
+def parse_mac(value: Any, what: str = "MAC") -> int:
+    """A MAC as an integer, from an int or 'aa:bb:cc:dd:ee:ff' / 'aa-bb-..' / '0x..' text."""
+    if isinstance(value, bool):
+        raise ValueError(f"{what} {value!r} is not a MAC address")
+    if isinstance(value, int):
+        mac = value
+    else:
+        text = str(value).strip()
+        if re.fullmatch(r"[0-9A-Fa-f]{2}([:-][0-9A-Fa-f]{2}){5}", text):
+            mac = int(re.sub(r"[:-]", "", text), 16)
+        else:
+            try:
+                mac = int(text, 0)
+            except ValueError:
+                raise ValueError(f"{what} {value!r} is not a MAC address") from None
+    if not 0 <= mac < 1 << 48:
+        raise ValueError(f"{what} {value!r} does not fit 48 bits")
+    return mac
+
+
+def parse_ipv4(value: Any, what: str = "IP") -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"{what} {value!r} is not an IPv4 address")
+    try:
+        return int(ipaddress.IPv4Address(value if isinstance(value, int) else str(value).strip()))
+    except (ipaddress.AddressValueError, ValueError):
+        raise ValueError(f"{what} {value!r} is not an IPv4 address") from None
+
+
+def _int(value: Any, what: str, lo: int, hi: int) -> int:
+    try:
+        v = int(str(value).strip(), 0) if not isinstance(value, int) else int(value)
+    except ValueError:
+        raise ValueError(f"{what} {value!r} is not an integer") from None
+    if not lo <= v <= hi:
+        raise ValueError(f"{what} {v} is outside {lo}..{hi}")
+    return v
+
+
+def _flag(value: Any, what: str) -> bool:
+    text = str(value).strip().lower()
+    if text in ("1", "true", "on", "yes"):
+        return True
+    if text in ("0", "false", "off", "no", ""):
+        return False
+    raise ValueError(f"{what} {value!r} is not a flag (0/1, on/off)")
+
+
+class GbeError(ValueError):
+    """The block's parameters or platform are invalid; names the block and the value."""
+
+
+class MacAttachment:
+    """Joins the core's DCMAC-side ports to a MAC (see the module docstring)."""
+
+    def __init__(self, gbe: fourhundred_gbe, conf: dict[str, Any]) -> None:
+        self.gbe = gbe
+        self.conf = conf
+
+    def sources(self) -> list[str]:
+        return []
+
+    def modify_top(self, top: Any, core: Any, mac_ports: dict[str, tuple[str, int]]) -> None:
+        raise NotImplementedError
+
+    def gen_constraints(self) -> list[Any]:
+        return []
+
+    def gen_tcl_cmds(self) -> dict[str, list[str]]:
+        return {}
+
+    def mac_clocks(self) -> list[str]:
+        """Names of the clocks (as constrained) that run the core's MAC side."""
+        return []
+
+    def lint_stubs(self) -> dict[str, str]:
+        """{file name: Verilog}: port-only modules of the vendor IP it instantiates."""
+        return {}
+
+    def drc(self) -> None:
+        """Check the attachment's platform values (cage pins, sites); raise ValueError."""
+
+
+class ExternalMac(MacAttachment):
+    """The DCMAC client ports become top-level ports ``fhg<cage>_<port>``: for simulation
+    (the testbench plays the DCMAC) or a MAC built outside this design."""
+
+    def prefix(self) -> str:
+        return f"fhg{self.gbe.port}_"
+
+    def modify_top(self, top: Any, core: Any, mac_ports: dict[str, tuple[str, int]]) -> None:
+        for name, (direction, width) in mac_ports.items():
+            core.add_port(name, self.prefix() + name, dir=direction, width=width, parent_port=True)
+
+    def mac_clocks(self) -> list[str]:
+        return [self.prefix() + p for p in ("tx_mac_clk", "rx_mac_clk") if p in self.gbe.mac_ports]
+
+    def gen_constraints(self) -> list[Any]:
+        mhz = self.gbe.mac_clk_mhz
+        return [ClockConstraint(clk, clk, freq=mhz) for clk in self.mac_clocks()]
+
+
+class fourhundred_gbe(YellowBlock):
+    PARAMETERS: ClassVar[dict[str, Any]] = {
+        "port": 0,
+        "fab_mac": "02:00:00:00:00:00",
+        "fab_ip": "0.0.0.0",
+        "fab_udp": 10000,
+        "fab_gate": "0.0.0.0",
+        "fab_netmask": "255.255.255.0",
+        "fab_en": 0,
+        "cpu_rx_en": 0,
+        "cpu_tx_en": 0,
+        "ttl": 64,
+        "promisc_mode": 0,
+        "udp_checksum_en": 1,
+        "tx_buffer_frames": 4,
+        "max_payload": 8972,
+        "rx_buffer_kib": 64,
+        "use_taf": 0,
+    }
+
+    def _error(self, message: str) -> ValueError:
+        # Only mlib_devel's YellowBlock API is used here, so the file runs in either.
+        return GbeError(f"{self.fullpath} (xps:fourhundred_gbe): {message}")
+
+    def initialize(self) -> None:
+        self.typecode = TYPECODE_ETHCORE
+        params = dict(self.PARAMETERS)
+        params.update({k: v for k, v in self.blk.items() if k in self.PARAMETERS})
+        self.params = params
+        self.memory_map = self._memory_map()
+        self.add_source("fourhundred_gbe/regs/fhg_regs_pkg.sv")
+        self.add_source("fourhundred_gbe/regs/fhg_regs.sv")
+        self.add_source("fourhundred_gbe/fhg_*.sv")
+        self.add_source("fhg_toolflow/fhg_gbe_boot.sv")
+        self.provides = ["ethernet"]
+        try:
+            self.port = int(params["port"])
+        except (TypeError, ValueError):
+            self.port = -1
+        self.exc_requires = [f"QSFP-DD cage {self.port}"]
+        self.conf: dict[str, Any] = dict(self.platform.conf.get("fourhundred_gbe") or {})
+        self.cage: dict[str, Any] = dict((self.conf.get("cages") or {}).get(self.port) or {})
+        self.mac_clk_mhz = float(self.conf.get("mac_clk_mhz", DEFAULT_MAC_CLK_MHZ))
+        core_path = os.path.join(self.hdl_root or ".", CORE_HDL)
+        self.core_ports = module_ports(core_path, "fhg_core")
+        user = {p for p, _d, _w in USER_PORTS}
+        self.mac_ports = {
+            name: dw
+            for name, dw in self.core_ports.items()
+            if name not in user and name not in BUS_PORTS and not name.startswith("s_axil_")
+        }
+        self.mac = self._attachment()
+        for src in self.mac.sources():
+            self.add_source(src)
+
+    # ------------------------------------------------------------------ parameters
+    def _attachment(self) -> MacAttachment:
+        kind = self.conf.get("mac", "external")
+        if kind == "external":
+            return ExternalMac(self, self.conf)
+        import importlib
+
+        try:
+            module = importlib.import_module(f"{__package__}.{kind}")
+        except ModuleNotFoundError:
+            raise self._error(
+                f"platform {self.platform.name}: MAC attachment {kind!r} not found "
+                f"(expected yellow_blocks/{kind}.py)"
+            ) from None
+        return getattr(module, kind)(self, self.conf)
+
+    def _memory_map(self) -> list[Register]:
+        mm = []
+        for reg in regmap.REGISTERS.values():
+            mode = "r" if reg.sw == "r" else "rw"
+            mm.append(
+                Register(
+                    reg.name, nbytes=reg.nbytes, offset=reg.offset, mode=mode, default_val=reg.reset
+                )
+            )
+        for region in regmap.REGIONS.values():
+            mode = "r" if region.sw == "r" else "rw"
+            mm.append(
+                Register(
+                    region.name,
+                    offset=region.offset,
+                    mode=mode,
+                    ram=True,
+                    ram_size=region.size,
+                    data_width=8 * regmap.WORD_BYTES,
+                )
+            )
+        return mm
+
+    def drc(self) -> None:
+        p = self.params
+        cages = self.conf.get("cages") or {}
+        if not cages:
+            raise self._error(
+                f"platform {self.platform.name} has no QSFP-DD cages for 400GbE "
+                f"(no fourhundred_gbe.cages in {getattr(self.platform, 'path', 'its YAML')})"
+            )
+        if self.port not in cages:
+            raise self._error(
+                f"port (QSFP-DD cage) {p['port']!r} is not on platform {self.platform.name}; "
+                f"cages: {', '.join(str(c) for c in sorted(cages))}"
+            )
+        try:
+            self.fab_mac = parse_mac(p["fab_mac"], "fab_mac")
+            if self.fab_mac >> 40 & 1:
+                raise ValueError(f"fab_mac {p['fab_mac']!r} is a multicast address")
+            self.fab_ip = parse_ipv4(p["fab_ip"], "fab_ip")
+            self.fab_gate = parse_ipv4(p["fab_gate"], "fab_gate")
+            self.fab_netmask = parse_ipv4(p["fab_netmask"], "fab_netmask")
+            inv = ~self.fab_netmask & 0xFFFFFFFF
+            if inv & (inv + 1):
+                raise ValueError(f"fab_netmask {p['fab_netmask']!r} is not a contiguous mask")
+            own = ipaddress.IPv4Address(self.fab_ip)
+            if own.is_multicast or self.fab_ip == 0xFFFFFFFF:
+                raise ValueError(f"fab_ip {p['fab_ip']!r} cannot be a host's own address")
+            self.fab_udp = _int(p["fab_udp"], "fab_udp", 1, 65535)
+            self.fab_en = _flag(p["fab_en"], "fab_en")
+            self.cpu_rx_en = _flag(p["cpu_rx_en"], "cpu_rx_en")
+            self.cpu_tx_en = _flag(p["cpu_tx_en"], "cpu_tx_en")
+            self.promisc_mode = _flag(p["promisc_mode"], "promisc_mode")
+            self.udp_checksum_en = _flag(p["udp_checksum_en"], "udp_checksum_en")
+            self.use_taf = _flag(p["use_taf"], "use_taf")
+            self.ttl = _int(p["ttl"], "ttl", 1, 255)
+            self.tx_buffer_frames = _int(p["tx_buffer_frames"], "tx_buffer_frames", 2, 64)
+            self.max_payload = _int(p["max_payload"], "max_payload", 64, 8972)
+            self.rx_buffer_kib = _int(p["rx_buffer_kib"], "rx_buffer_kib", 16, 1024)
+        except ValueError as exc:
+            raise self._error(str(exc)) from None
+        user_mhz = getattr(self.platform, "user_clk_rate", None)
+        if user_mhz is not None and float(user_mhz) < MIN_USER_CLK_MHZ:
+            raise self._error(
+                f"user clock {float(user_mhz):g} MHz is too slow for 400 Gb/s at 1024 bits per "
+                f"cycle (needs at least {MIN_USER_CLK_MHZ:g} MHz)"
+            )
+        missing = [p for p, _d, _w in USER_PORTS if p not in self.core_ports]
+        if missing:
+            raise self._error(f"{CORE_HDL} lacks the user port(s) {', '.join(missing)}")
+        self.mac.drc()
+
+    def gateways(self) -> list[tuple[str, str, int]]:
+        return list(USER_PORTS)
+
+    # ------------------------------------------------------------------ top level
+    def _ctrl_word(self) -> tuple[int, int]:
+        ctrl = regmap.REGISTERS["ctrl"]
+        value = ctrl.reset
+        for name, on in (
+            ("cpu_rx_en", self.cpu_rx_en),
+            ("cpu_tx_en", self.cpu_tx_en),
+            ("udp_checksum_en", self.udp_checksum_en),
+            ("promisc_en", self.promisc_mode),
+            ("fabric_en", False),
+        ):
+            value = ctrl.field(name).put(value, int(on))
+        return value, ctrl.field("fabric_en").mask
+
+    def modify_top(self, top) -> None:  # noqa: ANN001
+        # A raw AXI4-Lite slave (the core has its own register block). This toolflow takes
+        # the memory map generated from the register map (memory_map.json lists every
+        # register at its address); mlib_devel's interconnect instead turns every entry
+        # of a raw device's map into a bus of its own, so there the map is the one raw
+        # entry named after the device, as its raw devices have.
+        if hasattr(top, "axi4lite_memory_map"):  # mlib_devel's VerilogModule
+            memory_map = [
+                Register(
+                    self.unique_name,
+                    nbytes=regmap.BLOCK_SIZE,
+                    offset=0,
+                    mode="rw",
+                    axi4lite_mode="raw",
+                )
+            ]
+        else:
+            memory_map = self.memory_map
+        top.add_axi4lite_interface(
+            regname=self.unique_name,
+            mode="rw",
+            nbytes=regmap.BLOCK_SIZE,
+            memory_map=memory_map,
+            typecode=self.typecode,
+            axi4lite_mode="raw",
+        )
+        aw = (regmap.BLOCK_SIZE - 1).bit_length()
+        core_aw = self.core_ports["s_axil_awaddr"][1]
+        if core_aw != aw:
+            raise self._error(f"fhg_core has {core_aw} address bits, the register map {aw}")
+        regs = regmap.REGISTERS
+        for name, field, width in (
+            ("mac_hi", "mac", 16),
+            ("mac_lo", "mac", 32),
+            ("ip", "ip", 32),
+            ("gateway", "ip", 32),
+            ("netmask", "mask", 32),
+            ("port", "port", 16),
+            ("ttl", "ttl", 8),
+        ):
+            f = regs[name].field(field)
+            if f.lsb != 0 or f.width != width:
+                raise self._error(f"register map: {name}.{field} is not bits [{width - 1}:0]")
+        ctrl_value, ctrl_en = self._ctrl_word()
+
+        boot = top.get_instance("fhg_gbe_boot", f"{self.fullname}_boot")
+        for k, v in (
+            ("ADDR_W", aw),
+            ("FABRIC_MAC", f"48'h{self.fab_mac:012x}"),
+            ("FABRIC_IP", f"32'h{self.fab_ip:08x}"),
+            ("FABRIC_GATEWAY", f"32'h{self.fab_gate:08x}"),
+            ("FABRIC_NETMASK", f"32'h{self.fab_netmask:08x}"),
+            ("FABRIC_PORT", f"16'h{self.fab_udp:04x}"),
+            ("FABRIC_TTL", f"8'd{self.ttl}"),
+            ("FABRIC_CTRL", f"32'h{ctrl_value:08x}"),
+            ("FABRIC_ENABLE_ON_START", "1'b1" if self.fab_en else "1'b0"),
+            ("CTRL_FABRIC_EN", f"32'h{ctrl_en:08x}"),
+            ("REG_MAC_HI", f"'h{regs['mac_hi'].offset:x}"),
+            ("REG_MAC_LO", f"'h{regs['mac_lo'].offset:x}"),
+            ("REG_IP", f"'h{regs['ip'].offset:x}"),
+            ("REG_GATEWAY", f"'h{regs['gateway'].offset:x}"),
+            ("REG_NETMASK", f"'h{regs['netmask'].offset:x}"),
+            ("REG_PORT", f"'h{regs['port'].offset:x}"),
+            ("REG_TTL", f"'h{regs['ttl'].offset:x}"),
+            ("REG_CTRL", f"'h{regs['ctrl'].offset:x}"),
+        ):
+            boot.add_parameter(k, v)
+        boot.add_port("clk", "axil_clk", parent_sig=False)
+        boot.add_port("rst_n", "axil_rst_n", parent_sig=False)
+        # Status for a logic analyser; software sees the registers themselves.
+        boot.add_port("booted", f"unused_{self.fullname}_booted")
+        boot.add_port("boot_error", f"unused_{self.fullname}_boot_error")
+        for sig, _direction, width in AXIL_SIGNALS:
+            bus = f"m_axi4lite_{self.unique_name}_{sig}"
+            top.add_signal(bus, width)
+            if sig in ("awaddr", "araddr"):
+                boot.add_port(f"s_axil_{sig}", f"{bus}[{aw - 1}:0]", parent_sig=False)
+            else:
+                boot.add_port(f"s_axil_{sig}", bus, parent_sig=False)
+
+        core = top.get_instance("fhg_core", f"{self.fullname}_core")
+        core.add_parameter("TX_BUFFER_FRAMES", self.tx_buffer_frames)
+        core.add_parameter("MAX_PAYLOAD", self.max_payload)
+        axil_mhz = float(self.platform.conf.get("axil_clk_mhz", 100.0))
+        core.add_parameter("AXIL_CLK_HZ", round(axil_mhz * 1e6))
+        core.add_parameter("USE_TAF", "1'b1" if self.use_taf else "1'b0")
+        core.add_parameter("RX_BUFFER_KIB", self.rx_buffer_kib)
+        core.add_port("user_clk", "user_clk", parent_sig=False)
+        core.add_port("axil_clk", "axil_clk", parent_sig=False)
+        core.add_port("axil_rst_n", "axil_rst_n", parent_sig=False)
+        for name, _direction, width in AXIL_SIGNALS:
+            w = aw if name in ("awaddr", "araddr") else width
+            sig = f"{self.fullname}_core_axil_{name}"
+            core.add_port(f"s_axil_{name}", sig, width=w)
+            boot.add_port(f"m_axil_{name}", sig, width=w)
+        for name, _direction, width in USER_PORTS:
+            core.add_port(name, f"{self.fullname}_{name}", width=width)
+        self.mac.modify_top(top, core, self.mac_ports)
+        for role in self.cage.get("leds") or {}:
+            port = f"fhg{self.port}_led_{role}"
+            top.add_port(port, dir="out", width=1)
+            top.assign_signal(port, f"{self.fullname}_led_{role}")
+
+    def gen_constraints(self) -> list[Any]:
+        cons: list[Any] = []
+        for role, pin in (self.cage.get("leds") or {}).items():
+            cons.append(PortConstraint(f"fhg{self.port}_led_{role}", pin))
+        cons.extend(self.mac.gen_constraints())
+        clocks = ["user_clk", "axil_clk", *self.mac.mac_clocks()]
+        for i, a in enumerate(clocks):
+            for b in clocks[i + 1 :]:
+                cons.append(ClockGroupConstraint(a, b, "asynchronous"))
+        return cons
+
+    def gen_tcl_cmds(self) -> dict[str, list[str]]:
+        return self.mac.gen_tcl_cmds()
+
+    def lint_stubs(self) -> dict[str, str]:
+        return self.mac.lint_stubs()
+
+    def meta(self) -> dict[str, str]:
+        """casperfpga reads fab_mac/fab_ip/fab_udp/... from these ``?meta`` lines."""
+        out = {k: str(v) for k, v in self.params.items()}
+        out["fab_mac"] = ":".join(f"{b:02x}" for b in self.fab_mac.to_bytes(6, "big"))
+        out["fab_ip"] = str(ipaddress.IPv4Address(self.fab_ip))
+        out["fab_gate"] = str(ipaddress.IPv4Address(self.fab_gate))
+        out["fab_netmask"] = str(ipaddress.IPv4Address(self.fab_netmask))
+        out["fab_udp"] = str(self.fab_udp)
+        out["fab_en"] = str(int(self.fab_en))
+        return out

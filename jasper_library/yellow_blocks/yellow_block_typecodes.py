@@ -1,0 +1,9 @@
+"""Device type codes written to core_info.tab (CASPER's numbering)."""
+
+TYPECODE_SWREG = 0
+TYPECODE_ETHCORE = 1
+TYPECODE_ADC16CTRL = 2
+TYPECODE_SYSBLOCK = 3
+TYPECODE_BRAM = 4
+TYPECODE_RFDC = 5
+TYPECODE_UNKNOWN = 0xFF

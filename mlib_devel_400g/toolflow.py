@@ -1,0 +1,611 @@
+"""The jasper middleware and backend: ``jasper.per`` -> build directory.
+
+Stages (each reported through ``progress``):
+
+1. blocks     — the platform (from the ``xps:xsg`` block's ``hw_sys``), one yellow block per
+                ``jasper.per`` entry (and their children), design rule checks, requirements;
+2. top        — every block's ``modify_top``/``finalize_top``, the user module, the AXI4-Lite
+                address map (2^n-aligned, largest first from the platform base) and its
+                interconnect -> ``top.v``;
+3. software   — ``core_info.tab``, ``memory_map.json`` and the ``.fpg`` header
+                (``fpg_header.txt``: ``?register``/``?meta`` lines as casperfpga reads them);
+4. constraints and Tcl — ``top.xdc``, ``vivado/build.tcl`` (a Vivado project script with
+                every block's commands spliced into its stage);
+5. backend    — with ``vivado`` on PATH: run it and pack ``<model>.fpg``; otherwise the
+                script is left ready to run (``casper400g mkfpg`` packs the result).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from casperfpga_ext.fpg import FpgBlock, FpgDevice, write_fpg_header
+
+from . import __version__, paths
+
+Progress = Callable[[str], None]
+
+
+class ToolflowError(RuntimeError):
+    """The design cannot be built; the message names the block, key or file at fault."""
+
+
+def jasper_imports() -> None:
+    """Make the jasper library importable the way mlib_devel does (its dir on sys.path)."""
+    lib = str(paths.JASPER_LIBRARY)
+    if lib not in sys.path:
+        sys.path.insert(0, lib)
+
+
+@dataclass
+class BuildResult:
+    build_dir: Path
+    model: str
+    platform: str
+    blocks: list[Any]
+    top_v: Path
+    sources: list[Path]
+    devices: list[FpgDevice]
+    fpg_header: Path
+    fpg: Path | None = None
+    script: Path | None = None
+    interfaces: list[Any] = field(default_factory=list)
+
+
+def load_jasper_per(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ToolflowError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("yellow_blocks"), dict):
+        raise ToolflowError(f"{path}: no 'yellow_blocks' mapping (is this a jasper.per file?)")
+    return data
+
+
+class Toolflow:
+    def __init__(
+        self,
+        jasper_per: Path,
+        build_dir: Path,
+        platform_dirs: list[Path] | None = None,
+        progress: Progress | None = print,
+    ) -> None:
+        self.jasper_per = Path(jasper_per)
+        self.build_dir = Path(build_dir)
+        self.platform_dirs = platform_dirs
+        self.say: Progress = progress or (lambda _m: None)
+        jasper_imports()
+
+    # ------------------------------------------------------------------ stage 1
+    def make_blocks(self) -> tuple[Any, list[Any], dict[str, Any]]:
+        from hw_platform import Platform, PlatformError  # type: ignore[import-not-found]
+        from yellow_blocks.yellow_block import BlockError, YellowBlock
+
+        per = load_jasper_per(self.jasper_per)
+        entries: dict[str, dict[str, Any]] = per["yellow_blocks"]
+        xsg = [(k, v) for k, v in entries.items() if v.get("tag") == "xps:xsg"]
+        if len(xsg) != 1:
+            raise ToolflowError(
+                f"{self.jasper_per}: a design needs exactly one platform block (xps:xsg), "
+                f"found {len(xsg)}"
+            )
+        xsg_path, xsg_blk = xsg[0]
+        hw_sys = str(xsg_blk.get("hw_sys", ""))
+        plat_name = hw_sys.split(":")[0]
+        if not plat_name:
+            raise ToolflowError(f"{xsg_path}: hw_sys {hw_sys!r} names no platform")
+        try:
+            plat = Platform(plat_name, self.platform_dirs)
+            plat.apply_options(xsg_blk.get("platform_options"), f"{xsg_path}")
+        except PlatformError as exc:
+            raise ToolflowError(str(exc)) from None
+        if "clk_rate" in xsg_blk:
+            try:
+                plat.user_clk_rate = float(xsg_blk["clk_rate"])
+            except (TypeError, ValueError):
+                raise ToolflowError(
+                    f"{xsg_path}: clk_rate {xsg_blk['clk_rate']!r} is not a number (MHz)"
+                ) from None
+        model = str(xsg_path).split("/")[0]
+        hdl_root = str(paths.HDL_ROOT)
+        todo: list[dict[str, Any]] = [
+            {"tag": f"xps:{plat.name}", "fullpath": f"{model}/{plat.name}", "name": plat.name}
+        ]
+        for key, blk in entries.items():
+            tag = blk.get("tag")
+            if tag == "xps:xsg":
+                continue
+            if tag == "xps:ip":
+                raise ToolflowError(
+                    f"{key}: System Generator IP (xps:ip) needs MATLAB/Vivado's sysgen; "
+                    "write the user logic as a user module (HDL) instead"
+                )
+            todo.append(blk)
+        blocks = []
+        try:
+            while todo:
+                blk = YellowBlock.make_block(todo.pop(0), plat, hdl_root)
+                blocks.append(blk)
+                todo.extend(c.blk for c in blk.gen_children())
+            for blk in blocks:
+                support = blk.platform_support
+                if not (
+                    support in ("all", plat.name)
+                    or (isinstance(support, (list, tuple)) and plat.name in support)
+                ):
+                    raise BlockError(f"{blk.fullpath}: not supported on platform {plat.name}")
+                blk.drc()
+        except (BlockError, ValueError) as exc:
+            raise ToolflowError(str(exc)) from None
+        self._check_requirements(plat, blocks)
+        return plat, blocks, per
+
+    @staticmethod
+    def _check_requirements(plat: Any, blocks: list[Any]) -> None:
+        provided = set(plat.provides)
+        for b in blocks:
+            provided.update(b.provides)
+        for b in blocks:
+            for req in b.requires:
+                if req not in provided:
+                    raise ToolflowError(f"{b.fullpath}: requires {req!r}, which nothing provides")
+        owner: dict[str, Any] = {}
+        for b in blocks:
+            for res in b.exc_requires:
+                if res in owner:
+                    raise ToolflowError(
+                        f"{res} is used by both {owner[res].fullpath} and {b.fullpath}; "
+                        "each may be used by one block only"
+                    )
+                owner[res] = b
+
+    # ------------------------------------------------------------------ stage 2
+    def make_top(self, plat: Any, blocks: list[Any], per: dict[str, Any]) -> Any:
+        from verilog import VerilogError, VerilogModule  # type: ignore[import-not-found]
+
+        top = VerilogModule("top")
+        try:
+            for b in blocks:
+                b.modify_top(top)
+            self._user_modules(top, per)
+            for b in blocks:
+                b.finalize_top(top)
+            top.assign_addresses(plat.mmbus_base_address, plat.mmbus_address_window)
+            top.add_axi4lite_interconnect("M_AXI_", "axil_clk", "axil_rst_n")
+        except (VerilogError, ValueError) as exc:  # blocks' own errors name the block
+            raise ToolflowError(str(exc)) from None
+        return top
+
+    def _user_modules(self, top: Any, per: dict[str, Any]) -> None:
+        for name, mod in (per.get("user_modules") or {}).items():
+            inst = top.get_instance(name, f"{name}_inst")
+            clock = mod.get("clock")
+            if clock:
+                inst.add_port(str(clock), "user_clk", parent_sig=False)
+            for port in mod.get("ports") or []:
+                if port not in top.signals and port not in top.ports:
+                    raise ToolflowError(
+                        f"user module {name}: port {port} matches no block's gateway "
+                        "(gateways are <model>_<block>_<port>)"
+                    )
+                inst.add_port(port, port)
+
+    # ------------------------------------------------------------------ all of it
+    def run(self, backend: str = "auto") -> BuildResult:
+        t0 = time.monotonic()
+        out = self.build_dir
+        out.mkdir(parents=True, exist_ok=True)
+        copy = out / "jasper.per"
+        if not copy.exists() or not copy.samefile(self.jasper_per):
+            shutil.copyfile(self.jasper_per, copy)
+        self.say(f"[blocks] reading {self.jasper_per}")
+        plat, blocks, per = self.make_blocks()
+        model = blocks[0].fullpath.split("/")[0]
+        for b in blocks:
+            self.say(f"         {b.fullpath:<32} {b.tag}")
+        self.say(f"         platform {plat.name} ({plat.fpga}); design rule checks passed")
+
+        self.say("[top]    building top.v")
+        top = self.make_top(plat, blocks, per)
+        header = (
+            f"top level of {model} on {plat.name}, written by casper400g {__version__} "
+            "from jasper.per -- regenerate, do not edit"
+        )
+        top_v = out / "top.v"
+        top_v.write_text(top.gen_top_verilog(header))
+        sources = self._sources(blocks, per)
+        (out / "sources.txt").write_text("".join(f"{p}\n" for p in sources))
+        self.say(
+            f"         {len(top.instances)} instances, {len(top.ports)} top-level ports, "
+            f"{len(sources)} HDL sources"
+        )
+        ifaces = sorted(top.axi4lite_interfaces.values(), key=lambda i: i.base)
+        for i in ifaces:
+            self.say(f"         {i.regname:<24} {i.base:#010x}  {i.size:#8x} bytes")
+
+        self.say("[sw]     core_info.tab, memory_map.json, fpg_header.txt")
+        devices = [FpgDevice(i.regname, i.base, i.size) for i in ifaces]
+        self._write_core_info(out / "core_info.tab", ifaces)
+        self._write_memory_map(out / "memory_map.json", ifaces)
+        metas = [
+            FpgBlock(b.unique_name, b.tag, b.meta())
+            for b in blocks
+            if b.fullpath.split("/")[-1] != plat.name
+        ]
+        metas.append(FpgBlock("77777", "77777", {"77777": "77777"}))
+        fpg_header = out / "fpg_header.txt"
+        fpg_header.write_bytes(write_fpg_header(devices, metas))
+
+        stubs = self._write_lint_stubs(blocks)
+        if stubs:
+            self.say(f"         {len(stubs)} black box(es) of vendor IP for lint: lint/stubs/")
+        self.say("[xdc]    constraints and Vivado Tcl")
+        xdc = self._constraints(plat, blocks)
+        (out / "top.xdc").write_text(xdc)
+        script = self._vivado_script(plat, blocks, sources, model)
+        result = BuildResult(
+            out,
+            model,
+            plat.name,
+            blocks,
+            top_v,
+            sources,
+            devices,
+            fpg_header,
+            script=script,
+            interfaces=ifaces,
+        )
+        self._backend(result, backend)
+        self.say(f"done in {time.monotonic() - t0:.1f} s: {out}")
+        return result
+
+    def _write_lint_stubs(self, blocks: list[Any]) -> list[Path]:
+        """Port-only modules of vendor IP (block design wrappers) that a block instantiates,
+        from its ``lint_stubs()`` ({file name: Verilog}); :func:`lint` reads them."""
+        d = self.build_dir / "lint" / "stubs"
+        if d.is_dir():
+            for old in d.glob("*.v"):
+                old.unlink()
+        out: list[Path] = []
+        for b in blocks:
+            for name, text in (getattr(b, "lint_stubs", dict)() or {}).items():
+                d.mkdir(parents=True, exist_ok=True)
+                path = d / name
+                if path in out:
+                    raise ToolflowError(f"{b.fullpath}: lint stub {name} written twice")
+                path.write_text(text)
+                out.append(path)
+        return out
+
+    def _sources(self, blocks: list[Any], per: dict[str, Any]) -> list[Path]:
+        from yellow_blocks.yellow_block import BlockError
+
+        seen: dict[Path, None] = {}
+        try:
+            for b in blocks:
+                for p in b.source_files():
+                    seen[p.resolve()] = None
+        except BlockError as exc:
+            raise ToolflowError(str(exc)) from None
+        base = self.jasper_per.parent
+        for name, mod in (per.get("user_modules") or {}).items():
+            for src in mod.get("sources") or []:
+                p = Path(src) if Path(src).is_absolute() else base / src
+                if not p.is_file():
+                    raise ToolflowError(f"user module {name}: source {src} not found")
+                seen[p.resolve()] = None
+        # Packages first: Vivado and Verilator read files in order.
+        return sorted(seen, key=lambda p: (not p.name.endswith("_pkg.sv"),))
+
+    @staticmethod
+    def _write_core_info(path: Path, ifaces: list[Any]) -> None:
+        lines = []
+        for i in ifaces:
+            rw = 0 if i.mode == "r" else 1
+            lines.append(f"{i.regname:<32} {rw} {i.base:x} {i.size:x} {i.typecode:x}")
+        path.write_text("\n".join(lines) + "\n")
+
+    @staticmethod
+    def _write_memory_map(path: Path, ifaces: list[Any]) -> None:
+        doc = []
+        for i in ifaces:
+            doc.append(
+                {
+                    "name": i.regname,
+                    "base": i.base,
+                    "size": i.size,
+                    "mode": i.mode,
+                    "typecode": i.typecode,
+                    "registers": [
+                        {
+                            "name": r.name,
+                            "address": i.base + r.offset,
+                            "offset": r.offset,
+                            "nbytes": r.nbytes,
+                            "mode": r.mode,
+                            "ram": r.ram,
+                            "default": r.default_val,
+                        }
+                        for r in i.memory_map
+                    ],
+                }
+            )
+        path.write_text(json.dumps(doc, indent=1) + "\n")
+
+    @staticmethod
+    def _constraints(plat: Any, blocks: list[Any]) -> str:
+        from constraints import (  # type: ignore[import-not-found]
+            ClockGroupConstraint,
+            ConstraintError,
+            PortConstraint,
+        )
+
+        lines: list[str] = []
+        try:
+            for b in blocks:
+                cons = b.gen_constraints()
+                if not cons:
+                    continue
+                lines.append(f"# {b.fullpath} ({b.tag})")
+                for c in cons:
+                    if isinstance(c, (PortConstraint, ClockGroupConstraint)):
+                        c.resolve(plat)
+                    for line in c.gen_xdc():
+                        if line not in lines:
+                            lines.append(line)
+        except ConstraintError as exc:
+            raise ToolflowError(str(exc)) from None
+        for extra in plat.constraints:
+            lines.append(f"# platform constraints: {extra}")
+            lines.append(f"read_xdc {extra}")
+        return "\n".join(lines) + "\n"
+
+    def _vivado_script(self, plat: Any, blocks: list[Any], sources: list[Path], model: str) -> Path:
+        from yellow_blocks.yellow_block import TCL_STAGES
+
+        stages: dict[str, list[str]] = {s: [] for s in TCL_STAGES}
+        for b in blocks:
+            for stage, cmds in (b.gen_tcl_cmds() or {}).items():
+                if stage not in stages:
+                    raise ToolflowError(
+                        f"{b.fullpath}: Tcl stage {stage!r} is not one of {', '.join(TCL_STAGES)}"
+                    )
+                stages[stage].extend(cmds)
+        versal = plat.family == "versal"
+        image = "top.pdi" if versal else "top.bit"
+        t: list[str] = [
+            f"# Vivado project for {model} on {plat.name}: vivado -mode batch -source build.tcl",
+            "# Stages are marked `casper400g-stage: <name>` in the log.",
+            "set here [file dirname [file normalize [info script]]]",
+            'proc stage {name} { puts "casper400g-stage: $name" }',
+            "stage init",
+            f"create_project -force {model} $here/project -part {plat.fpga}",
+            "set_property target_language Verilog [current_project]",
+        ]
+        for src in sources:
+            t.append(f"add_files -norecurse {{{src}}}")
+        t.append("add_files -norecurse $here/../top.v")
+        t.append("set_property top top [current_fileset]")
+        t.append("add_files -fileset constrs_1 -norecurse $here/../top.xdc")
+        t.extend(stages["init"])
+        t.append("stage pre_synth")
+        t.extend(stages["pre_synth"])
+        t.append("stage synth")
+        t.extend(stages["synth"] or ["launch_runs synth_1 -jobs 8", "wait_on_run synth_1"])
+        t.append(
+            'if {[get_property PROGRESS [get_runs synth_1]] != "100%"} { error "synthesis failed" }'
+        )
+        t.append("stage post_synth")
+        t.extend(stages["post_synth"])
+        t.append("stage pre_impl")
+        t.extend(stages["pre_impl"])
+        t.append("stage impl")
+        t.extend(
+            stages["impl"]
+            or ["launch_runs impl_1 -to_step route_design -jobs 8", "wait_on_run impl_1"]
+        )
+        t.append(
+            'if {[get_property PROGRESS [get_runs impl_1]] != "100%"} '
+            '{ error "implementation failed" }'
+        )
+        t.append("open_run impl_1")
+        t.append("report_timing_summary -file $here/timing_summary.rpt")
+        t.append("stage post_impl")
+        t.extend(stages["post_impl"])
+        t.append("stage pre_bitgen")
+        t.extend(stages["pre_bitgen"])
+        t.append("stage bitgen")
+        if versal:
+            t.extend(stages["bitgen"] or [f"write_device_image -force $here/{image}"])
+        else:
+            t.extend(stages["bitgen"] or [f"write_bitstream -force $here/{image}"])
+        t.append("stage post_bitgen")
+        t.extend(stages["post_bitgen"])
+        t.append("stage prom_gen")
+        t.extend(stages["prom_gen"])
+        t.append("stage done")
+        vdir = self.build_dir / "vivado"
+        vdir.mkdir(exist_ok=True)
+        path = vdir / "build.tcl"
+        path.write_text("\n".join(t) + "\n")
+        return path
+
+    def _backend(self, result: BuildResult, backend: str) -> None:
+        vivado = shutil.which("vivado")
+        if backend == "vivado" and vivado is None:
+            raise ToolflowError("--backend vivado: no `vivado` on PATH (source settings64.sh)")
+        if backend == "none" or (backend == "auto" and vivado is None):
+            rel = result.script
+            self.say("[backend] Vivado not run" + (" (not on PATH)" if vivado is None else ""))
+            self.say(
+                f"          ready to run: cd {rel.parent} && vivado -mode batch -source build.tcl"
+            )
+            self.say(f"          then pack the image: casper400g mkfpg {result.build_dir}")
+            return
+        self.say(f"[backend] running {vivado} (log: {result.script.parent / 'vivado.log'})")
+        with (result.script.parent / "vivado.log").open("w") as log:
+            proc = subprocess.Popen(
+                [vivado, "-mode", "batch", "-nojournal", "-source", "build.tcl"],
+                cwd=result.script.parent,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                log.write(line)
+                if line.startswith("casper400g-stage:"):
+                    self.say(f"          {line.split(':', 1)[1].strip()}")
+            if proc.wait() != 0:
+                raise ToolflowError(f"Vivado failed; see {result.script.parent / 'vivado.log'}")
+        result.fpg = mkfpg(result.build_dir, progress=self.say)
+
+
+def image_path(build_dir: Path) -> Path:
+    for name in ("top.pdi", "top.bit"):
+        p = build_dir / "vivado" / name
+        if p.is_file():
+            return p
+    raise ToolflowError(f"{build_dir / 'vivado'}: no top.pdi or top.bit (has Vivado run?)")
+
+
+def mkfpg(build_dir: Path, image: Path | None = None, progress: Progress | None = print) -> Path:
+    """``<model>.fpg`` = the build's header + the gzipped device image."""
+    import gzip
+
+    build_dir = Path(build_dir)
+    header = build_dir / "fpg_header.txt"
+    if not header.is_file():
+        raise ToolflowError(f"{build_dir}: no fpg_header.txt (not a casper400g build directory)")
+    image = image or image_path(build_dir)
+    per = load_jasper_per(build_dir / "jasper.per")
+    model = next(
+        (k.split("/")[0] for k, v in per["yellow_blocks"].items() if v.get("tag") == "xps:xsg"),
+        "design",
+    )
+    stamp = time.strftime("%Y-%m-%d_%H%M", time.localtime())
+    out = build_dir / f"{model}_{stamp}.fpg"
+    out.write_bytes(header.read_bytes() + gzip.compress(image.read_bytes()))
+    if progress:
+        progress(f"[mkfpg]  {out} ({out.stat().st_size:,} bytes)")
+    return out
+
+
+# The core's own RTL (and PeakRDL's register block) is checked by its tests with the
+# project's warning set; these -Wall style rules are waived for it here, nothing else.
+CORE_LINT_WAIVERS = (
+    "WIDTHEXPAND",
+    "WIDTHTRUNC",
+    "UNUSEDSIGNAL",
+    "UNUSEDPARAM",
+    "PINCONNECTEMPTY",
+    "MULTIDRIVEN",  # PeakRDL's struct-field always_comb blocks
+)
+
+
+def lint(build_dir: Path, stubs: list[Path] | None = None) -> subprocess.CompletedProcess[str]:
+    """``verilator --lint-only -Wall`` of a build's ``top.v`` with every source.
+
+    The generated top, the user wrapper, the toolflow's and the user's RTL get -Wall with no
+    exception; the core's library RTL gets :data:`CORE_LINT_WAIVERS`. ``stubs`` are
+    blackbox modules (vendor IP with its port list) read in place of the IP; the build's own
+    ``lint/stubs/*.v`` (written from the blocks' ``lint_stubs()``) are always read.
+    """
+    from . import sim
+
+    build_dir = Path(build_dir)
+    sim.setup_verilator_env()
+    listing = build_dir / "sources.txt"
+    if not listing.is_file():
+        raise ToolflowError(f"{build_dir}: no sources.txt (run the build first)")
+    sources = [Path(line) for line in listing.read_text().splitlines() if line]
+    waiver = build_dir / "lint" / "core_waivers.vlt"
+    waiver.parent.mkdir(exist_ok=True)
+    lines = ["`verilator_config"]
+    core_dir = paths.FHG_HDL
+    for rule in CORE_LINT_WAIVERS:
+        lines.append(f'lint_off -rule {rule} -file "{core_dir}/*"')
+    waiver.write_text("\n".join(lines) + "\n")
+    cmd = [
+        "verilator",
+        "--lint-only",
+        "-Wall",
+        "--top-module",
+        "top",
+        str(waiver),
+        *(str(s) for s in [*sorted((build_dir / "lint" / "stubs").glob("*.v")), *(stubs or [])]),
+        *(str(s) for s in sources),
+        str(build_dir / "top.v"),
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=build_dir)
+
+
+# Read by Yosys only as blackboxes: the core's top carries PeakRDL's unpacked structs,
+# which the Yosys front end cannot read (`casper400g synth` estimates the core's TX path).
+SYNTH_BLACKBOXES = (("fourhundred_gbe/fhg_core.sv", "fhg_core"),)
+
+
+def synth(
+    build_dir: Path, progress: Progress | None = print, flatten: bool = True
+) -> dict[str, Any]:
+    """Yosys ``synth_xilinx -family xcup`` of a build's ``top.v`` (core blackboxed)."""
+    from . import synth as yosys
+
+    jasper_imports()
+    from yellow_blocks.fourhundred_gbe_hdl import blackbox_stub
+
+    build_dir = Path(build_dir)
+    sources = [Path(p) for p in (build_dir / "sources.txt").read_text().split()]
+    skip = {(paths.HDL_ROOT / rel).resolve() for rel, _m in SYNTH_BLACKBOXES}
+    files = _reachable(
+        [s for s in sources if s not in skip and s.parent != paths.REGS_DIR],
+        build_dir / "top.v",
+    )
+    stub_dir = build_dir / "synth"
+    stub_dir.mkdir(exist_ok=True)
+    for rel, module in SYNTH_BLACKBOXES:
+        stub = stub_dir / f"{module}_blackbox.v"
+        stub.write_text(blackbox_stub(paths.HDL_ROOT / rel, module))
+        files.append(stub)
+    files.append(build_dir / "top.v")
+    try:
+        return yosys.run(
+            top="top",
+            params={},
+            flatten=flatten,
+            files=files,
+            progress=progress,
+            log_file=stub_dir / "yosys.log",
+        )
+    except yosys.SynthError as exc:
+        raise ToolflowError(f"Yosys: {exc}") from None
+
+
+def _reachable(files: list[Path], top: Path) -> list[Path]:
+    """The files defining modules that ``top`` instantiates, directly or below."""
+    import re
+
+    from .synth import defined_modules
+
+    where = defined_modules(files)
+    inst = re.compile(r"^\s*(\w+)\s+(?:#\s*\(|\w+\s*\()", re.M)
+    need: list[Path] = []
+    todo = [top]
+    while todo:
+        text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", todo.pop().read_text(), flags=re.S)
+        for m in inst.finditer(text):
+            path = where.get(m.group(1))
+            if path is not None and path not in need:
+                need.append(path)
+                todo.append(path)
+    return need

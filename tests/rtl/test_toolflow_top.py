@@ -1,0 +1,35 @@
+"""The example design's generated top.v simulated whole (generic400g platform): host bus,
+interconnect, start-up configuration, software registers, packet generator, core and the
+DCMAC model. One simulation, one pytest result per cocotb test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mlib_devel_400g import sim, toolflow_sim
+
+COCOTB_MODULE = Path(toolflow_sim.__file__).with_name(f"{toolflow_sim.COCOTB_MODULE}.py")
+NAMES = sim.cocotb_test_names(COCOTB_MODULE)
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, sim.TestOutcome]:
+    build = toolflow_sim.build_example(tmp_path_factory.mktemp("top"))
+    dut = toolflow_sim.compile_top(build)
+    return sim.run(
+        dut,
+        toolflow_sim.COCOTB_MODULE,
+        COCOTB_MODULE.parent,
+        extra_env=toolflow_sim.env(toolflow_sim.config(build)),
+    )
+
+
+def test_every_cocotb_test_was_collected() -> None:
+    assert set(NAMES) == {"bus_errors_and_read_only_registers", "sends_the_example_stream"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_generated_top(outcomes: dict[str, sim.TestOutcome], name: str) -> None:
+    sim.assert_passed(outcomes, name)
