@@ -6,9 +6,10 @@
 //     (n << 10) | k; the first payload byte is tx_data[1023:1016]. n starts at 0 and counts
 //     every packet sent; `ctrl[1]` (reset) sets it back to 0 and holds the 400GbE block's
 //     `rst`.
-//   * `ctrl[0]` enables sending. A packet starts when the previous one has ended, at least
-//     `period` user_clk cycles after the previous start (0: back to back), and only while
-//     `tx_afull` is low (the core asks the user to stop after the current frame).
+//   * `ctrl[0]` enables sending. A packet starts when the previous one has ended (at the
+//     earliest right after its last word, no idle cycle), at least `period` user_clk cycles
+//     after the previous start (0: back to back), and only while `tx_afull` is low (the
+//     core asks the user to stop after the current frame).
 //   * `count` (non-zero) ends a burst: once `count` packets have been sent since `ctrl[0]`
 //     last rose, no new packet starts until enable is cleared and set again. 0: no limit.
 //   * `size` is sampled at each packet start: 0 sends nothing, above 8192 sends 8192.
@@ -46,12 +47,15 @@ module fhg_pktgen (
     logic        enable_q;
     logic [31:0] burst_sent;     // packets sent since enable last rose
     logic        burst_done;
+    logic [31:0] burst_next;     // burst_sent counting a packet that ends this cycle
+    logic        start;          // a packet starts next cycle (possibly right after EOF)
 
     assign enable  = ctrl[0];
     assign reset   = ctrl[1];
     assign gbe_rst = reset;
     assign size_c  = (size > MAX_BYTES) ? 14'(MAX_BYTES) : size[13:0];
-    assign burst_done = (count != 32'd0) && (burst_sent >= count);
+    assign burst_next = burst_sent + {31'd0, tx_end_of_frame};
+    assign burst_done = (count != 32'd0) && (burst_next >= count);
 
     // Words 16*beat .. 16*beat+15 of packet `seq`, word 16*beat first (at the top).
     always_comb begin
@@ -69,6 +73,10 @@ module fhg_pktgen (
 
     assign tx_valid        = busy;
     assign tx_end_of_frame = busy && (beat == last_beat);
+    // The next packet may follow the last word of the previous one with no idle cycle:
+    // back to back, a 64-word (8192 B) packet every 64 user_clk cycles.
+    assign start = enable && enable_q && !burst_done && !tx_afull && size_c != 0 &&
+                   since_start >= period && (!busy || tx_end_of_frame);
 
     always_ff @(posedge clk) begin
         if (reset) begin
@@ -88,17 +96,11 @@ module fhg_pktgen (
             if (enable && !enable_q) burst_sent <= '0;
             else if (tx_end_of_frame) burst_sent <= burst_sent + 32'd1;
             if (since_start != '1) since_start <= since_start + 32'd1;
-            if (busy) begin
-                if (tx_end_of_frame) begin
-                    busy <= 1'b0;
-                    beat <= '0;
-                    seq  <= seq + 64'd1;
-                    sent <= sent + 32'd1;
-                end else begin
-                    beat <= beat + 10'd1;
-                end
-            end else if (enable && enable_q && !burst_done && !tx_afull && size_c != 0 &&
-                         since_start >= period) begin
+            if (busy && tx_end_of_frame) begin
+                seq  <= seq + 64'd1;
+                sent <= sent + 32'd1;
+            end
+            if (start) begin
                 busy         <= 1'b1;
                 beat         <= '0;
                 since_start  <= 32'd1;
@@ -106,6 +108,11 @@ module fhg_pktgen (
                 last_bytes   <= 8'(size_c - {(size_c - 14'd1) >> 7, 7'd0});
                 tx_dest_ip   <= dest_ip;
                 tx_dest_port <= dest_port[15:0];
+            end else if (busy && tx_end_of_frame) begin
+                busy <= 1'b0;
+                beat <= '0;
+            end else if (busy) begin
+                beat <= beat + 10'd1;
             end
         end
     end
