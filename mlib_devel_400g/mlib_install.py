@@ -2,9 +2,9 @@
 checkout.
 
 Copies the yellow block (with its interface description ``fourhundred_gbe.json`` and the
-register map it reads, as ``yellow_blocks/fourhundred_gbe_regmap.py``), the core's HDL, any platforms listed in
-:data:`MLIB_PLATFORMS` and the Simulink files (``xps_library/``) that exist in this tree,
-then adds ``'xps:fourhundred_gbe'`` to the tag list in
+register map it reads, as ``yellow_blocks/fourhundred_gbe_regmap.py``), the core's HDL,
+any platforms listed in :data:`MLIB_PLATFORMS` and the Simulink files (``xps_library/``)
+that exist in this tree, then adds ``'xps:fourhundred_gbe'`` to the tag list in
 ``xps_library/gen_xps_add_design_info.m``. Files already identical are left alone, so a
 second run changes nothing. ``dry_run`` only lists what would change.
 """
