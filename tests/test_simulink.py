@@ -1,0 +1,233 @@
+"""The Simulink block (xps_library/) and the Octave frontend against the yellow block.
+
+Octave (Debian's ``octave``, installed by ``make sysdeps``) runs the mask's pure functions,
+the library build script and the mask initialisation against a recording stand-in for
+the Simulink API (tests/octave/simulink_shim/). That checks our scripts' logic and the
+block they describe -- not that MATLAB/Simulink accepts them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mlib_devel_400g import paths, simulink_gen
+from mlib_devel_400g.toolflow import jasper_imports
+
+ROOT = paths.REPO_ROOT
+CASES = json.loads((ROOT / "tests/data/fourhundred_gbe_cases.json").read_text())
+INTERFACE = json.loads(simulink_gen.INTERFACE_JSON.read_text())
+OCTAVE_PATH = [
+    "xps_library",
+    "xps_library/xps_models/IO",
+    "mlib_devel_400g/octave",
+    "tests/octave",
+    "tests/octave/simulink_shim",
+]
+
+needs_octave = pytest.mark.skipif(
+    shutil.which("octave-cli") is None, reason="octave-cli not installed (make sysdeps)"
+)
+
+
+def octave(code: str, shim: bool = False) -> subprocess.CompletedProcess[str]:
+    dirs = [d for d in OCTAVE_PATH if shim or "simulink_shim" not in d]
+    adds = "".join(f"addpath('{ROOT / d}');" for d in dirs)
+    proc = subprocess.run(
+        ["octave-cli", "--norc", "--no-history", "--quiet", "--eval", adds + code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise AssertionError(f"octave failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def gbe_module() -> Any:
+    jasper_imports()
+    import yellow_blocks.fourhundred_gbe as m
+
+    return m
+
+
+# ---------------------------------------------------------------- one description
+def test_generated_m_files_are_current():
+    stale = simulink_gen.stale_files(simulink_gen.render_all())
+    assert not stale, f"run `casper400g simulink-gen` and commit: {stale}"
+
+
+def test_yellow_block_reads_the_description():
+    m = gbe_module()
+    assert tuple((p["name"], p["dir"], p["width"]) for p in INTERFACE["ports"]) == m.USER_PORTS
+    assert {
+        p["name"]: p["default"] for p in INTERFACE["parameters"]
+    } == m.fourhundred_gbe.PARAMETERS
+    # Every range the mask enforces is the one the design rule check applies.
+    for spec in INTERFACE["parameters"]:
+        if spec["kind"] == "int":
+            assert m.check_parameter(spec["name"], spec["min"]) == spec["min"]
+            with pytest.raises(ValueError, match=f"outside {spec['min']}..{spec['max']}"):
+                m.check_parameter(spec["name"], spec["max"] + 1)
+        # Defaults pass their own checks.
+        m.check_parameter(spec["name"], spec["default"])
+
+
+# ---------------------------------------------------------------- the cases table
+def _python_result(table: str, case: dict[str, Any]) -> tuple[str, str]:
+    m = gbe_module()
+    if table == "params":
+        try:
+            v = m.check_parameter(case["param"], case["value"])
+        except ValueError as exc:
+            return "err", str(exc)
+        return "ok", ("true" if v else "false") if isinstance(v, bool) else str(v)
+    # names: the yellow block's fullname (the gateway prefix) and port; the design
+    # frontends require the result to be a Verilog identifier.
+    from yellow_blocks.yellow_block import YellowBlock
+
+    obj = YellowBlock({"tag": "xps:fourhundred_gbe", "fullpath": case["path"]}, None)
+    name = f"{obj.fullname}_{case['port']}"
+    if not name.isidentifier():
+        return "err", f"gateway name {name!r} is not a valid identifier"
+    return "ok", name
+
+
+def _expected(case: dict[str, Any]) -> tuple[str, str]:
+    if "error" in case:
+        return "err", case["error"]
+    v = case.get("ok", case.get("name", case.get("port")))
+    return "ok", ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+
+def _check(kind: str, got: str, want: tuple[str, str], where: str) -> None:
+    assert kind == want[0], f"{where}: got {kind} {got!r}, want {want}"
+    if kind == "err":
+        assert want[1] in got, f"{where}: message {got!r} lacks {want[1]!r}"
+    else:
+        assert got == want[1], f"{where}: got {got!r}, want {want[1]!r}"
+
+
+def test_cases_in_python():
+    for table in ("params", "names"):
+        for i, case in enumerate(CASES[table]):
+            kind, got = _python_result(table, case)
+            _check(kind, got, _expected(case), f"python {table}[{i}] {case}")
+    ports = {p["name"] for p in INTERFACE["ports"]}
+    for case in CASES["gateway_ports"]:
+        assert case["port"] == "" or case["port"] in ports
+
+
+@needs_octave
+def test_cases_in_octave_match_python(tmp_path: Path):
+    out = tmp_path / "cases.out"
+    cases = ROOT / "tests/data/fourhundred_gbe_cases.json"
+    octave(f"run_cases('{cases}', '{out}');")
+    rows = [line.split("\t", 3) for line in out.read_text().splitlines()]
+    seen: dict[str, int] = {}
+    for table, idx, kind, got in rows:
+        case = CASES[table][int(idx)]
+        seen[table] = seen.get(table, 0) + 1
+        where = f"octave {table}[{idx}] {case}"
+        _check(kind, got, _expected(case), where)
+        if table != "gateway_ports":
+            # Same outcome as the yellow block, and for errors the very same message.
+            py_kind, py_got = _python_result(table, case)
+            assert (kind, got) == (py_kind, py_got) or (
+                table == "names" and kind == py_kind == "err"
+            ), f"{where}: octave {kind} {got!r}, python {py_kind} {py_got!r}"
+    assert seen == {t: len(CASES[t]) for t in ("params", "names", "gateway_ports")}
+
+
+# ---------------------------------------------------------------- the library block
+@pytest.fixture(scope="module")
+def block_dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if shutil.which("octave-cli") is None:
+        pytest.skip("octave-cli not installed (make sysdeps)")
+    out = tmp_path_factory.mktemp("block")
+    octave(f"run_block('{out}');", shim=True)
+    return out
+
+
+def _gateways(dump: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        b["Name"]: b
+        for b in dump["inside"]
+        if b["MaskType"] in ("Xilinx Gateway In Block", "Xilinx Gateway Out Block")
+    }
+
+
+def _check_block(dump: dict[str, Any], path: str) -> None:
+    prefix = path.replace("/", "_") + "_"
+    ports = INTERFACE["ports"]
+    inside = {b["Name"]: b for b in dump["inside"]}
+    gws = _gateways(dump)
+    assert sorted(gws) == sorted(prefix + p["name"] for p in ports)
+    n_in = n_out = 0
+    lines = {tuple(x) for x in dump["lines"]}
+    for p in ports:
+        gw = gws[prefix + p["name"]]
+        port_blk = inside[p["name"]]
+        if p["dir"] == "in":
+            n_in += 1
+            assert gw["MaskType"] == "Xilinx Gateway Out Block"
+            assert gw["SourceBlock"] == "xbsIndex_r4/Gateway Out"
+            assert (port_blk["BlockType"], port_blk["Port"]) == ("Inport", str(n_in))
+            assert (f"{p['name']}/1", f"{gw['Name']}/1") in lines
+            assert (f"{gw['Name']}/1", f"{p['name']}_term/1") in lines
+        else:
+            n_out += 1
+            assert gw["MaskType"] == "Xilinx Gateway In Block"
+            assert gw["arith_type"] == ("Boolean" if p["width"] == 1 else "Unsigned")
+            assert (gw["n_bits"], gw["bin_pt"]) == (str(p["width"]), "0")
+            assert (port_blk["BlockType"], port_blk["Port"]) == ("Outport", str(n_out))
+            assert (f"{gw['Name']}/1", f"{p['name']}/1") in lines
+            assert (f"{p['name']}_sim/1", f"{gw['Name']}/1") in lines
+    assert len(lines) == 2 * len(ports)
+
+
+def test_library_block_matches_the_description(block_dump: Path):
+    lib = json.loads((block_dump / "library.json").read_text())
+    blk = lib["block"]
+    assert blk["Tag"] == INTERFACE["tag"] == "xps:fourhundred_gbe"
+    assert blk["Mask"] == "on" and blk["MaskSelfModifiable"] == "on"
+    assert blk["MaskInitialization"] == "fourhundred_gbe_mask(gcb);"
+    assert blk["MaskDisplay"] == f"disp('{INTERFACE['icon']}')"
+    params = INTERFACE["parameters"]
+    names = [v.split("=&")[0] for v in blk["MaskVariables"].rstrip(";").split(";")]
+    assert names == [p["name"] for p in params]
+    assert blk["MaskPromptString"].split("|") == [p["prompt"] for p in params]
+    assert blk["MaskValueString"].split("|") == [simulink_gen.mask_text(p) for p in params]
+    styles = ["checkbox" if p["kind"] == "flag" else "edit" for p in params]
+    assert blk["MaskStyleString"].split(",") == styles
+    for p in params:
+        assert f"{p['prompt']} ({p['name']}): {p['tooltip']}" in blk["MaskHelp"]
+    assert blk["MaskCallbackString"].split("|") == ["fourhundred_gbe_callback(gcb)"] * len(params)
+    # The mask's defaults are what the yellow block takes when jasper.per omits a key.
+    m = gbe_module()
+    for p, text in zip(params, blk["MaskValueString"].split("|"), strict=True):
+        assert m.check_parameter(p["name"], text) == m.check_parameter(p["name"], p["default"])
+    _check_block(lib, "fourhundred_gbe/fourhundred_gbe")
+    assert lib["saved"][0][0] == "fourhundred_gbe"
+    assert lib["saved"][0][1].endswith("fourhundred_gbe.slx")
+
+
+def test_placed_block_gateways_follow_its_name(block_dump: Path):
+    _check_block(json.loads((block_dump / "placed.json").read_text()), "mydesign/gbe0")
+    _check_block(json.loads((block_dump / "renamed.json").read_text()), "mydesign/gbe1")
+    values = dict(line.split("\t") for line in (block_dump / "values.txt").read_text().splitlines())
+    assert values["fab_ip"] == str(0x0A00000A)
+    assert values["fab_mac"] == str(0x02000A00000A)
+    assert values["fab_en"] == "1"
+    assert values["fab_udp"] == "10000"
+
+
+def test_mask_refuses_a_bad_parameter(block_dump: Path):
+    msg = (block_dump / "mask_error.txt").read_text()
+    assert msg == "mydesign/gbe1: fab_udp 70000 is outside 1..65535 (UDP port)"
