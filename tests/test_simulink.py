@@ -9,12 +9,14 @@ block they describe -- not that MATLAB/Simulink accepts them.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from mlib_devel_400g import paths, simulink_gen
 from mlib_devel_400g.toolflow import jasper_imports
@@ -231,3 +233,77 @@ def test_placed_block_gateways_follow_its_name(block_dump: Path):
 def test_mask_refuses_a_bad_parameter(block_dump: Path):
     msg = (block_dump / "mask_error.txt").read_text()
     assert msg == "mydesign/gbe1: fab_udp 70000 is outside 1..65535 (UDP port)"
+
+
+# ---------------------------------------------------------------- Octave design API
+EXAMPLE_DIR = ROOT / "examples/pktgen_400g"
+
+
+@needs_octave
+def test_octave_design_writes_the_design_yamls_jasper_per_and_builds(tmp_path: Path):
+    from mlib_devel_400g.design import Design
+    from mlib_devel_400g.toolflow import Toolflow
+
+    out = tmp_path / "build"
+    per = Design(EXAMPLE_DIR / "design.yaml").to_jasper_per(out)
+    want = yaml.safe_load(per.read_text())
+    want_wrapper = (out / "user/pktgen_400g.v").read_text()
+    per.unlink()
+    (out / "user/pktgen_400g.v").unlink()
+    octave(f"addpath('{EXAMPLE_DIR}'); pktgen_400g_design('{out}');")
+    got = yaml.safe_load(per.read_text())
+    assert got == want
+    assert (out / "user/pktgen_400g.v").read_text() == want_wrapper
+    result = Toolflow(per, out, progress=None).run(backend="none")
+    top = result.top_v.read_text()
+    assert re.search(r"fhg_core #\([^;]*\) pktgen_400g_gbe0_core \(", top)
+    assert ".tx_data(pktgen_400g_gbe0_tx_data)" in top
+    assert {d.name for d in result.devices} >= {"gbe0", "pkt_size", "pkt_sent"}
+
+
+@needs_octave
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        (
+            "d = fhg_design_add_block(d, 'gbe0', 'fourhundred_gbe', 'fab_udp', 70000);",
+            "block gbe0 (xps:fourhundred_gbe): fab_udp 70000 is outside 1..65535",
+        ),
+        (
+            "d = fhg_design_add_block(d, 'gbe0', 'fourhundred_gbe', 'fab_mca', 1);",
+            "block gbe0: unknown key 'fab_mca'; known keys: port, fab_mac",
+        ),
+        ("d = fhg_design_add_block(d, 'r', 'sw_regs');", "unknown block type 'sw_regs'"),
+        (
+            "d = fhg_design_add_block(d, 'r', 'sw_reg', 'io_dir', 'From CPU');",
+            "io_dir 'From CPU' is not one of From Processor, To Processor",
+        ),
+        (
+            "d = fhg_design_add_block(d, 'r', 'sw_reg');"
+            "d = fhg_design_user_module(d, 'u', {}, {'x', 'r/user_data_in'});"
+            "fhg_design_write(d, tempname());",
+            "user module port x: block r has no port 'user_data_in' (it has: user_data_out)",
+        ),
+        (
+            "d = fhg_design_add_block(d, 'r', 'sw_reg'); fhg_design_write(d, tempname());",
+            "the blocks have gateways but the design has no user module",
+        ),
+    ],
+)
+def test_octave_design_errors_name_the_value(code: str, message: str):
+    proc = subprocess.run(
+        [
+            "octave-cli",
+            "--norc",
+            "--quiet",
+            "--eval",
+            f"addpath('{ROOT / 'xps_library'}', '{ROOT / 'mlib_devel_400g/octave'}');"
+            f"d = fhg_design('m', 'generic400g'); try; {code} disp('no error');"
+            " catch err; disp(err.message); end",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert message in proc.stdout, proc.stdout + proc.stderr
