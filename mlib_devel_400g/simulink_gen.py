@@ -39,6 +39,11 @@ def _m_str(text: str) -> str:
     return "'" + str(text).replace("'", "''") + "'"
 
 
+def _m_cell(items: list[str]) -> str:
+    """A list of text as a struct() argument holding one cell array of char."""
+    return "{{" + ", ".join(_m_str(x) for x in items) + "}}"
+
+
 def _m_value(value: Any) -> str:
     """A Python scalar as a MATLAB literal (ints exactly; text quoted)."""
     if isinstance(value, bool):
@@ -92,7 +97,8 @@ def render_interface(desc: dict[str, Any]) -> str:
         )
     lines.append(
         "d.parameters = struct('name', {}, 'kind', {}, 'default', {}, 'mask_value', {}, "
-        "'style', {}, 'min', {}, 'max', {}, 'prompt', {}, 'tooltip', {});"
+        "'style', {}, 'min', {}, 'max', {}, 'prompt', {}, 'tooltip', {}, 'scope', {}, "
+        "'enabled_by', {}, 'counts', {});"
     )
     for i, p in enumerate(desc["parameters"], 1):
         lo = str(p["min"]) if "min" in p else "[]"
@@ -102,7 +108,9 @@ def render_interface(desc: dict[str, Any]) -> str:
             f"'kind', {_m_str(p['kind'])}, 'default', {_m_value(p['default'])}, "
             f"'mask_value', {_m_str(mask_text(p))}, 'style', {_m_str(mask_style(p))}, "
             f"'min', {lo}, 'max', {hi}, 'prompt', {_m_str(p['prompt'])}, "
-            f"'tooltip', {_m_str(p['tooltip'])});"
+            f"'tooltip', {_m_str(p['tooltip'])}, 'scope', {_m_str(p.get('scope', 'core'))}, "
+            f"'enabled_by', {_m_cell(p.get('enabled_by', []))}, "
+            f"'counts', {_m_cell(p.get('counts', []))});"
         )
     lines.append("end")
     return "\n".join(lines) + "\n"

@@ -71,9 +71,12 @@ def test_generated_m_files_are_current():
 def test_yellow_block_reads_the_description():
     m = gbe_module()
     assert tuple((p["name"], p["dir"], p["width"]) for p in INTERFACE["ports"]) == m.USER_PORTS
-    assert {
-        p["name"]: p["default"] for p in INTERFACE["parameters"]
-    } == m.fourhundred_gbe.PARAMETERS
+    core = [p for p in INTERFACE["parameters"] if p.get("scope", "core") == "core"]
+    assert {p["name"]: p["default"] for p in core} == m.fourhundred_gbe.PARAMETERS
+    # The mask-only parameters (debug counters) are the ones the yellow block ignores.
+    mask_only = {p["name"] for p in INTERFACE["parameters"]} - set(m.fourhundred_gbe.PARAMETERS)
+    assert mask_only == {p["name"] for p in INTERFACE["parameters"] if p.get("scope") == "mask"}
+    assert {"txctr", "rxctr", "debug_ctr_width"} <= mask_only
     # Every range the mask enforces is the one the design rule check applies.
     for spec in INTERFACE["parameters"]:
         if spec["kind"] == "int":
@@ -231,6 +234,50 @@ def test_placed_block_gateways_follow_its_name(block_dump: Path):
     assert values["fab_mac"] == str(0x02000A00000A)
     assert values["fab_en"] == "1"
     assert values["fab_udp"] == "10000"
+
+
+def test_debug_counters_are_drawn_redrawn_and_removed(block_dump: Path):
+    dump = json.loads((block_dump / "counters.json").read_text())
+    ports = {p["name"] for p in INTERFACE["ports"]}
+    inside = {b["Name"]: b for b in dump["inside"]}
+    lines = {tuple(x) for x in dump["lines"]}
+    specs = {p["name"]: p for p in INTERFACE["parameters"]}
+    n_in = sum(p["dir"] == "in" for p in INTERFACE["ports"])
+    rst = inside["debug_rst"]
+    assert (rst["BlockType"], rst["Port"]) == ("Inport", str(n_in + 1))
+    dirs = {p["name"]: p["dir"] for p in INTERFACE["ports"]}
+    drawn = 0
+    for name in ("txctr", "rxbadctr"):
+        reg, ctr, gate = inside[name], inside[f"{name}_ctr"], inside[f"{name}_and"]
+        assert reg["SourceBlock"] == "xps_library/software_register"
+        assert (reg["io_dir"], reg["bitwidths"]) == ("To Processor", "24")  # the redrawn width
+        assert ctr["SourceBlock"] == "xbsIndex_r4/Counter"
+        assert (ctr["n_bits"], ctr["rst"], ctr["en"]) == ("24", "on", "on")
+        counts = specs[name]["counts"]
+        assert gate["inputs"] == str(len(counts)) and gate["logical_function"] == "AND"
+        for i, port in enumerate(counts, 1):
+            src = port if dirs[port] == "in" else f"mydesign_gbe1_{port}"
+            assert (f"{src}/1", f"{name}_and/{i}") in lines
+        assert ("debug_rst/1", f"{name}_ctr/1") in lines
+        assert (f"{name}_and/1", f"{name}_ctr/2") in lines
+        assert (f"{name}_ctr/1", f"{name}/1") in lines
+        drawn += len(counts) + 3
+    assert len(lines) == 2 * len(ports) + drawn
+    unselected = {p["name"] for p in INTERFACE["parameters"] if p.get("counts")}
+    assert not (unselected - {"txctr", "rxbadctr"}) & set(inside)
+    # Deselected: the block is back to its ports and gateways alone.
+    off = json.loads((block_dump / "counters_off.json").read_text())
+    _check_block(off, "mydesign/gbe1")
+    left = {b["Name"] for b in off["inside"]}
+    assert not {"debug_rst", "txctr", "txctr_ctr", "rxbadctr_and"} & left
+
+
+def test_callback_enables_the_counter_width_only_with_a_counter(block_dump: Path):
+    off, on = (block_dump / "enables.txt").read_text().splitlines()
+    gated = [bool(p.get("enabled_by")) for p in INTERFACE["parameters"]]
+    assert off.split(",") == ["off" if g else "on" for g in gated]
+    assert on.split(",") == ["on"] * len(gated)
+    assert INTERFACE["parameters"][gated.index(True)]["name"] == "debug_ctr_width"
 
 
 def test_mask_refuses_a_bad_parameter(block_dump: Path):

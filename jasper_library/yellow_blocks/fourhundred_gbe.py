@@ -48,6 +48,9 @@ USER_PORTS: tuple[tuple[str, str, int], ...] = tuple(
     (p["name"], p["dir"], int(p["width"])) for p in INTERFACE["ports"]
 )
 PARAMETER_SPECS: dict[str, dict[str, Any]] = {p["name"]: p for p in INTERFACE["parameters"]}
+# scope "mask": the Simulink mask's debug counters (software registers it draws inside the
+# block, which reach jasper.per as sw_reg blocks of their own); not the core's parameters.
+CORE_PARAMETERS = [n for n, p in PARAMETER_SPECS.items() if p.get("scope") != "mask"]
 # --- end of the interface description ---
 BUS_PORTS = ("user_clk", "axil_clk", "axil_rst_n")
 # The raw AXI4-Lite bus of the block, seen from the slave (mlib_devel's raw-device names
@@ -224,7 +227,7 @@ class ExternalMac(MacAttachment):
 
 class fourhundred_gbe(YellowBlock):
     PARAMETERS: ClassVar[dict[str, Any]] = {
-        name: spec["default"] for name, spec in PARAMETER_SPECS.items()
+        name: PARAMETER_SPECS[name]["default"] for name in CORE_PARAMETERS
     }
 
     def _error(self, message: str) -> ValueError:
@@ -315,7 +318,7 @@ class fourhundred_gbe(YellowBlock):
                 f"cages: {', '.join(str(c) for c in sorted(cages))}"
             )
         try:
-            for name in PARAMETER_SPECS:
+            for name in CORE_PARAMETERS:
                 setattr(self, name, check_parameter(name, p[name]))
         except ValueError as exc:
             raise self._error(str(exc)) from None

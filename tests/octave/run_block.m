@@ -21,6 +21,23 @@ fclose(fid);
 set_param('mydesign/gbe0', 'Name', 'gbe1');
 fourhundred_gbe_mask('mydesign/gbe1');
 dump_block('mydesign/gbe1', fullfile(out_dir, 'renamed.json'));
+% Debug counters: drawn when selected, redrawn on a change, removed when deselected;
+% the callback enables the counter width only while a counter is on.
+fourhundred_gbe_callback('mydesign/gbe1');
+enables_off = get_param('mydesign/gbe1', 'MaskEnables');
+set_param('mydesign/gbe1', 'txctr', 'on', 'rxbadctr', 'on', 'debug_ctr_width', '20');
+fourhundred_gbe_mask('mydesign/gbe1');
+set_param('mydesign/gbe1', 'debug_ctr_width', '24');
+fourhundred_gbe_mask('mydesign/gbe1');
+fourhundred_gbe_callback('mydesign/gbe1');
+enables_on = get_param('mydesign/gbe1', 'MaskEnables');
+dump_block('mydesign/gbe1', fullfile(out_dir, 'counters.json'));
+set_param('mydesign/gbe1', 'txctr', 'off', 'rxbadctr', 'off');
+fourhundred_gbe_mask('mydesign/gbe1');
+dump_block('mydesign/gbe1', fullfile(out_dir, 'counters_off.json'));
+fid = fopen(fullfile(out_dir, 'enables.txt'), 'w');
+fprintf(fid, '%s\n', strjoin(enables_off, ','), strjoin(enables_on, ','));
+fclose(fid);
 set_param('mydesign/gbe1', 'fab_udp', '70000');
 msg = '';
 try

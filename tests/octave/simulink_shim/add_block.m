@@ -45,7 +45,8 @@ end
 for j = 1:numel(s.lines)
   ln = s.lines{j};
   if strcmp(ln{1}, src) || strncmp(ln{1}, [src '/'], numel(src) + 1)
-    s.lines{end + 1} = {[dst ln{1}(numel(src) + 1:end)], ln{2}, ln{3}};
+    s.next_line = s.next_line + 1;
+    s.lines{end + 1} = {[dst ln{1}(numel(src) + 1:end)], ln{2}, ln{3}, s.next_line};
   end
 end
 b = s.blocks(dst);

@@ -17,11 +17,14 @@ found = {};
 ks = sort(keys(s.blocks));
 for j = 1:numel(ks)
   p = ks{j};
-  if ~strncmp(p, [sys '/'], numel(sys) + 1)
-    continue;
-  end
-  if sum(p(numel(sys) + 2:end) == '/') + 1 > depth
-    continue;
+  % The system itself is listed too when it is a block (as Simulink does).
+  if ~strcmp(p, sys)
+    if ~strncmp(p, [sys '/'], numel(sys) + 1)
+      continue;
+    end
+    if sum(p(numel(sys) + 2:end) == '/') + 1 > depth
+      continue;
+    end
   end
   b = s.blocks(p);
   ok = true;

@@ -16,6 +16,12 @@ switch src
     block_type = 'SubSystem'; mask_type = 'Xilinx Gateway In Block';
   case 'xbsIndex_r4/Gateway Out'
     block_type = 'SubSystem'; mask_type = 'Xilinx Gateway Out Block';
+  case 'xbsIndex_r4/Logical'
+    block_type = 'SubSystem'; mask_type = 'Xilinx Logical Block';
+  case 'xbsIndex_r4/Counter'
+    block_type = 'SubSystem'; mask_type = 'Xilinx Counter Block';
+  case 'xps_library/software_register'
+    block_type = 'SubSystem'; mask_type = 'xps:sw_reg';
   otherwise
     error('shim:add_block', 'There is no block named ''%s''', src);
 end

@@ -7,14 +7,14 @@ persistent state
 if nargin == 1
   if ischar(new_state) && strcmp(new_state, 'reset')
     state = struct('blocks', containers.Map(), 'lines', {{}}, 'log', {{}}, 'systems', {{}}, ...
-                   'saved', {{}});
+                   'saved', {{}}, 'next_line', 0);
   else
     state = new_state;
   end
 end
 if isempty(state)
   state = struct('blocks', containers.Map(), 'lines', {{}}, 'log', {{}}, 'systems', {{}}, ...
-                 'saved', {{}});
+                 'saved', {{}}, 'next_line', 0);
 end
 s = state;
 end
