@@ -63,7 +63,8 @@ def _plan(dest: Path) -> list[tuple[Path, Path]]:
     xps = root / "xps_library"
     if xps.is_dir():
         for src in sorted(xps.rglob("*")):
-            if src.is_file() and "__pycache__" not in src.parts:
+            # Our README documents this tree; a checkout's own README stays untouched.
+            if src.is_file() and "__pycache__" not in src.parts and src.name != "README.md":
                 pairs.append((src, dest / "xps_library" / src.relative_to(xps)))
     return pairs
 

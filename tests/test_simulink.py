@@ -357,3 +357,50 @@ def test_octave_design_errors_name_the_value(code: str, message: str):
         check=False,
     )
     assert message in proc.stdout, proc.stdout + proc.stderr
+
+
+@needs_octave
+def test_installed_copy_builds_the_block(tmp_path: Path):
+    """The overlay installer copies every file the block needs into an mlib_devel tree:
+    the build script and mask run from the installed copies alone."""
+    from mlib_devel_400g.mlib_install import install
+
+    root = tmp_path / "mlib_devel"
+    (root / "jasper_library/yellow_blocks").mkdir(parents=True)
+    (root / "jasper_library/yellow_blocks/yellow_block.py").write_text("# mlib_devel\n")
+    (root / "xps_library").mkdir()
+    info = "function x()\ntags = {'xps:ten_gbe', 'xps:onehundred_gbe'};\nend\n"
+    (root / "xps_library/gen_xps_add_design_info.m").write_text(info)
+    (root / "xps_library/README.md").write_text("mlib_devel's own\n")
+    changes = install(root, say=None)
+    for rel in (
+        "jasper_library/yellow_blocks/fourhundred_gbe.json",
+        "xps_library/fourhundred_gbe_interface.m",
+        "xps_library/fourhundred_gbe_mask.m",
+        "xps_library/fourhundred_gbe_callback.m",
+        "xps_library/xps_models/IO/build_fourhundred_gbe.m",
+    ):
+        assert f"add {rel}" in changes
+    assert (root / "xps_library/README.md").read_text() == "mlib_devel's own\n"
+    lib = root / "xps_library"
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.run(
+        [
+            "octave-cli",
+            "--norc",
+            "--quiet",
+            "--eval",
+            f"addpath('{lib}', '{lib / 'xps_models/IO'}', "
+            f"'{ROOT / 'tests/octave'}', '{ROOT / 'tests/octave/simulink_shim'}');"
+            f"shim_state('reset'); build_fourhundred_gbe('{out}');"
+            "disp(get_param('fourhundred_gbe/fourhundred_gbe', 'Tag'));"
+            "disp(which('fourhundred_gbe_mask'));",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "xps:fourhundred_gbe" in proc.stdout, proc.stdout + proc.stderr
+    assert str(lib / "fourhundred_gbe_mask.m") in proc.stdout
