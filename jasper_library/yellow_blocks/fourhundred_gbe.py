@@ -246,8 +246,8 @@ class fourhundred_gbe(YellowBlock):
         self.add_source("fhg_toolflow/fhg_gbe_boot.sv")
         self.provides = ["ethernet"]
         try:
-            self.port = int(params["port"])
-        except (TypeError, ValueError):
+            self.port = int(check_parameter("port", params["port"]))
+        except ValueError:
             self.port = -1
         self.exc_requires = [f"QSFP-DD cage {self.port}"]
         self.conf: dict[str, Any] = dict(self.platform.conf.get("fourhundred_gbe") or {})

@@ -27,7 +27,7 @@ end
 text = fileread(file);
 name = top_key(text, 'name', file);
 fpga = top_key(text, 'fpga', file);
-clk = regexp(text, '(?m)^user_clk_mhz:\s*([0-9.eE+-]+)\s*(#.*)?$', 'tokens', 'once');
+clk = regexp(text, '^user_clk_mhz:\s*([0-9.eE+-]+)\s*(#.*)?$', 'tokens', 'once', 'lineanchors');
 if isempty(clk)
   user_clk_mhz = [];
 else
@@ -36,7 +36,7 @@ end
 end
 
 function v = top_key(text, key, file)
-tok = regexp(text, ['(?m)^' key ':[ \t]*[''"]?([^''"#\r\n]*?)[''"]?[ \t]*(#.*)?$'], 'tokens', 'once');
+tok = regexp(text, ['^' key ':[ \t]*[''"]?([^''"#\r\n]*?)[''"]?[ \t]*(#.*)?$'], 'tokens', 'once', 'lineanchors');
 if isempty(tok) || isempty(strtrim(tok{1}))
   error('fhg_design:platform', '%s: no top-level %s', file, key);
 end
