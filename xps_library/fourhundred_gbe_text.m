@@ -2,6 +2,9 @@ function text = fourhundred_gbe_text(value)
 % FOURHUNDRED_GBE_TEXT  A mask value as text: blanks and one pair of quotes removed.
 %   A literal mask field holds what the designer typed, so '10.0.0.1' may arrive with
 %   its MATLAB quotes. Numbers are written in full (no exponent).
+if exist('isstring', 'builtin') && isstring(value)  % MATLAB's string class
+  value = char(value);
+end
 if ischar(value)
   text = strtrim(value);
 elseif islogical(value)
