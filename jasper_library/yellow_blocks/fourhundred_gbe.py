@@ -40,7 +40,8 @@ CORE_HDL = "fourhundred_gbe/fhg_core.sv"
 # --- the block's interface, from the one description the Simulink block shares ---
 # fourhundred_gbe.json (next to this file; the overlay installer copies it) lists the user
 # ports (CORE_SPEC §1, direction seen from the block) and the mask parameters with their
-# kinds, ranges, defaults and prompts; xps_library/ is generated from it.
+# kinds, ranges, defaults and prompts; xps_library/fourhundred_gbe_interface.m is its
+# generated copy (`casper400g simulink-gen`).
 INTERFACE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fourhundred_gbe.json")
 with open(INTERFACE_FILE, encoding="utf-8") as _f:
     INTERFACE: dict[str, Any] = json.load(_f)
@@ -152,7 +153,7 @@ def check_parameter(name: str, value: Any) -> int | bool:
     """One mask parameter checked against its description; its value as a number.
 
     The Simulink mask (xps_library/fourhundred_gbe_check_param.m) applies the same rules to
-    the same description; tests/data/fourhundred_gbe_param_cases.json holds the cases both
+    the same description; tests/data/fourhundred_gbe_cases.json holds the cases both
     are tested on.
     """
     spec = PARAMETER_SPECS.get(name)
