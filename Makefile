@@ -19,7 +19,7 @@ export LIBPYTHON_CHECK := import glob, sys, sysconfig as s; \
 demo: $(STAMP)
 	$(VENV)/bin/casper400g demo
 
-test: $(STAMP)
+test: $(STAMP) | sysdeps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VPY) -m pytest -n auto --dist loadfile $(PYTEST_ARGS)
@@ -50,6 +50,14 @@ sysdeps:
 	  echo "installing Debian packages:$$need"; \
 	  $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need; \
+	fi
+	@# GNU Octave runs the Simulink block's scripts in the tests (octave-cli only: no
+	@# recommended packages, so no GUI, Java or documentation).
+	@if ! command -v octave-cli >/dev/null 2>&1; then \
+	  echo "installing Debian package: octave (--no-install-recommends)"; \
+	  $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends octave; \
 	fi
 
 $(VPY): | sysdeps

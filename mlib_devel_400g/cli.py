@@ -8,6 +8,26 @@ import sys
 from . import __version__
 
 
+def _cmd_simulink_gen(args: argparse.Namespace) -> int:
+    from . import paths, simulink_gen
+
+    paths.require_source_tree()
+    files = simulink_gen.render_all()
+    if args.check:
+        stale = simulink_gen.stale_files(files)
+        if stale:
+            print("stale generated files (run `casper400g simulink-gen` and commit them):")
+            for rel in stale:
+                print(f"  {rel}")
+            return 1
+        print(f"{len(files)} generated files are up to date")
+        return 0
+    changed = simulink_gen.write_files(files)
+    for rel in files:
+        print(f"  {'wrote' if rel in changed else 'same '} {rel}")
+    return 0
+
+
 def _cmd_regs(args: argparse.Namespace) -> int:
     from . import paths, regs_gen
 
@@ -231,6 +251,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="only check that the committed files are current"
     )
     regs.set_defaults(func=_cmd_regs)
+
+    sgen = sub.add_parser(
+        "simulink-gen",
+        help="regenerate the .m copies of the 400GbE block's interface (xps_library/)",
+    )
+    sgen.add_argument(
+        "--check", action="store_true", help="only check that the committed files are current"
+    )
+    sgen.set_defaults(func=_cmd_simulink_gen)
 
     demo = sub.add_parser(
         "demo", help="simulate the register block, configure a core over AXI4-Lite, dump it"

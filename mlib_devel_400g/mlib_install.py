@@ -1,10 +1,10 @@
 """`casper400g install-mlib-devel <path>`: overlay the 400GbE block onto an mlib_devel
 checkout.
 
-Copies the yellow block (and the register map it reads, as
-``yellow_blocks/fourhundred_gbe_regmap.py``), the core's HDL, any platforms listed in
-:data:`MLIB_PLATFORMS` and the Simulink files (``xps_library/``) that exist in this tree,
-then adds ``'xps:fourhundred_gbe'`` to the tag list in
+Copies the yellow block (with its interface description ``fourhundred_gbe.json`` and the
+register map it reads, as ``yellow_blocks/fourhundred_gbe_regmap.py``), the core's HDL,
+any platforms listed in :data:`MLIB_PLATFORMS` and the Simulink files (``xps_library/``)
+that exist in this tree, then adds ``'xps:fourhundred_gbe'`` to the tag list in
 ``xps_library/gen_xps_add_design_info.m``. Files already identical are left alone, so a
 second run changes nothing. ``dry_run`` only lists what would change.
 """
@@ -38,7 +38,7 @@ def _plan(dest: Path) -> list[tuple[Path, Path]]:
     lib = paths.JASPER_LIBRARY
     pairs: list[tuple[Path, Path]] = []
     yb = lib / "yellow_blocks"
-    for name in ("fourhundred_gbe.py", "fourhundred_gbe_hdl.py"):
+    for name in ("fourhundred_gbe.py", "fourhundred_gbe.json", "fourhundred_gbe_hdl.py"):
         pairs.append((yb / name, dest / "jasper_library/yellow_blocks" / name))
     pairs.append(
         (
@@ -63,7 +63,8 @@ def _plan(dest: Path) -> list[tuple[Path, Path]]:
     xps = root / "xps_library"
     if xps.is_dir():
         for src in sorted(xps.rglob("*")):
-            if src.is_file() and "__pycache__" not in src.parts:
+            # Our README documents this tree; a checkout's own README stays untouched.
+            if src.is_file() and "__pycache__" not in src.parts and src.name != "README.md":
                 pairs.append((src, dest / "xps_library" / src.relative_to(xps)))
     return pairs
 

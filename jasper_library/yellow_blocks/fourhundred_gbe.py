@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import re
 from typing import Any, ClassVar
@@ -36,33 +37,22 @@ MIN_USER_CLK_MHZ = 400e3 / 1024
 DEFAULT_MAC_CLK_MHZ = 391.03
 CORE_HDL = "fourhundred_gbe/fhg_core.sv"
 
-# (port, dir seen from the block, width): CORE_SPEC §1.
-USER_PORTS: tuple[tuple[str, str, int], ...] = (
-    ("rst", "in", 1),
-    ("tx_data", "in", 1024),
-    ("tx_valid", "in", 1),
-    ("tx_byte_enable", "in", 128),
-    ("tx_dest_ip", "in", 32),
-    ("tx_dest_port", "in", 16),
-    ("tx_end_of_frame", "in", 1),
-    ("tx_afull", "out", 1),
-    ("tx_overflow", "out", 1),
-    ("rx_data", "out", 1024),
-    ("rx_valid", "out", 1),
-    ("rx_byte_enable", "out", 128),
-    ("rx_source_ip", "out", 32),
-    ("rx_dest_ip", "out", 32),
-    ("rx_source_port", "out", 16),
-    ("rx_dest_port", "out", 16),
-    ("rx_end_of_frame", "out", 1),
-    ("rx_bad_frame", "out", 1),
-    ("rx_ack", "in", 1),
-    ("rx_overrun", "out", 1),
-    ("rx_overrun_ack", "in", 1),
-    ("led_up", "out", 1),
-    ("led_rx", "out", 1),
-    ("led_tx", "out", 1),
+# --- the block's interface, from the one description the Simulink block shares ---
+# fourhundred_gbe.json (next to this file; the overlay installer copies it) lists the user
+# ports (CORE_SPEC §1, direction seen from the block) and the mask parameters with their
+# kinds, ranges, defaults and prompts; xps_library/fourhundred_gbe_interface.m is its
+# generated copy (`casper400g simulink-gen`).
+INTERFACE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fourhundred_gbe.json")
+with open(INTERFACE_FILE, encoding="utf-8") as _f:
+    INTERFACE: dict[str, Any] = json.load(_f)
+USER_PORTS: tuple[tuple[str, str, int], ...] = tuple(
+    (p["name"], p["dir"], int(p["width"])) for p in INTERFACE["ports"]
 )
+PARAMETER_SPECS: dict[str, dict[str, Any]] = {p["name"]: p for p in INTERFACE["parameters"]}
+# scope "mask": the Simulink mask's debug counters (software registers it draws inside the
+# block, which reach jasper.per as sw_reg blocks of their own); not the core's parameters.
+CORE_PARAMETERS = [n for n, p in PARAMETER_SPECS.items() if p.get("scope") != "mask"]
+# --- end of the interface description ---
 BUS_PORTS = ("user_clk", "axil_clk", "axil_rst_n")
 # The raw AXI4-Lite bus of the block, seen from the slave (mlib_devel's raw-device names
 # m_axi4lite_<regname>_<sig>, 32-bit addresses relative to the block's base).
@@ -89,21 +79,42 @@ AXIL_SIGNALS: tuple[tuple[str, str, int], ...] = (
 )
 
 
+def _text(value: Any) -> str:
+    """A mask value as text: whitespace and one pair of MATLAB quotes ('10.0.0.1') removed."""
+    text = str(value).strip()
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        text = text[1:-1].strip()
+    return text
+
+
+def _int_text(text: str) -> int | None:
+    """Decimal or 0x-hex integer text (the forms the Simulink mask accepts too)."""
+    if re.fullmatch(r"-?[0-9]+", text):
+        return int(text, 10)
+    if re.fullmatch(r"0[xX][0-9A-Fa-f]+", text):
+        return int(text, 16)
+    return None
+
+
 def parse_mac(value: Any, what: str = "MAC") -> int:
-    """A MAC as an integer, from an int or 'aa:bb:cc:dd:ee:ff' / 'aa-bb-..' / '0x..' text."""
+    """A MAC as an integer, from an int or 'aa:bb:cc:dd:ee:ff' / 'aa-bb-..' / '0x..' /
+    decimal / ``hex2dec('02000a00000a')`` text."""
     if isinstance(value, bool):
         raise ValueError(f"{what} {value!r} is not a MAC address")
     if isinstance(value, int):
         mac = value
     else:
-        text = str(value).strip()
-        if re.fullmatch(r"[0-9A-Fa-f]{2}([:-][0-9A-Fa-f]{2}){5}", text):
+        text = _text(value)
+        hexcall = re.fullmatch(r"hex2dec\(\s*'([0-9A-Fa-f]+)'\s*\)", text)
+        if hexcall:
+            mac = int(hexcall.group(1), 16)
+        elif re.fullmatch(r"[0-9A-Fa-f]{2}([:-][0-9A-Fa-f]{2}){5}", text):
             mac = int(re.sub(r"[:-]", "", text), 16)
         else:
-            try:
-                mac = int(text, 0)
-            except ValueError:
-                raise ValueError(f"{what} {value!r} is not a MAC address") from None
+            parsed = _int_text(text)
+            if parsed is None:
+                raise ValueError(f"{what} {value!r} is not a MAC address")
+            mac = parsed
     if not 0 <= mac < 1 << 48:
         raise ValueError(f"{what} {value!r} does not fit 48 bits")
     return mac
@@ -113,28 +124,59 @@ def parse_ipv4(value: Any, what: str = "IP") -> int:
     if isinstance(value, bool):
         raise ValueError(f"{what} {value!r} is not an IPv4 address")
     try:
-        return int(ipaddress.IPv4Address(value if isinstance(value, int) else str(value).strip()))
+        return int(ipaddress.IPv4Address(value if isinstance(value, int) else _text(value)))
     except (ipaddress.AddressValueError, ValueError):
         raise ValueError(f"{what} {value!r} is not an IPv4 address") from None
 
 
 def _int(value: Any, what: str, lo: int, hi: int) -> int:
-    try:
-        v = int(str(value).strip(), 0) if not isinstance(value, int) else int(value)
-    except ValueError:
-        raise ValueError(f"{what} {value!r} is not an integer") from None
+    if isinstance(value, bool):
+        raise ValueError(f"{what} {value!r} is not an integer")
+    v = value if isinstance(value, int) else _int_text(_text(value))
+    if v is None:
+        raise ValueError(f"{what} {value!r} is not an integer")
     if not lo <= v <= hi:
         raise ValueError(f"{what} {v} is outside {lo}..{hi}")
     return v
 
 
 def _flag(value: Any, what: str) -> bool:
-    text = str(value).strip().lower()
+    text = _text(value).lower()
     if text in ("1", "true", "on", "yes"):
         return True
     if text in ("0", "false", "off", "no", ""):
         return False
     raise ValueError(f"{what} {value!r} is not a flag (0/1, on/off)")
+
+
+def check_parameter(name: str, value: Any) -> int | bool:
+    """One mask parameter checked against its description; its value as a number.
+
+    The Simulink mask (xps_library/fourhundred_gbe_check_param.m) applies the same rules to
+    the same description; tests/data/fourhundred_gbe_cases.json holds the cases both
+    are tested on.
+    """
+    spec = PARAMETER_SPECS.get(name)
+    if spec is None:
+        raise ValueError(f"unknown parameter {name!r}; known: {', '.join(PARAMETER_SPECS)}")
+    kind = spec["kind"]
+    if kind == "int":
+        return _int(value, name, int(spec["min"]), int(spec["max"]))
+    if kind == "flag":
+        return _flag(value, name)
+    if kind == "mac":
+        mac = parse_mac(value, name)
+        if mac >> 40 & 1:
+            raise ValueError(f"{name} {value!r} is a multicast address")
+        return mac
+    ip = parse_ipv4(value, name)
+    if kind == "host_ip" and (ipaddress.IPv4Address(ip).is_multicast or ip == 0xFFFFFFFF):
+        raise ValueError(f"{name} {value!r} cannot be a host's own address")
+    if kind == "netmask":
+        inv = ~ip & 0xFFFFFFFF
+        if inv & (inv + 1):
+            raise ValueError(f"{name} {value!r} is not a contiguous mask")
+    return ip
 
 
 class GbeError(ValueError):
@@ -193,22 +235,7 @@ class ExternalMac(MacAttachment):
 
 class fourhundred_gbe(YellowBlock):
     PARAMETERS: ClassVar[dict[str, Any]] = {
-        "port": 0,
-        "fab_mac": "02:00:00:00:00:00",
-        "fab_ip": "0.0.0.0",
-        "fab_udp": 10000,
-        "fab_gate": "0.0.0.0",
-        "fab_netmask": "255.255.255.0",
-        "fab_en": 0,
-        "cpu_rx_en": 0,
-        "cpu_tx_en": 0,
-        "ttl": 64,
-        "promisc_mode": 0,
-        "udp_checksum_en": 1,
-        "tx_buffer_frames": 4,
-        "max_payload": 8972,
-        "rx_buffer_kib": 64,
-        "use_taf": 0,
+        name: PARAMETER_SPECS[name]["default"] for name in CORE_PARAMETERS
     }
 
     def _error(self, message: str) -> ValueError:
@@ -227,8 +254,8 @@ class fourhundred_gbe(YellowBlock):
         self.add_source("fhg_toolflow/fhg_gbe_boot.sv")
         self.provides = ["ethernet"]
         try:
-            self.port = int(params["port"])
-        except (TypeError, ValueError):
+            self.port = int(check_parameter("port", params["port"]))
+        except ValueError:
             self.port = -1
         self.exc_requires = [f"QSFP-DD cage {self.port}"]
         self.conf: dict[str, Any] = dict(self.platform.conf.get("fourhundred_gbe") or {})
@@ -299,29 +326,8 @@ class fourhundred_gbe(YellowBlock):
                 f"cages: {', '.join(str(c) for c in sorted(cages))}"
             )
         try:
-            self.fab_mac = parse_mac(p["fab_mac"], "fab_mac")
-            if self.fab_mac >> 40 & 1:
-                raise ValueError(f"fab_mac {p['fab_mac']!r} is a multicast address")
-            self.fab_ip = parse_ipv4(p["fab_ip"], "fab_ip")
-            self.fab_gate = parse_ipv4(p["fab_gate"], "fab_gate")
-            self.fab_netmask = parse_ipv4(p["fab_netmask"], "fab_netmask")
-            inv = ~self.fab_netmask & 0xFFFFFFFF
-            if inv & (inv + 1):
-                raise ValueError(f"fab_netmask {p['fab_netmask']!r} is not a contiguous mask")
-            own = ipaddress.IPv4Address(self.fab_ip)
-            if own.is_multicast or self.fab_ip == 0xFFFFFFFF:
-                raise ValueError(f"fab_ip {p['fab_ip']!r} cannot be a host's own address")
-            self.fab_udp = _int(p["fab_udp"], "fab_udp", 1, 65535)
-            self.fab_en = _flag(p["fab_en"], "fab_en")
-            self.cpu_rx_en = _flag(p["cpu_rx_en"], "cpu_rx_en")
-            self.cpu_tx_en = _flag(p["cpu_tx_en"], "cpu_tx_en")
-            self.promisc_mode = _flag(p["promisc_mode"], "promisc_mode")
-            self.udp_checksum_en = _flag(p["udp_checksum_en"], "udp_checksum_en")
-            self.use_taf = _flag(p["use_taf"], "use_taf")
-            self.ttl = _int(p["ttl"], "ttl", 1, 255)
-            self.tx_buffer_frames = _int(p["tx_buffer_frames"], "tx_buffer_frames", 2, 64)
-            self.max_payload = _int(p["max_payload"], "max_payload", 64, 8972)
-            self.rx_buffer_kib = _int(p["rx_buffer_kib"], "rx_buffer_kib", 16, 1024)
+            for name in CORE_PARAMETERS:
+                setattr(self, name, check_parameter(name, p[name]))
         except ValueError as exc:
             raise self._error(str(exc)) from None
         user_mhz = getattr(self.platform, "user_clk_rate", None)
