@@ -223,64 +223,96 @@ def physical_core_cpus() -> list[int]:
 
 
 def split_path_trial(
-    rate_gbps: float, k: int, seconds: float, ppc: int, fill: bool, device: str = "cuda:0"
+    rate_gbps: float,
+    k: int,
+    seconds: float,
+    ppc: int,
+    fill: bool,
+    device: str = "cuda:0",
+    per_queue: bool = True,
 ) -> dict[str, Any]:
-    """One capture, K emulated NIC queues (header-data split) at `rate_gbps` in total,
-    delivering into `device` (or host chunks only, device="cpu")."""
-    count = max(ppc * 8, int(rate_gbps * GBIT * seconds / (PAYLOAD * 8)) // ppc * ppc)
+    """K emulated NIC queues (header-data split), one pinned thread each, at `rate_gbps`
+    in total, delivering into `device` (or into host chunks only, device="cpu").
+    per_queue: K captures of one queue each (a stream per port, each with its own
+    engine and GPU copy stream); else one capture whose K queues share one engine."""
+    n_caps = k if per_queue else 1
+    total = int(rate_gbps * GBIT * seconds / (PAYLOAD * 8))
+    count = max(ppc * 8, total // n_caps // ppc * ppc)
     ncpu = os.cpu_count() or 1
     order = physical_core_cpus()
     # Queue threads on their own physical cores; copy, recycle and consumer threads
     # (and Python) keep off them.
     pinned = order[:k] if k < ncpu else None
-    cap = Capture(
-        "mem",
-        emulate="ibv",
-        queues=k,
-        depth=1024,
-        count=count,
-        first=0,
-        first_chunk=0,
-        packets_per_chunk=ppc,
-        max_chunks=4,
-        nic_rate_gbps=rate_gbps,
-        fill=fill,
-        cpus=pinned,
-        device=device,
-        gpu_chunks=8 if device != "cpu" else 0,
-    )
+    caps = []
+    for c in range(n_caps):
+        qs = 1 if per_queue else k
+        cpus = (pinned[c : c + 1] if per_queue else pinned) if pinned else None
+        caps.append(
+            Capture(
+                "mem",
+                emulate="ibv",
+                queues=qs,
+                depth=1024,
+                count=count,
+                first=0,
+                first_chunk=0,
+                packets_per_chunk=ppc,
+                max_chunks=4,
+                n_chunks=12 if per_queue else 0,
+                nic_rate_gbps=rate_gbps / n_caps,
+                fill=fill,
+                cpus=cpus,
+                device=device,
+                gpu_chunks=4 if device != "cpu" else 0,
+            )
+        )
+    got = [0] * n_caps
+
+    def consume(i: int) -> None:
+        for chunk in caps[i].chunks(timeout=5):
+            got[i] += 1
+            chunk.release()
+
     saved = os.sched_getaffinity(0)
     if pinned:
         os.sched_setaffinity(0, set(range(ncpu)) - set(pinned))
-    got = 0
+    threads = [threading.Thread(target=consume, args=(i,)) for i in range(n_caps)]
     t_cpu0, t0 = time.process_time(), time.perf_counter()
     try:
-        with cap:
-            for chunk in cap.chunks(timeout=5):
-                got += 1
-                chunk.release()
+        for c in caps:
+            c.start()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         wall = time.perf_counter() - t0
         cpu = time.process_time() - t_cpu0
-        s = cap.stats
+        stats = [c.stats for c in caps]
+        for c in caps:
+            c.stop()
     finally:
         os.sched_setaffinity(0, saved)
+
+    def total_of(key: str) -> int:
+        return sum(int(s.get(key, 0)) for s in stats)
+
+    packets = total_of("packets")
     ok = (
-        s["nic_drops"] == 0
-        and s["lost"] == 0
-        and s["packets"] == count
-        and got == count // ppc
-        and s.get("gpu_chunks_dropped", 0) == 0
+        total_of("nic_drops") == 0
+        and total_of("lost") == 0
+        and packets == count * n_caps
+        and all(g == count // ppc for g in got)
+        and total_of("gpu_chunks_dropped") == 0
     )
     return {
         "rate": rate_gbps,
         "ok": ok,
-        "achieved": s["packets"] * PAYLOAD * 8 / wall / GBIT,
-        "nic_drops": s["nic_drops"],
-        "lost": s["lost"],
+        "achieved": packets * PAYLOAD * 8 / wall / GBIT,
+        "nic_drops": total_of("nic_drops"),
+        "lost": total_of("lost"),
         "cores_busy": cpu / wall,
-        "threads_pinned": k,
         "detail": {
-            key: s.get(key, 0)
+            key: total_of(key)
             for key in ("packets", "in_place", "fixup_copies", "waits", "gpu_waits", "chunks")
         },
     }
@@ -288,32 +320,43 @@ def split_path_trial(
 
 def bench_split_path(args: argparse.Namespace, peak: float) -> list[dict[str, Any]]:
     rows = []
-    for fill in args.split_fill:
-        for k in args.split_queues:
-            best = None
-            for rate in args.split_rates:
-                trial = split_path_trial(rate, k, args.seconds, args.ppc, fill == "payload")
-                print(
-                    f"  split path ({fill} DMA) K={k} offered {rate:6.1f} Gb/s: "
-                    f"{'zero-loss' if trial['ok'] else 'LOSS'} achieved "
-                    f"{trial['achieved']:6.1f} Gb/s ({trial['achieved'] / peak:.2f} of H2D peak), "
-                    f"nic_drops {trial['nic_drops']}, lost {trial['lost']}, CPU cores busy "
-                    f"{trial['cores_busy']:.1f}, {trial['detail']}",
-                    flush=True,
-                )
-                if not trial["ok"]:
-                    ref = split_path_trial(
-                        rate, k, args.seconds, args.ppc, fill == "payload", device="cpu"
+    for mode in args.split_mode:
+        per_queue = mode == "per-queue"
+        for fill in args.split_fill:
+            for k in args.split_queues:
+                best = None
+                rates = args.split_rates if per_queue else args.shared_rates
+                for rate in rates:
+                    trial = split_path_trial(
+                        rate, k, args.seconds, args.ppc, fill == "payload", per_queue=per_queue
                     )
                     print(
-                        f"    same rate into host chunks only (no GPU stage): "
-                        f"{'zero-loss' if ref['ok'] else 'LOSS'}, achieved "
-                        f"{ref['achieved']:.1f} Gb/s, nic_drops {ref['nic_drops']}",
+                        f"  split path ({mode}, {fill} DMA) K={k} offered {rate:6.1f} Gb/s: "
+                        f"{'zero-loss' if trial['ok'] else 'LOSS'} achieved "
+                        f"{trial['achieved']:6.1f} Gb/s ({trial['achieved'] / peak:.2f} of H2D "
+                        f"peak), nic_drops {trial['nic_drops']}, lost {trial['lost']}, CPU cores "
+                        f"busy {trial['cores_busy']:.1f}, {trial['detail']}",
                         flush=True,
                     )
-                    break
-                best = trial
-            rows.append({"fill": fill, "queues": k, "best": best})
+                    if not trial["ok"]:
+                        ref = split_path_trial(
+                            rate,
+                            k,
+                            args.seconds,
+                            args.ppc,
+                            fill == "payload",
+                            device="cpu",
+                            per_queue=per_queue,
+                        )
+                        print(
+                            f"    same rate into host chunks only (no GPU stage): "
+                            f"{'zero-loss' if ref['ok'] else 'LOSS'}, achieved "
+                            f"{ref['achieved']:.1f} Gb/s, nic_drops {ref['nic_drops']}",
+                            flush=True,
+                        )
+                        break
+                    best = trial
+                rows.append({"mode": mode, "fill": fill, "queues": k, "best": best})
     return rows
 
 
@@ -400,6 +443,14 @@ def main(argv: list[str] | None = None) -> int:
         "--split-rates", type=float, nargs="+", default=[200, 300, 350, 380, 400, 420, 440]
     )
     p.add_argument(
+        "--split-mode",
+        nargs="+",
+        choices=["per-queue", "shared"],
+        default=["per-queue", "shared"],
+        help="a capture per queue, or one capture whose queues share one engine",
+    )
+    p.add_argument("--shared-rates", type=float, nargs="+", default=[50, 100, 150, 200, 300])
+    p.add_argument(
         "--split-fill",
         nargs="+",
         choices=["payload", "prefix"],
@@ -432,20 +483,21 @@ def main(argv: list[str] | None = None) -> int:
         lines += [
             "",
             "## 1a. Header-data split: emulated NIC queues -> pinned chunk slots -> H2D -> "
-            "GPU chunk ring (one capture)",
+            "GPU chunk ring",
             "",
-            "| emulated DMA | NIC queues (pinned threads) | highest zero-loss offered Gb/s | "
-            "achieved Gb/s | ratio to pinned H2D peak | CPU cores busy |",
-            "|---|---|---|---|---|---|",
+            "| captures | emulated DMA | NIC queues (pinned threads) | highest zero-loss offered "
+            "Gb/s | achieved Gb/s | ratio to pinned H2D peak | CPU cores busy |",
+            "|---|---|---|---|---|---|---|",
         ]
         for r in split_rows:
             b = r["best"]
             what = "whole payload" if r["fill"] == "payload" else "headers + prefix"
+            caps = "one per queue" if r["mode"] == "per-queue" else "one, shared engine"
             if b is None:
-                lines.append(f"| {what} | {r['queues']} | none of the rates tried | | | |")
+                lines.append(f"| {caps} | {what} | {r['queues']} | none of the rates tried | | | |")
             else:
                 lines.append(
-                    f"| {what} | {r['queues']} | {b['rate']:.0f} | {b['achieved']:.1f} | "
+                    f"| {caps} | {what} | {r['queues']} | {b['rate']:.0f} | {b['achieved']:.1f} | "
                     f"{b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} |"
                 )
     if not args.skip_host and not args.skip_copy_path:
