@@ -437,11 +437,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ring", type=int, default=65536, help="GPUDirect arrival ring packets")
     p.add_argument("--skip-host", action="store_true", help="skip both host paths")
     p.add_argument("--skip-copy-path", action="store_true", help="skip the copying host path")
+    p.add_argument("--skip-split", action="store_true", help="skip the header-split host path")
     p.add_argument("--skip-gpudirect", action="store_true", help="skip 2 (reorder kernels)")
-    p.add_argument("--split-queues", type=int, nargs="+", default=[2, 4, 8])
-    p.add_argument(
-        "--split-rates", type=float, nargs="+", default=[200, 300, 350, 380, 400, 420, 440]
-    )
+    p.add_argument("--split-queues", type=int, nargs="+", default=[8, 12])
+    p.add_argument("--split-rates", type=float, nargs="+", default=[300, 350, 380, 400, 420, 440])
     p.add_argument(
         "--split-mode",
         nargs="+",
@@ -449,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
         default=["per-queue", "shared"],
         help="a capture per queue, or one capture whose queues share one engine",
     )
-    p.add_argument("--shared-rates", type=float, nargs="+", default=[50, 100, 150, 200, 300])
+    p.add_argument("--shared-rates", type=float, nargs="+", default=[100, 150, 200, 250])
     p.add_argument(
         "--split-fill",
         nargs="+",
@@ -477,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         + ".",
     ]
 
-    if not args.skip_host:
+    if not args.skip_host and not args.skip_split:
         print("1a. into one GPU through host memory, header-data split", flush=True)
         split_rows = bench_split_path(args, peak)
         lines += [
