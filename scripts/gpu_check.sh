@@ -47,7 +47,7 @@ if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
     step "compute-sanitizer --tool $tool on the GPU tests"
     timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 --target-processes all \
       "$py" -m pytest -p no:cacheprovider -q tests/receiver/test_rx_gpu.py \
-      -k "gpudirect_equals_cpu_engine and opts1 or host_to_gpu_equals_cpu and cupy" \
+      -k "gpudirect_equals_cpu_engine and opts1 or host_to_gpu_equals_cpu and cupy or split_placement_to_gpu" \
       > "$out/sanitizer-$tool.log" 2>&1
     rc=$?
     [ $rc = 0 ] || status=1

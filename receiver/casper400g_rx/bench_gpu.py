@@ -1,10 +1,15 @@
 """GPU benchmarks (scripts/gpu_check.sh runs them); every figure is printed next to a
 reference measured in the same run, on the same GPU.
 
-1. Into one GPU through host memory: K NIC emulations (mem backend: a generator thread
-   writes 8192-B example-stream packets into a receive ring at a set rate, a receive
-   thread places them) -> pinned host chunks -> cuMemcpyHtoDAsync -> GPU chunk ring.
-   The highest aggregate zero-loss rate, against the pinned host-to-device copy peak.
+1. Into one GPU through host memory, against the pinned host-to-device copy peak:
+   a. header-data split (the ibv backend's path): K emulated NIC queues, one pinned
+      thread each, at a set total rate write each payload straight into its pinned
+      chunk slot (streaming stores, as a NIC's DMA; or only headers + prefix) and place
+      the completions -> one capture's cuMemcpyHtoDAsync -> GPU chunk ring;
+   b. copying path: K NIC emulations (mem backend: a generator thread writes 8192-B
+      example-stream packets into a receive ring at a set rate, a receive thread copies
+      them into chunks) -> pinned host chunks -> cuMemcpyHtoDAsync -> GPU chunk ring.
+   The highest aggregate zero-loss rate of each.
 2. GPUDirect reorder kernels over a filled GPU arrival ring: payload Gb/s against the
    device-to-device copy bandwidth, per number of scatter blocks (SM footprint), and
    per batch size (the cost of one launch pair per batch).
@@ -95,21 +100,9 @@ def memcpy_gbps(threads: int, seconds: float = 0.5, block: int = 8 << 20) -> flo
 def receive_cpus(k: int) -> list[int] | None:
     """2K CPUs for K (generator, receiver) pairs, receivers on distinct physical cores
     first (a receiver sharing a core with another busy thread copies at half speed)."""
-    ncpu = os.cpu_count() or 1
-    if 2 * k >= ncpu:
+    if 2 * k >= (os.cpu_count() or 1):
         return None
-    seen: set[str] = set()
-    firsts, seconds_ = [], []
-    for c in range(ncpu):
-        try:
-            with open(f"/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list") as f:
-                core = f.read().strip()
-        except OSError:
-            core = str(c)
-        (seconds_ if core in seen else firsts).append(c)
-        seen.add(core)
-    order = firsts + seconds_
-    return order[: 2 * k]
+    return physical_core_cpus()[: 2 * k]
 
 
 def host_path_trial(
@@ -213,6 +206,160 @@ def bench_host_path(args: argparse.Namespace, peak: float) -> list[dict[str, Any
     return rows
 
 
+def physical_core_cpus() -> list[int]:
+    """CPUs ordered one per physical core first, then their hyperthread siblings."""
+    ncpu = os.cpu_count() or 1
+    seen: set[str] = set()
+    firsts, seconds_ = [], []
+    for c in range(ncpu):
+        try:
+            with open(f"/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list") as f:
+                core = f.read().strip()
+        except OSError:
+            core = str(c)
+        (seconds_ if core in seen else firsts).append(c)
+        seen.add(core)
+    return firsts + seconds_
+
+
+def split_path_trial(
+    rate_gbps: float,
+    k: int,
+    seconds: float,
+    ppc: int,
+    fill: bool,
+    device: str = "cuda:0",
+    per_queue: bool = True,
+) -> dict[str, Any]:
+    """K emulated NIC queues (header-data split), one pinned thread each, at `rate_gbps`
+    in total, delivering into `device` (or into host chunks only, device="cpu").
+    per_queue: K captures of one queue each (a stream per port, each with its own
+    engine and GPU copy stream); else one capture whose K queues share one engine."""
+    n_caps = k if per_queue else 1
+    total = int(rate_gbps * GBIT * seconds / (PAYLOAD * 8))
+    count = max(ppc * 8, total // n_caps // ppc * ppc)
+    ncpu = os.cpu_count() or 1
+    order = physical_core_cpus()
+    # Queue threads on their own physical cores; copy, recycle and consumer threads
+    # (and Python) keep off them.
+    pinned = order[:k] if k < ncpu else None
+    caps = []
+    for c in range(n_caps):
+        qs = 1 if per_queue else k
+        cpus = (pinned[c : c + 1] if per_queue else pinned) if pinned else None
+        caps.append(
+            Capture(
+                "mem",
+                emulate="ibv",
+                queues=qs,
+                depth=1024,
+                count=count,
+                first=0,
+                first_chunk=0,
+                packets_per_chunk=ppc,
+                max_chunks=4,
+                n_chunks=12 if per_queue else 0,
+                nic_rate_gbps=rate_gbps / n_caps,
+                fill=fill,
+                cpus=cpus,
+                device=device,
+                gpu_chunks=4 if device != "cpu" else 0,
+            )
+        )
+    got = [0] * n_caps
+
+    def consume(i: int) -> None:
+        for chunk in caps[i].chunks(timeout=5):
+            got[i] += 1
+            chunk.release()
+
+    saved = os.sched_getaffinity(0)
+    if pinned:
+        os.sched_setaffinity(0, set(range(ncpu)) - set(pinned))
+    threads = [threading.Thread(target=consume, args=(i,)) for i in range(n_caps)]
+    t_cpu0, t0 = time.process_time(), time.perf_counter()
+    try:
+        for c in caps:
+            c.start()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter() - t0
+        cpu = time.process_time() - t_cpu0
+        stats = [c.stats for c in caps]
+        for c in caps:
+            c.stop()
+    finally:
+        os.sched_setaffinity(0, saved)
+
+    def total_of(key: str) -> int:
+        return sum(int(s.get(key, 0)) for s in stats)
+
+    packets = total_of("packets")
+    ok = (
+        total_of("nic_drops") == 0
+        and total_of("lost") == 0
+        and packets == count * n_caps
+        and all(g == count // ppc for g in got)
+        and total_of("gpu_chunks_dropped") == 0
+    )
+    return {
+        "rate": rate_gbps,
+        "ok": ok,
+        "achieved": packets * PAYLOAD * 8 / wall / GBIT,
+        "nic_drops": total_of("nic_drops"),
+        "lost": total_of("lost"),
+        "cores_busy": cpu / wall,
+        "detail": {
+            key: total_of(key)
+            for key in ("packets", "in_place", "fixup_copies", "waits", "gpu_waits", "chunks")
+        },
+    }
+
+
+def bench_split_path(args: argparse.Namespace, peak: float) -> list[dict[str, Any]]:
+    rows = []
+    for mode in args.split_mode:
+        per_queue = mode == "per-queue"
+        for fill in args.split_fill:
+            for k in args.split_queues:
+                best = None
+                rates = args.split_rates if per_queue else args.shared_rates
+                for rate in rates:
+                    trial = split_path_trial(
+                        rate, k, args.seconds, args.ppc, fill == "payload", per_queue=per_queue
+                    )
+                    print(
+                        f"  split path ({mode}, {fill} DMA) K={k} offered {rate:6.1f} Gb/s: "
+                        f"{'zero-loss' if trial['ok'] else 'LOSS'} achieved "
+                        f"{trial['achieved']:6.1f} Gb/s ({trial['achieved'] / peak:.2f} of H2D "
+                        f"peak), nic_drops {trial['nic_drops']}, lost {trial['lost']}, CPU cores "
+                        f"busy {trial['cores_busy']:.1f}, {trial['detail']}",
+                        flush=True,
+                    )
+                    if not trial["ok"]:
+                        ref = split_path_trial(
+                            rate,
+                            k,
+                            args.seconds,
+                            args.ppc,
+                            fill == "payload",
+                            device="cpu",
+                            per_queue=per_queue,
+                        )
+                        print(
+                            f"    same rate into host chunks only (no GPU stage): "
+                            f"{'zero-loss' if ref['ok'] else 'LOSS'}, achieved "
+                            f"{ref['achieved']:.1f} Gb/s, nic_drops {ref['nic_drops']}",
+                            flush=True,
+                        )
+                        break
+                    best = trial
+                rows.append({"mode": mode, "fill": fill, "queues": k, "best": best})
+    return rows
+
+
 def gpudirect_pass(
     blocks: int, batch: int, ring: int, ppc: int, control_only: bool = False
 ) -> float:
@@ -288,7 +435,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--blocks", type=int, nargs="+", default=[1, 2, 3, 4, 8, 16, 0])
     p.add_argument("--batches", type=int, nargs="+", default=[256, 1024, 4096, 16384])
     p.add_argument("--ring", type=int, default=65536, help="GPUDirect arrival ring packets")
-    p.add_argument("--skip-host", action="store_true")
+    p.add_argument("--skip-host", action="store_true", help="skip both host paths")
+    p.add_argument("--skip-copy-path", action="store_true", help="skip the copying host path")
+    p.add_argument("--skip-split", action="store_true", help="skip the header-split host path")
+    p.add_argument("--skip-gpudirect", action="store_true", help="skip 2 (reorder kernels)")
+    p.add_argument("--split-queues", type=int, nargs="+", default=[8, 12])
+    p.add_argument("--split-rates", type=float, nargs="+", default=[300, 350, 380, 400, 420, 440])
+    p.add_argument(
+        "--split-mode",
+        nargs="+",
+        choices=["per-queue", "shared"],
+        default=["per-queue", "shared"],
+        help="a capture per queue, or one capture whose queues share one engine",
+    )
+    p.add_argument("--shared-rates", type=float, nargs="+", default=[100, 150, 200, 250])
+    p.add_argument(
+        "--split-fill",
+        nargs="+",
+        choices=["payload", "prefix"],
+        default=["payload", "prefix"],
+        help="emulated DMA writes the whole payload, or only headers + prefix",
+    )
     args = p.parse_args(argv)
 
     info = _core.cuda_device_info(0)
@@ -309,12 +476,35 @@ def main(argv: list[str] | None = None) -> int:
         + ".",
     ]
 
-    if not args.skip_host:
-        print("1. into one GPU through host memory", flush=True)
+    if not args.skip_host and not args.skip_split:
+        print("1a. into one GPU through host memory, header-data split", flush=True)
+        split_rows = bench_split_path(args, peak)
+        lines += [
+            "",
+            "## 1a. Header-data split: emulated NIC queues -> pinned chunk slots -> H2D -> "
+            "GPU chunk ring",
+            "",
+            "| captures | emulated DMA | NIC queues (pinned threads) | highest zero-loss offered "
+            "Gb/s | achieved Gb/s | ratio to pinned H2D peak | CPU cores busy |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in split_rows:
+            b = r["best"]
+            what = "whole payload" if r["fill"] == "payload" else "headers + prefix"
+            caps = "one per queue" if r["mode"] == "per-queue" else "one, shared engine"
+            if b is None:
+                lines.append(f"| {caps} | {what} | {r['queues']} | none of the rates tried | | | |")
+            else:
+                lines.append(
+                    f"| {caps} | {what} | {r['queues']} | {b['rate']:.0f} | {b['achieved']:.1f} | "
+                    f"{b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} |"
+                )
+    if not args.skip_host and not args.skip_copy_path:
+        print("1b. into one GPU through host memory, copying path", flush=True)
         rows = bench_host_path(args, peak)
         lines += [
             "",
-            "## 1. Host path: NIC emulation -> placement -> H2D -> GPU chunk ring",
+            "## 1b. Copying host path: NIC emulation -> placement -> H2D -> GPU chunk ring",
             "",
             "| NIC queues (captures) | highest zero-loss offered Gb/s | achieved Gb/s | "
             "ratio to pinned H2D peak | CPU cores busy |",
@@ -330,37 +520,41 @@ def main(argv: list[str] | None = None) -> int:
                     f"{b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} |"
                 )
 
-    print("2. GPUDirect reorder kernels", flush=True)
-    sm = int(info["sm_count"])
-    lines += [
-        "",
-        f"## 2. GPUDirect reorder kernels (arrival ring of {args.ring} frames, 4096-packet chunks)",
-        "",
-        "| scatter blocks | batch | payload Gb/s | ratio to D2D copy | sustains 400 Gb/s |",
-        "|---|---|---|---|---|",
-    ]
-    fewest = None
-    for blocks in args.blocks:
-        b = blocks or sm
-        g = gpudirect_pass(b, 4096, args.ring, 4096)
-        print(f"  blocks {b:4d} batch 4096: {g:8.1f} Gb/s ({g / d2d:.2f} of D2D)", flush=True)
-        lines.append(f"| {b} | 4096 | {g:.1f} | {g / d2d:.2f} | {'yes' if g >= 400 else 'no'} |")
-        if g >= 400 and fewest is None:
-            fewest = b
-    for b in sorted({fewest or 2, 32, sm}):
-        for batch in args.batches:
-            g = gpudirect_pass(b, batch, args.ring, 4096)
-            print(f"  blocks {b:4d} batch {batch:5d}: {g:8.1f} Gb/s", flush=True)
+    if not args.skip_gpudirect:
+        print("2. GPUDirect reorder kernels", flush=True)
+        sm = int(info["sm_count"])
+        lines += [
+            "",
+            f"## 2. GPUDirect reorder kernels (arrival ring of {args.ring} frames, "
+            "4096-packet chunks)",
+            "",
+            "| scatter blocks | batch | payload Gb/s | ratio to D2D copy | sustains 400 Gb/s |",
+            "|---|---|---|---|---|",
+        ]
+        fewest = None
+        for blocks in args.blocks:
+            b = blocks or sm
+            g = gpudirect_pass(b, 4096, args.ring, 4096)
+            print(f"  blocks {b:4d} batch 4096: {g:8.1f} Gb/s ({g / d2d:.2f} of D2D)", flush=True)
             lines.append(
-                f"| {b} | {batch} | {g:.1f} | {g / d2d:.2f} | {'yes' if g >= 400 else 'no'} |"
+                f"| {b} | 4096 | {g:.1f} | {g / d2d:.2f} | {'yes' if g >= 400 else 'no'} |"
             )
-    for b in (1, sm):
-        g = gpudirect_pass(b, 4096, args.ring, 4096, control_only=True)
-        print(f"  parse+control alone, {b} parse blocks: {g:8.1f} Gb/s of payload", flush=True)
-        lines.append(
-            f"| {b} (parse + control only, no scatter) | 4096 | {g:.1f} | {g / d2d:.2f} | |"
-        )
-    lines += ["", f"Fewest scatter blocks sustaining 400 Gb/s: {fewest} (of {sm} SMs)."]
+            if g >= 400 and fewest is None:
+                fewest = b
+        for b in sorted({fewest or 2, 32, sm}):
+            for batch in args.batches:
+                g = gpudirect_pass(b, batch, args.ring, 4096)
+                print(f"  blocks {b:4d} batch {batch:5d}: {g:8.1f} Gb/s", flush=True)
+                lines.append(
+                    f"| {b} | {batch} | {g:.1f} | {g / d2d:.2f} | {'yes' if g >= 400 else 'no'} |"
+                )
+        for b in (1, sm):
+            g = gpudirect_pass(b, 4096, args.ring, 4096, control_only=True)
+            print(f"  parse+control alone, {b} parse blocks: {g:8.1f} Gb/s of payload", flush=True)
+            lines.append(
+                f"| {b} (parse + control only, no scatter) | 4096 | {g:.1f} | {g / d2d:.2f} | |"
+            )
+        lines += ["", f"Fewest scatter blocks sustaining 400 Gb/s: {fewest} (of {sm} SMs)."]
 
     print("3. DLPack hand-off", flush=True)
     d = bench_dlpack()

@@ -55,7 +55,8 @@ class Capture:
     (`count` packets from `first`, or exactly the sequence numbers in `schedule`);
     with `nic_rate_gbps` the generator emulates a NIC filling a receive ring at that rate.
     "ibv" receives `bind`'s IPv4:port through rdma-core on `interface` (ibv.py), and
-    "mem" with emulate="ibv" runs the same header-split path against an emulated NIC.
+    "mem" with emulate="ibv" runs the same header-split path against an emulated NIC
+    (at `nic_rate_gbps` over all `queues` when given).
 
     device="cuda:N" delivers the chunks into GPU memory (gpu.py); gpudirect=True places
     frames already in GPU memory with the reorder kernels (mem backend: NIC emulation).
@@ -131,6 +132,23 @@ class Capture:
                 schedule=schedule,
                 options=gpu_options,
             )
+        elif backend == "mem" and emulate is not None:
+            from .ibv import open_split_emulation
+
+            self._cap = open_split_emulation(
+                self.fmt,
+                config,
+                emulate,
+                first,
+                count,
+                schedule,
+                queues,
+                depth,
+                bad,
+                fill,
+                nic_rate_gbps,
+                list(cpus or []),
+            )
         elif backend == "mem" and nic_rate_gbps is not None:
             self._cap = _core.emu_capture(
                 self.fmt, config, first, count, nic_rate_gbps, fill=fill, cpus=list(cpus or [])
@@ -149,12 +167,6 @@ class Capture:
 
             self._cap = open_ibv(
                 self.fmt, config, bind, interface, queues, depth, list(cpus or []), rq, busy_poll
-            )
-        elif backend == "mem" and emulate is not None:
-            from .ibv import open_split_emulation
-
-            self._cap = open_split_emulation(
-                self.fmt, config, emulate, first, count, schedule, queues, depth, bad, fill
             )
         elif backend == "mem":
             if packets is not None:

@@ -13,6 +13,9 @@ order (the schedule's), so drops, duplicates and reordering exercise the fix-up 
 With several queues, emulate="ibv" runs one thread per queue (their interleaving races,
 as on a NIC); emulate="ibv-serial" serves all queues from one thread in the schedule's
 exact order, which makes the outcome a function of the schedule alone.
+With `nic_rate_gbps` the packets arrive at that total rate (each queue its share, each
+queue thread pinned to its entry of `cpus`), and a packet that finds its queue without
+a posted receive is dropped at once and counted `nic_drops`, as on a NIC.
 """
 
 from __future__ import annotations
@@ -83,6 +86,8 @@ def open_split_emulation(
     depth: int | None,
     bad: npt.ArrayLike | None,
     fill: bool,
+    rate_gbps: float | None = None,
+    cpus: Sequence[int] = (),
 ) -> _core.Capture:
     if emulate not in ("ibv", "ibv-serial"):
         raise ValueError(f"emulate must be 'ibv' or 'ibv-serial', got {emulate!r}")
@@ -96,5 +101,7 @@ def open_split_emulation(
         udp_port=fmt.udp_port or 10000,
         fill=fill,
         serial=emulate == "ibv-serial",
+        rate_gbps=rate_gbps or 0.0,
+        cpus=list(cpus),
     )
     return _core.Capture.split_emulation(fmt, config, options)

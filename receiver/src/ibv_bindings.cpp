@@ -30,6 +30,8 @@ std::unique_ptr<capture> make_split_emulation(const format &fmt, const engine_co
     ec.udp_port = opt.udp_port;
     ec.fill = opt.fill;
     ec.serial = opt.serial;
+    ec.rate_gbps = opt.rate_gbps;
+    ec.cpus = opt.cpus;
     auto src = std::make_unique<nic_emulator_source>(ec, opt.queues);
     auto eng = std::make_shared<hds_engine>(fmt, cfg, opt.queues, opt.depth);
     return std::make_unique<capture>(std::move(eng), std::move(src));
@@ -95,7 +97,8 @@ void register_ibv(py::module_ &m) {
                                  "NIC emulation of the ibv header-split path (mem backend)")
         .def(py::init([](std::size_t queues, std::size_t depth, std::uint64_t first,
                          std::uint64_t count, const py::object &schedule, const py::object &bad,
-                         std::uint16_t udp_port, bool fill, bool serial) {
+                         std::uint16_t udp_port, bool fill, bool serial, double rate_gbps,
+                         std::vector<int> cpus) {
                  emulator_options o;
                  o.queues = queues;
                  o.depth = depth;
@@ -106,11 +109,14 @@ void register_ibv(py::module_ &m) {
                  o.udp_port = udp_port;
                  o.fill = fill;
                  o.serial = serial;
+                 o.rate_gbps = rate_gbps;
+                 o.cpus = std::move(cpus);
                  return o;
              }),
              py::kw_only(), py::arg("queues") = 1, py::arg("depth") = 256, py::arg("first") = 0,
              py::arg("count") = 0, py::arg("schedule") = py::none(), py::arg("bad") = py::none(),
-             py::arg("udp_port") = 10000, py::arg("fill") = true, py::arg("serial") = false);
+             py::arg("udp_port") = 10000, py::arg("fill") = true, py::arg("serial") = false,
+             py::arg("rate_gbps") = 0.0, py::arg("cpus") = std::vector<int>{});
 
     py::class_<ibv_options>(m, "IbvOptions", "Options of the ibv backend")
         .def(py::init([](const std::string &interface, const std::string &ip,

@@ -9,6 +9,10 @@
 
 #include "casper400g_rx/example_stream.h"
 
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
 namespace casper400g_rx {
 
 namespace {
@@ -60,6 +64,32 @@ std::uint64_t example_word(std::uint64_t seq, std::size_t k) noexcept {
     return k == 0 ? seq : (seq << 10) | k;
 }
 
+// Payload words [k0, k1) of packet `seq` written from `dst` on. A NIC's DMA writes
+// memory without reading it first and without filling the CPU's caches; streaming
+// stores do the same here, so the emulated NIC loads the memory system as a NIC
+// would, not twice that (read for ownership) plus cache evictions.
+void write_example_words(std::uint8_t *dst, std::uint64_t seq, std::size_t k0,
+                         std::size_t k1) noexcept {
+#if defined(__x86_64__)
+    if ((reinterpret_cast<std::uintptr_t>(dst) & 7) == 0) {
+        auto *out = reinterpret_cast<long long *>(dst);
+        for (std::size_t k = k0; k < k1; k++)
+            _mm_stream_si64(out + (k - k0),
+                            static_cast<long long>(__builtin_bswap64(example_word(seq, k))));
+        return;
+    }
+#endif
+    for (std::size_t k = k0; k < k1; k++) put64(dst + 8 * (k - k0), example_word(seq, k));
+}
+
+// Makes the streaming stores visible before the completion that announces them
+// (the NIC writes the data before the completion entry).
+void order_dma_writes() noexcept {
+#if defined(__x86_64__)
+    _mm_sfence();
+#endif
+}
+
 }  // namespace
 
 void write_frame_header(std::uint8_t *out, std::size_t payload_size, std::uint16_t udp_port,
@@ -96,6 +126,16 @@ void write_frame_header(std::uint8_t *out, std::size_t payload_size, std::uint16
 nic_emulator_source::nic_emulator_source(const emulator_config &cfg, std::size_t lanes)
     : cfg_(cfg), lanes_(lanes) {
     if (lanes == 0) throw std::invalid_argument("queues must be > 0, got 0");
+    if (!(cfg_.rate_gbps >= 0))
+        throw std::invalid_argument("nic_rate_gbps must be >= 0, got " +
+                                    std::to_string(cfg_.rate_gbps));
+    if (cfg_.rate_gbps > 0 && cfg_.serial)
+        throw std::invalid_argument("a set NIC rate needs one thread per queue (emulate='ibv'), "
+                                    "not emulate='ibv-serial'");
+    if (!cfg_.cpus.empty() && cfg_.cpus.size() != (cfg_.serial ? 1 : lanes))
+        throw std::invalid_argument("cpus must name one CPU per queue thread (" +
+                                    std::to_string(cfg_.serial ? 1 : lanes) + "), got " +
+                                    std::to_string(cfg_.cpus.size()));
     if (cfg_.payload_size < 8 || cfg_.payload_size % 8 != 0)
         throw std::invalid_argument("example-stream payload size must be a multiple of 8, got " +
                                     std::to_string(cfg_.payload_size));
@@ -124,10 +164,7 @@ void nic_emulator_source::write_frame(const recv_target &t, std::uint64_t seq, s
     if (prefix % 8 == 0) {
         // The split falls on a word boundary: write each word where the DMA puts it.
         for (std::size_t k = 0; k < prefix / 8; k++) put64(pre + 8 * k, example_word(seq, k));
-        if (cfg_.fill) {
-            for (std::size_t k = prefix / 8; k < size / 8; k++)
-                put64(t.payload + 8 * k - prefix, example_word(seq, k));
-        }
+        if (cfg_.fill) write_example_words(t.payload, seq, prefix / 8, size / 8);
     } else {
         fill_example_payload(staging.data(), size, seq, true);
         std::memcpy(pre, staging.data(), prefix);
@@ -145,6 +182,10 @@ void nic_emulator_source::run(std::size_t i, engine &eng_base, const std::atomic
                                " queues, the engine " + std::to_string(eng->lanes()));
     if (cfg_.serial) {
         run_serial(*eng, stop);
+        return;
+    }
+    if (cfg_.rate_gbps > 0) {
+        run_paced(i, *eng, stop);
         return;
     }
     const lane_input &in = lanes_[i];
@@ -182,6 +223,7 @@ void nic_emulator_source::run(std::size_t i, engine &eng_base, const std::atomic
             count--;
             next++;
         }
+        order_dma_writes();
         eng->complete(i, comps, n);
     }
     // Tearing the queue down: receives still posted will never be written.
@@ -205,6 +247,7 @@ void nic_emulator_source::run_serial(hds_engine &eng, const std::atomic<bool> &s
     std::size_t n_comps = 0, comp_lane = 0;
     starvation wait;
     auto flush = [&] {
+        order_dma_writes();
         if (n_comps) eng.complete(comp_lane, comps, n_comps);
         n_comps = 0;
     };
@@ -244,6 +287,75 @@ void nic_emulator_source::run_serial(hds_engine &eng, const std::atomic<bool> &s
     }
     flush();
     for (std::size_t lane = 0; lane < n_lanes; lane++) eng.cancel(lane);
+}
+
+// One queue at its share of the set rate. Packet j of the queue arrives at t0 + j/rate;
+// each pass of the poll loop, the packets that have arrived since the last pass take
+// the receives that were posted then, and those beyond them are dropped, as a NIC
+// drops a packet that finds its queue empty (rx_out_of_buffer): a thread that falls
+// behind (a slow engine, no free chunk, the GPU copy holding chunks) loses packets
+// rather than slowing the stream down.
+void nic_emulator_source::run_paced(std::size_t i, hds_engine &eng, const std::atomic<bool> &stop) {
+    using clock = std::chrono::steady_clock;
+    const lane_input &in = lanes_[i];
+    const std::size_t depth = eng.depth();
+    const std::size_t prefix = eng.layout().prefix;
+    const std::uint32_t frame_len = static_cast<std::uint32_t>(eng.layout().frame_len());
+    const double ns_per_packet = cfg_.payload_size * 8.0 * lanes_.size() / cfg_.rate_gbps;
+    std::vector<recv_target> ring(depth);
+    std::vector<recv_target> fresh(depth);
+    std::vector<std::uint8_t> staging(cfg_.payload_size);
+    std::size_t head = 0, count = 0;
+    recv_completion comps[batch_size];
+    std::size_t next = 0;
+    const std::size_t total = in.seqs.size();
+    // The receives are posted before the stream starts, as a driver does when it
+    // brings the queue up.
+    count = eng.post(i, fresh.data(), depth);
+    for (std::size_t j = 0; j < count; j++) ring[j] = fresh[j];
+    const auto t0 = clock::now();
+    while (next < total) {
+        if (stop.load(std::memory_order_relaxed)) break;
+        const double ns = std::chrono::duration<double, std::nano>(clock::now() - t0).count();
+        const std::size_t due =
+            std::min<std::size_t>(total, static_cast<std::size_t>(ns / ns_per_packet) + 1);
+        if (due <= next) {
+            // Ahead of the stream: busy-poll as the receive thread of a NIC queue does,
+            // keeping the queue topped up meanwhile.
+            std::size_t got = 0;
+            if (count < depth) {
+                got = eng.post(i, fresh.data(), depth - count);
+                for (std::size_t j = 0; j < got; j++) ring[(head + count + j) % depth] = fresh[j];
+                count += got;
+            }
+            if (got == 0) std::this_thread::yield();
+            continue;
+        }
+        const std::size_t arrived = due - next;
+        const std::size_t taken = std::min(arrived, count);
+        for (std::size_t done = 0; done < taken;) {
+            const std::size_t n = std::min(batch_size, taken - done);
+            for (std::size_t j = 0; j < n; j++) {
+                const recv_target &t = ring[head];
+                write_frame(t, in.seqs[next], prefix, staging);
+                comps[j] = recv_completion{t.wr_id, in.bad[next] ? frame_len - 8 : frame_len, true};
+                head = (head + 1) % depth;
+                next++;
+            }
+            count -= n;
+            done += n;
+            order_dma_writes();
+            eng.complete(i, comps, n);
+        }
+        if (arrived > taken) {
+            nic_drops_.fetch_add(arrived - taken, std::memory_order_relaxed);
+            next += arrived - taken;
+        }
+        const std::size_t got = eng.post(i, fresh.data(), depth - count);
+        for (std::size_t j = 0; j < got; j++) ring[(head + count + j) % depth] = fresh[j];
+        count += got;
+    }
+    eng.cancel(i);
 }
 
 }  // namespace casper400g_rx

@@ -8,6 +8,8 @@ generator) on the same schedule, byte for byte.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -343,3 +345,60 @@ def test_a_delayed_packet_costs_about_two_queue_depths_of_copies(depth: int) -> 
     assert s.resyncs == 2
     assert s.fixup_copies <= 2 * depth + 4
     assert s.in_place >= len(seqs) - 2 * depth - 4
+
+
+def paced(count: int, ppc: int, max_chunks: int, queues: int, rate: float, **kw: object):
+    return rx.Capture(
+        "mem",
+        emulate="ibv",
+        count=count,
+        packets_per_chunk=ppc,
+        max_chunks=max_chunks,
+        first_chunk=0,
+        queues=queues,
+        depth=64,
+        nic_rate_gbps=rate,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_paced_queues_equal_the_copying_engine() -> None:
+    # Two queue threads at a set total rate; the window spans the whole stream, so
+    # however the threads interleave nothing can be late and the outcome is exact.
+    ppc, n = 128, 16
+    cap = paced(ppc * n, ppc, n, 2, 0.5)
+    got = drain(cap)
+    s = cap.stats
+    ref = rx.Capture("mem", count=ppc * n, packets_per_chunk=ppc, max_chunks=n, first_chunk=0)
+    want = drain(ref)
+    assert_same(s, got, ref.stats, want)
+    assert s.nic_drops == 0 and s.lost == 0 and s.packets == ppc * n
+    assert s.in_place == ppc * n and s.fixup_copies == 0
+    check_payloads(got, ppc)
+
+
+def test_paced_queue_without_receives_drops_and_counts() -> None:
+    # The consumer holds the chunks: the engine runs out, the emulated NIC finds no
+    # posted receive and drops at once instead of slowing the stream down.
+    ppc, n = 64, 40
+    cap = paced(ppc * n, ppc, 2, 1, 0.3, n_chunks=8)
+    out = []
+    with cap:
+        time.sleep(0.5)  # the stream lasts 0.07 s
+        for chunk in cap.chunks(timeout=5):
+            out.append((chunk.chunk_id, chunk.present.copy(), chunk.data.copy()))
+            chunk.release()
+    s = cap.stats
+    assert s.nic_drops > 0
+    assert s.packets + s.nic_drops == ppc * n and s.late == 0 and s.duplicate == 0
+    assert s.lost <= s.nic_drops
+    check_payloads(out, ppc)
+
+
+def test_paced_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="one thread per queue"):
+        rx.Capture("mem", emulate="ibv-serial", count=10, nic_rate_gbps=1.0)
+    with pytest.raises(ValueError, match=r"nic_rate_gbps must be >= 0, got -1"):
+        rx.Capture("mem", emulate="ibv", count=10, nic_rate_gbps=-1.0)
+    with pytest.raises(ValueError, match=r"cpus must name one CPU per queue thread \(2\), got 1"):
+        rx.Capture("mem", emulate="ibv", count=10, queues=2, cpus=[0])

@@ -26,6 +26,8 @@ struct emulator_options {
     std::uint16_t udp_port = 10000;
     bool fill = true;
     bool serial = false;
+    double rate_gbps = 0.0;  // total over the queues; 0 = unpaced
+    std::vector<int> cpus;   // one per queue thread, or empty
 };
 
 // The header-split engine fed by the NIC emulation (the `mem` backend's ibv mode).

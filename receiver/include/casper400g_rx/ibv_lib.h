@@ -9,6 +9,7 @@
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 
+#include <cstdint>
 #include <string>
 
 namespace casper400g_rx {

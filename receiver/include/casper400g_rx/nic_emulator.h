@@ -25,6 +25,12 @@ struct emulator_config {
     // One thread serves every queue in the schedule's order, so that arrival order
     // across queues is exactly the schedule (else one thread per queue, racing as on a NIC).
     bool serial = false;
+    // Total payload rate over all queues (each queue its share): packets arrive on
+    // schedule and one that finds its queue without a posted receive is dropped at
+    // once, as on a NIC. 0: each packet waits for a receive (lossless, as fast as
+    // the receiver goes). Not with `serial`.
+    double rate_gbps = 0.0;
+    std::vector<int> cpus;  // CPU per queue thread, or empty
 };
 
 // Builds the 42-byte Ethernet/IPv4/UDP header of an example-stream frame (valid IPv4
@@ -37,12 +43,14 @@ public:
     // Packets are steered to queue `seq % lanes`, as flow rules on round-robin ports would.
     nic_emulator_source(const emulator_config &cfg, std::size_t lanes);
     std::size_t n_threads() const override { return cfg_.serial ? 1 : lanes_.size(); }
+    int cpu(std::size_t i) const override { return cfg_.cpus.empty() ? -1 : cfg_.cpus[i]; }
     void run(std::size_t i, engine &eng, const std::atomic<bool> &stop) override;
     // Packets that found no posted receive for 200 ms and were dropped, as a NIC would.
     std::uint64_t nic_drops() const noexcept { return nic_drops_.load(); }
 
 private:
     void run_serial(hds_engine &eng, const std::atomic<bool> &stop);
+    void run_paced(std::size_t lane, hds_engine &eng, const std::atomic<bool> &stop);
     struct lane_input {
         std::vector<std::uint64_t> seqs;  // in arrival order
         std::vector<std::uint8_t> bad;    // per packet: send a runt
