@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import abc
 import ipaddress
 import json
 import os
@@ -183,8 +184,9 @@ class GbeError(ValueError):
     """The block's parameters or platform are invalid; names the block and the value."""
 
 
-class MacAttachment:
-    """Joins the core's DCMAC-side ports to a MAC (see the module docstring)."""
+class MacAttachment(abc.ABC):
+    """Joins the core's DCMAC-side ports to a MAC (see the module docstring). Subclasses
+    must provide modify_top; the other hooks default to adding nothing."""
 
     def __init__(self, gbe: fourhundred_gbe, conf: dict[str, Any]) -> None:
         self.gbe = gbe
@@ -193,8 +195,9 @@ class MacAttachment:
     def sources(self) -> list[str]:
         return []
 
+    @abc.abstractmethod
     def modify_top(self, top: Any, core: Any, mac_ports: dict[str, tuple[str, int]]) -> None:
-        raise NotImplementedError
+        """Instantiate the MAC in `top` and join it to `core`'s DCMAC-side ports."""
 
     def gen_constraints(self) -> list[Any]:
         return []
@@ -210,7 +213,7 @@ class MacAttachment:
         """{file name: Verilog}: port-only modules of the vendor IP it instantiates."""
         return {}
 
-    def drc(self) -> None:
+    def drc(self) -> None:  # noqa: B027 - optional hook, nothing to check by default
         """Check the attachment's platform values (cage pins, sites); raise ValueError."""
 
 
