@@ -18,6 +18,7 @@
 #include "casper400g_rx/ibv_bindings.h"
 #include "casper400g_rx/mem_source.h"
 #include "casper400g_rx/pcap_source.h"
+#include "casper400g_rx/py_wait.h"
 #include "casper400g_rx/sender.h"
 #include "casper400g_rx/udp_source.h"
 
@@ -25,9 +26,6 @@ namespace py = pybind11;
 using namespace casper400g_rx;
 
 namespace {
-
-// How long the GIL stays released between checks for Ctrl-C.
-constexpr auto signal_poll = std::chrono::milliseconds(50);
 
 std::string policy_name(slow_consumer_policy p) {
     return p == slow_consumer_policy::block ? "block" : "drop_oldest";
@@ -80,30 +78,17 @@ public:
 
     // The next ready chunk; None when `timeout` (seconds) passes first or the stream ended.
     std::unique_ptr<py_chunk> next_chunk(std::optional<double> timeout) {
-        using clock = std::chrono::steady_clock;
-        const auto deadline =
-            timeout ? clock::now() + std::chrono::duration_cast<clock::duration>(
-                                         std::chrono::duration<double>(std::max(0.0, *timeout)))
-                    : clock::time_point::max();
-        for (;;) {
-            cap_->check_error();
-            chunk *c = nullptr;
-            chunk_queue::status why;
-            {
-                py::gil_scoped_release nogil;
-                const auto now = clock::now();
-                const auto slice = std::min<clock::duration>(
-                    signal_poll, deadline > now ? deadline - now : clock::duration::zero());
-                c = cap_->eng().ready().pop_for(slice, why);
-            }
-            if (c != nullptr) return std::make_unique<py_chunk>(cap_->engine_ptr(), c);
-            if (why == chunk_queue::status::finished) {
-                cap_->check_error();
-                return nullptr;
-            }
-            if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-            if (clock::now() >= deadline) return nullptr;
-        }
+        chunk *c = wait_interruptible(
+            timeout,
+            [this](std::chrono::steady_clock::duration slice, bool &finished) {
+                chunk_queue::status why;
+                chunk *got = cap_->eng().ready().pop_for(slice, why);
+                finished = why == chunk_queue::status::finished;
+                return got;
+            },
+            [this] { cap_->check_error(); });
+        if (c == nullptr) return nullptr;
+        return std::make_unique<py_chunk>(cap_->engine_ptr(), c);
     }
 
     py::dict stats() const {
@@ -498,10 +483,7 @@ PYBIND11_MODULE(_core, m) {
             "run",
             [](sender &s, std::optional<double> seconds) {
                 using clock = std::chrono::steady_clock;
-                const auto deadline =
-                    seconds ? clock::now() + std::chrono::duration_cast<clock::duration>(
-                                                 std::chrono::duration<double>(*seconds))
-                            : clock::time_point::max();
+                const auto deadline = deadline_after(seconds);
                 for (;;) {
                     bool done;
                     {

@@ -14,14 +14,13 @@
 #include "casper400g_rx/cuda_fatbin.h"
 #include "casper400g_rx/cuda_gpudirect.h"
 #include "casper400g_rx/emu_source.h"
+#include "casper400g_rx/py_wait.h"
 
 namespace py = pybind11;
 
 namespace casper400g_rx {
 
 namespace {
-
-constexpr auto signal_poll = std::chrono::milliseconds(50);
 
 // DLPack structures (dlpack.h ABI, versions 0.8 and 1.x).
 struct dl_device {
@@ -292,30 +291,17 @@ public:
     }
 
     std::unique_ptr<py_gpu_chunk> next_chunk(std::optional<double> timeout) {
-        using clock = std::chrono::steady_clock;
-        const auto deadline =
-            timeout ? clock::now() + std::chrono::duration_cast<clock::duration>(
-                                         std::chrono::duration<double>(std::max(0.0, *timeout)))
-                    : clock::time_point::max();
-        for (;;) {
-            cap_->check_error();
-            gpu_chunk *c = nullptr;
-            gpu_chunk_queue::status why;
-            {
-                py::gil_scoped_release nogil;
-                const auto now = clock::now();
-                const auto slice = std::min<clock::duration>(
-                    signal_poll, deadline > now ? deadline - now : clock::duration::zero());
-                c = cap_->next(slice, why);
-            }
-            if (c != nullptr) return std::make_unique<py_gpu_chunk>(cap_, c);
-            if (why == gpu_chunk_queue::status::finished) {
-                cap_->check_error();
-                return nullptr;
-            }
-            if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-            if (clock::now() >= deadline) return nullptr;
-        }
+        gpu_chunk *c = wait_interruptible(
+            timeout,
+            [this](std::chrono::steady_clock::duration slice, bool &finished) {
+                gpu_chunk_queue::status why;
+                gpu_chunk *got = cap_->next(slice, why);
+                finished = why == gpu_chunk_queue::status::finished;
+                return got;
+            },
+            [this] { cap_->check_error(); });
+        if (c == nullptr) return nullptr;
+        return std::make_unique<py_gpu_chunk>(cap_, c);
     }
 
     py::dict stats() const {
