@@ -49,6 +49,10 @@ const gpudirect_config &check_config(const gpudirect_config &g, const engine_con
     if (g.slots < 2) throw std::invalid_argument("slots must be >= 2, got " + std::to_string(g.slots));
     if (g.headroom > 4096)
         throw std::invalid_argument("headroom must be <= 4096, got " + std::to_string(g.headroom));
+    if (cfg.max_chunks > gd::max_window)
+        throw std::invalid_argument("gpudirect supports a window of at most " +
+                                    std::to_string(gd::max_window) + " chunks, got max_chunks=" +
+                                    std::to_string(cfg.max_chunks));
     if (cfg.packets_per_chunk > (std::size_t{1} << 31))
         throw std::invalid_argument("packets_per_chunk too large for gpudirect: " +
                                     std::to_string(cfg.packets_per_chunk));
@@ -116,12 +120,13 @@ gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg
       bits_(dev_, pool_.size() * ((cfg.packets_per_chunk + 31) / 32) * 4),
       n_present_(dev_, pool_.size() * 4),
       state_(dev_, sizeof(gd::state)),
-      win_(dev_, cfg.max_chunks * sizeof(int)),
-      win_id_(dev_, cfg.max_chunks * sizeof(std::uint64_t)),
+      win_(dev_, cfg.max_chunks * sizeof(gd::window_entry)),
+      snap_(dev_, g_.slots * cfg.max_chunks * sizeof(gd::window_entry)),
       slot_state_(dev_, g_.slots * sizeof(gd::slot_state)),
-      flush_(dev_, g_.slots * pool_.size() * sizeof(gd::flush_entry)),
-      meta_(dev_, g_.ring_packets * sizeof(gd::meta)),
+      resolve_(dev_, g_.slots * pool_.size() * sizeof(gd::resolve_entry)),
       parsed_(dev_, g_.ring_packets * sizeof(gd::parsed)),
+      ev_idx_(dev_, g_.batch * sizeof(std::uint32_t)),
+      ev_count_(dev_, (g_.batch + gd::tile - 1) / gd::tile * sizeof(std::uint32_t)),
       records_(dev_, g_.slots * (sizeof(gd::record) + pool_.size() * sizeof(gd::flush_entry))),
       free_ring_(dev_, pool_.size() * 4 + 64),
       gate_(dev_, 64),
@@ -154,8 +159,13 @@ gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg
     dev_->check(d.cuModuleLoadData(&mod_, image), "cuModuleLoadData (reorder kernels)");
     dev_->check(d.cuModuleGetFunction(&k_parse_, mod_, "casper400g_gd_parse"),
                 "cuModuleGetFunction");
-    dev_->check(d.cuModuleGetFunction(&k_control_, mod_, "casper400g_gd_control"),
+    dev_->check(d.cuModuleGetFunction(&k_walk_, mod_, "casper400g_gd_walk"),
                 "cuModuleGetFunction");
+    walk_shmem_ = gd::walk_shared_bytes(static_cast<unsigned>(cfg.max_chunks),
+                                        static_cast<unsigned>(pool_.size()));
+    dev_->check(d.cuFuncSetAttribute(k_walk_, cu::func_attr_max_dynamic_shared_size_bytes,
+                                     static_cast<int>(walk_shmem_)),
+                "cuFuncSetAttribute (walk kernel shared memory)");
     dev_->check(d.cuModuleGetFunction(&k_scatter_, mod_, "casper400g_gd_scatter"),
                 "cuModuleGetFunction");
     dev_->check(d.cuModuleGetFunction(&k_gate_, mod_, "casper400g_gd_gate"),
@@ -201,23 +211,23 @@ gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg
     p.present_host = pool_.present_host().dev();
     p.st = state_.get();
     p.win = win_.get();
-    p.win_id = win_id_.get();
+    p.snap = snap_.get();
     p.slots = slot_state_.get();
-    p.flush = flush_.get();
+    p.resolve = resolve_.get();
     p.records = records_.dev();
-    p.meta_ptr = meta_.get();
     p.parsed_ptr = parsed_.get();
+    p.ev_idx = ev_idx_.get();
+    p.ev_count = ev_count_.get();
     p.record_stride = record_stride_;
     p.free_ring = free_ring_.dev() + 64;
     p.free_tail = free_ring_.dev();
     p.has_first_chunk = cfg.first_chunk.has_value();
     p.first_chunk = cfg.first_chunk.value_or(0);
 
-    // Zeroed state: window empty, counters 0; window positions unmapped (-1).
+    // Zeroed state: window empty, counters 0; window positions unmapped (all ones:
+    // buffer -1, chunk id ~0).
     dev_->check(d.cuMemsetD8Async(state_.get(), 0, sizeof(gd::state), ctrl_.get()), "cuMemset");
-    dev_->check(d.cuMemsetD8Async(win_.get(), 0xff, cfg.max_chunks * sizeof(int), ctrl_.get()),
-                "cuMemset");
-    dev_->check(d.cuMemsetD8Async(win_id_.get(), 0xff, win_id_.size(), ctrl_.get()), "cuMemset");
+    dev_->check(d.cuMemsetD8Async(win_.get(), 0xff, win_.size(), ctrl_.get()), "cuMemset");
     dev_->check(d.cuMemsetD8Async(bits_.get(), 0, bits_.size(), ctrl_.get()), "cuMemset");
     dev_->check(d.cuMemsetD8Async(n_present_.get(), 0, n_present_.size(), ctrl_.get()),
                 "cuMemset");
@@ -284,15 +294,14 @@ void gpudirect_capture::issue(std::uint64_t start, std::size_t n, std::size_t re
     std::uint32_t finish = 0;
     void *pargs[] = {&p_, &s, &n32};
     const unsigned pblocks = static_cast<unsigned>(
-        std::min<std::size_t>(g_.blocks, (n + gd::scatter_threads - 1) / gd::scatter_threads));
-    dev_->check(d.cuLaunchKernel(k_parse_, std::max(pblocks, 1u), 1, 1, gd::scatter_threads, 1, 1,
-                                 0, ctrl_.get(), pargs, nullptr),
+        std::min<std::size_t>(g_.blocks, (n + gd::tile - 1) / gd::tile));
+    dev_->check(d.cuLaunchKernel(k_parse_, std::max(pblocks, 1u), 1, 1, gd::tile, 1, 1, 0,
+                                 ctrl_.get(), pargs, nullptr),
                 "cuLaunchKernel (parse)");
     void *cargs[] = {&p_, &s, &n32, &slot32, &finish};
-    const unsigned shmem = static_cast<unsigned>(pool_.size() * 12);
-    dev_->check(d.cuLaunchKernel(k_control_, 1, 1, 1, gd::control_threads, 1, 1, shmem,
+    dev_->check(d.cuLaunchKernel(k_walk_, 1, 1, 1, gd::walk_threads, 1, 1, walk_shmem_,
                                  ctrl_.get(), cargs, nullptr),
-                "cuLaunchKernel (control)");
+                "cuLaunchKernel (walk)");
     dev_->check(d.cuEventRecord(ctrl_ev_[slot].get(), ctrl_.get()), "cuEventRecord");
     if (!scatter) return;
     dev_->check(d.cuStreamWaitEvent(scatter_.get(), ctrl_ev_[slot].get(), 0), "cuStreamWaitEvent");
@@ -313,10 +322,9 @@ void gpudirect_capture::issue_finish() {
     std::uint64_t s = consumed_;
     std::uint32_t n32 = 0, slot32 = static_cast<std::uint32_t>(slot), finish = 1;
     void *cargs[] = {&p_, &s, &n32, &slot32, &finish};
-    dev_->check(d.cuLaunchKernel(k_control_, 1, 1, 1, gd::control_threads, 1, 1,
-                                 static_cast<unsigned>(pool_.size() * 12), ctrl_.get(), cargs,
-                                 nullptr),
-                "cuLaunchKernel (control, finish)");
+    dev_->check(d.cuLaunchKernel(k_walk_, 1, 1, 1, gd::walk_threads, 1, 1, walk_shmem_,
+                                 ctrl_.get(), cargs, nullptr),
+                "cuLaunchKernel (walk, finish)");
     dev_->check(d.cuEventRecord(ctrl_ev_[slot].get(), ctrl_.get()), "cuEventRecord");
     dev_->check(d.cuStreamWaitEvent(scatter_.get(), ctrl_ev_[slot].get(), 0), "cuStreamWaitEvent");
     std::uint64_t end = s;

@@ -1,16 +1,21 @@
 // GPUDirect placement: frames lie in a GPU arrival ring in the order the NIC wrote
-// them. Per batch two kernels run:
-//  * gd_control (one block): parses every header, decides late/rejected/placed exactly
-//    as the CPU engine would for the same arrival order, moves the chunk window,
-//    maps chunks to GPU buffers (taken from a free ring the host fills) and writes
-//    each packet's destination;
-//  * gd_scatter (a configurable number of blocks, the SM footprint): copies the
-//    payloads into their slots, marks presence, counts duplicates; its last block
-//    settles the chunks that left the window and reports to the host.
-// The window logic of one arrival order is sequential, but it only changes when a
-// packet raises the highest chunk id seen; a prefix-max scan finds those packets,
-// and a per-warp match finds the first packet of each chunk, so one thread walks only
-// the window moves and chunk openings, not the packets.
+// them. Per batch three kernels run:
+//  * gd_parse (many blocks, a tile of 1024 packets per block step): parses and checks
+//    every header, writes each packet's chunk id, slot and payload offset, and lists the
+//    tile's "window events": the packets that may change the window (the first packet
+//    of the tile of each chunk that had no buffer when the batch began);
+//  * gd_walk (one block): walks the events in arrival order exactly as the CPU engine
+//    treats packets (late / window advance / chunk opening), takes buffers from the
+//    free ring the host fills, and records for each chunk that left the window the
+//    arrival interval in which its packets were placed;
+//  * gd_scatter (a configurable number of blocks, the SM footprint): decides each
+//    packet from its chunk's entry (placed if it arrived while the chunk was in the
+//    window, else late), copies payloads into their slots, marks presence, counts;
+//    its last block settles the chunks that left the window and reports to the host.
+// Only events are walked one by one: for an in-order stream, one per chunk and tile.
+// Packets that are not events never change the window: their chunk either had a
+// buffer when the batch began, or an earlier packet of the same tile opened it (or
+// found it late, which it then stays).
 #include <cuda.h>
 
 #include <cstdint>
@@ -45,8 +50,6 @@ static_assert(sizeof(cu::deviceptr) == sizeof(CUdeviceptr), "CUdeviceptr");
 namespace {
 
 constexpr u32 full_mask = 0xffffffffu;
-constexpr int code_rejected = -1;
-constexpr int code_late = -2;
 
 __device__ __forceinline__ u32 be16(const u8 *p) { return (u32(p[0]) << 8) | p[1]; }
 
@@ -101,8 +104,8 @@ __device__ __forceinline__ u64 sat_mul(u64 a, u64 b) {
     return (a != 0 && b > ~u64{0} / a) ? ~u64{0} : a * b;
 }
 
-// Block-wide max scan (identity 0) over control_threads threads: returns the
-// exclusive prefix; `total` gets the block's maximum.
+// Block-wide max scan (identity 0): returns the exclusive prefix; `total` gets the
+// block's maximum. Every thread of the block takes part.
 __device__ u64 block_scan_max(u64 v, u64 *warp_tot, u64 &total) {
     const u32 lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     u64 x = v;
@@ -154,236 +157,251 @@ __device__ u32 block_scan_sum(u32 v, u32 *warp_tot, u32 &total) {
     return excl;
 }
 
-struct control_shared {
-    u64 ids[control_threads];
-    u32 adv[control_threads];
-    u64 wtot[32];
-    u32 wsum[32];
-    u32 n_log;
-    u32 stop;
-    u32 stalled;
-    u32 first;
-    unsigned long long late, rejected;
-};
-
 __device__ __forceinline__ const u8 *frame_at(const params &p, u64 i) {
     return reinterpret_cast<const u8 *>(p.ring) + (i % p.ring_packets) * p.stride + p.headroom;
 }
 
-// Takes one buffer from the host's free ring; the caller checked availability.
-__device__ u32 take_buffer(const params &p, state *st) {
-    const volatile u32 *ring = reinterpret_cast<const volatile u32 *>(p.free_ring);
-    const u32 b = ring[st->free_head % p.n_buffers];
-    st->free_head++;
-    return b;
-}
-
-__device__ u64 free_available(const params &p, const state *st) {
-    const u64 tail = *reinterpret_cast<const volatile u64 *>(p.free_tail);
-    __threadfence_system();
-    return tail - st->free_head;
+__device__ __forceinline__ bool mapped_to(const window_entry &e, u64 id) {
+    return e.buffer >= 0 && e.chunk_id == id;
 }
 
 }  // namespace
 
-// Parses the batch's headers in parallel (the control block then reads 16 B per packet).
-extern "C" __global__ void __launch_bounds__(scatter_threads)
-    casper400g_gd_parse(params p, u64 start, u32 n) {
+// Parses a batch's headers, one tile of `tile` packets per block step, and lists each
+// tile's window events (see the top of the file).
+extern "C" __global__ void __launch_bounds__(tile) casper400g_gd_parse(params p, u64 start, u32 n) {
+    __shared__ u64 wmax[32];
+    __shared__ u32 wsum[32];
     parsed *out = reinterpret_cast<parsed *>(p.parsed_ptr);
-    for (u64 li = u64(blockIdx.x) * blockDim.x + threadIdx.x; li < n;
-         li += u64(gridDim.x) * blockDim.x) {
+    const window_entry *win = reinterpret_cast<const window_entry *>(p.win);
+    u32 *ev_idx = reinterpret_cast<u32 *>(p.ev_idx);
+    u32 *ev_count = reinterpret_cast<u32 *>(p.ev_count);
+    const u32 tid = threadIdx.x, lane = tid & 31;
+    const u32 tiles = (n + tile - 1) / tile;
+    for (u32 t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const u32 li = t * tile + tid;
+        const bool valid = li < n;
         const u64 gi = start + li;
-        const u32 len = reinterpret_cast<const u32 *>(p.lens)[gi % p.ring_packets];
-        parsed h{0, 0, 0};
-        h.ok = len <= p.stride - p.headroom && parse(frame_at(p, gi), len, p.fmt, h.offset, h.seq);
-        out[gi % p.ring_packets] = h;
+        bool acc = false;
+        u64 id = 0;
+        if (valid) {
+            const u32 len = reinterpret_cast<const u32 *>(p.lens)[gi % p.ring_packets];
+            u32 poff = 0;
+            u64 seq = 0;
+            acc = len <= p.stride - p.headroom && parse(frame_at(p, gi), len, p.fmt, poff, seq);
+            parsed h{0, 0, rejected_offset};
+            if (acc) {
+                id = seq / p.ppc;
+                h = parsed{id, u32(seq % p.ppc), poff};
+            }
+            out[gi % p.ring_packets] = h;
+        }
+        // Chunks with a buffer when the batch began never change the window.
+        const bool premapped = acc && mapped_to(win[id % p.max_chunks], id);
+        // Not an event either: a packet whose chunk is the running maximum of the tile
+        // (an earlier packet of the tile has it). Key id + 1 leaves 0 for "none";
+        // the largest id has no key and is always an event.
+        const u64 key = (acc && id != ~u64{0}) ? id + 1 : 0;
+        u64 tile_max;
+        const u64 before = block_scan_max(key, wmax, tile_max);
+        const bool cand = acc && !premapped && !(key != 0 && before == key);
+        // ... nor a later packet of a warp with the same chunk (every lane votes).
+        const unsigned peers = __match_any_sync(full_mask, cand ? id : ~u64{0});
+        const unsigned cands = __ballot_sync(full_mask, cand);
+        const bool event = cand && lane == unsigned(__ffs(peers & cands) - 1);
+        u32 n_ev;
+        const u32 pos = block_scan_sum(event ? 1u : 0u, wsum, n_ev);
+        if (event) ev_idx[t * tile + pos] = li;
+        if (tid == 0) ev_count[t] = n_ev;
     }
 }
 
-extern "C" __global__ void __launch_bounds__(control_threads, 1)
-    casper400g_gd_control(params p, u64 start, u32 n, u32 slot_index, u32 finish) {
-    __shared__ control_shared sh;
-    extern __shared__ u8 dyn[];
-    u64 *log_id = reinterpret_cast<u64 *>(dyn);
-    u32 *log_buf = reinterpret_cast<u32 *>(log_id + p.n_buffers);
+namespace {
+
+struct walk_shared {
+    u32 n_events, stop, stalled;
+    u32 fc_have;  // free-ring entries cached, starting at entry `fc_base`
+    u64 fc_base;
+};
+
+}  // namespace
+
+// Walks a batch's window events in arrival order (one thread; the block stages the
+// events, the window and the free-ring entries in shared memory around it).
+extern "C" __global__ void __launch_bounds__(walk_threads, 1)
+    casper400g_gd_walk(params p, u64 start, u32 n, u32 slot_index, u32 finish) {
+    __shared__ walk_shared sh;
+    __shared__ u32 wsum[32];
+    extern __shared__ u64 dyn[];
+    const u32 M = p.max_chunks;
+    window_entry *win = reinterpret_cast<window_entry *>(dyn);
+    u64 *ev_id = reinterpret_cast<u64 *>(win + M);
+    u32 *ev_li = reinterpret_cast<u32 *>(ev_id + walk_page);
+    u32 *log_buf = ev_li + walk_page;
+    u32 *fc = log_buf + p.n_buffers;
 
     state *st = reinterpret_cast<state *>(p.st);
     slot_state *ss = reinterpret_cast<slot_state *>(p.slots) + slot_index;
-    flush_entry *fl = reinterpret_cast<flush_entry *>(p.flush) + u64(slot_index) * p.n_buffers;
-    // Window position c % M holds chunk win_id[.] in buffer win[.], or -1: like the CPU
-    // engine, a chunk gets a buffer when its first packet arrives.
-    int *win = reinterpret_cast<int *>(p.win);
-    u64 *win_id = reinterpret_cast<u64 *>(p.win_id);
-    meta *mt = reinterpret_cast<meta *>(p.meta_ptr);
+    resolve_entry *rs = reinterpret_cast<resolve_entry *>(p.resolve) + u64(slot_index) * p.n_buffers;
+    window_entry *gwin = reinterpret_cast<window_entry *>(p.win);
+    window_entry *snap = reinterpret_cast<window_entry *>(p.snap) + u64(slot_index) * M;
+    const parsed *pk = reinterpret_cast<const parsed *>(p.parsed_ptr);
+    const u32 *ev_idx = reinterpret_cast<const u32 *>(p.ev_idx);
+    const u32 *ev_count = reinterpret_cast<const u32 *>(p.ev_count);
+    const volatile u32 *free_ring = reinterpret_cast<const volatile u32 *>(p.free_ring);
     const u32 tid = threadIdx.x;
-    const u32 lane = tid & 31;
-    const u64 M = p.max_chunks;
 
-    if (tid == 0) {
-        ss->received = ss->late = ss->rejected = ss->lost = 0;
-        ss->n_flush = 0;
-        ss->skipped = 0;
-        ss->consumed = start;
-        sh.stalled = 0;
-    }
     // A launch queued behind one that stalled (or after the end) does nothing: the
     // host re-issues the packets from where processing stopped.
     if (st->processed != start || st->finished) {
-        if (tid == 0) ss->skipped = 1;
+        if (tid == 0) {
+            ss->skipped = 1;
+            ss->n_flush = 0;
+            ss->lost = 0;
+            ss->consumed = start;
+        }
         return;
     }
-    // Moves chunks [head, end) out of the window: mapped ones to the flush list, the
-    // others (no packet arrived) count packets_per_chunk lost.
-    auto flush_range = [&](u64 head, u64 end, u64 &lost) {
-        for (u64 c = head; c < end; c++) {
-            const u64 w = c % M;
-            if (win[w] >= 0 && win_id[w] == c) {
-                fl[ss->n_flush++] = flush_entry{c, u32(win[w]), 0};
+    for (u32 w = tid; w < M; w += blockDim.x) win[w] = gwin[w];
+    if (tid == 0) {
+        sh.stop = n;
+        sh.stalled = 0;
+        sh.fc_have = 0;
+        sh.fc_base = st->free_head;
+    }
+    __syncthreads();
+
+    // Thread 0's walk state.
+    u64 head = st->head, top = st->top, lost = 0, fh = st->free_head;
+    u32 started = st->started, n_flush = 0, n_log = 0;
+    auto flush_range = [&](u64 from, u64 end, u64 when) {
+        for (u64 c = from; c < end; c++) {
+            window_entry &e = win[c % M];
+            if (mapped_to(e, c)) {
+                rs[n_flush++] = resolve_entry{c, e.mapped_at, when, u32(e.buffer), 0};
             } else {
                 lost = sat_add(lost, p.ppc);
             }
-            win[w] = -1;
-            win_id[w] = ~u64{0};
+            e = window_entry{~u64{0}, ~u64{0}, -1, 0};
         }
     };
+    // Takes the next free buffer from the cache; false when the host has none posted.
+    auto take = [&](u32 &b) {
+        if (fh == sh.fc_base + sh.fc_have) {
+            // Cache used up: one more look at the ring (slow path, one entry).
+            const u64 tail = *reinterpret_cast<const volatile u64 *>(p.free_tail);
+            __threadfence_system();
+            if (tail == fh) return false;
+            sh.fc_base = fh;
+            sh.fc_have = 1;
+            fc[fh % free_cache] = free_ring[fh % p.n_buffers];
+        }
+        b = fc[fh % free_cache];
+        fh++;
+        return true;
+    };
+
     if (finish) {
         if (tid == 0) {
-            u64 lost = 0;
-            if (st->started && st->head <= st->top) flush_range(st->head, st->top + 1, lost);
-            ss->lost = lost;
+            if (started && head <= top) flush_range(head, top + 1, start);
             st->finished = 1;
         }
-        return;
+    } else {
+        const u32 tiles = (n + tile - 1) / tile;
+        for (u32 t0 = 0; t0 < tiles;) {
+            // A page: the next tiles whose events fit walk_page (at least one tile).
+            const u32 nt = min(tiles - t0, walk_threads);
+            const u32 c = tid < nt ? ev_count[t0 + tid] : 0;
+            u32 total;
+            const u32 o = block_scan_sum(c, wsum, total);
+            const bool fits = tid < nt && o + c <= walk_page;
+            const u32 page_tiles = __syncthreads_count(fits);
+            if (fits) {
+                for (u32 k = 0; k < c; k++) ev_li[o + k] = ev_idx[(t0 + tid) * tile + k];
+            }
+            if (tid == page_tiles - 1) sh.n_events = o + c;
+            __syncthreads();
+            const u32 ne = sh.n_events;
+            for (u32 k = tid; k < ne; k += blockDim.x)
+                ev_id[k] = pk[(start + ev_li[k]) % p.ring_packets].chunk_id;
+            // Read ahead the free-ring entries this page may take, all in one go.
+            if (tid == 0 && ne > 0 && sh.fc_base + sh.fc_have - fh < min(ne, free_cache)) {
+                const u64 tail = *reinterpret_cast<const volatile u64 *>(p.free_tail);
+                __threadfence_system();
+                sh.fc_base = fh;
+                sh.fc_have = u32(min64(tail - fh, min(ne, free_cache)));
+            }
+            __syncthreads();
+            if (ne > 0) {
+                const u64 base = sh.fc_base;
+                const u32 have = sh.fc_have;
+                for (u32 k = tid; k < have; k += blockDim.x)
+                    fc[(base + k) % free_cache] = free_ring[(base + k) % p.n_buffers];
+                __syncthreads();
+            }
+            if (tid == 0) {
+                for (u32 k = 0; k < ne; k++) {
+                    const u64 id = ev_id[k];
+                    const u64 gi = start + ev_li[k];
+                    if (!started) {
+                        // The first accepted packet opens the window.
+                        head = top = p.has_first_chunk ? p.first_chunk : id;
+                        started = 1;
+                    }
+                    if (id < head) continue;  // late
+                    const bool adv = id > top;
+                    if (!adv && mapped_to(win[id % M], id)) continue;
+                    u32 b;
+                    if (!take(b)) {
+                        sh.stop = ev_li[k];
+                        sh.stalled = 1;
+                        break;
+                    }
+                    if (adv) {
+                        const u64 h = max64(head, id >= M - 1 ? id - (M - 1) : 0);
+                        flush_range(head, min64(h, top + 1), gi);
+                        if (h > top + 1) lost = sat_add(lost, sat_mul(h - top - 1, p.ppc));
+                        head = h;
+                        top = id;
+                    }
+                    win[id % M] = window_entry{id, gi, int(b), 0};
+                    log_buf[n_log++] = b;
+                }
+            }
+            __syncthreads();
+            if (sh.stalled) break;
+            t0 += page_tiles;
+        }
     }
-
-    for (u64 base = 0; base < n; base += control_threads) {
-        const u64 li = base + tid;
-        const bool valid = li < n;
-        const u64 gi = start + li;
-        u32 poff = 0;
-        u64 seq = 0;
-        bool acc = false;
-        if (valid) {
-            const parsed h = reinterpret_cast<const parsed *>(p.parsed_ptr)[gi % p.ring_packets];
-            acc = h.ok != 0;
-            seq = h.seq;
-            poff = h.offset;
-        }
-        const u64 id = acc ? seq / p.ppc : 0;
-        const u32 slot = acc ? u32(seq % p.ppc) : 0;
-        sh.ids[tid] = id;
-        if (tid == 0) {
-            sh.n_log = 0;
-            sh.stop = u32(min64(control_threads, n - base));
-            sh.first = control_threads;
-            sh.late = sh.rejected = 0;
-        }
-        __syncthreads();
-
-        // The very first accepted packet opens the window.
-        if (!st->started) {
-            if (acc) atomicMin(&sh.first, tid);
-            __syncthreads();
-            if (tid == 0 && sh.first < control_threads) {
-                const u64 h = p.has_first_chunk ? p.first_chunk : sh.ids[sh.first];
-                st->head = st->top = h;
-                st->started = 1;
-            }
-            __syncthreads();
-        }
-        const bool started = st->started != 0;
-        const u64 head0 = st->head, top0 = st->top;
-
-        u64 total_max;
-        const u64 pm = max64(top0, block_scan_max(acc ? id : 0, sh.wtot, total_max));
-        const u64 head_before = max64(head0, pm >= M - 1 ? pm - (M - 1) : 0);
-        const bool late = acc && started && id < head_before;
-        const bool adv = acc && started && !late && id > pm;
-        // The buffer of a chunk mapped before this tile (read before the walk remaps).
-        int snap = -1;
-        if (acc && !late && id <= top0 && win_id[id % M] == id) snap = win[id % M];
-        // Packets whose chunk may still need a buffer: the first of each chunk per warp.
-        const bool cand = acc && started && !late && !adv && snap < 0;
-        // Every lane takes part in both votes (no short-circuit around them).
-        const unsigned peers = __match_any_sync(full_mask, cand ? id : ~u64{0});
-        const unsigned cands = __ballot_sync(full_mask, cand);
-        const bool first_of_chunk = cand && lane == unsigned(__ffs(peers & cands) - 1);
-        const bool event = adv || first_of_chunk;
-        u32 n_ev;
-        const u32 pos = block_scan_sum(event ? 1 : 0, sh.wsum, n_ev);
-        if (event) sh.adv[pos] = tid | (adv ? 0x80000000u : 0u);
-        __syncthreads();
-
-        if (tid == 0) {
-            u64 head = head0, top = top0, lost = 0;
-            for (u32 k = 0; k < n_ev; k++) {
-                const u32 at = sh.adv[k] & 0x7fffffffu;
-                const bool is_adv = (sh.adv[k] >> 31) != 0;
-                const u64 t = sh.ids[at];
-                if (!is_adv && win[t % M] >= 0 && win_id[t % M] == t) continue;  // mapped
-                if (free_available(p, st) < 1) {
-                    sh.stop = at;
-                    sh.stalled = 1;
-                    break;
-                }
-                if (is_adv) {
-                    const u64 h = max64(head, t >= M - 1 ? t - (M - 1) : 0);
-                    flush_range(head, min64(h, top + 1), lost);
-                    if (h > top + 1) lost = sat_add(lost, sat_mul(h - top - 1, p.ppc));
-                    head = h;
-                    top = t;
-                }
-                const u32 b = take_buffer(p, st);
-                win[t % M] = int(b);
-                win_id[t % M] = t;
-                log_id[sh.n_log] = t;
-                log_buf[sh.n_log++] = b;
-            }
-            st->head = head;
-            st->top = top;
-            ss->lost = sat_add(ss->lost, lost);
-        }
-        __syncthreads();
-
-        const bool live = valid && tid < sh.stop;
-        if (live) {
-            meta m{code_rejected, slot, poff, 0};
-            if (!acc) {
-                atomicAdd(&sh.rejected, 1ull);
-            } else if (late) {
-                m.buffer = code_late;
-                atomicAdd(&sh.late, 1ull);
-            } else if (snap >= 0) {
-                m.buffer = snap;
-            } else {
-                // Mapped during this tile's walk (each chunk id is mapped once).
-                for (u32 k = 0; k < sh.n_log; k++)
-                    if (log_id[k] == id) m.buffer = int(log_buf[k]);
-            }
-            mt[gi % p.ring_packets] = m;
-        }
-        // Chunks that just got a buffer start empty.
-        const u32 bw = p.bit_words;
-        for (u32 k = 0; k < sh.n_log; k++) {
-            const u64 b = log_buf[k];
-            u8 *pres = reinterpret_cast<u8 *>(p.present) + b * p.ppc;
-            u32 *bits = reinterpret_cast<u32 *>(p.bits) + b * bw;
-            for (u64 j = tid; j < p.ppc; j += blockDim.x) pres[j] = 0;
-            for (u32 j = tid; j < bw; j += blockDim.x) bits[j] = 0;
-            if (tid == 0) reinterpret_cast<u32 *>(p.n_present)[b] = 0;
-        }
-        __syncthreads();
-        if (tid == 0) {
-            ss->received += sh.stop;
-            ss->late += sh.late;
-            ss->rejected += sh.rejected;
-            ss->consumed = start + base + sh.stop;
-        }
-        if (sh.stalled) break;
-        __syncthreads();
+    if (tid == 0) {
+        const u64 consumed = finish ? start : start + sh.stop;
+        st->head = head;
+        st->top = top;
+        st->started = started;
+        st->free_head = fh;
+        st->processed = consumed;
+        ss->skipped = 0;
+        ss->lost = lost;
+        ss->consumed = consumed;
+        ss->n_flush = n_flush;
+        sh.n_events = n_log;  // reused: chunks mapped by this walk
     }
     __syncthreads();
-    if (tid == 0) st->processed = ss->consumed;
+    // The window after the walk: for the next batch and, per slot, for the scatter.
+    for (u32 w = tid; w < M; w += blockDim.x) {
+        gwin[w] = win[w];
+        snap[w] = win[w];
+    }
+    // Chunks that just got a buffer start empty.
+    const u32 bw = p.bit_words;
+    for (u32 k = 0; k < sh.n_events; k++) {
+        const u64 b = log_buf[k];
+        u8 *pres = reinterpret_cast<u8 *>(p.present) + b * p.ppc;
+        u32 *bits = reinterpret_cast<u32 *>(p.bits) + b * bw;
+        for (u64 j = tid; j < p.ppc; j += blockDim.x) pres[j] = 0;
+        for (u32 j = tid; j < bw; j += blockDim.x) bits[j] = 0;
+        if (tid == 0) reinterpret_cast<u32 *>(p.n_present)[b] = 0;
+    }
 }
 
 namespace {
@@ -413,55 +431,111 @@ __device__ __forceinline__ void warp_copy(u8 *dst, const u8 *src, u32 size, u32 
     }
 }
 
+// Where packets of chunk `id` go in this launch: the window after the walk, else the
+// chunks that left it during the walk (sorted by id). Uniform across the warp. Arrival
+// indices relative to the launch's start (a launch is at most one ring region).
+struct placement {
+    u64 chunk_id;
+    u32 from, until;  // packets [from, until) of the launch were placed
+    int buffer;       // < 0: the chunk had no buffer in this launch (its packets are late)
+};
+
+__device__ __forceinline__ u32 rel(u64 at, u64 start) {
+    return at <= start ? 0u : u32(min64(at - start, 0xffffffffu));
+}
+
+__device__ placement find_chunk(const params &p, const window_entry *snap,
+                                const resolve_entry *rs, u32 nr, u64 id, u64 start) {
+    const window_entry e = snap[id % p.max_chunks];
+    if (mapped_to(e, id)) return placement{id, rel(e.mapped_at, start), 0xffffffffu, e.buffer};
+    u32 lo = 0, hi = nr;
+    while (lo < hi) {
+        const u32 mid = (lo + hi) / 2;
+        if (rs[mid].chunk_id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < nr && rs[lo].chunk_id == id)
+        return placement{id, rel(rs[lo].mapped_at, start), rel(rs[lo].flushed_at, start),
+                         int(rs[lo].buffer)};
+    return placement{id, 0, 0, -1};
+}
+
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(scatter_threads)
     casper400g_gd_scatter(params p, u64 start, u32 slot_index, u32 launch_end) {
-    __shared__ unsigned long long placed_sh, dup_sh;
+    __shared__ unsigned long long placed_sh, dup_sh, late_sh, rejected_sh;
     __shared__ u32 last;
     state *st = reinterpret_cast<state *>(p.st);
     const slot_state *ss = reinterpret_cast<const slot_state *>(p.slots) + slot_index;
-    const meta *mt = reinterpret_cast<const meta *>(p.meta_ptr);
+    const parsed *pk = reinterpret_cast<const parsed *>(p.parsed_ptr);
+    const window_entry *snap =
+        reinterpret_cast<const window_entry *>(p.snap) + u64(slot_index) * p.max_chunks;
+    const resolve_entry *rs =
+        reinterpret_cast<const resolve_entry *>(p.resolve) + u64(slot_index) * p.n_buffers;
     const u32 lane = threadIdx.x & 31;
-    const u64 warps = u64(gridDim.x) * (blockDim.x / 32);
-    const u64 gw = u64(blockIdx.x) * (blockDim.x / 32) + (threadIdx.x >> 5);
-    const u64 end = ss->skipped ? start : ss->consumed;
+    const u32 warps = gridDim.x * (blockDim.x / 32);
+    const u32 gw = blockIdx.x * (blockDim.x / 32) + (threadIdx.x >> 5);
+    const bool skipped = ss->skipped != 0;
+    const u64 end = skipped ? start : ss->consumed;
+    const u32 nr = skipped ? 0 : ss->n_flush;
     const u32 size = p.fmt.payload_size;
-    if (threadIdx.x == 0) placed_sh = dup_sh = 0;
+    if (threadIdx.x == 0) placed_sh = dup_sh = late_sh = rejected_sh = 0;
     __syncthreads();
-    u64 placed = 0, dup = 0;
-    for (u64 i = start + gw; i < end; i += warps) {
-        const meta m = mt[i % p.ring_packets];
-        if (m.buffer < 0) continue;
-        const u32 bit = 1u << (m.slot & 31);
+    u32 placed = 0, dup = 0, late = 0, rejected = 0;  // this warp's, per launch
+    placement at{~u64{0}, 0u, 0u, -1};
+    bool have = false;
+    const u32 n = u32(end - start);
+    for (u32 li = gw; li < n; li += warps) {
+        const u64 i = start + li;
+        const parsed h = pk[i % p.ring_packets];
+        if (h.offset == rejected_offset) {
+            rejected++;
+            continue;
+        }
+        if (!have || at.chunk_id != h.chunk_id) {
+            at = find_chunk(p, snap, rs, nr, h.chunk_id, start);
+            have = true;
+        }
+        if (at.buffer < 0 || li < at.from || li >= at.until) {
+            late++;
+            continue;
+        }
+        const u32 bit = 1u << (h.slot & 31);
         u32 old = 0;
         if (lane == 0)
-            old = atomicOr(reinterpret_cast<u32 *>(p.bits) + u64(m.buffer) * p.bit_words +
-                               (m.slot >> 5),
+            old = atomicOr(reinterpret_cast<u32 *>(p.bits) + u64(at.buffer) * p.bit_words +
+                               (h.slot >> 5),
                            bit);
         old = __shfl_sync(full_mask, old, 0);
         if (old & bit) {
             dup++;
             continue;
         }
-        const u8 *src = frame_at(p, i) + m.offset;
-        u8 *dst = reinterpret_cast<u8 *>(p.data) + u64(m.buffer) * p.chunk_bytes +
-                  u64(m.slot) * size;
+        const u8 *src = frame_at(p, i) + h.offset;
+        u8 *dst = reinterpret_cast<u8 *>(p.data) + u64(at.buffer) * p.chunk_bytes +
+                  u64(h.slot) * size;
         warp_copy(dst, src, size, lane);
         if (lane == 0) {
-            reinterpret_cast<u8 *>(p.present)[u64(m.buffer) * p.ppc + m.slot] = 1;
-            atomicAdd(reinterpret_cast<u32 *>(p.n_present) + m.buffer, 1u);
+            reinterpret_cast<u8 *>(p.present)[u64(at.buffer) * p.ppc + h.slot] = 1;
+            atomicAdd(reinterpret_cast<u32 *>(p.n_present) + at.buffer, 1u);
         }
         placed++;
     }
-    if (lane == 0 && (placed || dup)) {
+    if (lane == 0 && (placed || dup || late || rejected)) {
         atomicAdd(&placed_sh, (unsigned long long)placed);
         atomicAdd(&dup_sh, (unsigned long long)dup);
+        atomicAdd(&late_sh, (unsigned long long)late);
+        atomicAdd(&rejected_sh, (unsigned long long)rejected);
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-        atomicAdd(reinterpret_cast<unsigned long long *>(&st->sc_packets), placed_sh);
-        atomicAdd(reinterpret_cast<unsigned long long *>(&st->sc_duplicate), dup_sh);
+        auto *s = reinterpret_cast<unsigned long long *>(&st->sc_packets);
+        if (placed_sh) atomicAdd(s, placed_sh);
+        if (dup_sh) atomicAdd(reinterpret_cast<unsigned long long *>(&st->sc_duplicate), dup_sh);
+        if (late_sh) atomicAdd(reinterpret_cast<unsigned long long *>(&st->sc_late), late_sh);
+        if (rejected_sh)
+            atomicAdd(reinterpret_cast<unsigned long long *>(&st->sc_rejected), rejected_sh);
         __threadfence();
         last = atomicAdd(&st->blocks_done, 1u) == gridDim.x - 1;
     }
@@ -472,12 +546,9 @@ extern "C" __global__ void __launch_bounds__(scatter_threads)
     // The last block settles the chunks that left the window and reports to the host.
     record *rec = reinterpret_cast<record *>(p.records + u64(slot_index) * p.record_stride);
     flush_entry *out = reinterpret_cast<flush_entry *>(rec + 1);
-    const flush_entry *fl =
-        reinterpret_cast<const flush_entry *>(p.flush) + u64(slot_index) * p.n_buffers;
-    const u32 nf = ss->skipped ? 0 : ss->n_flush;
     u64 lost = 0, chunks = 0;
-    for (u32 k = 0; k < nf; k++) {
-        const flush_entry f = fl[k];
+    for (u32 k = 0; k < nr; k++) {
+        const resolve_entry f = rs[k];
         const u32 np = *reinterpret_cast<const volatile u32 *>(
             reinterpret_cast<const u32 *>(p.n_present) + f.buffer);
         if (np > 0) {
@@ -493,24 +564,26 @@ extern "C" __global__ void __launch_bounds__(scatter_threads)
     }
     if (threadIdx.x == 0) {
         counters &t = st->totals;
-        const u64 pk = st->sc_packets, dp = st->sc_duplicate;
-        if (!ss->skipped) {
-            t.received += ss->received;
-            t.late += ss->late;
-            t.rejected += ss->rejected;
+        const volatile state *vs = st;
+        const u64 pk_n = vs->sc_packets, dp = vs->sc_duplicate, lt = vs->sc_late,
+                  rj = vs->sc_rejected;
+        if (!skipped) {
+            t.received += end - start;
             t.lost = sat_add(t.lost, sat_add(ss->lost, lost));
         }
-        t.packets += pk;
-        t.bytes += pk * size;
+        t.late += lt;
+        t.rejected += rj;
+        t.packets += pk_n;
+        t.bytes += pk_n * size;
         t.duplicate += dp;
         t.chunks += chunks;
-        st->sc_packets = st->sc_duplicate = 0;
+        st->sc_packets = st->sc_duplicate = st->sc_late = st->sc_rejected = 0;
         st->blocks_done = 0;
         rec->start = start;
         rec->end = launch_end;
-        rec->consumed = ss->skipped ? start : ss->consumed;
-        rec->n_flush = nf;
-        rec->skipped = ss->skipped;
+        rec->consumed = end;
+        rec->n_flush = nr;
+        rec->skipped = skipped;
         rec->totals = t;
         rec->free_head = st->free_head;
         __threadfence_system();

@@ -385,6 +385,75 @@ def test_gpudirect_equals_cpu_engine(opts: dict[str, int]) -> None:
         assert np.array_equal(data[present], ref[cid][1][present]), cid
 
 
+def wild_schedule(rng: np.random.Generator, ppc: int, mc: int) -> np.ndarray:
+    """Example-stream sequence numbers far from 0 with everything the window walk must
+    get right: loss, duplicates, reordering, late packets, a whole chunk missing, a jump
+    over several windows, strays from far ahead that move the window early, and a chunk
+    whose first packets arrive after a later chunk opened."""
+    f = faulty_schedule(48, ppc, mc, rng, drop_rate=0.05, dup_rate=0.03, reorder_rate=0.1, n_late=8)
+    s = f.schedule.astype(np.int64)
+    s = s[s // ppc != 9]  # chunk 9 never arrives
+    mid = len(s) // 2
+    s[mid:] += (3 * mc + 1) * ppc  # jump: 3 windows of chunks skipped
+    strays = rng.choice(len(s), size=6, replace=False)
+    s = np.insert(s, strays, s[strays] + (mc + 2) * ppc)
+    # chunk 20: its first half arrives after chunk 21's first packets
+    c20 = np.flatnonzero(s // ppc == 20)
+    c21 = np.flatnonzero(s // ppc == 21)
+    if len(c20) and len(c21):
+        first_half = c20[: len(c20) // 2]
+        moved = s[first_half]
+        s = np.delete(s, first_half)
+        at = int(np.flatnonzero(s // ppc == 21)[0]) + 1
+        s = np.insert(s, at, moved)
+    return (s + (1 << 40)).astype(np.uint64)
+
+
+@needs_gpu
+@pytest.mark.parametrize(
+    "opts,first_chunk,pool",
+    [
+        ({"batch": 4096, "ring_packets": 8192, "blocks": 3}, None, 0),
+        ({"batch": 1536, "ring_packets": 6144, "blocks": 2}, (1 << 40) // 128 + 1, 0),
+        ({"batch": 4096, "ring_packets": 16384, "blocks": 7}, None, 1),
+        ({"batch": 1024, "ring_packets": 3072, "blocks": 1}, (1 << 40) // 128 - 3, 1),
+    ],
+    ids=["multi-tile", "partial-tiles-first-chunk", "stalls", "stalls-first-chunk"],
+)
+def test_gpudirect_equals_cpu_engine_wild(
+    opts: dict[str, int], first_chunk: int | None, pool: int
+) -> None:
+    # Multi-tile batches (several parse blocks, events in many tiles), partial tiles,
+    # and with pool=1 a GPU chunk pool only one chunk larger than the window, so the
+    # walk stalls for free chunks mid-batch and the host re-issues from there.
+    cp = _import_or_skip("cupy")
+    ppc, mc = 128, 4
+    rng = np.random.default_rng(5 + opts["batch"] + pool)
+    sched = wild_schedule(rng, ppc, mc)
+    kw = dict(schedule=sched, packets_per_chunk=ppc, max_chunks=mc, first_chunk=first_chunk)
+    ref, ref_stats = cpu_reference(**kw)
+    n_chunks = mc + 1 if pool else mc + 6
+    cap = rx.Capture(
+        "mem", device="cuda:0", gpudirect=True, n_chunks=n_chunks, gpu_options=opts, **kw
+    )  # type: ignore[arg-type]
+    got = {}
+    with cap:
+        for chunk in cap.chunks(timeout=30):
+            with chunk:
+                x = cp.from_dlpack(chunk)
+                got[chunk.chunk_id] = (chunk.present.copy(), cp.asnumpy(x))
+    stats = cap.stats
+    for k in COUNTERS:
+        assert stats[k] == ref_stats[k], (k, stats[k], ref_stats[k])
+    assert ref_stats["late"] > 0 and ref_stats["duplicate"] > 0 and ref_stats["lost"] > 0
+    if pool:
+        assert stats["stalls"] > 0
+    assert sorted(got) == sorted(ref)
+    for cid, (present, data) in got.items():
+        assert np.array_equal(present, ref[cid][0]), cid
+        assert np.array_equal(data[present], ref[cid][1][present]), cid
+
+
 @needs_gpu
 def test_gpudirect_generator_and_slow_consumer() -> None:
     # A pool barely larger than the window: the kernels stall for free chunks and

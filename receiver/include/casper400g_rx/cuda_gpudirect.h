@@ -71,7 +71,7 @@ public:
     // Benchmark: fills the whole arrival ring from the feed, then times the reorder
     // launches over it alone (queued behind a gate, released at once). Returns
     // seconds; the capture is spent afterwards (its chunks are not handed out).
-    // control_only: time the parse and control launches alone (no scatter).
+    // control_only: time the parse and walk launches alone (no scatter).
     double time_ring_pass(bool control_only = false);
 
 private:
@@ -95,16 +95,16 @@ private:
     std::uint64_t total_;
 
     gpu_chunk_pool pool_;
-    cu::device_memory ring_, lens_, bits_, n_present_, state_, win_, win_id_, slot_state_, flush_,
-        meta_, parsed_;
+    cu::device_memory ring_, lens_, bits_, n_present_, state_, win_, snap_, slot_state_, resolve_,
+        parsed_, ev_idx_, ev_count_;
     cu::mapped_host_memory records_, free_ring_, gate_;
     std::vector<std::unique_ptr<cu::mapped_host_memory>> staging_;
     cu::stream_owner dma_, ctrl_, scatter_;
     std::vector<cu::event_owner> dma_ev_, ctrl_ev_, scat_ev_;
     cu::event_owner t0_, t1_;
     cu::module mod_ = nullptr;
-    cu::function k_parse_ = nullptr, k_control_ = nullptr, k_scatter_ = nullptr,
-                 k_gate_ = nullptr;
+    cu::function k_parse_ = nullptr, k_walk_ = nullptr, k_scatter_ = nullptr, k_gate_ = nullptr;
+    unsigned walk_shmem_ = 0;
     gd::params p_{};
     std::size_t record_stride_;
 

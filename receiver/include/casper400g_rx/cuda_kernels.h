@@ -6,12 +6,23 @@
 
 namespace casper400g_rx::gd {
 
-// Threads of the control kernel's single block; also its tile of packets.
-inline constexpr unsigned control_threads = 1024;
+// Packets per parse-kernel step: one per thread of a parse block.
+inline constexpr unsigned tile = 1024;
+inline constexpr unsigned walk_threads = 1024;
 inline constexpr unsigned scatter_threads = 1024;
-// Most GPU chunks a GPUDirect capture may have (the control block keeps a log of
-// the chunks it maps per tile in shared memory).
+// Most GPU chunks a GPUDirect capture may have, and its largest window (max_chunks):
+// the walk kernel keeps the window and the chunks it maps in shared memory.
 inline constexpr unsigned max_buffers = 1024;
+inline constexpr unsigned max_window = 1024;
+// Window events the walk kernel stages in shared memory at a time.
+inline constexpr unsigned walk_page = 1024;
+// Free-ring entries the walk kernel reads ahead (one PCIe round trip for all).
+inline constexpr unsigned free_cache = 256;
+
+// Dynamic shared memory of the walk kernel for a window of m chunks.
+constexpr unsigned walk_shared_bytes(unsigned m, unsigned n_buffers) {
+    return m * 24u + walk_page * 12u + n_buffers * 4u + free_cache * 4u;
+}
 
 struct format_desc {
     std::uint32_t payload_size;
@@ -27,18 +38,35 @@ struct counters {
 
 // Device-resident state of the placement window.
 struct state {
-    std::uint64_t head, top;    // chunks [head, top] are mapped to buffers
+    std::uint64_t head, top;    // chunks [head, top] are the window
     std::uint64_t processed;    // packets (global arrival index) consumed so far
     std::uint64_t free_head;    // entries of the free ring taken
     std::uint32_t started, finished, blocks_done, pad;
     counters totals;
-    std::uint64_t sc_packets, sc_duplicate;  // the running launch's scatter results
+    // The running launch's scatter results.
+    std::uint64_t sc_packets, sc_duplicate, sc_late, sc_rejected;
 };
 
-// Per launch slot (device memory): what the control kernel decided.
+// One window position (chunk id % max_chunks): the chunk mapped there and since when.
+struct window_entry {
+    std::uint64_t chunk_id;  // ~0: none
+    std::uint64_t mapped_at;  // arrival index of the packet that mapped it
+    std::int32_t buffer;      // < 0: none
+    std::uint32_t pad;
+};
+
+// A chunk that left the window during a launch. Packets of it with arrival index in
+// [mapped_at, flushed_at) were placed, later ones were late.
+struct resolve_entry {
+    std::uint64_t chunk_id;
+    std::uint64_t mapped_at, flushed_at;
+    std::uint32_t buffer, pad;
+};
+
+// Per launch slot (device memory): what the walk kernel decided.
 struct slot_state {
-    std::uint64_t received, late, rejected, lost;  // lost: chunks skipped over entirely
-    std::uint64_t consumed;                         // packets [start, consumed) were handled
+    std::uint64_t lost;      // chunks skipped over entirely or never filled
+    std::uint64_t consumed;  // packets [start, consumed) were handled
     std::uint32_t n_flush, skipped;
 };
 
@@ -57,19 +85,12 @@ struct record {
     std::uint64_t free_head;  // free-ring entries the kernels have taken so far
 };
 
-// Destination of one packet, written by the control kernel for the scatter kernel.
-struct meta {
-    std::int32_t buffer;  // < 0: not placed (rejected or late)
-    std::uint32_t slot;
-    std::uint32_t offset;  // payload offset inside the frame
-    std::uint32_t pad;
-};
-
-// One parsed header, written by the parse kernel (many blocks) for the control block.
+// One parsed header, written by the parse kernel, read by the walk and scatter kernels.
+inline constexpr std::uint32_t rejected_offset = 0xffffffffu;
 struct parsed {
-    std::uint64_t seq;
-    std::uint32_t offset;  // payload offset inside the frame
-    std::uint32_t ok;      // passed every check
+    std::uint64_t chunk_id;
+    std::uint32_t slot;
+    std::uint32_t offset;  // payload offset inside the frame; rejected_offset: failed a check
 };
 
 struct params {
@@ -84,7 +105,10 @@ struct params {
     std::uint64_t bits;               // n_buffers * bit_words uint32
     std::uint64_t n_present;          // n_buffers uint32
     std::uint64_t present_host;       // mapped host copy of the present masks
-    std::uint64_t st, win, win_id, slots, flush, records, meta_ptr, parsed_ptr;
+    std::uint64_t st, win, slots, records, parsed_ptr;
+    std::uint64_t snap;               // per slot: the window (max_chunks window_entry) after the walk
+    std::uint64_t resolve;            // per slot: n_buffers resolve_entry
+    std::uint64_t ev_idx, ev_count;   // window events per parse tile: batch uint32, tiles uint32
     std::uint64_t record_stride;
     std::uint64_t free_ring, free_tail;  // mapped host memory written by the host
     std::uint32_t has_first_chunk, pad;
