@@ -441,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--batches", type=int, nargs="+", default=[4096, 16384, 65536])
     p.add_argument(
-        "--ring", type=int, default=262144, help="GPUDirect arrival ring packets (2 GiB at 8 KiB)"
+        "--ring", type=int, default=524288, help="GPUDirect arrival ring packets (4 GiB at 8 KiB)"
     )
     p.add_argument("--skip-host", action="store_true", help="skip both host paths")
     p.add_argument("--skip-copy-path", action="store_true", help="skip the copying host path")

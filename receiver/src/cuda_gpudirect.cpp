@@ -283,6 +283,9 @@ void gpudirect_capture::fill_region(std::size_t region, std::uint64_t pos, std::
 void gpudirect_capture::issue(std::uint64_t start, std::size_t n, std::size_t region,
                               bool scatter) {
     const cu::driver &d = dev_->drv();
+    // The kernels index the ring from the launch's first slot without wrapping.
+    if (start % g_.ring_packets + n > g_.ring_packets)
+        throw std::logic_error("gpudirect: a launch may not wrap around the arrival ring");
     if (inflight_.size() >= g_.slots) complete_oldest();
     const std::size_t slot = launches_++ % g_.slots;
     dev_->check(d.cuStreamWaitEvent(ctrl_.get(), dma_ev_[region].get(), 0), "cuStreamWaitEvent");

@@ -2,8 +2,9 @@
 // written into a GPU arrival ring in arrival order (here by host-to-device DMA
 // from pinned staging, as a NIC's DMA would write them), and the reorder kernels
 // (cuda_kernels.cu) place each payload into time-ordered GPU chunks with the CPU
-// engine's accounting. Per batch one control launch and one scatter launch run on
-// two streams, so that the next batch's control overlaps the current scatter.
+// engine's accounting. Per batch the control launches (parse, walk) and one scatter
+// launch run on two streams, so that the next batch's control overlaps the current
+// scatter.
 #pragma once
 
 #include <atomic>
