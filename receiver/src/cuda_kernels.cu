@@ -172,6 +172,13 @@ __device__ __forceinline__ bool mapped_to(const window_entry &e, u64 id) {
     return e.buffer >= 0 && e.chunk_id == id;
 }
 
+// The free ring's tail (host-written); entries below it are read only after it.
+__device__ __forceinline__ u64 free_ring_tail(const params &p) {
+    const u64 tail = *reinterpret_cast<const volatile u64 *>(p.free_tail);
+    __threadfence_system();
+    return tail;
+}
+
 }  // namespace
 
 // Parses a batch's headers, one tile of `tile` packets per block step, and lists each
@@ -226,7 +233,7 @@ extern "C" __global__ void __launch_bounds__(tile) casper400g_gd_parse(params p,
 namespace {
 
 struct walk_shared {
-    u32 n_events, stop, stalled;
+    u32 n_events, stop, stalled, refill;
     u32 fc_have;  // free-ring entries cached, starting at entry `fc_base`
     u64 fc_base;
 };
@@ -296,9 +303,7 @@ extern "C" __global__ void __launch_bounds__(walk_threads, 1)
     auto take = [&](u32 &b) {
         if (fh == sh.fc_base + sh.fc_have) {
             // Cache used up: one more look at the ring (slow path, one entry).
-            const u64 tail = *reinterpret_cast<const volatile u64 *>(p.free_tail);
-            __threadfence_system();
-            if (tail == fh) return false;
+            if (free_ring_tail(p) == fh) return false;
             sh.fc_base = fh;
             sh.fc_have = 1;
             fc[fh % free_cache] = free_ring[fh % p.n_buffers];
@@ -331,15 +336,17 @@ extern "C" __global__ void __launch_bounds__(walk_threads, 1)
             const u32 ne = sh.n_events;
             for (u32 k = tid; k < ne; k += blockDim.x)
                 ev_id[k] = pk[(start + ev_li[k]) % p.ring_packets].chunk_id;
-            // Read ahead the free-ring entries this page may take, all in one go.
-            if (tid == 0 && ne > 0 && sh.fc_base + sh.fc_have - fh < min(ne, free_cache)) {
-                const u64 tail = *reinterpret_cast<const volatile u64 *>(p.free_tail);
-                __threadfence_system();
-                sh.fc_base = fh;
-                sh.fc_have = u32(min64(tail - fh, min(ne, free_cache)));
+            // Read ahead the free-ring entries this page may take, all in one go (unless
+            // the cache already holds enough).
+            if (tid == 0) {
+                sh.refill = ne > 0 && sh.fc_base + sh.fc_have - fh < min(ne, free_cache);
+                if (sh.refill) {
+                    sh.fc_base = fh;
+                    sh.fc_have = u32(min64(free_ring_tail(p) - fh, min(ne, free_cache)));
+                }
             }
             __syncthreads();
-            if (ne > 0) {
+            if (sh.refill) {
                 const u64 base = sh.fc_base;
                 const u32 have = sh.fc_have;
                 for (u32 k = tid; k < have; k += blockDim.x)
