@@ -19,11 +19,6 @@ inline constexpr unsigned walk_page = 1024;
 // Free-ring entries the walk kernel reads ahead (one PCIe round trip for all).
 inline constexpr unsigned free_cache = 256;
 
-// Dynamic shared memory of the walk kernel for a window of m chunks.
-constexpr unsigned walk_shared_bytes(unsigned m, unsigned n_buffers) {
-    return m * 24u + walk_page * 12u + n_buffers * 4u + free_cache * 4u;
-}
-
 struct format_desc {
     std::uint32_t payload_size;
     std::uint32_t seq_offset, seq_width, seq_big_endian;
@@ -54,6 +49,13 @@ struct window_entry {
     std::int32_t buffer;      // < 0: none
     std::uint32_t pad;
 };
+
+// Dynamic shared memory of the walk kernel for a window of m chunks: the window, a page
+// of events (index + chunk id), the chunks it maps, the free-ring read-ahead.
+constexpr unsigned walk_shared_bytes(unsigned m, unsigned n_buffers) {
+    return unsigned(m * sizeof(window_entry) + walk_page * (4 + 8) + n_buffers * 4 +
+                    free_cache * 4);
+}
 
 // A chunk that left the window during a launch. Packets of it with arrival index in
 // [mapped_at, flushed_at) were placed, later ones were late.
