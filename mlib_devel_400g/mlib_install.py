@@ -34,7 +34,6 @@ class InstallError(RuntimeError):
 
 
 def _plan(dest: Path) -> list[tuple[Path, Path]]:
-    root = paths.REPO_ROOT
     lib = paths.JASPER_LIBRARY
     pairs: list[tuple[Path, Path]] = []
     yb = lib / "yellow_blocks"
@@ -60,7 +59,7 @@ def _plan(dest: Path) -> list[tuple[Path, Path]]:
             blk = yb / f"{plat}.py"
             if blk.is_file():
                 pairs.append((blk, dest / "jasper_library/yellow_blocks" / f"{plat}.py"))
-    xps = root / "xps_library"
+    xps = paths.XPS_LIBRARY
     if xps.is_dir():
         for src in sorted(xps.rglob("*")):
             # Our README documents this tree; a checkout's own README stays untouched.

@@ -8,7 +8,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from mlib_devel_400g import paths, sim, vpk180_ip
+from casper400g_dev import sim
+from mlib_devel_400g import paths, vpk180_ip
 
 HDL = paths.FHG_HDL
 WRAPPER = HDL / "fhg_dcmac_vpk180.v"
