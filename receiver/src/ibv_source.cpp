@@ -749,7 +749,7 @@ void ibv_source::run_striding(std::size_t q, engine &eng, const std::atomic<bool
         if (n == 0 && n_done == 0) continue;  // busy poll
         std::atomic_thread_fence(std::memory_order_release);
         qu.dv.dbrec[0] = htonl(qu.ci & 0xffffff);
-        if (n) eng.add_batch(batch, n);
+        if (n) eng.add_batch(q, batch, n);
         // Only now, with the packets copied out, may the NIC refill those WQEs.
         for (std::size_t j = 0; j < n_done; j++) post_wqe(qu, static_cast<std::size_t>(done_wqes[j]));
     }
