@@ -41,8 +41,9 @@ class ToolflowError(RuntimeError):
 
 
 def jasper_imports() -> None:
-    """Make the jasper library importable the way mlib_devel does (its dir on sys.path)."""
-    lib = str(paths.JASPER_LIBRARY)
+    """Make the stand-in runtime importable the way mlib_devel's is (its dir on sys.path);
+    its ``yellow_blocks`` package also holds the overlay's blocks (jasper_library/)."""
+    lib = str(paths.JASPER_RUNTIME)
     if lib not in sys.path:
         sys.path.insert(0, lib)
 
@@ -116,27 +117,23 @@ class Toolflow:
                 raise ToolflowError(
                     f"{xsg_path}: clk_rate {xsg_blk['clk_rate']!r} is not a number (MHz)"
                 ) from None
-        model = str(xsg_path).split("/")[0]
         hdl_root = str(paths.HDL_ROOT)
-        todo: list[dict[str, Any]] = [
-            {"tag": f"xps:{plat.name}", "fullpath": f"{model}/{plat.name}", "name": plat.name}
-        ]
         for key, blk in entries.items():
-            tag = blk.get("tag")
-            if tag == "xps:xsg":
-                continue
-            if tag == "xps:ip":
+            if blk.get("tag") == "xps:ip":
                 raise ToolflowError(
                     f"{key}: System Generator IP (xps:ip) needs MATLAB/Vivado's sysgen; "
                     "write the user logic as a user module (HDL) instead"
                 )
-            todo.append(blk)
-        blocks = []
+        # mlib_devel's order: the jasper.per blocks sorted by path (the XSG block among
+        # them), then their children generation by generation (the platform's block is the
+        # XSG block's child, the system block the platform block's). Blocks add their bus
+        # devices in this order, which the address map follows.
+        blocks: list[Any] = []
         try:
-            while todo:
-                blk = YellowBlock.make_block(todo.pop(0), plat, hdl_root)
-                blocks.append(blk)
-                todo.extend(c.blk for c in blk.gen_children())
+            parents = [YellowBlock.make_block(entries[k], plat, hdl_root) for k in sorted(entries)]
+            while parents:
+                blocks.extend(parents)
+                parents = [c for b in parents for c in b.gen_children()]
             for blk in blocks:
                 support = blk.platform_support
                 if not (
@@ -156,7 +153,8 @@ class Toolflow:
         for b in blocks:
             provided.update(b.provides)
         for b in blocks:
-            for req in b.requires:
+            # mlib_devel's rule: exclusive requirements must be provided too.
+            for req in [*b.requires, *b.exc_requires]:
                 if req not in provided:
                     raise ToolflowError(f"{b.fullpath}: requires {req!r}, which nothing provides")
         owner: dict[str, Any] = {}
@@ -234,13 +232,15 @@ class Toolflow:
             self.say(f"         {i.regname:<24} {i.base:#010x}  {i.size:#8x} bytes")
 
         self.say("[sw]     core_info.tab, memory_map.json, fpg_header.txt")
-        devices = [FpgDevice(i.regname, i.base, i.size) for i in ifaces]
-        self._write_core_info(out / "core_info.tab", ifaces)
+        entries = core_info_entries(ifaces)
+        devices = [FpgDevice(name, base, nbytes) for name, _mode, base, nbytes, _tc in entries]
+        self._write_core_info(out, entries)
         self._write_memory_map(out / "memory_map.json", ifaces)
+        # The XSG and platform blocks and the system block carry no ?meta of their own.
         metas = [
-            FpgBlock(b.unique_name, b.tag, b.meta())
+            FpgBlock(b.unique_name, b.tag, meta)
             for b in blocks
-            if b.fullpath.split("/")[-1] != plat.name
+            if b.tag not in ("xps:xsg", f"xps:{plat.name}") and (meta := b.meta())
         ]
         metas.append(FpgBlock("77777", "77777", {"77777": "77777"}))
         fpg_header = out / "fpg_header.txt"
@@ -297,6 +297,8 @@ class Toolflow:
                     seen[p.resolve()] = None
         except BlockError as exc:
             raise ToolflowError(str(exc)) from None
+        # The runtime's bus decoder (mlib_devel generates its own with xml2vhdl).
+        seen[(paths.RUNTIME_HDL / "fhg_toolflow" / "fhg_axil_interconnect.sv").resolve()] = None
         base = self.jasper_per.parent
         for name, mod in (per.get("user_modules") or {}).items():
             for src in mod.get("sources") or []:
@@ -308,12 +310,16 @@ class Toolflow:
         return sorted(seen, key=lambda p: (not p.name.endswith("_pkg.sv"),))
 
     @staticmethod
-    def _write_core_info(path: Path, ifaces: list[Any]) -> None:
-        lines = []
-        for i in ifaces:
-            rw = 0 if i.mode == "r" else 1
-            lines.append(f"{i.regname:<32} {rw} {i.base:x} {i.size:x} {i.typecode:x}")
-        path.write_text("\n".join(lines) + "\n")
+    def _write_core_info(out: Path, entries: list[tuple[str, int, int, int, int]]) -> None:
+        """``core_info.tab`` and ``core_info.jam.tab`` in mlib_devel's layout (name, mode
+        1/2/3 for r/w/rw, base and size in hex; the .jam table adds the typecode)."""
+        width = max((len(e[0]) for e in entries), default=1)
+        tab = "".join(f"{n:{width}} {m:1} {b:<16x} {sz:<16x}\n" for n, m, b, sz, _t in entries)
+        jam = "".join(
+            f"{n:{width}} {m:1} {b:<16x} {sz:<16x} {t:<2x}\n" for n, m, b, sz, t in entries
+        )
+        (out / "core_info.tab").write_text(tab)
+        (out / "core_info.jam.tab").write_text(jam)
 
     @staticmethod
     def _write_memory_map(path: Path, ifaces: list[Any]) -> None:
@@ -469,6 +475,30 @@ class Toolflow:
             if proc.wait() != 0:
                 raise ToolflowError(f"Vivado failed; see {result.script.parent / 'vivado.log'}")
         result.fpg = mkfpg(result.build_dir, progress=self.say)
+
+
+MODES = {"rw": 3, "r": 1, "w": 2}
+
+
+def core_info_entries(ifaces: list[Any]) -> list[tuple[str, int, int, int, int]]:
+    """(name, mode, base, nbytes, typecode) per device in address order, followed by
+    ``<device>_<register>`` for each register of a register-level device (mlib_devel's
+    core_info rule: raw devices, software registers and RAMs are one entry)."""
+    out: list[tuple[str, int, int, int, int]] = []
+    for i in sorted(ifaces, key=lambda i: i.base):
+        out.append((i.regname, MODES[i.mode], i.base, i.nbytes, i.typecode))
+        if i.aliases:
+            for r in i.memory_map:
+                out.append(
+                    (
+                        f"{i.regname}_{r.name}",
+                        MODES[r.mode],
+                        i.base + r.offset,
+                        r.nbytes,
+                        i.typecode,
+                    )
+                )
+    return out
 
 
 def image_path(build_dir: Path) -> Path:

@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from mlib_devel_400g import vpk180_ip as ip
+from mlib_devel_400g.toolflow import jasper_imports
+
+jasper_imports()
+from yellow_blocks import vpk180_ip as ip  # noqa: E402 - after jasper_imports()
 
 STUB = Path(__file__).with_name("tcl") / "vivado_bd_stub.tcl"
 

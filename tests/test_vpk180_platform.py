@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from casperfpga_ext.fpg import find_gbes, parse_fpg, parse_fpg_header, read_bitstream
-from mlib_devel_400g import paths, vpk180_ip
+from mlib_devel_400g import paths
 from mlib_devel_400g.design import Design, DesignError
 from mlib_devel_400g.toolflow import BuildResult, Toolflow, ToolflowError, jasper_imports, lint
 
@@ -34,7 +34,7 @@ STUB = Path(__file__).with_name("tcl") / "vivado_bd_stub.tcl"
 PLATFORM_YAML = paths.JASPER_LIBRARY / "platforms" / "vpk180.yaml"
 
 jasper_imports()
-from yellow_blocks import vpk180  # noqa: E402  (jasper's import convention)
+from yellow_blocks import vpk180, vpk180_ip  # noqa: E402  (jasper's import convention)
 
 
 def build(design: Path, out: Path, platform: str | None = "vpk180") -> BuildResult:
@@ -159,7 +159,7 @@ def test_lists_every_ip_property(init: Recorded) -> None:
                 else:
                     lines.append(f"      {key} = {value}")
     print("\n" + "\n".join(lines))
-    assert init.designs == [vpk180.BD_NAME, vpk180_ip.BD_NAME]
+    assert sorted(init.designs) == sorted([vpk180.BD_NAME, vpk180_ip.BD_NAME])
     assert init.cells[vpk180.BD_NAME] == {
         vpk180.CIPS_CELL: "xilinx.com:ip:versal_cips",
         vpk180.RESET_CELL: "xilinx.com:ip:proc_sys_reset",
@@ -224,7 +224,11 @@ def test_axi4lite_path_and_address_window(init: Recorded) -> None:
     assert init.config(d, f"cell:{sc}") == {"NUM_SI": "1", "NUM_MI": "1"}
     assert (f"intf_pin:{cips}/M_AXI_FPD", f"intf_pin:{sc}/S00_AXI") in init.intf_nets[d]
     assert (f"intf_pin:{sc}/M00_AXI", "intf_port:M_AXI") in init.intf_nets[d]
-    [assign] = [args for c, args in init.cmds if c == "assign_bd_address"][:1]
+    [assign] = [
+        args
+        for c, args in init.cmds
+        if c == "assign_bd_address" and f"addr_space:{cips}/M_AXI_FPD" in args
+    ]
     opts = dict(zip(assign[:-2:2], assign[1:-2:2], strict=False))
     assert int(opts["-offset"], 16) == 0xA4000000
     assert int(opts["-range"], 16) == 0x4000000
@@ -471,6 +475,8 @@ def test_one_dcmac_per_design(tmp_path: Path) -> None:
     doc = yaml.safe_load(_design(tmp_path).read_text())
     doc["blocks"]["gbe1"] = {"type": "fourhundred_gbe", "port": 1, "fab_ip": "10.0.0.11"}
     opts = {"fourhundred_gbe": {"cages": {1: {"refclk_mhz": 156.25}}}}
+    plat = yaml.safe_load(PLATFORM_YAML.read_text())
+    opts["provides"] = [*plat["provides"], "qsfpdd1"]
     doc["platform_options"] = opts
     path = tmp_path / "two.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))

@@ -24,14 +24,12 @@ from typing import Any, ClassVar
 from constraints import ClockConstraint, ClockGroupConstraint, PortConstraint
 from memory import Register
 
+# Generated from the register map's SystemRDL (`casper400g regs`), as casperfpga_ext's copy.
+from . import fourhundred_gbe_regmap as regmap
+from .fhg_axi4lite import AXIL_SIGNALS
 from .fourhundred_gbe_hdl import module_ports
 from .yellow_block import YellowBlock
 from .yellow_block_typecodes import TYPECODE_ETHCORE
-
-try:  # an mlib_devel checkout: the copy the overlay installer put next to this file
-    from . import fourhundred_gbe_regmap as regmap  # type: ignore[attr-defined]
-except ImportError:  # the casper400g tree
-    from casperfpga_ext import fhg_regmap as regmap
 
 # 400 Gb/s carried 1024 bits per user_clk cycle.
 MIN_USER_CLK_MHZ = 400e3 / 1024
@@ -55,29 +53,6 @@ PARAMETER_SPECS: dict[str, dict[str, Any]] = {p["name"]: p for p in INTERFACE["p
 CORE_PARAMETERS = [n for n, p in PARAMETER_SPECS.items() if p.get("scope") != "mask"]
 # --- end of the interface description ---
 BUS_PORTS = ("user_clk", "axil_clk", "axil_rst_n")
-# The raw AXI4-Lite bus of the block, seen from the slave (mlib_devel's raw-device names
-# m_axi4lite_<regname>_<sig>, 32-bit addresses relative to the block's base).
-AXIL_SIGNALS: tuple[tuple[str, str, int], ...] = (
-    ("awaddr", "in", 32),
-    ("awprot", "in", 3),
-    ("awvalid", "in", 1),
-    ("awready", "out", 1),
-    ("wdata", "in", 32),
-    ("wstrb", "in", 4),
-    ("wvalid", "in", 1),
-    ("wready", "out", 1),
-    ("bresp", "out", 2),
-    ("bvalid", "out", 1),
-    ("bready", "in", 1),
-    ("araddr", "in", 32),
-    ("arprot", "in", 3),
-    ("arvalid", "in", 1),
-    ("arready", "out", 1),
-    ("rdata", "out", 32),
-    ("rresp", "out", 2),
-    ("rvalid", "out", 1),
-    ("rready", "in", 1),
-)
 
 
 def _text(value: Any) -> str:
@@ -254,13 +229,13 @@ class fourhundred_gbe(YellowBlock):
         self.add_source("fourhundred_gbe/regs/fhg_regs_pkg.sv")
         self.add_source("fourhundred_gbe/regs/fhg_regs.sv")
         self.add_source("fourhundred_gbe/fhg_*.sv")
-        self.add_source("fhg_toolflow/fhg_gbe_boot.sv")
         self.provides = ["ethernet"]
         try:
             self.port = int(check_parameter("port", params["port"]))
         except ValueError:
             self.port = -1
-        self.exc_requires = [f"QSFP-DD cage {self.port}"]
+        # The cage, as the platform YAML provides it (mlib_devel names cages qsfp<n>).
+        self.exc_requires = [f"qsfpdd{self.port}"]
         self.conf: dict[str, Any] = dict(self.platform.conf.get("fourhundred_gbe") or {})
         self.cage: dict[str, Any] = dict((self.conf.get("cages") or {}).get(self.port) or {})
         self.mac_clk_mhz = float(self.conf.get("mac_clk_mhz", DEFAULT_MAC_CLK_MHZ))

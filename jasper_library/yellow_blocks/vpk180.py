@@ -24,6 +24,8 @@ from typing import Any
 
 from constraints import ClockGroupConstraint
 
+from .fhg_axi4lite import master_view
+from .fhg_platform import system_block
 from .yellow_block import YellowBlock
 
 BD_NAME = "vpk180_cips_bd"
@@ -40,27 +42,7 @@ SMARTCONNECT_VLNV = "xilinx.com:ip:smartconnect"
 
 # The host's AXI4-Lite master (mlib_devel's M_AXI_* names; Vivado's wrapper flattens the
 # interface port M_AXI into M_AXI_<signal>): (signal, direction seen from the wrapper, width).
-HOST_AXIL: tuple[tuple[str, str, int], ...] = (
-    ("awaddr", "out", 32),
-    ("awprot", "out", 3),
-    ("awvalid", "out", 1),
-    ("awready", "in", 1),
-    ("wdata", "out", 32),
-    ("wstrb", "out", 4),
-    ("wvalid", "out", 1),
-    ("wready", "in", 1),
-    ("bresp", "in", 2),
-    ("bvalid", "in", 1),
-    ("bready", "out", 1),
-    ("araddr", "out", 32),
-    ("arprot", "out", 3),
-    ("arvalid", "out", 1),
-    ("arready", "in", 1),
-    ("rdata", "in", 32),
-    ("rresp", "in", 2),
-    ("rvalid", "in", 1),
-    ("rready", "out", 1),
-)
+HOST_AXIL = master_view()
 # Scalar ports of the block design (all outputs of the wrapper).
 CLOCK_PORTS: tuple[tuple[str, str], ...] = (
     ("axil_clk", "clk"),
@@ -266,7 +248,9 @@ class vpk180(YellowBlock):
     def initialize(self) -> None:
         self.provides = ["user_clk", "axil_clk", "M_AXI"]
         self.add_source("fourhundred_gbe/fhg_sync_bits.sv")
-        self.add_source("fhg_toolflow/fhg_axil_interconnect.sv")
+
+    def gen_children(self) -> list[YellowBlock]:
+        return [system_block(self)]
 
     def _user_mhz(self) -> float:
         return float(self.platform.user_clk_rate or self.platform.conf.get("user_clk_mhz"))
@@ -285,6 +269,9 @@ class vpk180(YellowBlock):
         cips.add_port("user_clk_locked", "user_clk_locked")
         for sig, _d, width in HOST_AXIL:
             cips.add_port(f"M_AXI_{sig}", f"M_AXI_{sig}", width=width)
+        # axil_rst: the bus reset, active high (mlib_devel's blocks and the system block).
+        top.add_signal("axil_rst")
+        top.assign_signal("axil_rst", "!axil_rst_n")
         # user_rst: bus reset or an unlocked wizard, into user_clk.
         top.add_signal("user_rst_async")
         top.assign_signal("user_rst_async", "!axil_rst_n || !user_clk_locked")
@@ -294,23 +281,6 @@ class vpk180(YellowBlock):
         rst.add_port("rst", "1'b0", parent_sig=False)
         rst.add_port("d", "user_rst_async")
         rst.add_port("q", "user_rst")
-
-    def finalize_top(self, top) -> None:  # noqa: ANN001
-        users = [
-            i
-            for i in top.instances.values()
-            if i.name != "user_rst_sync" and any(p.signal == "user_rst" for p in i.ports.values())
-        ]
-        if not users and not any("user_rst" in rhs for _l, rhs in top.assignments):
-            # Nothing needs the user-domain reset: no dangling synchroniser.
-            del top.instances["user_rst_sync"]
-            del top.signals["user_rst"]
-            del top.signals["user_rst_async"]
-            top.assignments.remove(("user_rst_async", "!axil_rst_n || !user_clk_locked"))
-            # The lock still reaches the design through axil_rst_n (proc_sys_reset).
-            top.add_signal(f"unused_{INSTANCE}_locked")
-            top.instances[INSTANCE].ports["user_clk_locked"].signal = f"unused_{INSTANCE}_locked"
-            del top.signals["user_clk_locked"]
 
     def gen_constraints(self) -> list[Any]:
         # The clocks come from the block design (CIPS PL0, the wizard): Vivado derives them;

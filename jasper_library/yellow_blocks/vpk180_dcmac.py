@@ -2,7 +2,7 @@
 
 For the block's cage (``fourhundred_gbe.cages.<port>`` of platforms/vpk180.yaml) it
 
-* creates the DCMAC/GTM block design with ``mlib_devel_400g.vpk180_ip.dcmac_gtm_tcl`` (cage
+* creates the DCMAC/GTM block design with ``vpk180_ip.dcmac_gtm_tcl`` (cage
   -> lane map, DCMAC site, refclk; the block's MAC clock; the platform's register clock);
 * instantiates ``fhg_dcmac_vpk180`` (the block design + ``fhg_link_bringup``) and joins it to
   ``fhg_core``: client ports ``tx_axis_*``/``rx_axis_*``, every ``link_*`` port and
@@ -24,6 +24,7 @@ from typing import Any
 
 from constraints import ClockConstraint, RawConstraint
 
+from . import vpk180_ip
 from .fourhundred_gbe import MacAttachment
 from .fourhundred_gbe_hdl import module_ports
 
@@ -42,13 +43,6 @@ OWN = {"axil_clk", "axil_rst_n"}
 NUM_QUADS = 2
 
 
-def _ip() -> Any:
-    # mlib_devel_400g sits next to jasper_library in this tree.
-    from mlib_devel_400g import vpk180_ip
-
-    return vpk180_ip
-
-
 class vpk180_dcmac(MacAttachment):
     def __init__(self, gbe: Any, conf: dict[str, Any]) -> None:
         super().__init__(gbe, conf)
@@ -63,7 +57,7 @@ class vpk180_dcmac(MacAttachment):
     # ------------------------------------------------------------------ parameters
     def params(self) -> Any:
         """``vpk180_ip.DcmacGtmParams`` of this block's cage."""
-        ip = _ip()
+        ip = vpk180_ip
         cage = self.gbe.cage
         try:
             lane_map = tuple(tuple(int(x) for x in pair) for pair in cage.get("lane_map") or ())
@@ -181,7 +175,7 @@ class vpk180_dcmac(MacAttachment):
         sites = cage.get("quad_sites") or []
         if sites and len(sites) != NUM_QUADS:
             raise self._error(f"cage {self.gbe.port}: quad_sites lists {len(sites)}, not 2")
-        ip = _ip()
+        ip = vpk180_ip
         for q, site in enumerate(sites):
             if not re.fullmatch(r"GTM_QUAD_X\d+Y\d+", str(site)):
                 raise self._error(f"quad_sites[{q}] {site!r} is not GTM_QUAD_X<n>Y<n>")
@@ -198,8 +192,8 @@ class vpk180_dcmac(MacAttachment):
         from .vpk180 import add_bd_files_tcl
 
         p = self.params()
-        return {"init": _ip().dcmac_gtm_tcl(p).splitlines() + add_bd_files_tcl(p.bd_name)}
+        return {"init": vpk180_ip.dcmac_gtm_tcl(p).splitlines() + add_bd_files_tcl(p.bd_name)}
 
     def lint_stubs(self) -> dict[str, str]:
         p = self.params()
-        return {f"{p.bd_name}_wrapper.v": _ip().bd_wrapper_stub(p)}
+        return {f"{p.bd_name}_wrapper.v": vpk180_ip.bd_wrapper_stub(p)}
