@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from yellow_blocks.fhg_axi4lite import AXIL_SIGNALS
+from yellow_blocks.fhg_axi4lite import ADDRESS_SIGNALS, AXIL_SIGNALS, PROT_SIGNALS
 from yellow_blocks.yellow_block_typecodes import TYPECODE_BRAM, TYPECODE_SWREG
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
@@ -349,8 +349,9 @@ class VerilogModule:
                     self.assign_signal(local, src)
                 else:
                     self.assign_signal(f"{bus}[{w * k + w - 1}:{w * k}]", local)
-        # Slaves decode only their own span: the address bits above it are not theirs.
-        addrs = [i.signal(s) for i in ifaces for s in ("awaddr", "araddr")]
+        # Slaves decode only their own span: the address bits above it are not theirs; and
+        # a raw device of mlib_devel's kind takes no protection bits.
+        addrs = [i.signal(s) for i in ifaces for s in (*ADDRESS_SIGNALS, *PROT_SIGNALS)]
         self.add_signal("unused_axil_ic_addr", 1)
         self.assign_signal("unused_axil_ic_addr", "^{" + ", ".join(addrs) + "}")
 

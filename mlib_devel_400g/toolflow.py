@@ -233,7 +233,7 @@ class Toolflow:
 
         self.say("[sw]     core_info.tab, memory_map.json, fpg_header.txt")
         entries = core_info_entries(ifaces)
-        devices = [FpgDevice(name, base, nbytes) for name, _mode, base, nbytes, _tc in entries]
+        devices = [FpgDevice(name, base, nbytes) for name, _m, base, nbytes, _t, _a in entries]
         self._write_core_info(out, entries)
         self._write_memory_map(out / "memory_map.json", ifaces)
         # The XSG and platform blocks and the system block carry no ?meta of their own.
@@ -310,13 +310,14 @@ class Toolflow:
         return sorted(seen, key=lambda p: (not p.name.endswith("_pkg.sv"),))
 
     @staticmethod
-    def _write_core_info(out: Path, entries: list[tuple[str, int, int, int, int]]) -> None:
+    def _write_core_info(out: Path, entries: list[CoreInfo]) -> None:
         """``core_info.tab`` and ``core_info.jam.tab`` in mlib_devel's layout (name, mode
         1/2/3 for r/w/rw, base and size in hex; the .jam table adds the typecode)."""
-        width = max((len(e[0]) for e in entries), default=1)
-        tab = "".join(f"{n:{width}} {m:1} {b:<16x} {sz:<16x}\n" for n, m, b, sz, _t in entries)
+        # Column width from the devices, not their register aliases (as mlib_devel's).
+        width = max((len(n) for n, _m, _b, _s, _t, alias in entries if not alias), default=1)
+        tab = "".join(f"{n:{width}} {m:1} {b:<16x} {sz:<16x}\n" for n, m, b, sz, _t, _a in entries)
         jam = "".join(
-            f"{n:{width}} {m:1} {b:<16x} {sz:<16x} {t:<2x}\n" for n, m, b, sz, t in entries
+            f"{n:{width}} {m:1} {b:<16x} {sz:<16x} {t:<2x}\n" for n, m, b, sz, t, _a in entries
         )
         (out / "core_info.tab").write_text(tab)
         (out / "core_info.jam.tab").write_text(jam)
@@ -389,22 +390,43 @@ class Toolflow:
                 stages[stage].extend(cmds)
         versal = plat.family == "versal"
         image = "top.pdi" if versal else "top.bit"
+        # mlib_devel's backend variables, which blocks' Tcl uses: the implementation run's
+        # directory, the image mkfpg packs, the .xsa, and the platform block design.
+        jbd = f"{plat.name}_bd"
         t: list[str] = [
             f"# Vivado project for {model} on {plat.name}: vivado -mode batch -source build.tcl",
             "# Stages are marked `casper400g-stage: <name>` in the log.",
             "set here [file dirname [file normalize [info script]]]",
             'proc stage {name} { puts "casper400g-stage: $name" }',
             "stage init",
+            "set impl_dir $here",
+            "set bin_file [file join $impl_dir top.bin]",
+            "set bit_file [file join $impl_dir top.bit]",
+            "set xsa_file [file join $impl_dir top.xsa]",
+            f'set jbd_name "{jbd}"',
             f"create_project -force {model} $here/project -part {plat.fpga}",
             "set_property target_language Verilog [current_project]",
         ]
+        if stages["create_bd"]:
+            # As mlib_devel: the platform's block design exists from the start; blocks fill
+            # it in create_bd; it is saved, validated and generated before synthesis.
+            t += ["create_bd_design $jbd_name", "current_bd_design $jbd_name"]
         for src in sources:
             t.append(f"add_files -norecurse {{{src}}}")
         t.append("add_files -norecurse $here/../top.v")
         t.append("set_property top top [current_fileset]")
         t.append("add_files -fileset constrs_1 -norecurse $here/../top.xdc")
         t.extend(stages["init"])
+        t.append("stage create_bd")
+        t.extend(stages["create_bd"])
         t.append("stage pre_synth")
+        if stages["create_bd"]:
+            t += [
+                "current_bd_design [get_bd_designs $jbd_name]",
+                "save_bd_design",
+                "validate_bd_design",
+                "generate_target all [get_files $jbd_name.bd]",
+            ]
         t.extend(stages["pre_synth"])
         t.append("stage synth")
         t.extend(stages["synth"] or ["launch_runs synth_1 -jobs 8", "wait_on_run synth_1"])
@@ -432,9 +454,9 @@ class Toolflow:
         t.extend(stages["pre_bitgen"])
         t.append("stage bitgen")
         if versal:
-            t.extend(stages["bitgen"] or [f"write_device_image -force $here/{image}"])
+            t.extend(stages["bitgen"] or [f"write_device_image -force $impl_dir/{image}"])
         else:
-            t.extend(stages["bitgen"] or [f"write_bitstream -force $here/{image}"])
+            t.extend(stages["bitgen"] or [f"write_bitstream -force $impl_dir/{image}"])
         t.append("stage post_bitgen")
         t.extend(stages["post_bitgen"])
         t.append("stage prom_gen")
@@ -480,33 +502,32 @@ class Toolflow:
 MODES = {"rw": 3, "r": 1, "w": 2}
 
 
-def core_info_entries(ifaces: list[Any]) -> list[tuple[str, int, int, int, int]]:
-    """(name, mode, base, nbytes, typecode) per device in address order, followed by
-    ``<device>_<register>`` for each register of a register-level device (mlib_devel's
-    core_info rule: raw devices, software registers and RAMs are one entry)."""
-    out: list[tuple[str, int, int, int, int]] = []
+# (name, mode, base, nbytes, typecode, is a register alias)
+CoreInfo = tuple[str, int, int, int, int, bool]
+
+
+def core_info_entries(ifaces: list[Any]) -> list[CoreInfo]:
+    """One entry per device in address order, each followed by ``<device>_<register>`` for
+    the registers of a register-level device (mlib_devel's core_info rule: raw devices,
+    software registers and RAMs are one entry)."""
+    out: list[CoreInfo] = []
     for i in sorted(ifaces, key=lambda i: i.base):
-        out.append((i.regname, MODES[i.mode], i.base, i.nbytes, i.typecode))
+        out.append((i.regname, MODES[i.mode], i.base, i.nbytes, i.typecode, False))
         if i.aliases:
             for r in i.memory_map:
-                out.append(
-                    (
-                        f"{i.regname}_{r.name}",
-                        MODES[r.mode],
-                        i.base + r.offset,
-                        r.nbytes,
-                        i.typecode,
-                    )
-                )
+                name = f"{i.regname}_{r.name}"
+                out.append((name, MODES[r.mode], i.base + r.offset, r.nbytes, i.typecode, True))
     return out
 
 
 def image_path(build_dir: Path) -> Path:
-    for name in ("top.pdi", "top.bit"):
+    """The device image: ``top.bin`` (mlib_devel's ``$bin_file``, which a platform block
+    fills), else ``top.pdi`` or ``top.bit`` as written."""
+    for name in ("top.bin", "top.pdi", "top.bit"):
         p = build_dir / "vivado" / name
         if p.is_file():
             return p
-    raise ToolflowError(f"{build_dir / 'vivado'}: no top.pdi or top.bit (has Vivado run?)")
+    raise ToolflowError(f"{build_dir / 'vivado'}: no top.bin, top.pdi or top.bit (has Vivado run?)")
 
 
 def mkfpg(build_dir: Path, image: Path | None = None, progress: Progress | None = print) -> Path:

@@ -83,7 +83,10 @@ def test_build_tree(example: BuildResult):
     assert "pktgen_400g_gbe0_tx_data" in ports and "pktgen_400g_pkt_sent_user_data_in" in ports
     tcl = (out / "vivado/build.tcl").read_text()
     stages = re.findall(r"^stage (\w+)", tcl, re.M)
-    assert stages[:3] == ["init", "pre_synth", "synth"] and stages[-1] == "done"
+    assert stages[:4] == ["init", "create_bd", "pre_synth", "synth"] and stages[-1] == "done"
+    # mlib_devel's backend variables, which blocks' Tcl uses, are defined as in its script.
+    for var in ("impl_dir", "bin_file", "bit_file", "xsa_file", "jbd_name"):
+        assert re.search(rf"^set {var} ", tcl, re.M), var
     assert "write_device_image" in tcl  # a Versal part
 
 
@@ -545,7 +548,7 @@ def test_cli_build_shows_stages_and_takes_jasper_per(
         assert main(["build", str(EXAMPLE), "-o", str(out), "--backend", "vivado"]) == 1
         assert "no `vivado` on PATH" in capsys.readouterr().err
     assert main(["mkfpg", str(out)]) == 1
-    assert "no top.pdi or top.bit" in capsys.readouterr().err
+    assert "no top.bin, top.pdi or top.bit" in capsys.readouterr().err
     assert main(["build", str(tmp_path / "nope.yaml")]) == 1
     assert "no such design file" in capsys.readouterr().err
 
@@ -563,7 +566,7 @@ def test_backend_runs_vivado_and_packs_the_fpg(
     fake.write_text(
         "#!/bin/sh\n"
         '[ "$1 $2 $3 $4 $5" = "-mode batch -nojournal -source build.tcl" ] || exit 3\n'
-        "grep -q '^write_device_image -force $here/top.pdi$' build.tcl || exit 4\n"
+        "grep -q '^write_device_image -force $impl_dir/top.pdi$' build.tcl || exit 4\n"
         "for s in $(sed -n 's/^stage //p' build.tcl); do echo \"casper400g-stage: $s\"; done\n"
         "printf 'PDI-IMAGE' > top.pdi\n"
     )

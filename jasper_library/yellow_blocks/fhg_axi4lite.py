@@ -11,9 +11,7 @@ Kept importable under Python 3.8 (mlib_devel m2021a runs there): no run-time ``X
 
 from __future__ import annotations
 
-Signal = tuple[str, str, int]
-
-AXIL_SIGNALS: tuple[Signal, ...] = (
+AXIL_SIGNALS: tuple[tuple[str, str, int], ...] = (
     ("awaddr", "in", 32),
     ("awprot", "in", 3),
     ("awvalid", "in", 1),
@@ -36,9 +34,13 @@ AXIL_SIGNALS: tuple[Signal, ...] = (
 )
 
 ADDRESS_SIGNALS = ("awaddr", "araddr")
+# mlib_devel's bus to a raw device (its interconnect's m_axi4lite_<regname>_* ports) carries
+# no protection bits: a raw slave ties its awprot/arprot inputs.
+PROT_SIGNALS = ("awprot", "arprot")
+RAW_DEVICE_SIGNALS = tuple(s for s in AXIL_SIGNALS if s[0] not in PROT_SIGNALS)
 
 
-def master_view() -> tuple[Signal, ...]:
+def master_view() -> tuple[tuple[str, str, int], ...]:
     """The table seen from the master: every direction swapped."""
     flip = {"in": "out", "out": "in"}
     return tuple((name, flip[d], w) for name, d, w in AXIL_SIGNALS)

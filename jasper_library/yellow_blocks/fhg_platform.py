@@ -1,5 +1,6 @@
 """What this project's platform blocks share, in mlib_devel's terms.
 
+:func:`clock_groups` writes clock-group constraints that find clocks made inside IP.
 :func:`system_block` is the ``xps:sys_block`` child every CASPER platform block creates in
 ``gen_children`` (mlib_devel's own sys_block inside mlib_devel, the stand-in runtime's
 otherwise), with the identity the platform YAML gives under ``sys_block``.
@@ -8,6 +9,8 @@ otherwise), with the identity the platform YAML gives under ``sys_block``.
 from __future__ import annotations
 
 from typing import Any
+
+from constraints import RawConstraint
 
 from .yellow_block import YellowBlock
 
@@ -32,3 +35,40 @@ def system_block(platform_block: Any) -> Any:
     }
     blk.update({k: str(conf[k]) for k in SYS_BLOCK_KEYS})
     return YellowBlock.make_block(blk, plat, hdl_root=platform_block.hdl_root)
+
+
+def clock_ref(platform: Any, clock: str) -> str:
+    """Tcl that finds ``clock``: the platform's ``clock_refs`` entry for clocks made inside IP
+    (a block design's clocking wizard has no clock of our name), else the clock by name."""
+    refs = platform.conf.get("clock_refs") or {}
+    if clock in refs:
+        return str(refs[clock])
+    return f"[get_clocks -include_generated_clocks {{{clock}}}]"
+
+
+def clock_groups(platform: Any, clocks: list[str]) -> list[Any]:
+    """Raw ``set_clock_groups -asynchronous`` constraints for every pair of ``clocks`` (raw
+    text, so mlib_devel's backend and the stand-in write the same line)."""
+    out = []
+    for i, a in enumerate(clocks):
+        for b in clocks[i + 1 :]:
+            out.append(
+                RawConstraint(
+                    f"set_clock_groups -asynchronous -group {clock_ref(platform, a)} "
+                    f"-group {clock_ref(platform, b)}"
+                )
+            )
+    return out
+
+
+def instantiated_modules(top: Any) -> list[str]:
+    """The module names instantiated in ``top`` so far, in either runtime: mlib_devel's
+    ``top.instances`` is ``{block: {instance: VerilogModule}}`` (the module's ``name`` is the
+    entity), the stand-in's ``{instance: Instance}`` (with ``entity``)."""
+    out: list[str] = []
+    for value in top.instances.values():
+        if isinstance(value, dict):
+            out.extend(inst.name for inst in value.values())
+        else:
+            out.append(value.entity)
+    return out

@@ -25,6 +25,7 @@ from typing import Any
 from constraints import ClockConstraint, RawConstraint
 
 from . import vpk180_ip
+from .fhg_platform import instantiated_modules
 from .fourhundred_gbe import MacAttachment
 from .fourhundred_gbe_hdl import module_ports
 
@@ -83,7 +84,7 @@ class vpk180_dcmac(MacAttachment):
         self.gen_constraints()
 
     def _pin_group(self, key: str, group: str) -> list[str]:
-        pins = self.gbe.platform.pins
+        pins = self.gbe.platform.conf.get("pins") or {}
         if group not in pins:
             raise self._error(
                 f"cage {self.gbe.port}: {key} names pin group {group!r}, which platform "
@@ -94,7 +95,7 @@ class vpk180_dcmac(MacAttachment):
 
     # ------------------------------------------------------------------ top level
     def modify_top(self, top: Any, core: Any, mac_ports: dict[str, tuple[str, int]]) -> None:
-        if any(i.entity == WRAPPER for i in top.instances.values()):
+        if WRAPPER in instantiated_modules(top):
             raise self._error(
                 "a second 400GbE block on the VPK180: the DCMAC block design exists once per "
                 "design (fhg_dcmac_vpk180 instantiates it by name)"
@@ -189,10 +190,8 @@ class vpk180_dcmac(MacAttachment):
         return cons
 
     def gen_tcl_cmds(self) -> dict[str, list[str]]:
-        from .vpk180 import add_bd_files_tcl
-
         p = self.params()
-        return {"init": vpk180_ip.dcmac_gtm_tcl(p).splitlines() + add_bd_files_tcl(p.bd_name)}
+        return {"init": vpk180_ip.dcmac_gtm_tcl(p).splitlines()}
 
     def lint_stubs(self) -> dict[str, str]:
         p = self.params()

@@ -424,7 +424,8 @@ def dcmac_gtm_tcl(p: DcmacGtmParams | None = None) -> str:
         "assign_bd_address",
         "validate_bd_design",
         "save_bd_design",
-        f"make_wrapper -files [get_files {p.bd_name}.bd] -top",
+        # make_wrapper names the file it writes (Verilog or VHDL: the project's language).
+        f"add_files -norecurse [make_wrapper -files [get_files {p.bd_name}.bd] -top]",
         "",
     ]
     return "\n".join(out) + "\n"

@@ -36,6 +36,10 @@ class xsg(YellowBlock):
         for ph in PHASES:
             top.add_signal("user_clk" + ph)
             top.assign_signal("user_clk" + ph, self.clk_src + ph)
+        # The phases are there for designs that use them (mlib_devel drives them always);
+        # marked as possibly unused so the generated top lints clean either way.
+        top.add_signal("unused_user_clk_phases")
+        top.assign_signal("unused_user_clk_phases", "^{user_clk90, user_clk180, user_clk270}")
 
     def meta(self) -> dict[str, str]:
         return {}

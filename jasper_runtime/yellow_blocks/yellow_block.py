@@ -22,6 +22,7 @@ RUNTIME_HDL = Path(__file__).resolve().parents[1] / "hdl_sources"
 
 TCL_STAGES = (
     "init",
+    "create_bd",
     "pre_synth",
     "synth",
     "post_synth",
