@@ -193,7 +193,12 @@ def test_every_wrapper_port_is_created_and_connected(default: Recorded) -> None:
         "s_axi": "xilinx.com:interface:aximm_rtl:1.0",
     }
     # The design is saved, wrapped, and the wrapper (make_wrapper's file) added last.
-    assert default.cmds[-4:] == ["validate_bd_design", "save_bd_design", "make_wrapper", "add_files"]
+    assert default.cmds[-4:] == [
+        "validate_bd_design",
+        "save_bd_design",
+        "make_wrapper",
+        "add_files",
+    ]
 
 
 def test_parameters_reach_the_tcl(tmp_path: Path) -> None:
