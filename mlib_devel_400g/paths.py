@@ -1,9 +1,10 @@
 """Where the toolflow's library files live, in a checkout and in an installed wheel.
 
-A checkout keeps ``jasper_library/`` (yellow blocks, platforms, HDL) and ``xps_library/``
-(the Simulink block) at its root, beside this package; a wheel carries them inside the
-package (``wheel.packages`` in pyproject.toml). Everything here works in both. What only a
-checkout has (the developer tools, the verification code, the docs) is reached through
+A checkout keeps ``jasper_library/`` (the mlib_devel overlay: yellow blocks, platforms,
+HDL), ``jasper_runtime/`` (the stand-in for mlib_devel's runtime) and ``xps_library/`` (the
+Simulink block) at its root, beside this package; a wheel carries them inside the package
+(``wheel.packages`` in pyproject.toml). Everything here works in both. What only a checkout
+has (the developer tools, the verification code, the docs) is reached through
 :func:`source_tree`.
 """
 
@@ -15,16 +16,21 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def _library_root() -> Path:
-    """The folder holding ``jasper_library/``: the package in a wheel, else the checkout."""
+    """The folder holding ``jasper_library/``, ``jasper_runtime/`` and ``xps_library/``: the
+    package in a wheel, else the checkout."""
     if (PACKAGE_DIR / "jasper_library").is_dir():
         return PACKAGE_DIR
     return PACKAGE_DIR.parent
 
 
 LIBRARY_ROOT = _library_root()
+# What goes into an mlib_devel checkout (the overlay: yellow blocks, platforms, HDL) ...
 JASPER_LIBRARY = LIBRARY_ROOT / "jasper_library"
 XPS_LIBRARY = LIBRARY_ROOT / "xps_library"
 HDL_ROOT = JASPER_LIBRARY / "hdl_sources"
+# ... and the stand-in for mlib_devel's runtime that builds designs without it.
+JASPER_RUNTIME = LIBRARY_ROOT / "jasper_runtime"
+RUNTIME_HDL = JASPER_RUNTIME / "hdl_sources"
 FHG_HDL = HDL_ROOT / "fourhundred_gbe"
 REGS_DIR = FHG_HDL / "regs"
 REGS_RDL = REGS_DIR / "fhg_regs.rdl"
@@ -62,3 +68,18 @@ def require_source_tree() -> Path:
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     return root
+
+
+_MOVED = {
+    "REPO_ROOT": "casper400g_dev.checkout.ROOT (checkout only) or paths.LIBRARY_ROOT",
+    "DOCS_DIR": "casper400g_dev.checkout.DOCS_DIR",
+    "SIM_CACHE": "casper400g_dev.checkout.SIM_CACHE",
+}
+
+
+def __getattr__(name: str) -> object:
+    # Checkout-only locations left this module so that installed code cannot depend on
+    # them; say where they went instead of a bare AttributeError.
+    if name in _MOVED:
+        raise AttributeError(f"mlib_devel_400g.paths.{name} moved: use {_MOVED[name]}")
+    raise AttributeError(f"module 'mlib_devel_400g.paths' has no attribute {name!r}")

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = {
     "mlib_devel_400g": "mlib_devel_400g",
     "mlib_devel_400g/jasper_library": "jasper_library",
+    "mlib_devel_400g/jasper_runtime": "jasper_runtime",
     "mlib_devel_400g/xps_library": "xps_library",
     "casperfpga_ext": "casperfpga_ext",
     "casper400g_rx": "receiver/casper400g_rx",
