@@ -7,6 +7,10 @@
 #include <thread>
 #include <utility>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace casper400g_rx {
 
 namespace {
@@ -22,6 +26,38 @@ std::uint64_t add_sat(std::uint64_t a, std::uint64_t b) noexcept {
 // Saturates: a jump across most of the 64-bit sequence space is not a count.
 std::uint64_t mul_sat(std::uint64_t a, std::uint64_t b) noexcept {
     return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+// The payload goes to a chunk that the CPU does not read again (the consumer, or the
+// DMA to the GPU, reads it later): streaming stores write it without reading the line
+// first and without evicting the cache, a third less memory traffic than memcpy.
+void copy_payload(std::uint8_t *dst, const std::uint8_t *src, std::size_t size) noexcept {
+#if defined(__x86_64__)
+    if ((reinterpret_cast<std::uintptr_t>(dst) & 15) == 0 && size % 64 == 0) {
+        auto *d = reinterpret_cast<__m128i *>(dst);
+        const auto *s = reinterpret_cast<const __m128i *>(src);
+        for (std::size_t i = 0; i < size / 16; i += 4) {
+            const __m128i a = _mm_loadu_si128(s + i);
+            const __m128i b = _mm_loadu_si128(s + i + 1);
+            const __m128i c = _mm_loadu_si128(s + i + 2);
+            const __m128i e = _mm_loadu_si128(s + i + 3);
+            _mm_stream_si128(d + i, a);
+            _mm_stream_si128(d + i + 1, b);
+            _mm_stream_si128(d + i + 2, c);
+            _mm_stream_si128(d + i + 3, e);
+        }
+        return;
+    }
+#endif
+    std::memcpy(dst, src, size);
+}
+
+// Streaming stores are weakly ordered: this makes them visible before anything that
+// may hand their chunk on (a window move, the end of a batch).
+void order_payload_stores() noexcept {
+#if defined(__x86_64__)
+    _mm_sfence();
+#endif
 }
 
 std::size_t count_present(const std::uint8_t *present, std::size_t n) noexcept {
@@ -115,6 +151,7 @@ void engine::add_batch(std::size_t q, const packet_ref *pkts, std::size_t n) {
     queue_state &s = *queues_[q];
     s.discarding = !enter(s, q);
     for (std::size_t i = 0; i < n; i++) place(s, q, pkts[i]);
+    order_payload_stores();
     s.busy.store(false, std::memory_order_release);
     s.pub.store(s.c);
 }
@@ -196,7 +233,7 @@ void engine::place(queue_state &s, std::size_t q, const packet_ref &pkt) {
         return;
     }
     const std::size_t size = decoder_.fmt().payload_size;
-    std::memcpy(c->data + slot * size, pkt.payload, size);
+    copy_payload(c->data + slot * size, pkt.payload, size);
     s.c.packets++;
     s.c.bytes += size;
     s.c.received++;
@@ -218,6 +255,7 @@ bool engine::slow_path(queue_state &s, std::size_t q, std::uint64_t id) {
     using clock = std::chrono::steady_clock;
     const std::size_t w = cfg_.max_chunks;
     const auto stall = std::chrono::milliseconds(cfg_.stall_timeout_ms);
+    order_payload_stores();
     std::unique_lock<std::mutex> lock(mutex_);
     chunk *spare = nullptr;  // a free chunk taken while waiting
     bool waited = false;
