@@ -132,9 +132,7 @@ def cips_bd_tcl(conf: dict[str, Any], user_mhz: float) -> str:
         )
     lo, hi = (float(x) for x in conf.get("user_clk_range_mhz") or (390.625, 600.0))
     if not lo <= user_mhz <= hi:
-        raise Vpk180Error(
-            f"platform vpk180: user clock {user_mhz:g} MHz is outside {lo:g}..{hi:g}"
-        )
+        raise Vpk180Error(f"platform vpk180: user clock {user_mhz:g} MHz is outside {lo:g}..{hi:g}")
     base = int(conf["mmbus_base_address"])
     window = int(conf.get("mmbus_address_window") or 0)
     if window <= 0 or window & (window - 1) or base % window:
