@@ -179,7 +179,12 @@ class Toolflow:
                 b.modify_top(top)
             self._user_modules(top, per)
             for b in blocks:
-                b.finalize_top(top)
+                top = b.finalize_top(top)
+                if top is None:
+                    raise ToolflowError(
+                        f"{b.fullpath}: finalize_top returned nothing (mlib_devel's contract: "
+                        "it returns the top level, usually the one it was given)"
+                    )
             top.assign_addresses(plat.mmbus_base_address, plat.mmbus_address_window)
             top.add_axi4lite_interconnect("M_AXI_", "axil_clk", "axil_rst_n")
         except (VerilogError, ValueError) as exc:  # blocks' own errors name the block
