@@ -40,6 +40,8 @@ IMMDT_BYTES = 4
 ICRC_BYTES = 4
 # Ethernet + IPv4 + UDP + BTH + RETH + ICRC: the per-packet overhead of a WRITE ONLY.
 WRITE_ONLY_OVERHEAD = ETH_BYTES + IPV4_BYTES + UDP_BYTES + BTH_BYTES + RETH_BYTES + ICRC_BYTES
+# What the wire adds to a frame: FCS (4), preamble/SFD (8), inter-frame gap (12).
+ETHERNET_WIRE_EXTRA = 24
 PATH_MTUS = (256, 512, 1024, 2048, 4096)
 
 _MASK24 = 0xFF_FFFF
@@ -358,3 +360,20 @@ def write_only_packets(
             ),
             immediate=immediate if with_imm else None,
         )
+
+
+def wire_bytes(frame: bytes) -> int:
+    """Bytes a frame (no FCS) occupies on the Ethernet wire, padding to 60 included."""
+    return max(len(frame), 60) + ETHERNET_WIRE_EXTRA
+
+
+def line_goodput_fraction(mtu: int, immediate: bool = False) -> float:
+    """Payload share of the line for back-to-back full-MTU WRITE ONLY packets.
+
+    4096-byte packets: 4096 / (4096 + 98) of the line rate, 98 being Ethernet + IPv4 +
+    UDP + BTH + RETH + ICRC (74) and the wire's FCS, preamble and gap (24).
+    """
+    if mtu not in PATH_MTUS:
+        raise ValueError(f"path MTU {mtu} is not one of {PATH_MTUS}")
+    overhead = WRITE_ONLY_OVERHEAD + ETHERNET_WIRE_EXTRA + (IMMDT_BYTES if immediate else 0)
+    return mtu / (mtu + overhead)
