@@ -6,8 +6,9 @@ test builds RDMA WRITE ONLY and WRITE ONLY with Immediate frames with
 :mod:`verification.models.roce` from the parameters the VM reports, sends them to the
 VM's NIC and checks what the kernel made of them: the bytes in the buffer (every written
 byte, and every unwritten byte still the fill pattern), the immediates' completions, and
-rxe's counters. One packet is never sent and two are corrupted (payload, ICRC): each
-loses exactly its own bytes and nothing else.
+rxe's counters. One packet is never sent, two are corrupted (a payload bit, the ICRC),
+one comes from another source address and one carries a wrong R_Key: each loses exactly
+its own bytes and nothing else, and the packets after it land.
 
 Skips when QEMU, the Debian kernel package or a C toolchain cannot be had, except under
 ``CI=true``, where that is a failure (as root it installs ``qemu-system-x86``).
@@ -19,6 +20,7 @@ import os
 import random
 import shutil
 import subprocess
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -56,6 +58,7 @@ FILL = 0x5A
 # Starts two packets before the 24-bit wrap: the stream's PSNs run through 0.
 START_PSN = 0xFF_FFFE
 PEER_QPN = 0x000123
+OTHER_IP = "192.0.2.3"
 
 
 def _unavailable(reason: str) -> None:
@@ -133,11 +136,14 @@ def test_rxe_accepts_rdma_writes(vm_parts: tuple[VmImage, Path]):
             (28672, 37, 103, {}),  # 3 bytes of padding
             (32768, 2 * MTU, 104, {}),
             (40960, 1, None, {}),
+            (45056, 300, 105, {0: "source"}),
+            (49152, 1500, 106, {0: "rkey"}),
         ]
         expected = bytearray([FILL]) * BUFFER_BYTES
         expected_imms: list[tuple[int, int]] = []
         psn = params.psn
         sent = good = 0
+        faults_sent: Counter[str] = Counter()
         for offset, length, imm, faults in messages:
             data = rng.randbytes(length)
             w = replace(template, va=params.va + offset, psn=psn)
@@ -148,10 +154,16 @@ def test_rxe_accepts_rdma_writes(vm_parts: tuple[VmImage, Path]):
                 fault = faults.get(i)
                 if fault == "drop":
                     continue
+                if fault is not None:
+                    faults_sent[fault] += 1
                 if fault == "payload":
                     frame = _corrupt_payload(frame)
                 elif fault == "icrc":
                     frame = _corrupt_icrc(frame)
+                elif fault == "source":  # intact, but not from the QP's peer address
+                    frame = build_frame(replace(pkt, src_ip=OTHER_IP))
+                elif fault == "rkey":  # intact, but not the memory region's key
+                    frame = build_frame(replace(pkt, rkey=pkt.rkey ^ 0x100))
                 else:
                     start = pkt.va - params.va
                     expected[start : start + len(pkt.payload)] = pkt.payload
@@ -183,13 +195,17 @@ def test_rxe_accepts_rdma_writes(vm_parts: tuple[VmImage, Path]):
         wrong = [i for i in range(BUFFER_BYTES) if buffer[i] != expected[i]]
         assert not wrong, f"{len(wrong)} bytes differ, first at offset {wrong[0]}"
 
-        # Every frame reached rxe's UDP socket; rxe counted exactly the intact ones, so the
-        # two that differ from an intact frame only in a payload bit or the ICRC were
-        # rejected by the ICRC check (rxe 6.1 has no counter or log line of its own for it).
+        # Every frame reached rxe's UDP socket. rxe counts a packet (rcvd_pkts) once its
+        # headers, source address and ICRC pass, before the responder checks the R_Key:
+        # so it counted the intact ones and the wrong-key one, and the two that differ from
+        # an intact frame only in a payload bit or the ICRC were rejected by the ICRC check
+        # (rxe 6.1 has no counter or log line of its own for that).
         udp = vm.snmp("Udp")
         assert (udp["InDatagrams"], udp["InErrors"], udp["InCsumErrors"]) == (sent, 0, 0), udp
+        assert faults_sent == {"payload": 1, "icrc": 1, "source": 1, "rkey": 1}
         counters = vm.counters()
-        assert counters["rcvd_pkts"] == good == sent - 2, (counters, sent, good)
+        assert counters["rcvd_pkts"] == good + faults_sent["rkey"], (counters, sent, good)
+        assert sent == good + sum(faults_sent.values())
         assert counters["rdma_recvs"] == len(expected_imms), counters
         for name in ("duplicate_request", "out_of_seq_request", "rcvd_seq_err", "send_err"):
             assert counters[name] == 0, (name, counters)

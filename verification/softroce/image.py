@@ -111,15 +111,28 @@ def _run(cmd: list[str], cwd: Path | None = None) -> str:
     return res.stdout
 
 
-def _apt_show(package: str) -> str:
-    """``apt-cache show`` of the candidate version; refreshes the lists once as root."""
+def _apt_show(*packages: str) -> dict[str, str]:
+    """``apt-cache show`` of each package's candidate version (one call: it is slow).
+
+    Refreshes the package lists once, as root, when apt does not know a package.
+    """
+    cmd = ["apt-cache", "show", "--no-all-versions", *packages]
     try:
-        return _run(["apt-cache", "show", "--no-all-versions", package])
+        text = _run(cmd)
     except ImageError:
         if os.geteuid() != 0:
             raise
-    _run(["apt-get", "update", "-qq"])
-    return _run(["apt-cache", "show", "--no-all-versions", package])
+        _run(["apt-get", "update", "-qq"])
+        text = _run(cmd)
+    records = {}
+    for record in text.split("\n\n"):
+        m = re.search(r"^Package: (\S+)$", record, re.MULTILINE)
+        if m:
+            records[m.group(1)] = record
+    missing = [p for p in packages if p not in records]
+    if missing:
+        raise ImageError(f"apt-cache show: no record for {', '.join(missing)}")
+    return records
 
 
 def _field(control: str, name: str, package: str) -> str:
@@ -131,14 +144,14 @@ def _field(control: str, name: str, package: str) -> str:
 
 def resolve_packages() -> tuple[Package, Package]:
     """The kernel image package ``linux-image-amd64`` points at, and busybox-static."""
-    meta = _apt_show(KERNEL_METAPACKAGE)
-    depends = _field(meta, "Depends", KERNEL_METAPACKAGE)
+    records = _apt_show(KERNEL_METAPACKAGE, BUSYBOX_PACKAGE)
+    depends = _field(records[KERNEL_METAPACKAGE], "Depends", KERNEL_METAPACKAGE)
     m = re.search(r"(linux-image-[0-9][^\s(,]*)\s*\(=\s*([^)\s]+)\)", depends)
     if not m:
         raise ImageError(f"{KERNEL_METAPACKAGE} depends on no versioned kernel: {depends!r}")
     kernel = Package(m.group(1), m.group(2))
-    busybox = Package(BUSYBOX_PACKAGE, _field(_apt_show(BUSYBOX_PACKAGE), "Version", "busybox"))
-    return kernel, busybox
+    version = _field(records[BUSYBOX_PACKAGE], "Version", BUSYBOX_PACKAGE)
+    return kernel, Package(BUSYBOX_PACKAGE, version)
 
 
 def cache_key(kernel: Package, busybox: Package) -> str:

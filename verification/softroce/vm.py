@@ -113,6 +113,8 @@ class SoftRoceVm:
             f"dgram,id=n0,local.type=unix,local.path={self._vm_sock},"
             f"remote.type=unix,remote.path={self._host_sock}"
         )
+        # -cpu max: the host's programs run in the VM as they are, and numpy's wheels (and
+        # so the project's receiver) need more than the default qemu64 CPU's x86-64 v1.
         return [
             QEMU,
             "-machine", "pc,accel=tcg",
