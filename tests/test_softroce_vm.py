@@ -26,7 +26,14 @@ from pathlib import Path
 
 import pytest
 
-from verification.models.roce import Operation, RdmaWrite, build_frame, write_only_packets
+from verification.models.roce import (
+    Operation,
+    RdmaWrite,
+    RoceFrameError,
+    build_frame,
+    parse_frame,
+    write_only_packets,
+)
 from verification.softroce.image import ImageError, VmImage, build_image
 from verification.softroce.sink import (
     BUFFER_FILE,
@@ -45,6 +52,7 @@ from verification.softroce.vm import (
     DMESG_FILE,
     PEER_IP,
     PEER_MAC,
+    STATISTIC_FILE,
     VM_IP,
     VM_MAC,
     SoftRoceVm,
@@ -170,6 +178,13 @@ def test_rxe_accepts_rdma_writes(vm_parts: tuple[VmImage, Path]):
                     good += 1
                     if pkt.operation is Operation.RDMA_WRITE_ONLY_WITH_IMMEDIATE:
                         expected_imms.append((imm, len(pkt.payload)))
+                # Our checker must judge each frame as the kernel will.
+                try:
+                    parse_frame(frame)
+                    verdict = None
+                except RoceFrameError as exc:
+                    verdict = exc.reason
+                assert verdict == ("icrc" if fault in ("payload", "icrc") else None), fault
                 vm.send(frame)
                 sent += 1
 
@@ -204,6 +219,9 @@ def test_rxe_accepts_rdma_writes(vm_parts: tuple[VmImage, Path]):
         assert (udp["InDatagrams"], udp["InErrors"], udp["InCsumErrors"]) == (sent, 0, 0), udp
         assert faults_sent == {"payload": 1, "icrc": 1, "source": 1, "rkey": 1}
         counters = vm.counters()
+        # `rdma statistic` reads the same counters through netlink.
+        words = vm.read(STATISTIC_FILE).decode().split()
+        assert int(words[words.index("rcvd_pkts") + 1]) == counters["rcvd_pkts"], words
         assert counters["rcvd_pkts"] == good + faults_sent["rkey"], (counters, sent, good)
         assert sent == good + sum(faults_sent.values())
         assert counters["rdma_recvs"] == len(expected_imms), counters
