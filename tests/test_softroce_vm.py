@@ -21,7 +21,7 @@ import random
 import shutil
 import subprocess
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -34,7 +34,7 @@ from verification.models.roce import (
     parse_frame,
     write_only_packets,
 )
-from verification.softroce.image import ImageError, VmImage, build_image
+from verification.softroce.image import VM_XCHG_DIR, ImageError, VmImage, build_image
 from verification.softroce.sink import (
     BUFFER_FILE,
     EVENTS_FILE,
@@ -60,8 +60,9 @@ from verification.softroce.vm import (
 )
 
 IN_CI = os.environ.get("CI") == "true"
-MTU = 1024
-BUFFER_BYTES = 64 * 1024
+# One rxe_sink run per path MTU, one after the other in the same VM (eth0 has a 9000-byte
+# MTU, so rxe's port allows 4096).
+MTUS = (1024, 4096)
 FILL = 0x5A
 # Starts two packets before the 24-bit wrap: the stream's PSNs run through 0.
 START_PSN = 0xFF_FFFE
@@ -116,115 +117,146 @@ def _corrupt_icrc(frame: bytes) -> bytes:
     return bytes(out)
 
 
+@dataclass
+class Tally:
+    """What one sink run was sent, and what the kernel must have made of it."""
+
+    sent: int = 0
+    accepted: int = 0
+    completions: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+
+
+def _messages(mtu: int) -> list[tuple[int, int, int | None, dict[int, str]]]:
+    """(offset in the buffer, length, immediate, {packet index: fault}) per message."""
+    return [
+        (0, 3 * mtu - 72, 100, {}),
+        (4 * mtu, 4 * mtu, 101, {1: "drop"}),
+        (8 * mtu, mtu + 500, 102, {0: "payload"}),
+        (10 * mtu, 256, None, {0: "icrc"}),
+        (11 * mtu, 37, 103, {}),  # 3 bytes of padding
+        (12 * mtu, 2 * mtu, 104, {}),
+        (14 * mtu, 1, None, {}),
+        (14 * mtu + 64, 300, 105, {0: "source"}),
+        (15 * mtu, mtu + 476, 106, {0: "rkey"}),
+    ]
+
+
+def _buffer_bytes(mtu: int) -> int:
+    return 17 * mtu
+
+
+def _run_sink(vm: SoftRoceVm, sub: str, mtu: int, rng: random.Random) -> Tally:
+    """Send one sink run's frames, check its buffer and completions; returns the tally."""
+    params_text = vm.wait_for(f"{sub}/{PARAMS_FILE}", timeout=150).read_text()
+    params = SinkParams.from_json(params_text)
+    assert (params.ip, params.mac, params.mtu, params.psn) == (VM_IP, VM_MAC, mtu, START_PSN)
+    assert params.gid == f"::ffff:{VM_IP}"
+    size = _buffer_bytes(mtu)
+    template = RdmaWrite(
+        src_mac=PEER_MAC,
+        dst_mac=params.mac,
+        src_ip=PEER_IP,
+        dst_ip=params.ip,
+        dest_qp=params.qpn,
+        psn=params.psn,
+        payload=b"",
+        rkey=params.rkey,
+    )
+    expected = bytearray([FILL]) * size
+    expected_imms: list[tuple[int | None, int]] = []
+    tally = Tally()
+    psn = params.psn
+    for offset, length, imm, faults in _messages(mtu):
+        data = rng.randbytes(length)
+        w = replace(template, va=params.va + offset, psn=psn)
+        packets = list(write_only_packets(w, data, mtu, immediate=imm))
+        psn = (psn + len(packets)) & 0xFF_FFFF
+        for i, pkt in enumerate(packets):
+            frame = build_frame(replace(pkt, ip_id=rng.getrandbits(16)))
+            fault = faults.get(i)
+            if fault == "drop":
+                continue
+            if fault is not None:
+                tally.faults[fault] += 1
+            if fault == "payload":
+                frame = _corrupt_payload(frame)
+            elif fault == "icrc":
+                frame = _corrupt_icrc(frame)
+            elif fault == "source":  # intact, but not from the QP's peer address
+                frame = build_frame(replace(pkt, src_ip=OTHER_IP))
+            elif fault == "rkey":  # intact, but not the memory region's key
+                frame = build_frame(replace(pkt, rkey=pkt.rkey ^ 0x100))
+            else:
+                start = pkt.va - params.va
+                expected[start : start + len(pkt.payload)] = pkt.payload
+                tally.accepted += 1
+                if pkt.operation is Operation.RDMA_WRITE_ONLY_WITH_IMMEDIATE:
+                    expected_imms.append((imm, len(pkt.payload)))
+            # Our checker must judge each frame as the kernel will.
+            try:
+                parse_frame(frame)
+                verdict = None
+            except RoceFrameError as exc:
+                verdict = exc.reason
+            assert verdict == ("icrc" if fault in ("payload", "icrc") else None), fault
+            vm.send(frame)
+            tally.sent += 1
+
+    text = vm.wait_until(
+        f"{sub}/{EVENTS_FILE}", lambda t: len(t.splitlines()) >= len(expected_imms), timeout=60
+    )
+    (vm.xchg / sub / STOP_FILE).touch()
+    buffer = vm.wait_for(f"{sub}/{BUFFER_FILE}", timeout=60).read_bytes()
+
+    events = parse_events(vm.read(f"{sub}/{EVENTS_FILE}").decode())
+    assert len(events) == len(expected_imms), text
+    # rxe reports the DMA length of the packet that carried the immediate.
+    for ev, (imm, nbytes) in zip(events, expected_imms, strict=True):
+        assert (ev.status, ev.opcode, ev.immediate, ev.byte_len) == (
+            IBV_WC_SUCCESS,
+            IBV_WC_RECV_RDMA_WITH_IMM,
+            imm,
+            nbytes,
+        )
+    assert len(buffer) == size
+    wrong = [i for i in range(size) if buffer[i] != expected[i]]
+    assert not wrong, f"MTU {mtu}: {len(wrong)} bytes differ, first at offset {wrong[0]}"
+    tally.completions = len(events)
+    assert tally.faults == {"payload": 1, "icrc": 1, "source": 1, "rkey": 1}
+    assert tally.sent == tally.accepted + sum(tally.faults.values())
+    return tally
+
+
 def test_rxe_accepts_rdma_writes(vm_parts: tuple[VmImage, Path]):
     image, sink = vm_parts
-    cmd = sink_command(sink, BUFFER_BYTES, MTU, START_PSN, FILL, PEER_QPN)
+    runs = [(f"mtu{mtu}", mtu) for mtu in MTUS]
+    commands = " && ".join(
+        f"mkdir -p {VM_XCHG_DIR}/{sub} && "
+        + sink_command(sink, _buffer_bytes(mtu), mtu, START_PSN, FILL, PEER_QPN, sub=sub)
+        for sub, mtu in runs
+    )
     rng = random.Random(19)
-    with SoftRoceVm(image, cmd) as vm:
-        params = SinkParams.from_json(vm.wait_for(PARAMS_FILE, timeout=150).read_text())
-        assert (params.ip, params.mac, params.mtu, params.psn) == (VM_IP, VM_MAC, MTU, START_PSN)
-        assert params.gid == f"::ffff:{VM_IP}"
-
-        template = RdmaWrite(
-            src_mac=PEER_MAC,
-            dst_mac=params.mac,
-            src_ip=PEER_IP,
-            dst_ip=params.ip,
-            dest_qp=params.qpn,
-            psn=params.psn,
-            payload=b"",
-            rkey=params.rkey,
-        )
-        # (offset in the buffer, length, immediate, {packet index: fault}) per message.
-        messages = [
-            (0, 3000, 100, {}),
-            (8192, 4096, 101, {1: "drop"}),
-            (16384, 1524, 102, {0: "payload"}),
-            (24576, 256, None, {0: "icrc"}),
-            (28672, 37, 103, {}),  # 3 bytes of padding
-            (32768, 2 * MTU, 104, {}),
-            (40960, 1, None, {}),
-            (45056, 300, 105, {0: "source"}),
-            (49152, 1500, 106, {0: "rkey"}),
-        ]
-        expected = bytearray([FILL]) * BUFFER_BYTES
-        expected_imms: list[tuple[int, int]] = []
-        psn = params.psn
-        sent = good = 0
-        faults_sent: Counter[str] = Counter()
-        for offset, length, imm, faults in messages:
-            data = rng.randbytes(length)
-            w = replace(template, va=params.va + offset, psn=psn)
-            packets = list(write_only_packets(w, data, MTU, immediate=imm))
-            psn = (psn + len(packets)) & 0xFF_FFFF
-            for i, pkt in enumerate(packets):
-                frame = build_frame(replace(pkt, ip_id=rng.getrandbits(16)))
-                fault = faults.get(i)
-                if fault == "drop":
-                    continue
-                if fault is not None:
-                    faults_sent[fault] += 1
-                if fault == "payload":
-                    frame = _corrupt_payload(frame)
-                elif fault == "icrc":
-                    frame = _corrupt_icrc(frame)
-                elif fault == "source":  # intact, but not from the QP's peer address
-                    frame = build_frame(replace(pkt, src_ip=OTHER_IP))
-                elif fault == "rkey":  # intact, but not the memory region's key
-                    frame = build_frame(replace(pkt, rkey=pkt.rkey ^ 0x100))
-                else:
-                    start = pkt.va - params.va
-                    expected[start : start + len(pkt.payload)] = pkt.payload
-                    good += 1
-                    if pkt.operation is Operation.RDMA_WRITE_ONLY_WITH_IMMEDIATE:
-                        expected_imms.append((imm, len(pkt.payload)))
-                # Our checker must judge each frame as the kernel will.
-                try:
-                    parse_frame(frame)
-                    verdict = None
-                except RoceFrameError as exc:
-                    verdict = exc.reason
-                assert verdict == ("icrc" if fault in ("payload", "icrc") else None), fault
-                vm.send(frame)
-                sent += 1
-
-        text = vm.wait_until(
-            EVENTS_FILE, lambda t: len(t.splitlines()) >= len(expected_imms), timeout=60
-        )
-        (vm.xchg / STOP_FILE).touch()
+    with SoftRoceVm(image, commands) as vm:
+        tallies = [_run_sink(vm, sub, mtu, rng) for sub, mtu in runs]
         assert vm.finish() == 0, vm.console_tail()
         from_vm = vm.received()
 
-        events = parse_events(vm.read(EVENTS_FILE).decode())
-        assert len(events) == len(expected_imms), text
-        # rxe reports the DMA length of the packet that carried the immediate.
-        for ev, (imm, nbytes) in zip(events, expected_imms, strict=True):
-            assert (ev.status, ev.opcode, ev.immediate, ev.byte_len) == (
-                IBV_WC_SUCCESS,
-                IBV_WC_RECV_RDMA_WITH_IMM,
-                imm,
-                nbytes,
-            )
-        buffer = vm.read(BUFFER_FILE)
-        assert len(buffer) == BUFFER_BYTES
-        wrong = [i for i in range(BUFFER_BYTES) if buffer[i] != expected[i]]
-        assert not wrong, f"{len(wrong)} bytes differ, first at offset {wrong[0]}"
-
         # Every frame reached rxe's UDP socket. rxe counts a packet (rcvd_pkts) once its
         # headers, source address and ICRC pass, before the responder checks the R_Key:
-        # so it counted the intact ones and the wrong-key one, and the two that differ from
-        # an intact frame only in a payload bit or the ICRC were rejected by the ICRC check
-        # (rxe 6.1 has no counter or log line of its own for that).
+        # so it counted the accepted ones and the wrong-key one, and the two that differ
+        # from an intact frame only in a payload bit or the ICRC were rejected by the ICRC
+        # check (rxe 6.1 has no counter or log line of its own for that).
+        sent = sum(t.sent for t in tallies)
         udp = vm.snmp("Udp")
         assert (udp["InDatagrams"], udp["InErrors"], udp["InCsumErrors"]) == (sent, 0, 0), udp
-        assert faults_sent == {"payload": 1, "icrc": 1, "source": 1, "rkey": 1}
         counters = vm.counters()
+        counted = sum(t.accepted + t.faults["rkey"] for t in tallies)
+        assert counters["rcvd_pkts"] == counted, (counters, tallies)
+        assert counters["rdma_recvs"] == sum(t.completions for t in tallies), counters
         # `rdma statistic` reads the same counters through netlink.
         words = vm.read(STATISTIC_FILE).decode().split()
         assert int(words[words.index("rcvd_pkts") + 1]) == counters["rcvd_pkts"], words
-        assert counters["rcvd_pkts"] == good + faults_sent["rkey"], (counters, sent, good)
-        assert sent == good + sum(faults_sent.values())
-        assert counters["rdma_recvs"] == len(expected_imms), counters
         for name in ("duplicate_request", "out_of_seq_request", "rcvd_seq_err", "send_err"):
             assert counters[name] == 0, (name, counters)
         # A UC responder answers nothing: no RoCE packet may come back.

@@ -101,8 +101,10 @@ def sink_command(
     peer_qpn: int,
     peer_ip: str = PEER_IP,
     timeout_s: int = 120,
+    sub: str = "",
 ) -> str:
-    """The shell command that runs rxe_sink in the VM, writing into the exchange folder."""
+    """The shell command that runs rxe_sink in the VM, writing into the exchange folder
+    (its subfolder ``sub``, which must exist, when given)."""
     argv = [
         str(binary),
         "--dev", RDMA_DEVICE,
@@ -112,7 +114,7 @@ def sink_command(
         "--mtu", str(mtu),
         "--size", str(size),
         "--fill", str(fill),
-        "--out", VM_XCHG_DIR,
+        "--out", f"{VM_XCHG_DIR}/{sub}" if sub else VM_XCHG_DIR,
         "--timeout", str(timeout_s),
     ]  # fmt: skip
     return shlex.join(argv)

@@ -35,6 +35,7 @@ VM_MAC = "02:00:5e:00:02:01"
 PEER_MAC = "02:00:5e:00:02:02"
 RDMA_DEVICE = "rxe0"
 NETDEV = "eth0"
+NETDEV_MTU = 9000
 
 QEMU = "qemu-system-x86_64"
 MEMORY_MB = 512
@@ -56,7 +57,8 @@ def run_script(commands: str, peer_ip: str = PEER_IP, peer_mac: str = PEER_MAC) 
     return f"""set -u
 log() {{ echo "softroce: $*"; }}
 ip link set lo up
-ip link set {NETDEV} up
+# Jumbo frames, so that rxe's port MTU (the largest IB MTU that fits) is 4096.
+ip link set {NETDEV} mtu {NETDEV_MTU} up
 ip addr add {VM_IP}/24 dev {NETDEV}
 ip neigh replace {peer_ip} lladdr {peer_mac} dev {NETDEV} nud permanent
 rdma link add {RDMA_DEVICE} type rxe netdev {NETDEV} || log "rdma link add failed"
