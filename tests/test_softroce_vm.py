@@ -1,8 +1,8 @@
 """RoCEv2 frames from our builder, accepted by the Linux kernel's own RDMA stack.
 
 A QEMU VM (Debian's kernel, ``rdma_rxe`` on its NIC; ``verification/softroce``) runs
-``rxe_sink``: an Unreliable Connection QP and a memory region over a host buffer. This
-test builds RDMA WRITE ONLY and WRITE ONLY with Immediate frames with
+``rxe_sink``, once per path MTU (1024, 4096): an Unreliable Connection QP and a memory
+region over a host buffer. For each, this test builds RDMA WRITE ONLY and WRITE ONLY with Immediate frames with
 :mod:`verification.models.roce` from the parameters the VM reports, sends them to the
 VM's NIC and checks what the kernel made of them: the bytes in the buffer (every written
 byte, and every unwritten byte still the fill pattern), the immediates' completions, and
