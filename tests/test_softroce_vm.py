@@ -2,13 +2,14 @@
 
 A QEMU VM (Debian's kernel, ``rdma_rxe`` on its NIC; ``verification/softroce``) runs
 ``rxe_sink``, once per path MTU (1024, 4096): an Unreliable Connection QP and a memory
-region over a host buffer. For each, this test builds RDMA WRITE ONLY and WRITE ONLY with Immediate frames with
-:mod:`verification.models.roce` from the parameters the VM reports, sends them to the
-VM's NIC and checks what the kernel made of them: the bytes in the buffer (every written
-byte, and every unwritten byte still the fill pattern), the immediates' completions, and
-rxe's counters. One packet is never sent, two are corrupted (a payload bit, the ICRC),
-one comes from another source address and one carries a wrong R_Key: each loses exactly
-its own bytes and nothing else, and the packets after it land.
+region over a host buffer. For each, this test builds RDMA WRITE ONLY and WRITE ONLY
+with Immediate frames with :mod:`verification.models.roce` from the parameters the VM
+reports, sends them to the VM's NIC and checks what the kernel made of them: the bytes
+in the buffer (every written byte, and every unwritten byte still the fill pattern), the
+immediates' completions, and rxe's counters. One packet is never sent, two are
+corrupted (a payload bit, the ICRC), one comes from another source address and one
+carries a wrong R_Key: each loses exactly its own bytes and nothing else, and the
+packets after it land.
 
 Skips when QEMU, the Debian kernel package or a C toolchain cannot be had, except under
 ``CI=true``, where that is a failure (as root it installs ``qemu-system-x86``).
