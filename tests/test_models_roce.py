@@ -184,6 +184,9 @@ def _damaged(reason: str) -> bytes:
         case "ip_length":
             f[16:18] = struct.pack("!H", len(f))
             _refresh_ip_checksum(f)
+        case "ip_fragment":
+            f[20:22] = struct.pack("!H", 0x2000)  # more fragments
+            _refresh_ip_checksum(f)
         case "not_udp":
             f[23] = 6
             _refresh_ip_checksum(f)
@@ -213,6 +216,7 @@ def _damaged(reason: str) -> bytes:
         "ip_header",
         "ip_checksum",
         "ip_length",
+        "ip_fragment",
         "not_udp",
         "not_roce",
         "udp_length",

@@ -9,7 +9,8 @@ in the buffer (every written byte, and every unwritten byte still the fill patte
 immediates' completions, and rxe's counters. One packet is never sent, two are
 corrupted (a payload bit, the ICRC), one comes from another source address and one
 carries a wrong R_Key: each loses exactly its own bytes and nothing else, and the
-packets after it land.
+packets after it land. Last, rxe is the requester: the RDMA WRITE frames the kernel
+itself sends pass our checker and are rebuilt by our builder byte for byte.
 
 Skips when QEMU, the Debian kernel package or a C toolchain cannot be had, except under
 ``CI=true``, where that is a failure (as root it installs ``qemu-system-x86``).
@@ -21,8 +22,10 @@ import os
 import random
 import shutil
 import subprocess
+import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from ipaddress import ip_address
 from pathlib import Path
 
 import pytest
@@ -31,6 +34,7 @@ from verification.models.roce import (
     Operation,
     RdmaWrite,
     RoceFrameError,
+    Transport,
     build_frame,
     parse_frame,
     write_only_packets,
@@ -42,11 +46,14 @@ from verification.softroce.sink import (
     IBV_WC_RECV_RDMA_WITH_IMM,
     IBV_WC_SUCCESS,
     PARAMS_FILE,
+    SEND_TAIL,
     STOP_FILE,
+    SendRequest,
     SinkBuildError,
     SinkParams,
     build_sink,
     parse_events,
+    send_pattern,
     sink_command,
 )
 from verification.softroce.vm import (
@@ -229,17 +236,91 @@ def _run_sink(vm: SoftRoceVm, sub: str, mtu: int, rng: random.Random) -> Tally:
     return tally
 
 
+def _is_roce(frame: bytes) -> bool:
+    return len(frame) > 37 and frame[12:14] == b"\x08\x00" and frame[36:38] == b"\x12\xb7"
+
+
+def _check_requester(vm: SoftRoceVm, send: SendRequest) -> list[bytes]:
+    """rxe's own RDMA WRITE frames, checked by our checker and rebuilt byte for byte."""
+    params = SinkParams.from_json(vm.wait_for(f"send/{PARAMS_FILE}", timeout=60).read_text())
+    mtu = params.mtu
+    n_first = -(-send.nbytes // mtu)  # packets of the WRITE with immediate
+    frames: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(frames) < n_first + 1 and time.monotonic() < deadline:
+        frames += [f for f in vm.received() if _is_roce(f)]
+        time.sleep(0.05)
+    (vm.xchg / "send" / STOP_FILE).touch()
+    assert len(frames) == n_first + 1, f"{len(frames)} RoCE frames from rxe"
+    data = send_pattern(send.nbytes + SEND_TAIL)
+    ops = (
+        [Operation.RDMA_WRITE_FIRST]
+        + [Operation.RDMA_WRITE_MIDDLE] * (n_first - 2)
+        + [Operation.RDMA_WRITE_LAST_WITH_IMMEDIATE, Operation.RDMA_WRITE_ONLY]
+    )
+    first = data[: send.nbytes]
+    chunks = [first[i : i + mtu] for i in range(0, send.nbytes, mtu)] + [data[send.nbytes :]]
+    for k, (frame, op, chunk) in enumerate(zip(frames, ops, chunks, strict=True)):
+        p = parse_frame(frame)
+        assert (p.transport, p.operation, p.payload) == (Transport.UC, op, chunk)
+        assert (p.dest_qp, p.psn) == (PEER_QPN, (START_PSN + k) & 0xFF_FFFF)
+        assert (p.src_ip, p.dst_ip) == (ip_address(VM_IP), ip_address(PEER_IP))
+        assert (p.src_mac, p.dst_mac) == (VM_MAC, PEER_MAC)
+        if op is Operation.RDMA_WRITE_FIRST:
+            assert (p.va, p.rkey, p.dma_length) == (send.va, send.rkey, send.nbytes)
+        if op is Operation.RDMA_WRITE_ONLY:
+            assert (p.va, p.rkey, p.dma_length) == (send.va + send.nbytes, send.rkey, SEND_TAIL)
+        if op is Operation.RDMA_WRITE_LAST_WITH_IMMEDIATE:
+            assert p.immediate == send.immediate
+        # Our builder, given the fields the kernel chose, makes the kernel's frame exactly.
+        rebuilt = RdmaWrite(
+            src_mac=p.src_mac,
+            dst_mac=p.dst_mac,
+            src_ip=p.src_ip,
+            dst_ip=p.dst_ip,
+            dest_qp=p.dest_qp,
+            psn=p.psn,
+            payload=p.payload,
+            va=p.va or 0,
+            rkey=p.rkey or 0,
+            dma_length=p.dma_length,
+            immediate=p.immediate,
+            operation=p.operation,
+            transport=p.transport,
+            src_port=p.src_port,
+            ip_id=p.ip_id,
+            ttl=p.ttl,
+            tos=p.tos,
+            pkey=p.pkey,
+            solicited=p.solicited,
+            ack_request=p.ack_request,
+            udp_checksum=p.udp_checksum != 0,
+        )
+        assert p.dont_fragment
+        assert build_frame(rebuilt) == frame, (k, frame.hex())
+    return frames
+
+
 def test_rxe_accepts_rdma_writes(vm_parts: tuple[VmImage, Path]):
     image, sink = vm_parts
     runs = [(f"mtu{mtu}", mtu) for mtu in MTUS]
+    send = SendRequest(nbytes=3000, va=0x7F00_0000_1000, rkey=0x1234, immediate=0xC0FFEE)
     commands = " && ".join(
-        f"mkdir -p {VM_XCHG_DIR}/{sub} && "
-        + sink_command(sink, _buffer_bytes(mtu), mtu, START_PSN, FILL, PEER_QPN, sub=sub)
-        for sub, mtu in runs
+        [
+            f"mkdir -p {VM_XCHG_DIR}/{sub} && "
+            + sink_command(sink, _buffer_bytes(mtu), mtu, START_PSN, FILL, PEER_QPN, sub=sub)
+            for sub, mtu in runs
+        ]
+        + [
+            f"mkdir -p {VM_XCHG_DIR}/send && "
+            + sink_command(sink, 8192, 1024, START_PSN, FILL, PEER_QPN, sub="send", send=send)
+        ]
     )
     rng = random.Random(19)
     with SoftRoceVm(image, commands) as vm:
         tallies = [_run_sink(vm, sub, mtu, rng) for sub, mtu in runs]
+        # Nothing came back while rxe was the responder: a UC responder sends no ACKs.
+        requester_frames = _check_requester(vm, send)
         assert vm.finish() == 0, vm.console_tail()
         from_vm = vm.received()
 
@@ -260,9 +341,10 @@ def test_rxe_accepts_rdma_writes(vm_parts: tuple[VmImage, Path]):
         assert int(words[words.index("rcvd_pkts") + 1]) == counters["rcvd_pkts"], words
         for name in ("duplicate_request", "out_of_seq_request", "rcvd_seq_err", "send_err"):
             assert counters[name] == 0, (name, counters)
-        # A UC responder answers nothing: no RoCE packet may come back.
-        roce_back = [f for f in from_vm if len(f) > 37 and f[36:38] == b"\x12\xb7"]
-        assert not roce_back, f"{len(roce_back)} RoCE frames from the VM"
+        # The requester's frames were all the RoCE frames the VM sent.
+        assert not [f for f in from_vm if _is_roce(f)]
+        assert counters["sent_pkts"] == len(requester_frames), counters
+        assert counters["rdma_sends"] == 0, counters  # it counts SENDs, not WRITEs
         dmesg = vm.read(DMESG_FILE).decode(errors="replace")
         assert "rxe0: added eth0" in dmesg
         trouble = [ln for ln in dmesg.splitlines() if "WARNING" in ln or "BUG" in ln]

@@ -241,6 +241,11 @@ class ParsedWrite:
     rkey: int | None = None
     dma_length: int | None = None
     immediate: int | None = None
+    ip_id: int = 0
+    ttl: int = 0
+    tos: int = 0
+    dont_fragment: bool = True
+    udp_checksum: int = 0
     icrc: int = field(default=0, repr=False)
 
 
@@ -252,7 +257,8 @@ def parse_frame(frame: bytes) -> ParsedWrite:
     """Check one Ethernet frame (no FCS) as a RoCEv2 RDMA WRITE packet and decode it.
 
     Raises :class:`RoceFrameError` whose ``reason`` names the first failed check:
-    ``short``, ``not_ipv4``, ``ip_header``, ``ip_checksum``, ``ip_length``, ``not_udp``,
+    ``short``, ``not_ipv4``, ``ip_header``, ``ip_checksum``, ``ip_length``, ``ip_fragment``,
+    ``not_udp``,
     ``not_roce``, ``udp_length``, ``udp_checksum``, ``bth_version``, ``opcode``,
     ``pad``, ``icrc``. Ethernet padding after the IP datagram is ignored.
     """
@@ -261,7 +267,7 @@ def parse_frame(frame: bytes) -> ParsedWrite:
     dst_mac, src_mac, ethertype = _ETH.unpack_from(frame)
     if ethertype != ETHERTYPE_IPV4:
         raise RoceFrameError("not_ipv4", f"EtherType {ethertype:#06x}")
-    (ver_ihl, _tos, total, _ident, _frag, _ttl, proto, _cks, src, dst) = _IPV4.unpack_from(
+    (ver_ihl, tos, total, ident, frag, ttl, proto, _cks, src, dst) = _IPV4.unpack_from(
         frame, ETH_BYTES
     )
     if ver_ihl != 0x45:
@@ -271,6 +277,8 @@ def parse_frame(frame: bytes) -> ParsedWrite:
     if total > len(frame) - ETH_BYTES or total < IPV4_BYTES + UDP_BYTES:
         raise RoceFrameError("ip_length", f"IPv4 total length {total}, frame {len(frame)}")
     packet = frame[ETH_BYTES : ETH_BYTES + total]
+    if frag & 0x3FFF:
+        raise RoceFrameError("ip_fragment", f"IPv4 fragment (flags/offset {frag:#06x})")
     if proto != 17:
         raise RoceFrameError("not_udp", f"IP protocol {proto}")
     sport, dport, udp_len, udp_cks = _UDP.unpack_from(packet, IPV4_BYTES)
@@ -329,6 +337,11 @@ def parse_frame(frame: bytes) -> ParsedWrite:
         rkey=rkey,
         dma_length=dma_length,
         immediate=immediate,
+        ip_id=ident,
+        ttl=ttl,
+        tos=tos,
+        dont_fragment=bool(frag & 0x4000),
+        udp_checksum=udp_cks,
         icrc=received,
     )
 

@@ -11,8 +11,15 @@
  * "<status> <opcode> <imm> <byte_len>". It stops when <out>/stop appears (or after
  * --timeout seconds), then writes the buffer to <out>/buffer.bin.
  *
+ * With --send-bytes N it is also a requester: it moves the QP to RTS (send PSN = --psn),
+ * fills the buffer's first N + SEND_TAIL bytes with send_pattern(), and posts an RDMA WRITE
+ * with immediate (--send-imm) of N bytes and a plain RDMA WRITE of SEND_TAIL bytes to
+ * --send-va/--send-rkey at the peer; rxe's own frames then come out of the NIC, and their
+ * send completions go to events.txt too.
+ *
  * usage: rxe_sink --dev rxe0 --peer-ip A.B.C.D --peer-qpn N --psn N --mtu 1024
  *                 --size BYTES --fill BYTE --out DIR [--timeout S]
+ *                 [--send-bytes N --send-va VA --send-rkey K --send-imm I]
  * Exit status: 0 when it ran to the stop file, 1 on a setup error (message on stderr),
  * 2 on timeout.
  */
@@ -31,6 +38,7 @@
 
 #define RECV_DEPTH 256
 #define PORT 1
+#define SEND_TAIL 100
 
 struct options {
 	const char *dev, *peer_ip, *out;
@@ -39,7 +47,16 @@ struct options {
 	size_t size;
 	int fill;
 	double timeout;
+	size_t send_bytes;
+	uint64_t send_va;
+	uint32_t send_rkey, send_imm;
 };
+
+/* The bytes the requester mode sends: known to the host without being told. */
+static uint8_t send_pattern(size_t i)
+{
+	return (uint8_t)(i * 131 + 7);
+}
 
 static void die(const char *what, int err)
 {
@@ -90,12 +107,22 @@ static void parse(int argc, char **argv, struct options *o)
 			o->fill = parse_num(k, v, 255);
 		else if (!strcmp(k, "--timeout"))
 			o->timeout = parse_num(k, v, 3600);
+		else if (!strcmp(k, "--send-bytes"))
+			o->send_bytes = parse_num(k, v, 1UL << 30);
+		else if (!strcmp(k, "--send-va"))
+			o->send_va = strtoull(v, NULL, 0);
+		else if (!strcmp(k, "--send-rkey"))
+			o->send_rkey = parse_num(k, v, 0xFFFFFFFFUL);
+		else if (!strcmp(k, "--send-imm"))
+			o->send_imm = parse_num(k, v, 0xFFFFFFFFUL);
 		else
 			usage("unknown option");
 	}
 	if (argc % 2 == 0 || !o->dev || !o->peer_ip || !o->out || !o->mtu || !o->size ||
 	    o->fill < 0)
 		usage("need --dev --peer-ip --peer-qpn --psn --mtu --size --fill --out");
+	if (o->send_bytes && o->send_bytes + SEND_TAIL > o->size)
+		usage("--send-bytes does not fit in --size");
 }
 
 static enum ibv_mtu mtu_enum(int mtu)
@@ -200,7 +227,7 @@ int main(int argc, char **argv)
 	struct ibv_qp_init_attr qia = {
 		.send_cq = cq,
 		.recv_cq = cq,
-		.cap = {.max_send_wr = 1, .max_recv_wr = RECV_DEPTH, .max_send_sge = 1,
+		.cap = {.max_send_wr = 2, .max_recv_wr = RECV_DEPTH, .max_send_sge = 1,
 			.max_recv_sge = 1},
 		.qp_type = IBV_QPT_UC,
 	};
@@ -270,6 +297,33 @@ int main(int argc, char **argv)
 	FILE *events = fopen(path, "w");
 	if (!events)
 		die(path, errno);
+	if (o.send_bytes) {
+		for (size_t i = 0; i < o.send_bytes + SEND_TAIL; i++)
+			buf[i] = send_pattern(i);
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = o.psn;
+		err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+		if (err)
+			die("ibv_modify_qp(RTS)", err);
+		struct ibv_sge sge[2] = {
+			{.addr = (uintptr_t)buf, .length = o.send_bytes, .lkey = mr->lkey},
+			{.addr = (uintptr_t)buf + o.send_bytes, .length = SEND_TAIL, .lkey = mr->lkey},
+		};
+		struct ibv_send_wr wr[2] = {
+			{.wr_id = 1, .next = &wr[1], .sg_list = &sge[0], .num_sge = 1,
+			 .opcode = IBV_WR_RDMA_WRITE_WITH_IMM, .send_flags = IBV_SEND_SIGNALED,
+			 .imm_data = htonl(o.send_imm),
+			 .wr.rdma = {.remote_addr = o.send_va, .rkey = o.send_rkey}},
+			{.wr_id = 2, .sg_list = &sge[1], .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+			 .send_flags = IBV_SEND_SIGNALED,
+			 .wr.rdma = {.remote_addr = o.send_va + o.send_bytes, .rkey = o.send_rkey}},
+		};
+		struct ibv_send_wr *bad;
+		err = ibv_post_send(qp, wr, &bad);
+		if (err)
+			die("ibv_post_send", err);
+	}
 	char stop[4096];
 	snprintf(stop, sizeof(stop), "%s/stop", o.out);
 	double deadline = now() + o.timeout;

@@ -76,6 +76,26 @@ class SinkParams:
         return cls(**json.loads(text))
 
 
+# Bytes of the plain RDMA WRITE that follows the one with immediate (SEND_TAIL in C).
+SEND_TAIL = 100
+
+
+@dataclass(frozen=True)
+class SendRequest:
+    """rxe_sink as the requester: an RDMA WRITE with immediate of ``nbytes`` to ``va``,
+    then a plain RDMA WRITE of :data:`SEND_TAIL` bytes right after it."""
+
+    nbytes: int
+    va: int
+    rkey: int
+    immediate: int
+
+
+def send_pattern(n: int) -> bytes:
+    """The bytes rxe_sink sends (send_pattern() in C)."""
+    return bytes((i * 131 + 7) & 0xFF for i in range(n))
+
+
 @dataclass(frozen=True)
 class Completion:
     status: int
@@ -102,9 +122,11 @@ def sink_command(
     peer_ip: str = PEER_IP,
     timeout_s: int = 120,
     sub: str = "",
+    send: SendRequest | None = None,
 ) -> str:
     """The shell command that runs rxe_sink in the VM, writing into the exchange folder
-    (its subfolder ``sub``, which must exist, when given)."""
+    (its subfolder ``sub``, which must exist, when given); with ``send`` it also writes to
+    the peer (rxe as the requester)."""
     argv = [
         str(binary),
         "--dev", RDMA_DEVICE,
@@ -117,4 +139,11 @@ def sink_command(
         "--out", f"{VM_XCHG_DIR}/{sub}" if sub else VM_XCHG_DIR,
         "--timeout", str(timeout_s),
     ]  # fmt: skip
+    if send is not None:
+        argv += [
+            "--send-bytes", str(send.nbytes),
+            "--send-va", str(send.va),
+            "--send-rkey", str(send.rkey),
+            "--send-imm", str(send.immediate),
+        ]  # fmt: skip
     return shlex.join(argv)
