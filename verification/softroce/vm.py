@@ -39,7 +39,7 @@ NETDEV_MTU = 9000
 
 QEMU = "qemu-system-x86_64"
 MEMORY_MB = 512
-# What the caller's commands find the results in, and the epilogue's files.
+# Files the script leaves in the exchange folder after the caller's commands.
 COUNTERS_FILE = "hw_counters.txt"
 STATISTIC_FILE = "rdma_statistic.txt"
 DMESG_FILE = "dmesg.txt"
