@@ -102,7 +102,9 @@ class Toolflow:
             )
         xsg_path, xsg_blk = xsg[0]
         hw_sys = str(xsg_blk.get("hw_sys", ""))
-        plat_name = hw_sys.split(":")[0]
+        # MATLAB's platform blocks name the board in capitals (VPK180:xcvp1802); mlib_devel
+        # looks the YAML up in lower case, as here.
+        plat_name = hw_sys.split(":")[0].lower()
         if not plat_name:
             raise ToolflowError(f"{xsg_path}: hw_sys {hw_sys!r} names no platform")
         try:
