@@ -102,7 +102,9 @@ class Toolflow:
             )
         xsg_path, xsg_blk = xsg[0]
         hw_sys = str(xsg_blk.get("hw_sys", ""))
-        plat_name = hw_sys.split(":")[0]
+        # MATLAB's platform blocks name the board in capitals (VPK180:xcvp1802); mlib_devel
+        # looks the YAML up in lower case, as here.
+        plat_name = hw_sys.split(":")[0].lower()
         if not plat_name:
             raise ToolflowError(f"{xsg_path}: hw_sys {hw_sys!r} names no platform")
         try:
@@ -177,7 +179,12 @@ class Toolflow:
                 b.modify_top(top)
             self._user_modules(top, per)
             for b in blocks:
-                b.finalize_top(top)
+                top = b.finalize_top(top)
+                if top is None:
+                    raise ToolflowError(
+                        f"{b.fullpath}: finalize_top returned nothing (mlib_devel's contract: "
+                        "it returns the top level, usually the one it was given)"
+                    )
             top.assign_addresses(plat.mmbus_base_address, plat.mmbus_address_window)
             top.add_axi4lite_interconnect("M_AXI_", "axil_clk", "axil_rst_n")
         except (VerilogError, ValueError) as exc:  # blocks' own errors name the block
