@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_pktgen — the example design's user logic: sends the example stream (ARCHITECTURE.md)
 // into a 400GbE block at a rate and size set by software registers.
 //

@@ -28,7 +28,7 @@ from memory import Register
 from . import fourhundred_gbe_regmap as regmap
 from .fhg_axi4lite import ADDRESS_SIGNALS, AXIL_SIGNALS, PROT_SIGNALS, RAW_DEVICE_SIGNALS
 from .fhg_platform import clock_groups
-from .fourhundred_gbe_hdl import module_ports
+from .fourhundred_gbe_hdl import CORE_FILE_LIST, file_list, module_ports
 from .yellow_block import YellowBlock
 from .yellow_block_typecodes import TYPECODE_ETHCORE
 
@@ -227,9 +227,9 @@ class fourhundred_gbe(YellowBlock):
         params.update({k: v for k, v in self.blk.items() if k in self.PARAMETERS})
         self.params = params
         self.memory_map = self._memory_map()
-        self.add_source("fourhundred_gbe/regs/fhg_regs_pkg.sv")
-        self.add_source("fourhundred_gbe/regs/fhg_regs.sv")
-        self.add_source("fourhundred_gbe/fhg_*.sv")
+        hdl_root = self.hdl_root or "."
+        for src in file_list(os.path.join(hdl_root, CORE_FILE_LIST)):
+            self.add_source(os.path.relpath(src, hdl_root))
         self.provides = ["ethernet"]
         # Parameters are normalised here, where every runtime builds the block (mlib_devel
         # never calls drc()): the mask's text becomes numbers, or a clear error.

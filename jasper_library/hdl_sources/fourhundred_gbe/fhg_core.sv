@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_core — the casper400g 400GbE UDP/IPv4 core: user ports (CORE_SPEC §1), AXI4-Lite
 // register block (fhg_regs, CORE_SPEC §4) and the DCMAC port-0 TX and RX client interfaces.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_sys_block — the CASPER system block every platform carries: board id, revision,
 // a scratchpad and a user-clock counter, as casperfpga reads them (docs/design/TOOLFLOW_SPEC.md).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_cfg_sync: quasi-static multi-bit value (configuration register) from src_clk to
 // dst_clk without ever showing a mix of old and new bits.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_cdc_delta: exact transfer of an event count from src_clk to dst_clk.
 //
 // Contract

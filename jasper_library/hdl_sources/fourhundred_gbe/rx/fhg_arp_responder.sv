@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_arp_responder — builds ARP replies and gratuitous ARPs for the control-frame arbiter
 // (TX MAC clock domain).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_rx_unpack — splits the DCMAC RX client bus (8 x 128-bit segments, port 0) into runs
 // of segments for three receive lanes, one frame per lane at a time (rx MAC clock domain).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_rx_cpu — the CPU RX buffer (register map region 0x8000) and its length/acknowledge
 // handshake.
 //

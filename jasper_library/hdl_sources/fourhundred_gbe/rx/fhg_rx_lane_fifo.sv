@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_rx_lane_fifo — single-clock FIFO taking up to two words per cycle, giving one
 // (first-word fall-through), for the receive lanes.
 //

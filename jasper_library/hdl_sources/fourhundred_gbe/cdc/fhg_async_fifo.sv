@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_async_fifo: dual-clock FIFO with gray-coded pointers and a first-word-fall-through
 // valid/ready read port.
 //

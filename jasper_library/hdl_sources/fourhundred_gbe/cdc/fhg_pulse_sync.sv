@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_pulse_sync: one-cycle pulse in clk_a -> one-cycle pulse in clk_b.
 //
 // Contract

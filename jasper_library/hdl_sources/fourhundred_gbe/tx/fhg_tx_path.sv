@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_tx_path — the UDP/IPv4 transmit path from the user port (user_clk) to the DCMAC
 // segmented TX client bus (mac_clk).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_mpush_fifo — small single-clock FIFO in registers that takes up to NP entries per
 // cycle in a given order and gives one (first-word fall-through). It queues per-frame
 // records from the receive lanes, where several frames may be decided in one cycle.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_sync_bits: multi-flop synchroniser into the clock domain of `clk`.
 //
 // Contract

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_rx_lane — one receive lane: realigns one frame at a time from DCMAC segments into
 // 1024-bit frame words and UDP payload words, runs the CORE_SPEC §3 filter on its header and
 // decides the frame's fate (rx MAC clock domain).

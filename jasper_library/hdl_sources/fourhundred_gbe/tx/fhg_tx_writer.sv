@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_tx_writer — user-side half of the TX store-and-forward buffer (user_clk).
 //
 // Contract

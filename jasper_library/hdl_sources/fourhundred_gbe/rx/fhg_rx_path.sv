@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_rx_path — the receive path (CORE_SPEC §3): DCMAC RX bus -> three lanes -> merger ->
 // RX frame FIFO -> user port, with the CPU RX buffer's writer and the ARP event queue.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_tx_csum_tree — pipelined sum of the 64 big-endian 16-bit words of a 1024-bit word.
 //
 // Contract: `data` holds 128 bytes in wire order, byte k in bits 8k+7:8k; 16-bit word i is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_rx_frame_fifo — dual-clock FIFO of whole frames: the writer may discard the frame it
 // is writing, the reader only ever sees complete frames (RX FIFO, MAC clock -> user_clk).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_link_bringup — brings the DCMAC's 400GE port 0 and its GTM lanes up without software,
 // keeps watching the alignment afterwards, and reports what it saw (clock of the DCMAC's
 // AXI4-Lite register port, `clk`; run it on the same clock as the core's register block so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_tx_packer — reads committed frames from the TX buffer and drives the DCMAC's
 // segmented TX client bus (MAC clock domain).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_rx_merge — joins the three lanes' datagrams into one stream in arrival order, checks
 // their UDP checksum and writes them into the RX frame FIFO (rx MAC clock domain).
 //

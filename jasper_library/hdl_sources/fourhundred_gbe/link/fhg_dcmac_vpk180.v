@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_dcmac_vpk180 — the VPK180's DCMAC (400GE, port 0) and GTM lanes, with the bring-up
 // sequencer, presented with the DCMAC port-0 client ports of fhg_core.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_tx_cpu — the CPU TX buffer (register map region 0x4000) and its frame source.
 //
 // Contract

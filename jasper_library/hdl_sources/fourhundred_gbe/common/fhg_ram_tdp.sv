@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_ram_tdp: true dual-port RAM, ports A and B on independent clocks, both read/write.
 //
 // Contract

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_tx_ctl_arb — picks the next control frame for the packer: hardware ARP replies
 // first, then frames from the CPU TX buffer (MAC clock domain).
 //

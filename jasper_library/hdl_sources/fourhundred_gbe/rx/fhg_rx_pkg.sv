@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_rx_pkg — verdict codes of the receive path: every received frame ends with exactly one
 // of them (CORE_SPEC §3 accounting). Each code but V_PEND has a counter of its own in the
 // register map; V_PEND is a datagram handed to the merger, which counts it as delivered

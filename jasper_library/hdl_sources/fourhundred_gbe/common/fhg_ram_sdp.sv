@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_ram_sdp: simple dual-port RAM, one write port and one read port on independent clocks.
 //
 // Contract

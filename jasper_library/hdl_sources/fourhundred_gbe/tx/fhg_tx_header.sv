@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_tx_header — turns a committed frame's descriptor into its Ethernet/IPv4/UDP header
 // (MAC clock domain).
 //
