@@ -586,10 +586,13 @@ def lint(build_dir: Path, stubs: list[Path] | None = None) -> subprocess.Complet
     blackbox modules (vendor IP with its port list) read in place of the IP; the build's own
     ``lint/stubs/*.v`` (written from the blocks' ``lint_stubs()``) are always read.
     """
-    from . import sim
+    from . import verilator
 
     build_dir = Path(build_dir)
-    sim.setup_verilator_env()
+    try:
+        verilator.setup_verilator_env()
+    except verilator.VerilatorNotFound as exc:
+        raise ToolflowError(f"lint: {exc}") from None
     listing = build_dir / "sources.txt"
     if not listing.is_file():
         raise ToolflowError(f"{build_dir}: no sources.txt (run the build first)")

@@ -30,13 +30,14 @@ from pathlib import Path
 
 import pytest
 
-from mlib_devel_400g import mlib_install, paths
+from casper400g_dev import checkout
+from mlib_devel_400g import mlib_install
 from mlib_devel_400g.design import Design
 from mlib_devel_400g.toolflow import BuildResult, Toolflow
 
-EXAMPLE = paths.REPO_ROOT / "examples" / "pktgen_400g" / "design.yaml"
-STUB = paths.REPO_ROOT / "tests" / "tcl" / "vivado_bd_stub.tcl"
-CACHE = paths.REPO_ROOT / ".cache"
+EXAMPLE = checkout.ROOT / "examples" / "pktgen_400g" / "design.yaml"
+STUB = checkout.ROOT / "tests" / "tcl" / "vivado_bd_stub.tcl"
+CACHE = checkout.ROOT / ".cache"
 MODEL = "pktgen_400g"
 
 
@@ -53,7 +54,7 @@ def reference(name: str) -> Path:
     roots = (
         [Path(os.environ["CASPER400G_REFERENCE"])] if "CASPER400G_REFERENCE" in os.environ else []
     )
-    roots += [p / "shared" / "reference" for p in paths.REPO_ROOT.parents]
+    roots += [p / "shared" / "reference" for p in checkout.ROOT.parents]
     for root in roots:
         if (root / name).is_dir():
             return root / name
