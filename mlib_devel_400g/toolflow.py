@@ -251,7 +251,14 @@ class Toolflow:
         ]
         metas.append(FpgBlock("77777", "77777", {"77777": "77777"}))
         fpg_header = out / "fpg_header.txt"
-        fpg_header.write_bytes(write_fpg_header(devices, metas))
+        header_bytes = write_fpg_header(devices, metas)
+        fpg_header.write_bytes(header_bytes)
+        # What MATLAB's frontend writes beside jasper.per for mlib_devel's mkfpg: the ?meta
+        # lines without their prefix (design_info.tab) and the revision lines (none here).
+        prefix = "?meta\t"
+        meta_lines = [ln for ln in header_bytes.decode().splitlines() if ln.startswith(prefix)]
+        (out / "design_info.tab").write_text("".join(ln[len(prefix) :] + "\n" for ln in meta_lines))
+        (out / "git_info.tab").write_text("")
 
         stubs = self._write_lint_stubs(blocks)
         if stubs:
