@@ -1,6 +1,6 @@
 """``xps:fourhundred_gbe``: the casper400g 400GbE UDP/IPv4 core as a yellow block.
 
-* User ports (CORE_SPEC §1) are the gateways ``<fullname>_<port>`` (``USER_PORTS``).
+* User ports (docs/design/core.md §1) are the gateways ``<fullname>_<port>`` (``USER_PORTS``).
 * Mask parameters (``PARAMETERS``) become the start-up configuration: ``fhg_gbe_boot``
   writes FABRIC_MAC/IP/GATEWAY/NETMASK/PORT/TTL/CTRL into the core's registers after
   reset and enables the fabric when ``fab_en`` is set. Register offsets come from the
@@ -39,7 +39,7 @@ CORE_HDL = "fourhundred_gbe/fhg_core.sv"
 
 # --- the block's interface, from the one description the Simulink block shares ---
 # fourhundred_gbe.json (next to this file; the overlay installer copies it) lists the user
-# ports (CORE_SPEC §1, direction seen from the block) and the mask parameters with their
+# ports (docs/design/core.md §1, direction seen from the block) and the mask parameters with their
 # kinds, ranges, defaults and prompts; xps_library/fourhundred_gbe_interface.m is its
 # generated copy (`casper400g simulink-gen`).
 INTERFACE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fourhundred_gbe.json")

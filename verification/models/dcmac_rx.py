@@ -1,6 +1,6 @@
 """Model of the DCMAC RX client interface (400G, port 0, 8 x 128-bit segments).
 
-The RX bus mirrors the TX bus (CORE_SPEC section 5) but has no ``tready``: the MAC
+The RX bus mirrors the TX bus (docs/design/core.md §5) but has no ``tready``: the MAC
 presents a cycle and the core must take it. Pure-Python parts:
 
 * :class:`RxSegmentPacker` turns queued frames into per-cycle bus states the way the MAC

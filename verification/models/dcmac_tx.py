@@ -3,7 +3,7 @@
 Pure-Python parts:
 
 * :class:`DcmacTxChecker` checks every cycle of the segmented AXI4-Stream bus against the
-  PG369 rules collected in CORE_SPEC section 2, reassembles the frames and appends the FCS
+  PG369 rules collected in docs/design/core.md §2, reassembles the frames and appends the FCS
   the MAC would insert.
 * :class:`LinePacer` decides ``tready``/``taf`` so that the long-run frame rate equals the
   400GbE line (or stalls at random, or never stalls).

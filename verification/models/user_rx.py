@@ -1,4 +1,4 @@
-"""Monitor of the core's user RX port (CORE_SPEC section 1).
+"""Monitor of the core's user RX port (docs/design/core.md §1).
 
 Word format is that of the TX port (:mod:`.user_tx`): 128 bytes per ``rx_data[1023:0]``
 word, the first payload byte in ``rx_data[1023:1016]``, ``rx_byte_enable[127:0]`` marking

@@ -1,4 +1,4 @@
-"""Driver for the core's user TX port (CORE_SPEC section 1).
+"""Driver for the core's user TX port (docs/design/core.md §1).
 
 Word format: 128 bytes per ``tx_data[1023:0]`` word, the first byte on the wire in
 ``tx_data[1023:1016]``; ``tx_byte_enable[127:0]`` marks the valid bytes of the last word,

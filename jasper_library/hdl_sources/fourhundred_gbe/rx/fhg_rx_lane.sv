@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_rx_lane — one receive lane: realigns one frame at a time from DCMAC segments into
-// 1024-bit frame words and UDP payload words, runs the CORE_SPEC §3 filter on its header and
+// 1024-bit frame words and UDP payload words, runs the docs/design/core.md §3 filter on its header and
 // decides the frame's fate (rx MAC clock domain).
 //
 // Contract
@@ -14,7 +14,7 @@
 //     bytes 128m..128m+127, LSB-first) is frame word m bytes 42..127 followed by frame word
 //     m+1 bytes 0..41; it is produced as soon as the 42nd byte of word m+1 has arrived (at
 //     most one per cycle) or at the frame's end, so at most two per cycle.
-//   * Filter: CORE_SPEC §3 in its order, evaluated from the header snapshot (the first 48
+//   * Filter: docs/design/core.md §3 in its order, evaluated from the header snapshot (the first 48
 //     bytes) and the frame length at EOP; every frame leaves exactly one verdict
 //     (`vd_valid`/`vd_code`, codes in fhg_rx_pkg) in the cycle its end leaves stage 2.
 //     V_PEND (fhg_rx_pkg) means "a UDP datagram handed to the merger": the merger counts it.

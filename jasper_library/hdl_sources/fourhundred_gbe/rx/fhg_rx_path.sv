@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// fhg_rx_path — the receive path (CORE_SPEC §3): DCMAC RX bus -> three lanes -> merger ->
+// fhg_rx_path — the receive path (docs/design/core.md §3): DCMAC RX bus -> three lanes -> merger ->
 // RX frame FIFO -> user port, with the CPU RX buffer's writer and the ARP event queue.
 //
 // Contract
 //   * MAC side (mac_clk): the DCMAC RX client bus, every cycle taken (no backpressure). At
 //     most two frames start per cycle; every frame is given exactly one verdict (st_*).
-//   * User side (user_clk): CORE_SPEC §1 rx_* ports. Payload bytes MSB-first
+//   * User side (user_clk): docs/design/core.md §1 rx_* ports. Payload bytes MSB-first
 //     (rx_data[1023:1016] is the first), rx_byte_enable contiguous from bit 127 on the last
 //     word, all ones before; addresses/ports valid with rx_valid; rx_end_of_frame and
 //     rx_bad_frame (UDP checksum failed) on the last word; `rx_ack` pops the shown word.

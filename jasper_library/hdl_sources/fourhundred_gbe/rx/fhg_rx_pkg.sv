@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_rx_pkg — verdict codes of the receive path: every received frame ends with exactly one
-// of them (CORE_SPEC §3 accounting). Each code but V_PEND has a counter of its own in the
+// of them (docs/design/core.md §3 accounting). Each code but V_PEND has a counter of its own in the
 // register map; V_PEND is a datagram handed to the merger, which counts it as delivered
 // (rx_udp_packets) or, when the RX FIFO had no room, as rx_drop_overrun.
 package fhg_rx_pkg;

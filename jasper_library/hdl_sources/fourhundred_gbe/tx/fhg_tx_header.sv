@@ -5,7 +5,7 @@
 // Contract
 //   * Input: descriptors {start_seg, payload_len, dst_ip, dst_port, payload_sum} from the
 //     writer (first-word-fall-through, in_valid/in_ready), one per cycle at most.
-//   * Next hop (CORE_SPEC §2): 224.0.0.0/4 → 01:00:5E + dst[22:0]; 255.255.255.255 or the
+//   * Next hop (docs/design/core.md §2): 224.0.0.0/4 → 01:00:5E + dst[22:0]; 255.255.255.255 or the
 //     subnet broadcast → FF:FF:FF:FF:FF:FF; own subnet → ARP entry of dst[7:0]; otherwise
 //     the ARP entry of gateway[7:0]. An ARP entry whose valid bit is clear makes the frame
 //     `drop` (the packer skips its buffer space and tx_arp_miss counts it).

@@ -15,7 +15,7 @@
 //     (one word per cycle, as fast as the bus consumes) cannot fall behind.
 //   * tready low holds the bus unchanged (PG369 "Almost Full" behaviour). With USE_TAF the
 //     packer starts no new frame while taf is high; without it, taf is ignored and only
-//     tready stalls the bus (both are compliant; see CORE_SPEC §2).
+//     tready stalls the bus (both are compliant; see docs/design/core.md §2).
 //   * Frames flagged `drop` (no ARP entry) are skipped without touching the bus.
 //   * Control frames (hardware ARP replies, CPU frames; ctl_*) go out between data frames:
 //     a waiting control frame is sent as soon as the data frame in progress has ended, so

@@ -2,7 +2,7 @@
 // fhg_tx_writer — user-side half of the TX store-and-forward buffer (user_clk).
 //
 // Contract
-//   * User port as CORE_SPEC §1: one 1024-bit word per cycle, first wire byte in
+//   * User port as docs/design/core.md §1: one 1024-bit word per cycle, first wire byte in
 //     tx_data[1023:1016], tx_byte_enable (contiguous from bit 127) qualifies the last word,
 //     tx_dest_ip/tx_dest_port sampled with tx_end_of_frame. Full rate: a word every cycle,
 //     back-to-back frames, no bubbles required.
