@@ -173,6 +173,33 @@ def test_a_queue_that_ends_early_does_not_hold_chunks_back() -> None:
     assert time.monotonic() - t0 < 15.0
 
 
+def test_a_slow_consumer_never_makes_waiting_queues_stalled() -> None:
+    # Every queue waits for chunks much longer than the stall timeout while the consumer
+    # sleeps: waiting for the consumer is not a stall, so nothing is passed over or late.
+    ppc, n = 64, 16
+    cap = rx.Capture(
+        "mem",
+        count=ppc * n,
+        queues=3,
+        packets_per_chunk=ppc,
+        max_chunks=2,
+        n_chunks=3,
+        first_chunk=0,
+        stall_timeout_ms=10,
+    )
+    got = []
+    with cap:
+        for chunk in cap.chunks(timeout=20.0):
+            if len(got) < 4:
+                time.sleep(0.08)
+            got.append(chunk.chunk_id)
+            chunk.release()
+    s = cap.stats
+    assert got == list(range(n))
+    assert (s.queue_stalls, s.late, s.lost, s.packets) == (0, 0, 0, ppc * n)
+    assert s.waits > 0
+
+
 def test_overload_on_emulated_nic_queues_is_counted_exactly() -> None:
     # Offered far above what this machine's receive threads take: the rings overflow and
     # every packet is either placed or counted as a NIC drop; the holes are the lost slots.
