@@ -130,8 +130,9 @@ def cips_bd_tcl(conf: dict[str, Any], user_mhz: float) -> str:
             "platform vpk180: ddr: true is not supported yet (the LPDDR4 pins of the NoC's "
             "memory controller are not wired to top.v); set ddr: false"
         )
-    if not 390.625 <= user_mhz <= 600.0:
-        raise Vpk180Error(f"platform vpk180: user clock {user_mhz:g} MHz is outside 390.625..600")
+    lo, hi = (float(x) for x in conf.get("user_clk_range_mhz") or (390.625, 600.0))
+    if not lo <= user_mhz <= hi:
+        raise Vpk180Error(f"platform vpk180: user clock {user_mhz:g} MHz is outside {lo:g}..{hi:g}")
     base = int(conf["mmbus_base_address"])
     window = int(conf.get("mmbus_address_window") or 0)
     if window <= 0 or window & (window - 1) or base % window:
