@@ -8,7 +8,6 @@ import pytest
 
 from casper400g_dev import checkout, sim, toolflow_sim
 
-# The bench lives with the verification code (as the demo runs it).
 COCOTB_MODULE = checkout.VERIFICATION_DIR / f"{toolflow_sim.COCOTB_MODULE}.py"
 NAMES = sim.cocotb_test_names(COCOTB_MODULE)
 
