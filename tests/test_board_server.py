@@ -184,7 +184,7 @@ def test_fpga_configures_a_core_through_the_server(board: Board):
             hi, lo = struct.unpack(">HI", (0x0C42A1002000 + index).to_bytes(6, "big"))
             assert (word_at(board.image, at), word_at(board.image, at + 4)) == (0x10000 | hi, lo)
         assert word_at(board.image, GBE_BASE + arp.offset + 1 * arp.entry_bytes) == 0
-        valid = {e["index"]: e["mac"] for e in gbe.get_arp_details() if e["valid"]}
+        valid = {e["index"]: e["mac"] for e in gbe.get_arp_entries() if e["valid"]}
         assert valid == macs
 
         # Counters written straight into the bus image, in host order, low word first.
@@ -192,8 +192,8 @@ def test_fpga_configures_a_core_through_the_server(board: Board):
         image = bytearray(board.image.read_bytes())
         struct.pack_into("=II", image, GBE_BASE + frames.offset, 0x89ABCDEF, 0x12)
         board.image.write_bytes(bytes(image))
-        assert gbe.read_tx_counters()["tx_frames"] == 0x12_89ABCDEF
-        assert gbe.read_counters()["tx_frames"] == 0x12_89ABCDEF
+        assert gbe.read_tx_counters()["gbe0_tx_frames"] == 0x12_89ABCDEF
+        assert gbe.read_core_counters()["tx_frames"] == 0x12_89ABCDEF
 
         fpga.write_int("sys_scratch", -2)
         assert word_at(board.image, 0) == 0xFFFFFFFE
@@ -208,7 +208,7 @@ def test_fpga_learns_the_design_from_the_server(board: Board):
         assert fpga.gbes == {}
         fpga.get_system_information()
         gbe = fpga.gbes.gbe0
-        assert (gbe.address, gbe.length) == (GBE_BASE, regmap.BLOCK_SIZE)
+        assert (gbe.address, gbe.length_bytes) == (GBE_BASE, regmap.BLOCK_SIZE)
         assert gbe.meta == BLOCKS[0].params
         assert fpga.header is not None
         assert set(fpga.header.devices) == {"gbe0", "sys_scratch"}

@@ -226,7 +226,7 @@ async def katcp_board_server_configures_core(dut) -> None:  # noqa: ANN001
             PORT,
         )
         assert d["fabric_en"] and d["ttl"] == TTL
-        assert [e["mac"] for e in d["arp"]] == ARP_TABLE
+        assert [int(m) for m in d["arp"]] == ARP_TABLE
 
         await h.wait_tx_ready()
         sends = [(bytes(range(100)), "10.0.0.20", 9000), (b"off-subnet", "192.168.1.5", 5001)]
