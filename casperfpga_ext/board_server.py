@@ -38,7 +38,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .board_sensors import Sensor, design_sensors
 from .fpg import GBE_TAG, FpgDevice, FpgHeader, parse_fpg_header
@@ -72,7 +72,8 @@ class Window(Protocol):
     def listdev(self) -> list[str]: ...
 
 
-WindowFactory = Callable[[Iterable[FpgDevice]], Window]
+if TYPE_CHECKING:  # aliases for annotations only: Python 3.8 cannot subscript these
+    WindowFactory = Callable[[Iterable[FpgDevice]], Window]
 
 
 class MmapWindow:
@@ -189,7 +190,8 @@ class Connection:
             await self.writer.drain()
 
 
-Handler = Callable[[Connection, list[bytes]], Awaitable[list[bytes | str | int]]]
+if TYPE_CHECKING:
+    Handler = Callable[[Connection, list[bytes]], Awaitable[list[bytes | str | int]]]
 
 
 class BoardServer:
@@ -237,8 +239,8 @@ class BoardServer:
             b"meta": (self._meta, "?meta [block]: the design's ?meta lines"),
             b"read": (self._read, "?read device offset length: raw bytes"),
             b"write": (self._write, "?write device offset data: raw bytes"),
-            b"wordread": (self._wordread, "?wordread device word-offset: one word in hex"),
-            b"wordwrite": (self._wordwrite, "?wordwrite device word-offset hex-value"),
+            b"wordread": (self._wordread, "?wordread device word[:bit] [count]: words in hex"),
+            b"wordwrite": (self._wordwrite, "?wordwrite device word[:0] hex-value"),
             b"fpgastatus": (self._fpgastatus, "?fpgastatus: ok when a design is mapped"),
             b"progdev": (self._progdev, "?progdev [file.fpg]: program and map a design"),
             b"progremote": (self._progremote, "?progremote port: receive an .fpg and program"),
