@@ -133,6 +133,27 @@ def _block_info(device_info: Mapping[str, Any] | None) -> dict[str, Any]:
     return info
 
 
+class _NotOnThisCore:
+    """A OneHundredGbe class attribute that has no counterpart here: reading it raises
+    AttributeError saying why (``hasattr`` is False), instead of a value that would
+    address something else in this core's register map."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        raise AttributeError(f"{self.name}: {self.why}")
+
+
+_INDIRECT_ARP = (
+    "the 100GbE core's indirect ARP access register; the 400GbE core maps its ARP table "
+    "directly at 0x1000 (use set_arp_table/set_single_arp_entry/get_arp_details)"
+)
+
+
 class FourHundredGbe:
     """One fhg_core instance: casperfpga's ``OneHundredGbe`` contract, plus extras.
 
@@ -140,8 +161,12 @@ class FourHundredGbe:
     ``Gbe``; casperfpga itself builds it with ``from_device_info``.
     """
 
-    width_bits = 32
-    memmap_compliant = True  # casperfpga's test for the harmonised 10/40/100GbE map
+    ADDR_ARP_WRITE_ENABLE = _NotOnThisCore(_INDIRECT_ARP)
+    ADDR_ARP_READ_ENABLE = _NotOnThisCore(_INDIRECT_ARP)
+    ADDR_ARP_WRITE_DATA = _NotOnThisCore(_INDIRECT_ARP)
+    ADDR_ARP_WRITE_ADDR = _NotOnThisCore(_INDIRECT_ARP)
+    ADDR_ARP_READ_ADDR = _NotOnThisCore(_INDIRECT_ARP)
+    ADDR_ARP_READ_DATA = _NotOnThisCore(_INDIRECT_ARP)
 
     def __init__(
         self,
@@ -155,6 +180,8 @@ class FourHundredGbe:
         self.name = name
         self.address = address
         self.length_bytes = length_bytes
+        self.width_bits = 32
+        self.memmap_compliant = True  # casperfpga: the harmonised 10/40/100GbE map
         self.fullname = f"{getattr(parent, 'host', '') or ''}:{name}"
         self.block_info = _block_info(device_info)
         self.core_details: dict[str, Any] | None = None
@@ -321,12 +348,19 @@ class FourHundredGbe:
     def fields_string_get(self) -> str:
         return ", ".join(regmap.REGISTERS)
 
-    def _fixed(self, *args: Any, **kwargs: Any) -> None:
+    def _fixed(self) -> None:
         raise RuntimeError(
             f"{self.name}: the core's registers are fixed by its register map (fhg_regmap)"
         )
 
-    fields_clear = fields_add = field_add = _fixed
+    def fields_clear(self) -> None:
+        self._fixed()
+
+    def fields_add(self, fields: Any) -> None:
+        self._fixed()
+
+    def field_add(self, newfield: Any, auto_offset: bool = False) -> None:
+        self._fixed()
 
     # ------------------------------------------------------------- configuration
     @property
@@ -582,10 +616,11 @@ class FourHundredGbe:
         print(f"  fabric_en {int(d['fabric_en'])}  link_up {int(d['link_up'])}  TTL {d['ttl']}")
         mc = d["multicast"]
         print(f"  multicast base_ip {mc['base_ip']}  ip_mask {mc['ip_mask']}")
+        # The details were just read (refresh) or are wanted as they are: no second read.
         if arp:
-            self.print_arp_details(refresh=refresh, only_hits=True)
+            self.print_arp_details(refresh=False, only_hits=True)
         if cpu:
-            self.print_cpu_details(refresh=refresh)
+            self.print_cpu_details(refresh=False)
 
     def get_cpu_details(self, port_dump: Any = None) -> dict[str, Any]:
         """The CPU buffers, casperfpga's shape: ``cpu_tx``/``cpu_rx`` map a byte offset to
@@ -656,9 +691,9 @@ class FourHundredGbe:
                 names[reg[:2]].append(f"{self.name}_{reg}")
         return names
 
-    def read_core_counters(self) -> dict[str, int]:
-        """Every counter of the core under its register-map name."""
-        return {n: self.read_reg(n) for n in regmap.COUNTERS}
+    def read_core_counters(self, prefix: str = "") -> dict[str, int]:
+        """The core's counters (those whose name starts with ``prefix``) by register name."""
+        return {n: self.read_reg(n) for n in regmap.COUNTERS if n.startswith(prefix)}
 
     def _named_counters(self, direction: str, core: Mapping[str, int]) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -676,19 +711,19 @@ class FourHundredGbe:
     def read_tx_counters(self) -> dict[str, int]:
         """TX counters under casperfpga's names (``<core>_txctr`` …), then the core's
         other TX counters as ``<core>_<register>``."""
-        return self._named_counters("tx", self.read_core_counters())
+        return self._named_counters("tx", self.read_core_counters("tx_"))
 
     def read_rx_counters(self) -> dict[str, int]:
         """RX counters under casperfpga's names (``<core>_rxctr`` …), then the core's
         other RX counters as ``<core>_<register>``."""
-        return self._named_counters("rx", self.read_core_counters())
+        return self._named_counters("rx", self.read_core_counters("rx_"))
 
     def read_counters(self) -> dict[str, int]:
         core = self.read_core_counters()
         return {**self._named_counters("tx", core), **self._named_counters("rx", core)}
 
     def rx_drop_counters(self) -> dict[str, int]:
-        return {n: self.read_reg(n) for n in regmap.COUNTERS if n.startswith("rx_drop_")}
+        return self.read_core_counters("rx_drop_")
 
     def reset_counters(self) -> None:
         self.write_field("count_reset", "clear", 1)

@@ -23,7 +23,10 @@ import casperfpga_ext  # noqa: F401  (registers xps:fourhundred_gbe with casperf
 def main() -> None:
     host, port, fpg, cfg = sys.argv[1], int(sys.argv[2]), sys.argv[3], json.loads(sys.argv[4])
     out = {}
-    fpga = casperfpga.CasperFpga(host, port, transport=casperfpga.KatcpTransport)
+    # timeout: seconds per KATCP request (casperfpga's default is 10).
+    fpga = casperfpga.CasperFpga(
+        host, port, transport=casperfpga.KatcpTransport, timeout=cfg.get("timeout", 10)
+    )
     if fpg == "-":
         fpga.get_system_information()
     else:
