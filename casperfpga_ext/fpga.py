@@ -102,6 +102,12 @@ class Fpga:
     def is_connected(self) -> bool:
         return self.transport.is_connected()
 
+    def disconnect(self) -> None:
+        """Close the connection to the board (casperfpga's ``disconnect``)."""
+        close = getattr(self.transport, "close", None)
+        if close is not None:
+            close()
+
     def read_uint(self, device_name: str, word_offset: int = 0) -> int:
         return read_uint(self.transport, device_name, 4 * word_offset)
 

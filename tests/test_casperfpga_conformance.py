@@ -199,20 +199,59 @@ def test_onehundredgbe_script_drives_the_core_unchanged(
     assert got["clock_mhz"] == pytest.approx(CLOCK_MHZ, rel=0.02)
 
 
-def test_fourhundredgbe_has_every_member_of_onehundredgbe(
-    casperfpga_python: str, casperfpga_env: dict[str, str]
+def test_example_configure_core_runs_with_casperfpga(
+    served: tuple[int, Path, Path, list[dict[str, Any]]],
+    casperfpga_python: str,
+    casperfpga_env: dict[str, str],
 ):
-    """Names, member kinds, parameter names/order/defaults and instance attributes of
-    casperfpga's OneHundredGbe (and its bases), read from casperfpga itself."""
-    script = ROOT / "tests" / "data" / "compare_onehundredgbe_api.py"
-    done = subprocess.run(
-        [casperfpga_python, str(script)], env=casperfpga_env, capture_output=True, text=True,
-        timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    got = json.loads(done.stdout.split("RESULT ", 1)[1])
-    assert {"configure_core", "set_arp_table", "rx_okay", "read_raw", "tap_info"} <= set(
-        got["checked"]
-    )
-    assert (got["missing"], got["other_kind"], got["other_params"]) == ([], [], [])
-    assert got["missing_attributes"] == []
+    port, _, image, memory_map = served
+    argv = [casperfpga_python, str(ROOT / "examples" / "configure_core.py"), "127.0.0.1"]
+    argv += ["--port", str(port), "--mac", "02:00:0a:00:00:0c", "--ip", "10.0.0.12"]
+    argv += ["--udp-port", "7160", "--gateway", "10.0.0.1", "--arp=10.0.0.20=0c:42:a1:00:00:14"]
+    done = subprocess.run(argv, env=casperfpga_env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "(casperfpga " in done.stdout  # the real one, not casperfpga_ext.Fpga
+    assert "IP[7:0]  20 -> 0c:42:a1:00:00:14" in done.stdout
+
+    def reg(name: str) -> int:
+        return word(image, reg_address(memory_map, "gbe0", name))
+
+    assert (reg("mac_hi"), reg("mac_lo"), reg("port")) == (0x0200, 0x0A00000C, 7160)
+    assert reg("ip") == int(ipaddress.IPv4Address("10.0.0.12"))
+    arp20 = reg_address(memory_map, "gbe0") + regmap.REGIONS["arp_table"].offset + 8 * 20
+    assert (word(image, arp20), word(image, arp20 + 4)) == (0x10C42, 0xA1000014)
+
+
+PROGRAM_FLOW = """
+import sys
+import casperfpga
+import casperfpga_ext  # noqa: F401
+
+fpga = casperfpga.CasperFpga("127.0.0.1", int(sys.argv[1]), transport=casperfpga.KatcpTransport)
+print("running", fpga.is_running())
+fpga.transport.program(sys.argv[2])  # ?progdev <file>, then #fpga ready or ?status
+status = fpga.transport.katcprequest("status")[0].arguments[0]  # status() compares to str
+print("programmed", fpga.is_running(), status.decode())
+print("words", fpga.transport.wordread("sys_scratchpad", 1, 0, 0).decode())
+fpga.deprogram()  # ?tap-info (multicast clean-up), then ?progdev
+print("deprogrammed", fpga.is_running())
+fpga.transport.stop()  # see close() in data/onehundredgbe_script.py
+fpga.transport.join(10)
+"""
+
+
+def test_program_and_deprogram_flows(
+    served: tuple[int, Path, Path, list[dict[str, Any]]],
+    casperfpga_python: str,
+    casperfpga_env: dict[str, str],
+):
+    port, fpg, _, _ = served
+    argv = [casperfpga_python, "-c", PROGRAM_FLOW, str(port), fpg.name]
+    done = subprocess.run(argv, env=casperfpga_env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.stdout.splitlines() == [
+        "running True",
+        "programmed True ok",
+        "words 0x00000000",
+        "deprogrammed False",
+    ]

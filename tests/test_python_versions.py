@@ -2,7 +2,7 @@
 
 For each pyenv Python a small venv (pytest and NumPy only, cached under .cache/) imports
 the package and runs the tests that need nothing else: the address parser, the
-FourHundredGbe contract and transports, the KATCP board server's wire protocol.
+FourHundredGbe contract, the .fpg parser and the transports (mmap and KATCP).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO_ROOT, cached_venv, need_tool, pyenv_pythons
 
 MINORS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
-SUBSET = ["tests/test_addressing.py", "tests/test_casperfpga_ext.py", "tests/test_tap.py"]
+SUBSET = ["tests/test_addressing.py", "tests/test_casperfpga_ext.py"]
 PYTHONS = pyenv_pythons(MINORS)
 
 
@@ -31,7 +31,8 @@ def test_casperfpga_ext_under(minor: str) -> None:
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert imported.returncode == 0, imported.stderr[-2000:]
-    assert imported.stdout.split() == ["False", f"({minor.replace('.', ',')}", f"{minor[2:]})"]
+    major, micro = (int(x) for x in minor.split("."))
+    assert imported.stdout.strip() == f"False {(major, micro)}"  # no casperfpga in this venv
     tests = subprocess.run(
         [str(venv_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *SUBSET],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,

@@ -79,8 +79,19 @@ def main() -> None:
 
     if cfg.get("estimate_clock", True):
         out["clock_mhz"] = fpga.estimate_fpga_clock()
-    fpga.disconnect()  # katcp's I/O thread would keep the interpreter from exiting
+    close(fpga)
     print("RESULT " + json.dumps(out))
+
+
+def close(fpga: casperfpga.CasperFpga) -> None:
+    """End katcp's I/O thread, which would keep the interpreter from exiting.
+
+    casperfpga's ``disconnect()`` stops the client, then closes its stream from this
+    thread while katcp's I/O thread may be doing it too (tornado then raises KeyError
+    now and then); stopping and joining the client is its first, race-free half.
+    """
+    fpga.transport.stop()
+    fpga.transport.join(10)
 
 
 if __name__ == "__main__":
