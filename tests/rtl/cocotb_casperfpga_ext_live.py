@@ -165,7 +165,7 @@ async def tap_answers_arp_and_ping(dut) -> None:  # noqa: ANN001
         "ip_protocol": 1,
     }, tap.counts()
     await Timer(1, unit="us")
-    c = await bridge(gbe.read_counters)()
+    c = await bridge(gbe.read_core_counters)()
     assert c["rx_to_cpu"] == 6 and c["rx_drop_cpu_busy"] == 0, c
     assert c["tx_cpu_frames"] == 3 and c["tx_arp_replies"] == 0, c
     assert c["rx_arp_requests"] == 0, c
@@ -289,7 +289,7 @@ async def katcp_board_server_configures_core(dut) -> None:  # noqa: ANN001
         }, out["counts"]
         await Timer(1, unit="us")
         direct = FourHundredGbe(SimTransport(h.axi), DEVICE)  # not through the server
-        c = await bridge(direct.read_tx_counters)()
+        c = await bridge(direct.read_core_counters)("tx_")
         assert c["tx_arp_replies"] == 0 and c["tx_cpu_frames"] == 2, c
     finally:
         if "fpga" in fpga_box:
