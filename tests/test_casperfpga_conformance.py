@@ -196,7 +196,9 @@ def test_onehundredgbe_script_drives_the_core_unchanged(
         assert word(image, reg_address(memory_map, name)) == value + 1
 
     # board-server advances a file-backed sys_clkcounter at the nominal user clock.
-    assert got["clock_mhz"] == pytest.approx(CLOCK_MHZ, rel=0.02)
+    # casperfpga divides the counts between two reads by the 2 s it slept between them;
+    # the reads are at least that far apart, more on a loaded machine: never below.
+    assert CLOCK_MHZ * 0.999 <= got["clock_mhz"] <= CLOCK_MHZ * 1.15
 
 
 def test_example_configure_core_runs_with_casperfpga(
