@@ -24,7 +24,6 @@ This module needs only the standard library and runs on Python 3.8 and later.
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 import operator
 import re
@@ -253,14 +252,18 @@ class IpAddress:
         return self.ip_int > parse_ip(other)
 
 
-@functools.lru_cache(maxsize=None)
+_NETWORK: list[Any] = []  # casperfpga's network module (or None), once looked up
+
+
 def _casperfpga_network() -> Any:
     """casperfpga's ``network`` module, or None when casperfpga cannot be imported."""
-    try:
-        from casperfpga import network  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    return network
+    if not _NETWORK:
+        try:
+            from casperfpga import network  # type: ignore[import-not-found]
+        except ImportError:
+            network = None
+        _NETWORK.append(network)
+    return _NETWORK[0]
 
 
 def mac_object(value: Any) -> Any:
