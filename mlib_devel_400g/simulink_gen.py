@@ -8,7 +8,7 @@ as plain ``.m`` functions that return the same data as a struct:
 * ``xps_library/fourhundred_gbe_interface.m`` -- ports, parameters (kind, range, default
   as mask dialog text, prompt, tooltip, mask style), tag and icon text, for the mask
   scripts and the library build script;
-* ``mlib_devel_400g/octave/fhg_block_types.m`` -- for the Octave design API: every yellow
+* ``casper400g_dev/octave/fhg_block_types.m`` -- for the Octave design API: every yellow
   block a design may use (``PARAMETERS`` defaults and gateways), read from the Python
   classes themselves;
 * ``xps_library/<platform>_platform.m`` -- for each board platform of the overlay
@@ -31,7 +31,7 @@ from .toolflow import jasper_imports
 
 INTERFACE_JSON = paths.JASPER_LIBRARY / "yellow_blocks" / "fourhundred_gbe.json"
 INTERFACE_M = "xps_library/fourhundred_gbe_interface.m"
-BLOCK_TYPES_M = "mlib_devel_400g/octave/fhg_block_types.m"
+BLOCK_TYPES_M = "casper400g_dev/octave/fhg_block_types.m"
 # Blocks the Octave design API offers, and for blocks whose gateways depend on a
 # parameter, that parameter's values (each gives one gateway list).
 DESIGN_BLOCKS: dict[str, tuple[str, tuple[str, ...]] | None] = {
@@ -222,7 +222,7 @@ def render_all() -> dict[str, str]:
 
 
 def stale_files(files: dict[str, str], root: Path | None = None) -> list[str]:
-    base = root or paths.REPO_ROOT
+    base = root or paths.source_tree()
     return [
         rel
         for rel, text in files.items()
@@ -231,7 +231,7 @@ def stale_files(files: dict[str, str], root: Path | None = None) -> list[str]:
 
 
 def write_files(files: dict[str, str], root: Path | None = None) -> list[str]:
-    base = root or paths.REPO_ROOT
+    base = root or paths.source_tree()
     changed = stale_files(files, base)
     for rel in changed:
         dst = base / rel

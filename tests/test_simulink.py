@@ -19,17 +19,18 @@ from typing import Any
 import pytest
 import yaml
 
+from casper400g_dev import checkout
 from mlib_devel_400g import paths, simulink_gen
 from mlib_devel_400g.toolflow import jasper_imports
 
-ROOT = paths.REPO_ROOT
+ROOT = checkout.ROOT
 CASES = json.loads((ROOT / "tests/data/fourhundred_gbe_cases.json").read_text())
 INTERFACE = json.loads(simulink_gen.INTERFACE_JSON.read_text())
 OCTAVE_PATH = [
     "xps_library",
     "xps_library/xps_models/IO",
     "xps_library/xps_models/Platforms",
-    "mlib_devel_400g/octave",
+    "casper400g_dev/octave",
     "tests/octave",
     "tests/octave/simulink_shim",
 ]
@@ -348,7 +349,7 @@ def test_octave_design_errors_name_the_value(code: str, message: str):
             "--norc",
             "--quiet",
             "--eval",
-            f"addpath('{ROOT / 'xps_library'}', '{ROOT / 'mlib_devel_400g/octave'}');"
+            f"addpath('{ROOT / 'xps_library'}', '{ROOT / 'casper400g_dev/octave'}');"
             f"d = fhg_design('m', 'generic400g'); try; {code} disp('no error');"
             " catch err; disp(err.message); end",
         ],

@@ -24,12 +24,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from casper400g_dev import checkout
 from casperfpga_ext.fpg import find_gbes, parse_fpg, parse_fpg_header, read_bitstream
 from mlib_devel_400g import paths
 from mlib_devel_400g.design import Design, DesignError
 from mlib_devel_400g.toolflow import BuildResult, Toolflow, ToolflowError, jasper_imports, lint
 
-EXAMPLE = paths.REPO_ROOT / "examples" / "pktgen_400g" / "design.yaml"
+EXAMPLE = checkout.ROOT / "examples" / "pktgen_400g" / "design.yaml"
 STUB = Path(__file__).with_name("tcl") / "vivado_bd_stub.tcl"
 PLATFORM_YAML = paths.JASPER_LIBRARY / "platforms" / "vpk180.yaml"
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mlib_devel_400g import mlib_install, sim
+from casper400g_dev import sim
+from mlib_devel_400g import mlib_install
 from mlib_devel_400g.toolflow import CORE_LINT_WAIVERS
 
 from .conftest import CIT2CSL_STANDIN, MlibRun, reference

@@ -1,6 +1,6 @@
 """casperfpga_ext's blocking FourHundredGbe code driving ``fhg_core`` in simulation.
 
-``SimTransport`` (``mlib_devel_400g.sim_bus``) turns each word of a ``read``/``blindwrite``
+``SimTransport`` (``verification.sim_bus``) turns each word of a ``read``/``blindwrite``
 into an AXI4-Lite access of the core's register slave; the API code runs in a ``bridge``
 thread (cocotb.task) and waits for each access through ``resume``, so it is the same code
 that runs on the board.
@@ -19,11 +19,11 @@ from cocotb.triggers import ClockCycles, Timer
 
 from casperfpga_ext import fhg_regmap as regmap
 from casperfpga_ext.gbe import FourHundredGbe
-from mlib_devel_400g.core_harness import CoreHarness
-from mlib_devel_400g.models import frames
-from mlib_devel_400g.models.dcmac_tx import DcmacTxMonitor
-from mlib_devel_400g.models.user_tx import UserTxDriver
-from mlib_devel_400g.sim_bus import DEVICE, SimTransport
+from verification.core_harness import CoreHarness
+from verification.models import frames
+from verification.models.dcmac_tx import DcmacTxMonitor
+from verification.models.user_tx import UserTxDriver
+from verification.sim_bus import DEVICE, SimTransport
 
 OWN_MAC = "02:00:0a:00:00:0a"
 OWN_IP = "10.0.0.10"

@@ -39,11 +39,11 @@ from scapy.layers.l2 import ARP, Ether
 from casperfpga_ext.fpga import Fpga
 from casperfpga_ext.gbe import FourHundredGbe
 from casperfpga_ext.tap import Answer, Tap
-from mlib_devel_400g.core_harness import CoreHarness
-from mlib_devel_400g.models.dcmac_rx import DcmacRxDriver
-from mlib_devel_400g.models.dcmac_tx import DcmacTxMonitor
-from mlib_devel_400g.models.user_tx import UserTxDriver
-from mlib_devel_400g.sim_bus import DEVICE, ServerThread, SimTransport, SimWindow
+from verification.core_harness import CoreHarness
+from verification.models.dcmac_rx import DcmacRxDriver
+from verification.models.dcmac_tx import DcmacTxMonitor
+from verification.models.user_tx import UserTxDriver
+from verification.sim_bus import DEVICE, ServerThread, SimTransport, SimWindow
 
 PEER_MAC = "0c:42:a1:00:00:21"
 PEER_IP = "10.0.0.33"

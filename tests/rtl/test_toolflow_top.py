@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mlib_devel_400g import sim, toolflow_sim
+from casper400g_dev import sim, toolflow_sim
 
 COCOTB_MODULE = Path(toolflow_sim.__file__).with_name(f"{toolflow_sim.COCOTB_MODULE}.py")
 NAMES = sim.cocotb_test_names(COCOTB_MODULE)

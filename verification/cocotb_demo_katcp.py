@@ -19,11 +19,11 @@ from cocotb.triggers import Timer
 from cocotb.utils import get_sim_time
 
 from casperfpga_ext import addressing
-from mlib_devel_400g.core_harness import CoreHarness
-from mlib_devel_400g.models import frames
-from mlib_devel_400g.models.dcmac_tx import DcmacTxMonitor
-from mlib_devel_400g.models.user_tx import UserTxDriver
-from mlib_devel_400g.sim_bus import ServerThread, SimWindow
+from verification.core_harness import CoreHarness
+from verification.models import frames
+from verification.models.dcmac_tx import DcmacTxMonitor
+from verification.models.user_tx import UserTxDriver
+from verification.sim_bus import ServerThread, SimWindow
 
 SCRIPT_LIMIT_S = 60.0
 PAYLOAD = b"configured over KATCP by examples/configure_core.py"

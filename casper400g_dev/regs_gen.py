@@ -19,7 +19,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import paths
+from mlib_devel_400g import paths
+
+from . import checkout
 
 BLOCK_NAME = "fhg_regs"
 
@@ -515,7 +517,7 @@ def render_all(rdl: Path | None = None) -> dict[Path, str]:
     files: dict[Path, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         export_sv(root, Path(tmp))
-        rel_dir = paths.REGS_DIR.relative_to(paths.REPO_ROOT)
+        rel_dir = paths.REGS_DIR.relative_to(checkout.ROOT)
         for name in SV_FILES:
             files[rel_dir / name] = (Path(tmp) / name).read_text()
     files[PY_MAP] = render_python(model)
@@ -526,7 +528,7 @@ def render_all(rdl: Path | None = None) -> dict[Path, str]:
 
 
 def stale_files(files: dict[Path, str], repo_root: Path | None = None) -> list[Path]:
-    repo_root = repo_root or paths.REPO_ROOT
+    repo_root = repo_root or checkout.ROOT
     stale = []
     for rel, text in files.items():
         target = repo_root / rel
@@ -537,7 +539,7 @@ def stale_files(files: dict[Path, str], repo_root: Path | None = None) -> list[P
 
 def write_files(files: dict[Path, str], repo_root: Path | None = None) -> list[Path]:
     """Write the files that changed; return their relative paths."""
-    repo_root = repo_root or paths.REPO_ROOT
+    repo_root = repo_root or checkout.ROOT
     changed = stale_files(files, repo_root)
     for rel in changed:
         target = repo_root / rel

@@ -39,7 +39,7 @@ def run(
     try:
         data = sim.run_job(
             dut,
-            "mlib_devel_400g.cocotb_bench_tx",
+            "verification.cocotb_bench_tx",
             {"CASPER400G_BENCH_SIZES": json.dumps(sizes), "CASPER400G_BENCH_FRAMES": str(frames)},
             verbose=verbose,
         )
