@@ -124,7 +124,7 @@ class ClockedWindow:
     included, goes to the file.
     """
 
-    def __init__(self, inner: MmapTransport, clock_hz: float) -> None:
+    def __init__(self, inner: Window, clock_hz: float) -> None:
         if not clock_hz > 0:
             raise ValueError(f"clock {clock_hz!r} Hz: must be positive")
         self.inner, self.clock_hz = inner, clock_hz
@@ -144,7 +144,9 @@ class ClockedWindow:
         return self.inner.listdev()
 
     def close(self) -> None:
-        self.inner.close()
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()
 
 
 class RequestError(Exception):

@@ -20,16 +20,18 @@ from typing import Any
 import casperfpga_ext
 
 
-def connect(host: str, port: int, fpg: str | None) -> Any:
+def connect(host: str, port: int, fpg: str | None, timeout: float = 10.0) -> Any:
     """A casperfpga ``CasperFpga`` when casperfpga is installed, else ``casperfpga_ext.Fpga``."""
     try:
         import casperfpga  # type: ignore[import-not-found]
     except ImportError:
-        fpga: Any = casperfpga_ext.Fpga(host, port=port)
+        fpga: Any = casperfpga_ext.Fpga(host, port=port, timeout=timeout)
         print(f"connected to {host}:{port} (casperfpga_ext.Fpga; casperfpga not installed)")
     else:
         # The transport named: casperfpga's probe for the board type tries port 7147 only.
-        fpga = casperfpga.CasperFpga(host, port, transport=casperfpga.KatcpTransport)
+        fpga = casperfpga.CasperFpga(
+            host, port, transport=casperfpga.KatcpTransport, timeout=timeout
+        )
         print(f"connected to {host}:{port} (casperfpga {getattr(casperfpga, '__version__', '')})")
     fpga.get_system_information(fpg)
     return fpga
@@ -47,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("host", help="the board (its KATCP server)")
     parser.add_argument("--port", type=int, default=7147, help="KATCP port (default 7147)")
     parser.add_argument("--fpg", help="the design's .fpg (default: ask the server)")
+    parser.add_argument(
+        "--timeout", type=float, default=10.0, help="seconds per KATCP request (default 10)"
+    )
     parser.add_argument("--gbe", default="gbe0", help="the core's block name (default gbe0)")
     parser.add_argument("--mac", default="02:00:0a:00:00:0a", help="the core's MAC address")
     parser.add_argument("--ip", default="10.0.0.10", help="the core's IP address")
@@ -60,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 
     fpga = None
     try:
-        fpga = connect(args.host, args.port, args.fpg)
+        fpga = connect(args.host, args.port, args.fpg, args.timeout)
         gbe = getattr(fpga.gbes, args.gbe)
         gbe.configure_core(args.mac, args.ip, args.udp_port, args.gateway, args.netmask)
         gbe.set_arp_table(dict(args.arp))  # every entry written, then read back

@@ -1,10 +1,8 @@
 """The real casperfpga against ``fhg_core``: a OneHundredGbe script over KATCP, then a frame.
 
-The simulated core sits behind a ``BoardServer`` on 127.0.0.1 (``sim_bus.SimWindow``:
-every request is carried out on the core's simulated AXI4-Lite slave). Beside ``gbe0``
-the server maps a sys_block (``SysBlockModel``: board id, revision, scratchpad, and the
-clock counter board-server keeps for windows without one), which casperfpga's
-``get_system_information`` requires on every CASPER platform. The script
+The simulated core sits behind a ``BoardServer`` on 127.0.0.1 (``sim_bus.ServerThread``:
+every request to ``gbe0`` is carried out on the core's simulated AXI4-Lite slave; the
+sys_block casperfpga's ``get_system_information`` requires is modelled beside it). The script
 ``tests/data/onehundredgbe_script.py`` runs unchanged under the casperfpga venv
 (``CASPER400G_CASPERFPGA_PYTHON``); then one datagram goes through the user port and
 the frame leaving the core must equal scapy's for the configuration the script wrote.
@@ -18,35 +16,20 @@ import signal
 import subprocess
 import tempfile
 import time
-from pathlib import Path
 
 import cocotb
 from cocotb.task import bridge
 from cocotb.triggers import Timer
 
 from casperfpga_ext import addressing
-from casperfpga_ext import fhg_regmap as regmap
-from casperfpga_ext.board_server import BoardServer, ClockedWindow
-from casperfpga_ext.fpg import GBE_TAG, FpgBlock, FpgDevice, write_fpg
-from casperfpga_ext.transport import WORD_BYTES, check_access
-from mlib_devel_400g.core_harness import CoreHarness
-from mlib_devel_400g.models import frames
-from mlib_devel_400g.models.dcmac_tx import DcmacTxMonitor
-from mlib_devel_400g.models.user_tx import UserTxDriver
-from mlib_devel_400g.sim_bus import DEVICE, DEVICE_ADDRESS, ServerThread, SimWindow
+from verification.core_harness import CoreHarness
+from verification.models import frames
+from verification.models.dcmac_tx import DcmacTxMonitor
+from verification.models.user_tx import UserTxDriver
+from verification.sim_bus import BOARD_ID, DEVICE, ServerThread, SimWindow
 
 SCRIPT_LIMIT_S = 900.0
 PAYLOAD = b"sent after a casperfpga OneHundredGbe script configured the core"
-SYS_ADDRESS = DEVICE_ADDRESS + regmap.BLOCK_SIZE
-BOARD_ID = 0x400  # big-endian board: casperfpga reads a zero MSB as "not little-endian"
-SYS_REGISTERS = {
-    "sys_board_id": (0x00, BOARD_ID),
-    "sys_rev": (0x04, 0x00000001),
-    "sys_rev_rcs": (0x0C, 0x00000001),
-    "sys_scratchpad": (0x10, 0),
-    "sys_clkcounter": (0x14, 0),
-}
-CLOCK_HZ = 390.625e6
 CONFIG = {
     "gbe": DEVICE,
     "mac": "02:00:0a:00:00:2a",
@@ -65,54 +48,6 @@ CONFIG = {
 DEST_IP, DEST_PORT = "10.0.0.5", 9000  # ARP entry 5 of the short list
 
 
-class SysBlockModel:
-    """A CASPER sys_block's registers (read-only but the scratchpad), one device each."""
-
-    def __init__(self) -> None:
-        self.values = {name: value for name, (_, value) in SYS_REGISTERS.items()}
-
-    def read(self, name: str, size: int, offset: int) -> bytes:
-        check_access(name, WORD_BYTES, offset, size)
-        return self.values[name].to_bytes(WORD_BYTES, "big")
-
-    def blindwrite(self, name: str, data: bytes, offset: int) -> None:
-        check_access(name, WORD_BYTES, offset, len(data))
-        if name != "sys_scratchpad":
-            raise OSError(f"{name} is read-only (AXI SLVERR)")
-        self.values[name] = int.from_bytes(data, "big")
-
-
-class BoardWindow:
-    """``gbe0`` on the simulated bus, the sys_block in ``SysBlockModel``."""
-
-    def __init__(self, core: SimWindow) -> None:
-        self.core, self.sys = core, SysBlockModel()
-
-    def read(self, device_name: str, size: int, offset: int = 0) -> bytes:
-        if device_name in SYS_REGISTERS:
-            return self.sys.read(device_name, size, offset)
-        return self.core.read(device_name, size, offset)
-
-    def blindwrite(self, device_name: str, data: bytes, offset: int = 0) -> None:
-        if device_name in SYS_REGISTERS:
-            self.sys.blindwrite(device_name, data, offset)
-        else:
-            self.core.blindwrite(device_name, data, offset)
-
-    def listdev(self) -> list[str]:
-        return [DEVICE, *SYS_REGISTERS]
-
-
-def design_fpg(directory: Path) -> Path:
-    path = directory / "sim_board.fpg"
-    devices = [FpgDevice(DEVICE, DEVICE_ADDRESS, regmap.BLOCK_SIZE)]
-    devices += [
-        FpgDevice(n, SYS_ADDRESS + off, WORD_BYTES) for n, (off, _) in SYS_REGISTERS.items()
-    ]
-    write_fpg(path, devices, [FpgBlock(DEVICE, GBE_TAG, {"fab_udp": "7148"})], b"simulation")
-    return path
-
-
 @cocotb.test()
 async def onehundredgbe_script_then_scapy_frame(dut) -> None:  # noqa: ANN001
     h = CoreHarness(dut)
@@ -122,42 +57,34 @@ async def onehundredgbe_script_then_scapy_frame(dut) -> None:  # noqa: ANN001
     drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
     await h.reset()
     core = SimWindow(h.axi)
-    with tempfile.TemporaryDirectory(prefix="casperfpga-real-") as tmp:
-        server = ServerThread(core)
-        # The same server, but over the whole board: core, sys_block and its clock counter.
-        server.server = BoardServer(
-            ClockedWindow(BoardWindow(core), CLOCK_HZ),  # type: ignore[arg-type]
-            host="127.0.0.1",
-            port=0,
-            fpg=design_fpg(Path(tmp)),
-        )
-        port = server.start()
-        argv = [
-            os.environ["CASPER400G_CASPERFPGA_PYTHON"],
-            os.environ["CASPER400G_SCRIPT"],
-            "127.0.0.1",
-            str(port),
-            "-",
-            json.dumps(CONFIG),
-        ]
-        # On a timeout SIGABRT makes the script print where each of its threads was.
-        env = dict(os.environ, PYTHONPATH=os.environ["CASPER400G_REPO"], PYTHONFAULTHANDLER="1")
-        started, late = time.monotonic(), None
-        try:
-            with tempfile.TemporaryFile() as out:
-                proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
-                try:
-                    await bridge(core.serve)(lambda: proc.poll() is not None, SCRIPT_LIMIT_S)
-                except TimeoutError as exc:
-                    late = exc
-                finally:
-                    if proc.poll() is None:
-                        proc.send_signal(signal.SIGABRT)
-                    proc.wait()
-                out.seek(0)
-                output = out.read().decode("utf-8", "replace")
-        finally:
-            server.stop()
+    server = ServerThread(core)  # the core and a sys_block, as casperfpga expects
+    port = server.start()
+    argv = [
+        os.environ["CASPER400G_CASPERFPGA_PYTHON"],
+        os.environ["CASPER400G_SCRIPT"],
+        "127.0.0.1",
+        str(port),
+        "-",
+        json.dumps(CONFIG),
+    ]
+    # On a timeout SIGABRT makes the script print where each of its threads was.
+    env = dict(os.environ, PYTHONPATH=os.environ["CASPER400G_REPO"], PYTHONFAULTHANDLER="1")
+    started, late = time.monotonic(), None
+    try:
+        with tempfile.TemporaryFile() as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
+            try:
+                await bridge(core.serve)(lambda: proc.poll() is not None, SCRIPT_LIMIT_S)
+            except TimeoutError as exc:
+                late = exc
+            finally:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGABRT)
+                proc.wait()
+            out.seek(0)
+            output = out.read().decode("utf-8", "replace")
+    finally:
+        server.stop()
     took = f"{time.monotonic() - started:.0f} s, {core.bus.accesses} bus accesses"
     assert late is None and proc.returncode == 0, f"{late} ({took})\n{output[-6000:]}"
     cocotb.log.info("the script ran in %s", took)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlib_devel_400g import sim
+from casper400g_dev import sim
 
 COCOTB_MODULE = Path(__file__).with_name("cocotb_casperfpga_real.py")
 ROOT = COCOTB_MODULE.parent.parent.parent
