@@ -522,7 +522,7 @@ def render_all(rdl: Path | None = None) -> dict[Path, str]:
             files[rel_dir / name] = (Path(tmp) / name).read_text()
     files[PY_MAP] = render_python(model)
     files[BLOCK_MAP] = files[PY_MAP]
-    files[BLOCK_ADDRESSING] = (paths.REPO_ROOT / ADDRESSING).read_text()
+    files[BLOCK_ADDRESSING] = (checkout.ROOT / ADDRESSING).read_text()
     files[MD_DOC] = render_markdown(model)
     return files
 
