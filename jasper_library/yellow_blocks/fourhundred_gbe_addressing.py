@@ -19,7 +19,9 @@ Every parser returns an int and raises ``AddressError`` (a ``ValueError``) namin
 ``Mac`` and ``IpAddress`` are casperfpga-like value objects for code without casperfpga;
 ``mac_object``/``ip_object`` return casperfpga's own classes when casperfpga is importable.
 
-This module needs only the standard library and runs on Python 3.8 and later.
+This module needs only the standard library and runs on Python 3.8 and later: the
+mlib_devel overlay carries a copy of it (``jasper_library/yellow_blocks/
+fourhundred_gbe_addressing.py``, written and checked by ``casper400g regs``).
 """
 
 from __future__ import annotations
