@@ -513,3 +513,14 @@ def test_one_dcmac_per_design(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     with pytest.raises(ToolflowError, match="a second 400GbE block on the VPK180"):
         build(path, tmp_path / "b", platform=None)
+
+
+def test_clk_src_must_be_the_block_designs_clock(tmp_path: Path) -> None:
+    """The XSG block drives user_clk from the platform's clk_src: a source the block design
+    does not make would leave user_clk undriven, so it is refused by name."""
+    doc = yaml.safe_load(_design(tmp_path).read_text())
+    doc["platform_options"] = {"clk_src": "user_clk"}
+    path = tmp_path / "src.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(ToolflowError, match="clk_src 'user_clk' is not the clock its block"):
+        build(path, tmp_path / "b", platform=None)

@@ -49,8 +49,9 @@ CLK_WIZ_VLNV = "xilinx.com:ip:clk_wizard"
 RESET_VLNV = "xilinx.com:ip:proc_sys_reset"
 SMARTCONNECT_VLNV = "xilinx.com:ip:smartconnect"
 
-# The host's AXI4-Lite master (mlib_devel's M_AXI_* names; Vivado's wrapper flattens the
-# interface port M_AXI into M_AXI_<signal>): (signal, direction seen from the wrapper, width).
+# The host's AXI4-Lite master (mlib_devel's M_AXI_* names; the block design's module
+# flattens its interface port M_AXI into M_AXI_<signal>): (signal, direction seen from the
+# block design, width).
 HOST_AXIL = master_view()
 # The design clock and its phases, as mlib_devel's XSG block requires them of clk_src.
 PHASES = ("", "90", "180", "270")
@@ -277,6 +278,12 @@ class vpk180(YellowBlock):
         return float(self.platform.user_clk_rate or self.platform.conf.get("user_clk_mhz"))
 
     def drc(self) -> None:
+        src = self.platform.conf.get("clk_src")
+        if src != CLK_SRC:
+            raise Vpk180Error(
+                f"{self.fullpath}: platform vpk180: clk_src {src!r} is not the clock its block "
+                f"design provides ({CLK_SRC!r})"
+            )
         try:
             cips_bd_tcl(self.platform.conf, self._user_mhz())
         except Vpk180Error as exc:

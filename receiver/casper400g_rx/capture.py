@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core
+from .sizing import CapacityWarning, Sizing, size_for_rate
 
 Backend = Literal["udp", "pcap", "mem", "ibv"]
 Policy = Literal["block", "drop_oldest"]
@@ -67,6 +68,10 @@ class Capture:
 
     device="cuda:N" delivers the chunks into GPU memory (gpu.py); gpudirect=True places
     frames already in GPU memory with the reorder kernels (mem backend: NIC emulation).
+
+    rate_gbps: the rate the capture must take; the queues (`threads` for udp) and the chunk
+    pool not given are sized for it by the rule in sizing.py, and a CapacityWarning says
+    when this machine has too few CPUs for them (`sizing` holds the outcome).
     """
 
     def __init__(
@@ -81,7 +86,7 @@ class Capture:
         first_chunk: int | None = None,
         stall_timeout_ms: int = 50,
         bind: str = "127.0.0.1:0",
-        threads: int = 1,
+        threads: int | None = None,
         cpus: Sequence[int] | None = None,
         rcvbuf: int = 64 << 20,
         path: str | None = None,
@@ -97,7 +102,7 @@ class Capture:
         fill: bool = True,
         # ibv backend and its emulation (see ibv.py)
         interface: str = "",
-        queues: int = 1,
+        queues: int | None = None,
         depth: int | None = None,
         rq: str = "split",
         busy_poll: bool = True,
@@ -108,8 +113,35 @@ class Capture:
         gpudirect: bool = False,
         gpu_chunks: int = 0,
         gpu_options: Mapping[str, int] | None = None,
+        rate_gbps: float | None = None,
     ) -> None:
         self.fmt = fmt if fmt is not None else _core.Format()
+        # The header-split engine sizes its own pool from its receive queues.
+        split = backend == "ibv" or (backend == "mem" and emulate is not None)
+        self.sizing: Sizing | None = None
+        if rate_gbps is not None:
+            self.sizing = size_for_rate(
+                rate_gbps,
+                self.fmt.payload_size,
+                max_chunks,
+                to_gpu=device != "cpu",
+                queues=threads if backend == "udp" else queues,
+                n_chunks=n_chunks,
+                helper_threads=1 if backend == "mem" and nic_rate_gbps is not None else 0,
+            )
+            if backend == "udp":
+                threads = self.sizing.queues
+            else:
+                queues = self.sizing.queues
+            if not split:
+                n_chunks = self.sizing.n_chunks
+            for note in self.sizing.warnings:
+                warnings.warn(note, CapacityWarning, stacklevel=2)
+        threads = 1 if threads is None else threads
+        queues = 1 if queues is None else queues
+        k = threads if backend == "udp" else queues
+        if k > 1 and not n_chunks and not split:
+            n_chunks = max_chunks + 4 + 2 * k  # the rule of sizing.py without a rate
         config = _core.EngineConfig(
             packets_per_chunk=packets_per_chunk,
             max_chunks=max_chunks,
