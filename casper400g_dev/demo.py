@@ -340,9 +340,22 @@ def run_rx(console: Console, pcap: Path, count: int, loopback_s: float = 5.0) ->
     return 0
 
 
-def run_katcp(console: Console, verbose: bool, cfg: dict) -> int:
+def casperfpga_python() -> tuple[str, str]:
+    """The Python to run the example with, and which library it will use: one with the
+    real casperfpga when there is one (this one, or the venv the tests install it into
+    under .cache/), else this one with casperfpga_ext.Fpga."""
+    import importlib.util
     import sys
 
+    if importlib.util.find_spec("casperfpga") is not None:
+        return sys.executable, "casperfpga"
+    for venv in sorted((checkout.ROOT / ".cache").glob("casperfpga-*")):
+        if (venv / ".installed").is_file() and (venv / "bin" / "python").is_file():
+            return str(venv / "bin" / "python"), f"casperfpga ({venv.name})"
+    return sys.executable, "casperfpga_ext.Fpga (casperfpga is not installed)"
+
+
+def run_katcp(console: Console, verbose: bool, cfg: dict) -> int:
     console.rule("[bold]casper400g demo, part 6: configure the core over KATCP")
     example = checkout.ROOT / "examples" / "configure_core.py"
     console.print(
@@ -352,7 +365,8 @@ def run_katcp(console: Console, verbose: bool, cfg: dict) -> int:
     t0 = time.monotonic()
     dut = sim.build_core(verbose=verbose)
     console.print(f"      ready in {time.monotonic() - t0:.1f} s")
-    console.print(f"[2/3] running {example.relative_to(checkout.ROOT)} against it")
+    python, library = casperfpga_python()
+    console.print(f"[2/3] running {example.relative_to(checkout.ROOT)} against it, with {library}")
     t0 = time.monotonic()
     result = demo_report.run_job(
         console,
@@ -360,7 +374,7 @@ def run_katcp(console: Console, verbose: bool, cfg: dict) -> int:
         "verification.cocotb_demo_katcp",
         {
             "CASPER400G_DEMO_CONFIG": json.dumps(cfg),
-            "CASPER400G_PYTHON": sys.executable,
+            "CASPER400G_PYTHON": python,
             "CASPER400G_EXAMPLE": str(example),
         },
         verbose,

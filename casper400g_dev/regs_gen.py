@@ -31,6 +31,10 @@ PY_MAP = Path("casperfpga_ext") / "fhg_regmap.py"
 # The same map for the yellow block, which runs inside mlib_devel where casperfpga_ext is
 # not importable (jasper_library/ holds only what goes into an mlib_devel checkout).
 BLOCK_MAP = Path("jasper_library") / "yellow_blocks" / "fourhundred_gbe_regmap.py"
+# The address parser the yellow block shares with casperfpga_ext: the overlay runs inside
+# mlib_devel, where casperfpga_ext is not importable, so it carries a copy.
+ADDRESSING = Path("casperfpga_ext") / "addressing.py"
+BLOCK_ADDRESSING = Path("jasper_library") / "yellow_blocks" / "fourhundred_gbe_addressing.py"
 MD_DOC = Path("docs") / "registers.md"
 
 
@@ -518,6 +522,7 @@ def render_all(rdl: Path | None = None) -> dict[Path, str]:
             files[rel_dir / name] = (Path(tmp) / name).read_text()
     files[PY_MAP] = render_python(model)
     files[BLOCK_MAP] = files[PY_MAP]
+    files[BLOCK_ADDRESSING] = (checkout.ROOT / ADDRESSING).read_text()
     files[MD_DOC] = render_markdown(model)
     return files
 

@@ -199,6 +199,10 @@ def _cmd_rx(args: argparse.Namespace) -> int:
     return _run_rx(args.rx_args)
 
 
+# A file-backed window's sys_clkcounter counts the example design's user clock.
+DEFAULT_FILE_CLOCK_MHZ = 390.625
+
+
 def _cmd_board_server(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
@@ -217,7 +221,12 @@ def _cmd_board_server(args: argparse.Namespace) -> int:
         header = parse_fpg(fpg)
     except (OSError, ValueError) as exc:
         return fail(str(exc))
-    window = MmapWindow(args.mem, args.base, args.size)
+    clock_hz = None
+    if args.sys_clk_mhz is not None:
+        clock_hz = args.sys_clk_mhz * 1e6
+    elif Path(args.mem).is_file():
+        clock_hz = DEFAULT_FILE_CLOCK_MHZ * 1e6
+    window = MmapWindow(args.mem, args.base, args.size, clock_hz=clock_hz if clock_hz else None)
     try:
         server = BoardServer(
             window,
@@ -373,6 +382,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="command that loads a bitstream, {pdi} = its path (e.g. 'fpgautil -b {pdi}')",
     )
     board.add_argument("--fpg-dir", help="where ?progdev finds .fpg files (default: --fpg's)")
+    board.add_argument(
+        "--sys-clk-mhz",
+        type=float,
+        help="advance sys_clkcounter at this clock on reads (default: "
+        f"{DEFAULT_FILE_CLOCK_MHZ} when --mem is a regular file, where nothing else moves it; "
+        "off for a memory device; 0: off)",
+    )
     board.set_defaults(func=_cmd_board_server)
     return parser
 

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import tempfile
+from pathlib import Path
 
 import cocotb
 from cocotb.task import bridge
@@ -47,6 +48,8 @@ async def configure_over_katcp(dut) -> None:  # noqa: ANN001
         "127.0.0.1",
         "--port",
         str(port),
+        "--timeout",  # a request for the whole ARP table is 512 simulated bus accesses
+        "120",
         "--mac",
         cfg["mac"],
         "--ip",
@@ -61,7 +64,12 @@ async def configure_over_katcp(dut) -> None:  # noqa: ANN001
     ]
     try:
         with tempfile.TemporaryFile() as out:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+            # casperfpga_ext from this checkout, also for a Python with the real casperfpga.
+            root = str(Path(os.environ["CASPER400G_EXAMPLE"]).resolve().parent.parent)
+            env = dict(
+                os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])
+            )
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
             try:
                 served = await bridge(window.serve)(lambda: proc.poll() is not None, SCRIPT_LIMIT_S)
             finally:

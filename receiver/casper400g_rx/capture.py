@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -13,7 +12,11 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core
+from .endpoint import parse_endpoint
+from .ibv import open_ibv, open_split_emulation
 from .sizing import CapacityWarning, Sizing, size_for_rate
+
+__all__ = ["Capture", "RcvbufWarning", "Stats", "parse_endpoint"]
 
 Backend = Literal["udp", "pcap", "mem", "ibv"]
 Policy = Literal["block", "drop_oldest"]
@@ -21,20 +24,6 @@ Policy = Literal["block", "drop_oldest"]
 
 class RcvbufWarning(UserWarning):
     """The kernel gave the UDP socket less receive buffer than requested."""
-
-
-def parse_endpoint(bind: str) -> tuple[str, int]:
-    """Split "host:port" (IPv4); raises ValueError naming the bad value."""
-    host, sep, port_text = bind.rpartition(":")
-    if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ValueError(f"bind must be 'IPv4:port' with port 0..65535, got {bind!r}")
-    host = host or "0.0.0.0"
-    if host != "localhost":
-        try:
-            ipaddress.IPv4Address(host)
-        except ValueError:
-            raise ValueError(f"bad IPv4 address {host!r} in bind={bind!r}") from None
-    return host, int(port_text)
 
 
 class Stats(dict):  # type: ignore[type-arg]
@@ -175,8 +164,6 @@ class Capture:
                 options=gpu_options,
             )
         elif backend == "mem" and emulate is not None:
-            from .ibv import open_split_emulation
-
             self._cap = open_split_emulation(
                 self.fmt,
                 config,
@@ -212,8 +199,6 @@ class Capture:
                 raise ValueError("backend 'pcap' needs path=")
             self._cap = _core.Capture.pcap(self.fmt, config, str(path))
         elif backend == "ibv":
-            from .ibv import open_ibv
-
             self._cap = open_ibv(
                 self.fmt, config, bind, interface, queues, depth, list(cpus or []), rq, busy_poll
             )
