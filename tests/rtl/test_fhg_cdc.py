@@ -20,6 +20,7 @@ SOURCES = [
     HDL / "common/fhg_ram_sdp.sv",
     HDL / "common/fhg_ram_tdp.sv",
     HDL / "cdc/fhg_cdc_delta.sv",
+    HDL / "cdc/fhg_cdc_snapshot.sv",
     HDL / "cdc/fhg_cfg_sync.sv",
     Path(__file__).with_name("hdl") / "fhg_cdc_tb.sv",
 ]

@@ -14,10 +14,15 @@ fhg_core.sv
 fhg_gbe_boot.sv
 
 cdc/fhg_sync_bits.sv
+cdc/fhg_cdc_snapshot.sv
 cdc/fhg_pulse_sync.sv
 cdc/fhg_cfg_sync.sv
 cdc/fhg_cdc_delta.sv
 cdc/fhg_async_fifo.sv
+
+stats/fhg_stats_rx.sv
+stats/fhg_stats_tx.sv
+stats/fhg_stats_rate.sv
 
 common/fhg_ram_sdp.sv
 common/fhg_ram_tdp.sv

@@ -413,45 +413,26 @@ module fhg_core #(
         .arp_valid(arp_tx_valid), .arp_frame(arp_tx_frame), .arp_ready(arp_tx_ready)
     );
 
-    // RX counters: one exact delta per verdict code, plus totals.
-    logic [NC-1:0] dr_v;
-    logic [15:0]   dr_d [NC];
-    for (genvar c = 1; c < NC; c++) begin : g_rx_cnt
-        fhg_cdc_delta #(.INCR_W(3)) u_c (
-            .src_clk(rx_mac_clk), .src_rst(rx_mac_rst), .src_incr(rs_cnt[3*c +: 3]),
-            .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(dr_v[c]), .dst_delta(dr_d[c]));
+    // RX statistics into the register domain: one exact count per verdict code, totals.
+    logic [NC-1:0]    dr_v;
+    logic [16*NC-1:0] dr_flat;
+    logic [15:0]      dr_d [NC];
+    logic             dr_fr_v, dr_by_v, dr_del_v, dr_ub_v, dr_w_v, dr_bad_v, dr_drop_v;
+    logic [15:0]      dr_fr, dr_del, dr_bad, dr_drop, dr_w;
+    logic [23:0]      dr_by, dr_ub;
+    fhg_stats_rx #(.NC(NC)) u_stats_rx (
+        .mac_clk(rx_mac_clk), .mac_rst(rx_mac_rst), .verdict_cnt(rs_cnt), .frames(rs_frames),
+        .bytes(rs_bytes), .delivered(rs_delivered), .udp_bytes(rs_udp_bytes),
+        .words(rs_words), .bad(rs_bad),
+        .axil_clk(axil_clk), .axil_rst(axil_rst), .verdict_v(dr_v), .verdict_d(dr_flat),
+        .frames_v(dr_fr_v), .frames_d(dr_fr), .bytes_v(dr_by_v), .bytes_d(dr_by),
+        .delivered_v(dr_del_v), .delivered_d(dr_del), .udp_bytes_v(dr_ub_v),
+        .udp_bytes_d(dr_ub), .words_v(dr_w_v), .words_d(dr_w), .bad_v(dr_bad_v),
+        .bad_d(dr_bad), .drops_v(dr_drop_v), .drops_d(dr_drop)
+    );
+    for (genvar c = 0; c < NC; c++) begin : g_rx_cnt
+        assign dr_d[c] = dr_flat[16*c +: 16];
     end
-    assign dr_v[0] = 1'b0;
-    assign dr_d[0] = '0;
-    logic [4:0] rs_drops;
-    always_comb begin
-        rs_drops = '0;
-        for (int c = int'(fhg_rx_pkg::V_FCS); c < NC; c++) rs_drops = rs_drops + 5'(rs_cnt[3*c +: 3]);
-    end
-    logic        dr_fr_v, dr_by_v, dr_del_v, dr_ub_v, dr_w_v, dr_bad_v, dr_drop_v;
-    logic [15:0] dr_fr, dr_del, dr_bad, dr_drop, dr_w;
-    logic [23:0] dr_by, dr_ub;
-    fhg_cdc_delta #(.INCR_W(2)) u_c_rfr (
-        .src_clk(rx_mac_clk), .src_rst(rx_mac_rst), .src_incr(rs_frames),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(dr_fr_v), .dst_delta(dr_fr));
-    fhg_cdc_delta #(.INCR_W(16), .DELTA_W(24)) u_c_rby (
-        .src_clk(rx_mac_clk), .src_rst(rx_mac_rst), .src_incr(rs_bytes),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(dr_by_v), .dst_delta(dr_by));
-    fhg_cdc_delta #(.INCR_W(1)) u_c_rdel (
-        .src_clk(rx_mac_clk), .src_rst(rx_mac_rst), .src_incr(rs_delivered),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(dr_del_v), .dst_delta(dr_del));
-    fhg_cdc_delta #(.INCR_W(14), .DELTA_W(24)) u_c_rub (
-        .src_clk(rx_mac_clk), .src_rst(rx_mac_rst), .src_incr(rs_delivered ? rs_udp_bytes : 14'd0),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(dr_ub_v), .dst_delta(dr_ub));
-    fhg_cdc_delta #(.INCR_W(8)) u_c_rw (
-        .src_clk(rx_mac_clk), .src_rst(rx_mac_rst), .src_incr(rs_delivered ? rs_words : 8'd0),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(dr_w_v), .dst_delta(dr_w));
-    fhg_cdc_delta #(.INCR_W(1)) u_c_rbad (
-        .src_clk(rx_mac_clk), .src_rst(rx_mac_rst), .src_incr(rs_bad),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(dr_bad_v), .dst_delta(dr_bad));
-    fhg_cdc_delta #(.INCR_W(5)) u_c_rdrop (
-        .src_clk(rx_mac_clk), .src_rst(rx_mac_rst), .src_incr(rs_drops),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(dr_drop_v), .dst_delta(dr_drop));
 
     // RX activity for led_rx (any frame received), stretched in the MAC domain.
     logic [21:0] rx_led_cnt;
@@ -464,81 +445,36 @@ module fhg_core #(
     assign rx_act_m = rx_led_cnt != 0;
 
     // ================================================================ counters
-    // user_clk events
+    // TX statistics into the register domain (user_clk and tx_mac_clk events).
     logic        d_word_v, d_lost_v, d_drop_v, d_afull_v;
     logic [15:0] d_word, d_lost, d_drop, d_afull;
-    fhg_cdc_delta #(.INCR_W(1)) u_c_word (
-        .src_clk(user_clk), .src_rst(1'b0), .src_incr(st_word),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_word_v), .dst_delta(d_word));
-    fhg_cdc_delta #(.INCR_W(8)) u_c_lost (
-        .src_clk(user_clk), .src_rst(1'b0), .src_incr(st_words_lost),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_lost_v), .dst_delta(d_lost));
-    fhg_cdc_delta #(.INCR_W(1)) u_c_drop (
-        .src_clk(user_clk), .src_rst(1'b0), .src_incr(st_frame_drop),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_drop_v), .dst_delta(d_drop));
-    fhg_cdc_delta #(.INCR_W(1)) u_c_afull (
-        .src_clk(user_clk), .src_rst(1'b0), .src_incr(st_afull_rise),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_afull_v), .dst_delta(d_afull));
-    // tx_mac_clk events
-    // UDP frames and all frames (UDP + control) are separate counts.
     logic        d_frames_v, d_all_v, d_bytes_v, d_payload_v, d_miss_v, d_arp_v, d_cpu_v;
     logic [15:0] d_frames, d_all, d_miss, d_arp, d_cpu;
     logic [23:0] d_bytes, d_payload;
-    logic [2:0]  all_frames;
-    logic [LEN_W+2:0] all_bytes;
-    assign all_frames = 3'(st_frames) + 3'(st_ctl_frame);
-    assign all_bytes  = (LEN_W+3)'(st_bytes) + (st_ctl_frame ? (LEN_W+3)'(st_ctl_bytes) : '0);
-    fhg_cdc_delta #(.INCR_W(2)) u_c_frames (
-        .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(st_frames),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_frames_v), .dst_delta(d_frames));
-    fhg_cdc_delta #(.INCR_W(3)) u_c_all (
-        .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(all_frames),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_all_v), .dst_delta(d_all));
-    fhg_cdc_delta #(.INCR_W(1)) u_c_arp (
-        .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(st_arp_sent),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_arp_v), .dst_delta(d_arp));
-    fhg_cdc_delta #(.INCR_W(1)) u_c_cpu (
-        .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(st_cpu_sent),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_cpu_v), .dst_delta(d_cpu));
-    fhg_cdc_delta #(.INCR_W(LEN_W+3), .DELTA_W(24)) u_c_bytes (
-        .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(all_bytes),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_bytes_v), .dst_delta(d_bytes));
-    fhg_cdc_delta #(.INCR_W(LEN_W+1), .DELTA_W(24)) u_c_payload (
-        .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(st_payload[LEN_W:0]),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_payload_v),
-        .dst_delta(d_payload));
-    fhg_cdc_delta #(.INCR_W(1)) u_c_miss (
-        .src_clk(tx_mac_clk), .src_rst(tx_mac_rst), .src_incr(st_arp_miss),
-        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_valid(d_miss_v), .dst_delta(d_miss));
+    fhg_stats_tx #(.LEN_W(LEN_W)) u_stats_tx (
+        .user_clk(user_clk), .word(st_word), .words_lost(st_words_lost),
+        .frame_drop(st_frame_drop), .afull_rise(st_afull_rise),
+        .tx_mac_clk(tx_mac_clk), .tx_mac_rst(tx_mac_rst), .frames(st_frames),
+        .ctl_frame(st_ctl_frame), .ctl_bytes(st_ctl_bytes), .bytes(st_bytes),
+        .payload(st_payload), .arp_sent(st_arp_sent), .cpu_sent(st_cpu_sent),
+        .arp_miss(st_arp_miss),
+        .axil_clk(axil_clk), .axil_rst(axil_rst),
+        .word_v(d_word_v), .word_d(d_word), .lost_v(d_lost_v), .lost_d(d_lost),
+        .drop_v(d_drop_v), .drop_d(d_drop), .afull_v(d_afull_v), .afull_d(d_afull),
+        .frames_v(d_frames_v), .frames_d(d_frames), .all_v(d_all_v), .all_d(d_all),
+        .arp_v(d_arp_v), .arp_d(d_arp), .cpu_v(d_cpu_v), .cpu_d(d_cpu),
+        .bytes_v(d_bytes_v), .bytes_d(d_bytes), .payload_v(d_payload_v),
+        .payload_d(d_payload), .miss_v(d_miss_v), .miss_d(d_miss)
+    );
 
     // Per-second rates: counts of the last complete one-second window.
-    logic [31:0] sec_cnt, pkt_acc, valid_acc, pkt_rate, valid_rate;
-    logic [31:0] rpkt_acc, rvalid_acc, rpkt_rate, rvalid_rate;
-    logic [31:0] pkt_in, valid_in, rpkt_in, rvalid_in;
-    assign pkt_in    = d_frames_v ? 32'(d_frames) : 32'd0;
-    assign valid_in  = d_word_v ? 32'(d_word) : 32'd0;
-    assign rpkt_in   = dr_del_v ? 32'(dr_del) : 32'd0;
-    assign rvalid_in = dr_w_v ? 32'(dr_w) : 32'd0;
-    always_ff @(posedge axil_clk) begin
-        if (sec_cnt == 32'(AXIL_CLK_HZ - 1)) begin
-            sec_cnt     <= '0;
-            pkt_rate    <= pkt_acc + pkt_in;
-            valid_rate  <= valid_acc + valid_in;
-            rpkt_rate   <= rpkt_acc + rpkt_in;
-            rvalid_rate <= rvalid_acc + rvalid_in;
-            pkt_acc <= '0; valid_acc <= '0; rpkt_acc <= '0; rvalid_acc <= '0;
-        end else begin
-            sec_cnt    <= sec_cnt + 32'd1;
-            pkt_acc    <= pkt_acc + pkt_in;
-            valid_acc  <= valid_acc + valid_in;
-            rpkt_acc   <= rpkt_acc + rpkt_in;
-            rvalid_acc <= rvalid_acc + rvalid_in;
-        end
-        if (axil_rst) begin
-            sec_cnt <= '0; pkt_acc <= '0; valid_acc <= '0; pkt_rate <= '0; valid_rate <= '0;
-            rpkt_acc <= '0; rvalid_acc <= '0; rpkt_rate <= '0; rvalid_rate <= '0;
-        end
-    end
+    logic [31:0] pkt_rate, valid_rate, rpkt_rate, rvalid_rate;
+    fhg_stats_rate #(.N(4), .CLK_HZ(AXIL_CLK_HZ)) u_rates (
+        .clk(axil_clk), .rst(axil_rst),
+        .valid({dr_w_v, dr_del_v, d_word_v, d_frames_v}),
+        .delta({dr_w, dr_del, d_word, d_frames}),
+        .rate({rvalid_rate, rpkt_rate, valid_rate, pkt_rate})
+    );
 
     // Status bits into the register domain.
     logic afull_a, ovf_a, link_a, rx_ovr_a, rx_empty_a;
@@ -698,8 +634,7 @@ module fhg_core #(
         .clk(user_clk), .rst(1'b0), .d(rx_act_m), .q(led_rx));
 
     logic unused_ok;
-    assign unused_ok = &{1'b0, st_underrun, dr_v[0], dr_d[0], AW[0], st_bytes[LEN_W+1],
-                         st_payload[LEN_W+1], cpu_refused,
+    assign unused_ok = &{1'b0, st_underrun, dr_v[0], dr_d[0], AW[0], cpu_refused,
                          hwif_out.arp_table.wr_biten, hwif_out.cpu_tx_buf.wr_biten,
                          hwif_out.cpu_rx_buf.wr_biten, hwif_out.cpu_rx_buf.wr_data};
 endmodule

@@ -20,11 +20,8 @@
 //   * Resets: `src_rst`/`dst_rst` are synchronous to their clocks and must be asserted
 //     together (overlapping for at least one edge of each clock). Counts seen during reset are
 //     discarded; resetting one side alone may lose or repeat one transfer.
-//   * CDC: a req toggle goes src->dst and an ack toggle dst->src, each through fhg_sync_bits.
-//     The handed-over total sits in a source register that is written only in the cycle the
-//     req toggles and is stable until the ack returns, so the destination samples it at least
-//     STAGES-1 dst_clk cycles after it settled. That bus needs set_max_delay -datapath_only
-//     (about one dst_clk period) in the XDC, like the synchroniser inputs.
+//   * CDC: the totals cross as fhg_cdc_snapshot words (req/ack toggle handshake); its holding
+//     register bus needs set_max_delay -datapath_only (about one dst_clk period) in the XDC.
 module fhg_cdc_delta #(
     parameter int INCR_W  = 8,
     parameter int DELTA_W = 16,
@@ -44,65 +41,34 @@ module fhg_cdc_delta #(
     $error("fhg_cdc_delta: DELTA_W must exceed INCR_W to accumulate during a handshake");
   end
 
-  // ---------------- source side ----------------
-  logic [DELTA_W-1:0] acc, acc_sum, hold;
-  logic req_t;  // toggles once per transfer
-  logic ack_s;  // destination's toggle, back in src_clk
-  logic src_idle;
+  // The running total is handed over whenever no transfer is in flight; the accumulator
+  // restarts from zero in that same cycle, so the increment of the hand-over cycle is in
+  // the total and none is lost or counted twice.
+  logic [DELTA_W-1:0] acc, acc_sum;
+  logic src_ready;
 
-  assign acc_sum  = acc + {{(DELTA_W - INCR_W) {1'b0}}, src_incr};
-  assign src_idle = (req_t == ack_s);
+  assign acc_sum = acc + {{(DELTA_W - INCR_W) {1'b0}}, src_incr};
 
   always_ff @(posedge src_clk) begin
-    if (src_rst) begin
-      acc   <= '0;
-      hold  <= '0;
-      req_t <= 1'b0;
-    end else if (src_idle && acc_sum != '0) begin
-      hold  <= acc_sum;
-      acc   <= '0;
-      req_t <= ~req_t;
-    end else begin
-      acc <= acc_sum;
-    end
+    if (src_rst) acc <= '0;
+    else if (src_ready && acc_sum != '0) acc <= '0;
+    else acc <= acc_sum;
   end
 
-  // ---------------- destination side ----------------
-  logic req_d;  // req_t synchronised into dst_clk
-  logic seen_d;  // last req value taken
-
-  always_ff @(posedge dst_clk) begin
-    if (dst_rst) begin
-      seen_d    <= 1'b0;
-      dst_valid <= 1'b0;
-      dst_delta <= '0;
-    end else begin
-      seen_d    <= req_d;
-      dst_valid <= req_d ^ seen_d;
-      if (req_d ^ seen_d) begin
-        dst_delta <= hold;
-      end
-    end
-  end
-
-  fhg_sync_bits #(
-      .WIDTH (1),
+  fhg_cdc_snapshot #(
+      .WIDTH (DELTA_W),
       .STAGES(STAGES)
-  ) u_req (
-      .clk(dst_clk),
-      .rst(dst_rst),
-      .d  (req_t),
-      .q  (req_d)
-  );
-
-  fhg_sync_bits #(
-      .WIDTH (1),
-      .STAGES(STAGES)
-  ) u_ack (
-      .clk(src_clk),
-      .rst(src_rst),
-      .d  (seen_d),
-      .q  (ack_s)
+  ) u_snap (
+      .src_clk  (src_clk),
+      .src_rst  (src_rst),
+      .src_data (acc_sum),
+      .src_send (acc_sum != '0),
+      .src_ready(src_ready),
+      .dst_clk  (dst_clk),
+      .dst_rst  (dst_rst),
+      .dst_data (dst_delta),
+      .dst_load (dst_valid),
+      .dst_valid()
   );
 
 endmodule

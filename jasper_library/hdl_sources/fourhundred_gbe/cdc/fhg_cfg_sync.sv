@@ -18,7 +18,8 @@
 //     asserted alone (the transfer in flight is simply delivered again). `src_rst` must
 //     overlap `dst_rst` by at least one edge of each clock: a source reset alone restarts the
 //     handshake under the destination's feet, which can deliver RST_VAL or a torn word.
-//   * CDC: as fhg_cdc_delta; the holding-register bus needs set_max_delay -datapath_only.
+//   * CDC: an fhg_cdc_snapshot (req/ack toggle handshake); its holding-register bus needs
+//     set_max_delay -datapath_only.
 module fhg_cfg_sync #(
     parameter int               WIDTH   = 32,
     parameter int               STAGES  = 3,
@@ -35,57 +36,23 @@ module fhg_cfg_sync #(
     output logic             dst_valid
 );
 
-  // ---------------- source side ----------------
-  logic [WIDTH-1:0] hold;
-  logic req_t, ack_s;
-
-  always_ff @(posedge src_clk) begin
-    if (src_rst) begin
-      hold  <= RST_VAL;
-      req_t <= 1'b0;
-    end else if (req_t == ack_s) begin
-      hold  <= src_data;
-      req_t <= ~req_t;
-    end
-  end
-
-  // ---------------- destination side ----------------
-  logic req_d, seen_d;
-
-  always_ff @(posedge dst_clk) begin
-    if (dst_rst) begin
-      seen_d     <= 1'b0;
-      dst_update <= 1'b0;
-      dst_valid  <= 1'b0;
-      dst_data   <= RST_VAL;
-    end else begin
-      seen_d     <= req_d;
-      dst_update <= req_d ^ seen_d;
-      if (req_d ^ seen_d) begin
-        dst_data  <= hold;
-        dst_valid <= 1'b1;
-      end
-    end
-  end
-
-  fhg_sync_bits #(
-      .WIDTH (1),
-      .STAGES(STAGES)
-  ) u_req (
-      .clk(dst_clk),
-      .rst(dst_rst),
-      .d  (req_t),
-      .q  (req_d)
-  );
-
-  fhg_sync_bits #(
-      .WIDTH (1),
-      .STAGES(STAGES)
-  ) u_ack (
-      .clk(src_clk),
-      .rst(src_rst),
-      .d  (seen_d),
-      .q  (ack_s)
+  // A new sample is sent as soon as the previous transfer is acknowledged, so the
+  // destination follows the source continuously.
+  fhg_cdc_snapshot #(
+      .WIDTH  (WIDTH),
+      .STAGES (STAGES),
+      .RST_VAL(RST_VAL)
+  ) u_snap (
+      .src_clk  (src_clk),
+      .src_rst  (src_rst),
+      .src_data (src_data),
+      .src_send (1'b1),
+      .src_ready(),
+      .dst_clk  (dst_clk),
+      .dst_rst  (dst_rst),
+      .dst_data (dst_data),
+      .dst_load (dst_update),
+      .dst_valid(dst_valid)
   );
 
 endmodule

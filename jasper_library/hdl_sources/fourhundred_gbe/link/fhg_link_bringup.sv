@@ -316,12 +316,20 @@ module fhg_link_bringup #(
 
     // ------------------------------------------------------------ sequencer
 
-    // The transaction of the current state and step.
+    // The transaction of the current state and step, and the step that ends its list.
     logic        op_axi, op_wr;
     logic [63:0] op;
+    logic [2:0]  op_last_step;
     always_comb begin
         op_axi = 1'b1;
         op_wr  = 1'b1;
+        case (st)
+            S_DC_ASSERT:            op_last_step = DC_LAST;
+            S_CFG:                  op_last_step = CFG_LAST;
+            S_RELEASE:              op_last_step = REL_LAST;
+            S_POLL_CLR, S_POLL_READ: op_last_step = 3'd1;  // PHY status, then MAC status
+            default:                op_last_step = 3'd0;
+        endcase
         case (st)
             S_DC_ASSERT:   op = dc_assert_op(step);
             S_CFG:         op = cfg_op(step);
@@ -340,9 +348,39 @@ module fhg_link_bringup #(
         endcase
     end
 
+    // One structure for what every state repeated: a step's transaction completing, the
+    // state timer running out, and an attempt failing (retry, or give up).
+    logic op_done, op_last, timer_out, attempt_failed;
+    seq_t retry_from;
+    assign op_done   = issued && ax_done;
+    assign op_last   = op_done && step == op_last_step;
+    assign timer_out = timer == 32'd0;
+    always_comb begin
+        attempt_failed = 1'b0;
+        retry_from     = S_RXGT_RST;  // the alignment loop [4]
+        case (st)
+            S_GT_WAIT: begin  // the GTs never reported ready: GT resets [1] again
+                attempt_failed = timer_out && !(tx_all && rx_all);
+                retry_from     = S_GT_RST;
+            end
+            S_RXGT_WAIT: attempt_failed = timer_out && !rx_all;
+            // The last poll of an alignment attempt found no alignment.
+            S_POLL_READ: attempt_failed = op_last && !rx_aligned && !mon && polls <= 32'd1;
+            default: ;
+        endcase
+    end
+
     always_ff @(posedge clk) begin
         ax_req    <= 1'b0;
         link_down <= 1'b0;
+        // Every timed state is entered with its timer loaded; the states below act on
+        // timer_out and override this count where they load the next one.
+        if (!timer_out) timer <= timer - 32'd1;
+        // A completed transaction: the next step of the state's list, or back to step 0.
+        if (op_done) begin
+            issued <= 1'b0;
+            step   <= op_last ? 3'd0 : step + 3'd1;
+        end
         if (restart) restart_pend <= 1'b1;
         // Request the step's transaction once; the state's branch below advances on ax_done.
         if (op_axi && !issued && !restart_take) begin
@@ -384,13 +422,11 @@ module fhg_link_bringup #(
                     dcmac_rx_serdes_reset <= '1;
                     mac_rst               <= 1'b1;
                     link_up               <= 1'b0;
-                    if (timer == 32'd0) begin
+                    if (timer_out) begin
                         gt_reset_tx_datapath <= '0;
                         gt_reset_rx_datapath <= '0;
                         st    <= S_GT_WAIT;
                         timer <= 32'(GT_READY_TIMEOUT);
-                    end else begin
-                        timer <= timer - 32'd1;
                     end
                 end
                 S_GT_WAIT: begin
@@ -407,54 +443,25 @@ module fhg_link_bringup #(
                     if (tx_all && rx_all) begin
                         st   <= S_DC_ASSERT;
                         step <= '0;
-                    end else if (timer == 32'd0) begin
-                        if (give_up) begin
-                            st <= S_FAILED;
-                        end else begin
-                            retries <= retries + 32'd1;
-                            st      <= S_GT_RST;
-                            timer   <= 32'(GT_RESET_CYCLES);
-                        end
-                    end else begin
-                        timer <= timer - 32'd1;
                     end
                 end
 
                 // [2] DCMAC soft resets over AXI4-Lite, held a while.
                 S_DC_ASSERT: begin
-                    if (issued && ax_done) begin
-                        issued <= 1'b0;
-                        if (step == DC_LAST) begin
-                            st    <= S_DC_HOLD;
-                            step  <= '0;
-                            timer <= 32'(DCMAC_RESET_CYCLES);
-                        end else step <= step + 3'd1;
+                    if (op_last) begin
+                        st    <= S_DC_HOLD;
+                        timer <= 32'(DCMAC_RESET_CYCLES);
                     end
                 end
-                S_DC_HOLD: begin
-                    if (timer == 32'd0) st <= S_CFG;
-                    else timer <= timer - 32'd1;
-                end
+                S_DC_HOLD: if (timer_out) st <= S_CFG;
 
                 // [3] configuration while in reset, then release.
-                S_CFG: begin
-                    if (issued && ax_done) begin
-                        issued <= 1'b0;
-                        if (step == CFG_LAST) begin
-                            st   <= S_RELEASE;
-                            step <= '0;
-                        end else step <= step + 3'd1;
-                    end
-                end
+                S_CFG: if (op_last) st <= S_RELEASE;
                 S_RELEASE: begin
-                    if (issued && ax_done) begin
-                        issued <= 1'b0;
-                        if (step == REL_LAST) begin
-                            mac_rst <= 1'b0;
-                            st      <= S_RXGT_RST;
-                            step    <= '0;
-                            timer   <= 32'(GT_RESET_CYCLES);
-                        end else step <= step + 3'd1;
+                    if (op_last) begin
+                        mac_rst <= 1'b0;
+                        st      <= S_RXGT_RST;
+                        timer   <= 32'(GT_RESET_CYCLES);
                     end
                 end
 
@@ -464,12 +471,10 @@ module fhg_link_bringup #(
                     gt_reset_rx_datapath  <= '1;
                     dcmac_rx_core_reset   <= 1'b1;
                     dcmac_rx_serdes_reset <= '1;
-                    if (timer == 32'd0) begin
+                    if (timer_out) begin
                         gt_reset_rx_datapath <= '0;
                         st    <= S_RXGT_WAIT;
                         timer <= 32'(GT_READY_TIMEOUT);
-                    end else begin
-                        timer <= timer - 32'd1;
                     end
                 end
                 S_RXGT_WAIT: begin
@@ -478,63 +483,36 @@ module fhg_link_bringup #(
                         dcmac_rx_serdes_reset <= '0;
                         st   <= S_RXP_ASSERT;
                         step <= '0;
-                    end else if (timer == 32'd0) begin
-                        if (give_up) begin
-                            st <= S_FAILED;
-                        end else begin
-                            retries <= retries + 32'd1;
-                            st      <= S_RXGT_RST;
-                            timer   <= 32'(GT_RESET_CYCLES);
-                        end
-                    end else begin
-                        timer <= timer - 32'd1;
                     end
                 end
                 S_RXP_ASSERT: begin
-                    if (issued && ax_done) begin
-                        issued <= 1'b0;
-                        st     <= S_RXP_HOLD;
-                        timer  <= 32'(RX_RESET_CYCLES);
+                    if (op_last) begin
+                        st    <= S_RXP_HOLD;
+                        timer <= 32'(RX_RESET_CYCLES);
                     end
                 end
-                S_RXP_HOLD: begin
-                    if (timer == 32'd0) st <= S_RXP_RELEASE;
-                    else timer <= timer - 32'd1;
-                end
+                S_RXP_HOLD: if (timer_out) st <= S_RXP_RELEASE;
                 S_RXP_RELEASE: begin
-                    if (issued && ax_done) begin
-                        issued <= 1'b0;
-                        st     <= S_POLL_CLR;
-                        step   <= '0;
-                        polls  <= 32'(ALIGN_POLLS);
-                        mon    <= 1'b0;
+                    if (op_last) begin
+                        st    <= S_POLL_CLR;
+                        polls <= 32'(ALIGN_POLLS);
+                        mon   <= 1'b0;
                     end
                 end
 
                 // Poll: clear the latched status (write ones), settle, read.
                 S_POLL_CLR: begin
-                    if (issued && ax_done) begin
-                        issued <= 1'b0;
-                        if (step == 3'd1) begin
-                            st    <= S_POLL_WAIT;
-                            step  <= '0;
-                            timer <= 32'(SETTLE_CYCLES);
-                        end else step <= step + 3'd1;
+                    if (op_last) begin
+                        st    <= S_POLL_WAIT;
+                        timer <= 32'(SETTLE_CYCLES);
                     end
                 end
-                S_POLL_WAIT: begin
-                    if (timer == 32'd0) st <= S_POLL_READ;
-                    else timer <= timer - 32'd1;
-                end
+                S_POLL_WAIT: if (timer_out) st <= S_POLL_READ;
                 S_POLL_READ: begin
-                    if (issued && ax_done && step == 3'd0) begin
-                        issued        <= 1'b0;
-                        step          <= 3'd1;
+                    if (op_done && !op_last) begin
                         rx_phy_status <= ax_rdata;
                         rx_aligned    <= poll_ok;
-                    end else if (issued && ax_done) begin
-                        issued          <= 1'b0;
-                        step            <= '0;
+                    end else if (op_last) begin
                         rx_remote_fault <= ax_rdata[0];
                         rx_local_fault  <= ax_rdata[1];
                         if (rx_aligned) begin
@@ -558,25 +536,15 @@ module fhg_link_bringup #(
                         end else if (polls > 32'd1) begin
                             polls <= polls - 32'd1;
                             st    <= S_POLL_CLR;
-                        end else begin
-                            if (give_up) begin
-                                st <= S_FAILED;
-                            end else begin
-                                retries <= retries + 32'd1;
-                                st      <= S_RXGT_RST;
-                                timer   <= 32'(GT_RESET_CYCLES);
-                            end
-                        end
+                        end  // else: the attempt failed (below)
                     end
                 end
 
                 // [5] up: poll every MONITOR_CYCLES.
                 S_UP: begin
-                    if (timer == 32'd0) begin
+                    if (timer_out) begin
                         st   <= S_POLL_CLR;
                         step <= '0;
-                    end else begin
-                        timer <= timer - 32'd1;
                     end
                 end
 
@@ -585,6 +553,17 @@ module fhg_link_bringup #(
 
                 default: st <= S_IDLE;
             endcase
+
+            // A failed attempt repeats the step that failed, or stops at max_retries.
+            if (attempt_failed) begin
+                if (give_up) begin
+                    st <= S_FAILED;
+                end else begin
+                    retries <= retries + 32'd1;
+                    st      <= retry_from;
+                    timer   <= 32'(GT_RESET_CYCLES);
+                end
+            end
         end
 
         if (rst) begin
