@@ -16,6 +16,7 @@ import pytest
 
 from casperfpga_ext import addressing
 from casperfpga_ext import fhg_regmap as regmap
+from casperfpga_ext import fpga as fpga_module
 from casperfpga_ext.fpg import (
     FpgBlock,
     FpgDevice,
@@ -26,7 +27,7 @@ from casperfpga_ext.fpg import (
     write_fpg,
     write_fpg_header,
 )
-from casperfpga_ext.fpga import Fpga, register_with_casperfpga
+from casperfpga_ext.fpga import Fpga, register_on_import, register_with_casperfpga
 from casperfpga_ext.gbe import FourHundredGbe, ReadBackError
 from casperfpga_ext.transport import (
     KatcpError,
@@ -699,3 +700,17 @@ def test_post_create_update_adds_the_designs_registers_and_snapshots(transport: 
     assert gbe.read_txsnap()["name"] == "gbe0_txs_ss"
     with pytest.raises(ValueError, match="fab_mac"):
         FourHundredGbe(Parent(), "gbe0", device_info={"fab_mac": "nonsense"})
+
+
+def test_a_broken_casperfpga_does_not_stop_the_import(monkeypatch: pytest.MonkeyPatch):
+    """casperfpga installed but failing to import (a missing dependency of its own):
+    ``import casperfpga_ext`` warns and works without it."""
+
+    def broken(name: str) -> types.ModuleType:
+        raise ModuleNotFoundError("No module named 'backports'", name="backports")
+
+    monkeypatch.setattr(fpga_module.importlib, "import_module", broken)
+    with pytest.raises(ModuleNotFoundError, match="backports"):
+        register_with_casperfpga()
+    with pytest.warns(RuntimeWarning, match="could not be imported.*backports"):
+        assert register_on_import() is False
