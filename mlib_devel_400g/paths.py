@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -16,8 +17,9 @@ REGS_RDL = REGS_DIR / "fhg_regs.rdl"
 CASPERFPGA_EXT = REPO_ROOT / "casperfpga_ext"
 DOCS_DIR = REPO_ROOT / "docs"
 
-# Simulation builds are cached here, keyed by a hash of their sources.
-SIM_CACHE = REPO_ROOT / ".cache" / "sim"
+# Simulation builds are cached here, keyed by a hash of their sources. CASPER400G_SIM_CACHE
+# moves the cache, so a long run keeps its model while the tree is rebuilt beside it.
+SIM_CACHE = Path(os.environ.get("CASPER400G_SIM_CACHE") or REPO_ROOT / ".cache" / "sim")
 
 
 def require_source_tree() -> None:

@@ -134,12 +134,21 @@ def check_delivered(expected: list[rx_expect.RxVerdict], got: list, overruns: in
     )
 
 
+async def log_progress(dut, user: UserRxMonitor, n: int, every_us: int = 500) -> None:  # noqa: ANN001
+    """How far a long mix got (datagrams delivered so far), in the simulation log."""
+    while True:
+        await Timer(every_us, unit="us")
+        dut._log.info("mix of %d frames: %d datagrams delivered so far", n, len(user.datagrams))
+
+
 async def run_mix(dut, n: int, cfg: rx_expect.RxConfig, seed: int, **rx_kw) -> dict[str, int]:  # noqa: ANN001
     mix = rx_expect.make_mix(n, cfg, seed=seed)
     h, tx, rx, user = await start(dut, cfg, seed=seed, **rx_kw)
     for mf in mix:
         rx.send_nowait(mf.frame, mf.err)
+    progress = cocotb.start_soon(log_progress(dut, user, n))
     await drain(h, rx)
+    progress.cancel()
     c = await rx_counters(h)
     want = rx_expect.tally([mf.verdict for mf in mix])
     dut._log.info("mix of %d frames: %s", n, {k: v for k, v in c.items() if v})
