@@ -60,6 +60,8 @@ def run(
         "user-port Gb/s",
         "theory Gb/s",
         "binds",
+        "gapless",
+        "seg fill",
         "ratio",
     ):
         table.add_column(col, justify="right")
@@ -76,6 +78,8 @@ def run(
             f"{r['user_bps'] / 1e9:.1f}",
             f"{r['theory_bps'] / 1e9:.1f}",
             r["binds"],
+            f"{r['gapless']:.3f}",
+            f"{r['fill']:.3f}",
             f"[{style}]{ratio:.4f}",
         )
     console.print(table)
