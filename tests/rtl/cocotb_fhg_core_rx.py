@@ -492,8 +492,8 @@ def _udp(
     eth = Ether(dst=dst_mac.to_bytes(6, "big"), src=PEER_MAC.to_bytes(6, "big"))
     if etype is not None:
         eth.type = etype
-    ip = IP(src="10.0.0.20", dst=OWN_IP, **(ip_kw or {}))
-    pkt = bytes(eth / ip / UDP(sport=4000, dport=PORT, **(udp_kw or {})) / payload)
+    ip = IP(**{"src": "10.0.0.20", "dst": OWN_IP, **(ip_kw or {})})
+    pkt = bytes(eth / ip / UDP(**{"sport": 4000, "dport": PORT, **(udp_kw or {})}) / payload)
     return pkt[:cut] if cut is not None else pkt
 
 
@@ -661,3 +661,32 @@ async def rx_filter_precedence_cpu_and_disabled(dut) -> None:  # noqa: ANN001
         assert rx_expect.classify(frame, off).verdict == want, f"model: {name}"
         got = await one_frame_verdict(h, rx, frame, False)
         assert got == want, f"{name}: counted as {got}, precedence gives {want}"
+
+
+@cocotb.test()
+async def rx_zero_length_datagram(dut) -> None:  # noqa: ANN001
+    """A UDP datagram without payload (UDP length 8, RFC 768) is delivered as one word with
+    no byte enabled, between ordinary datagrams, its checksum verified like any other."""
+    cfg = config()
+    h, _tx, rx, user = await start(dut, cfg)
+    sent = [
+        _udp(b""),
+        _udp(b"x" * 100),
+        _udp(b""),
+        _udp(b"", udp_kw={"chksum": 1}),  # wrong checksum: delivered, flagged bad
+        _udp(b"y"),
+        _udp(b"", udp_kw={"chksum": 0}),  # no checksum
+        _udp(b"", udp_kw={"len": 7}),  # shorter than its own header
+    ]
+    want = [rx_expect.classify(f, cfg) for f in sent]
+    assert [w.verdict for w in want] == ["delivered"] * 6 + ["rx_drop_length"]
+    for f in sent:
+        rx.send_nowait(f)
+    await drain(h, rx)
+    got = [(d.payload, d.bad) for d in user.datagrams]
+    assert got == [(w.payload, w.bad_udp_checksum) for w in want[:6]], got
+    assert [w.bad_udp_checksum for w in want[:6]] == [False, False, False, True, False, False]
+    c = await rx_counters(h)
+    check_identity(c)
+    assert (c["rx_udp_packets"], c["rx_drop_length"], c["rx_bad_udp_checksum"]) == (6, 1, 1), c
+    check_totals(c, sent, user.datagrams)
