@@ -39,7 +39,7 @@ _LUTRAM_READ = re.compile(r"^RAM\d+(X\d+[SD]|M\d*|X\d+DR8|X\d+SW)$")
 _SEQUENTIAL = re.compile(r"^(FD[A-Z]*|RAMB\d+E\d|URAM\d+|SRLC?\d+E|DSP\w*)$")
 _IO = ("IBUF", "OBUF", "IOBUF", "OBUFT", "BUFG", "BUFGCE", "BUFG_GT")
 
-LIMIT = 6
+LIMIT = 6  # logic levels a path may have at 2.56 ns (docs/resources.md)
 
 
 class TimingError(RuntimeError):
