@@ -98,6 +98,11 @@ class Path_:
         }
 
 
+def _is_box(module: Mapping[str, Any]) -> bool:
+    attrs = module.get("attributes", {})
+    return any(int(str(attrs.get(a, "0")) or "0", 2) for a in ("blackbox", "whitebox"))
+
+
 def _is_seq(cell_type: str) -> bool:
     return bool(_SEQUENTIAL.match(cell_type))
 
@@ -120,9 +125,24 @@ def _first_src(attrs: Mapping[str, Any]) -> str:
     return f"{m.group(1)}:{m.group(2)}" if m else first
 
 
+def _net_srcs(module: Mapping[str, Any]) -> dict[int, str]:
+    """Where each bit's public net is declared (file:line), for cells mapped without one."""
+    srcs: dict[int, str] = {}
+    for name, net in module.get("netnames", {}).items():
+        if int(net.get("hide_name", 0)) or name.startswith("$"):
+            continue
+        src = _first_src(net.get("attributes", {}))
+        if re.search(r"fhg_\w+\.s?v", src):
+            for b in net["bits"]:
+                if isinstance(b, int):
+                    srcs.setdefault(b, src)
+    return srcs
+
+
 def _net_names(module: Mapping[str, Any]) -> dict[int, str]:
-    """A readable name per bit: public names first, the shortest one."""
-    names: dict[int, tuple[int, int, str]] = {}
+    """A readable name per bit: public names first, then the deepest in the hierarchy
+    (where the register is declared, not a port it drives), then the shortest."""
+    names: dict[int, tuple[tuple[int, int, int], str]] = {}
     for name, net in module.get("netnames", {}).items():
         hidden = int(net.get("hide_name", 0)) or name.startswith("$")
         bits = net["bits"]
@@ -130,11 +150,11 @@ def _net_names(module: Mapping[str, Any]) -> dict[int, str]:
             if not isinstance(b, int):
                 continue
             label = name if len(bits) == 1 else f"{name}[{i}]"
-            rank = (int(hidden), len(label))
+            rank = (int(hidden), -label.count("."), len(label))
             cur = names.get(b)
-            if cur is None or rank < cur[:2]:
-                names[b] = (rank[0], rank[1], label)
-    return {b: v[2] for b, v in names.items()}
+            if cur is None or rank < cur[0]:
+                names[b] = (rank, label)
+    return {b: v[1] for b, v in names.items()}
 
 
 def analyse(netlist: Mapping[str, Any], top: str | None = None, limit: int = LIMIT) -> dict:
@@ -147,12 +167,16 @@ def analyse(netlist: Mapping[str, Any], top: str | None = None, limit: int = LIM
         raise TimingError(f"netlist has no module {top} (modules: {', '.join(mods)})")
     mod = mods[top]
     cells: dict[str, Any] = mod["cells"]
-    submods = [c["type"] for c in cells.values() if c["type"] in mods]
+    # Primitives (LUT6, FDRE, ...) come with their library definitions: boxes, not logic.
+    submods = [
+        c["type"] for c in cells.values() if c["type"] in mods and not _is_box(mods[c["type"]])
+    ]
     if submods:
         raise TimingError(
             f"{top} instantiates {', '.join(sorted(set(submods)))}: analyse a flattened netlist"
         )
     names = _net_names(mod)
+    net_src = _net_srcs(mod)
 
     # Driver of every bit, and which inputs each combinational output depends on.
     driver: dict[int, str] = {}
@@ -258,6 +282,8 @@ def analyse(netlist: Mapping[str, Any], top: str | None = None, limit: int = LIM
                 break
         reg = names.get(q, cname) if q is not None else cname
         src = _first_src(c.get("attributes", {}))
+        if not re.search(r"fhg_\w+\.s?v", src) and q is not None:
+            src = net_src.get(q, src)
         for port, bits in c["connections"].items():
             if dirs.get(port) != "input" or port in ("C", "CLK", "CLKARDCLK", "CLKBWRCLK", "WCLK"):
                 continue
@@ -290,6 +316,7 @@ def analyse(netlist: Mapping[str, Any], top: str | None = None, limit: int = LIM
     per_module: dict[str, dict[str, Any]] = {}
     for p in paths:
         m = _module_of(p.src) if p.src != "port" else "(top outputs)"
+        m = "(registers without a source name)" if m == "?" else m
         e = per_module.setdefault(m, {"endpoints": 0, "max_levels": 0, "over_limit": 0})
         e["endpoints"] += 1
         e["max_levels"] = max(e["max_levels"], p.level.levels)
