@@ -162,7 +162,7 @@ class Design:
                 "fullpath": f"{model}/XSG",
                 "tag": "xps:xsg",
                 "hw_sys": f"{plat.name}:{plat.fpga}",
-                "clk_src": "user_clk",
+                "clk_src": str(plat.conf.get("clk_src", "user_clk")),
                 "clk_rate": clk_rate,
             }
         }

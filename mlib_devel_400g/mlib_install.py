@@ -1,10 +1,11 @@
 """`casper400g install-mlib-devel <path>`: overlay the 400GbE block onto an mlib_devel
 checkout.
 
-Copies the yellow block (with its interface description ``fourhundred_gbe.json`` and the
-register map it reads, as ``yellow_blocks/fourhundred_gbe_regmap.py``), the core's HDL,
-any platforms listed in :data:`MLIB_PLATFORMS` and the Simulink files (``xps_library/``)
-that exist in this tree, then adds ``'xps:fourhundred_gbe'`` to the tag list in
+``jasper_library/`` of this tree holds exactly what goes into a checkout's
+``jasper_library/`` (the yellow blocks with their interface description and register map,
+the VPK180 platform and its blocks, the core's HDL); every file of it is copied to the same
+place there, except its README (a checkout's own stays untouched). The Simulink files
+(``xps_library/``) follow, then ``'xps:fourhundred_gbe'`` is added to the tag list in
 ``xps_library/gen_xps_add_design_info.m``. Files already identical are left alone, so a
 second run changes nothing. ``dry_run`` only lists what would change.
 """
@@ -23,9 +24,6 @@ MARKERS = (
     "jasper_library/yellow_blocks/yellow_block.py",
     "xps_library/gen_xps_add_design_info.m",
 )
-# Board platforms meant for mlib_devel (its platform blocks provide mlib_devel's signals);
-# copied when this tree has them. generic400g is this project's test platform only.
-MLIB_PLATFORMS = ("vpk180",)
 DESIGN_INFO = "xps_library/gen_xps_add_design_info.m"
 
 
@@ -33,39 +31,28 @@ class InstallError(RuntimeError):
     pass
 
 
+def _files(tree: Path) -> list[Path]:
+    """The files of ``tree`` an install copies: no caches, no READMEs (ours document this
+    tree; a checkout's own stay untouched)."""
+    return [
+        src
+        for src in sorted(tree.rglob("*"))
+        if src.is_file()
+        and "__pycache__" not in src.parts
+        and src.suffix != ".pyc"
+        and src.name != "README.md"
+    ]
+
+
 def _plan(dest: Path) -> list[tuple[Path, Path]]:
-    root = paths.REPO_ROOT
-    lib = paths.JASPER_LIBRARY
     pairs: list[tuple[Path, Path]] = []
-    yb = lib / "yellow_blocks"
-    for name in ("fourhundred_gbe.py", "fourhundred_gbe.json", "fourhundred_gbe_hdl.py"):
-        pairs.append((yb / name, dest / "jasper_library/yellow_blocks" / name))
-    pairs.append(
-        (
-            paths.CASPERFPGA_EXT / "fhg_regmap.py",
-            dest / "jasper_library/yellow_blocks/fourhundred_gbe_regmap.py",
-        )
-    )
-    for sub in ("fourhundred_gbe",):
-        for src in sorted((paths.HDL_ROOT / sub).rglob("*")):
-            if src.is_file() and "__pycache__" not in src.parts:
-                rel = src.relative_to(paths.HDL_ROOT)
-                pairs.append((src, dest / "jasper_library/hdl_sources" / rel))
-    boot = paths.HDL_ROOT / "fhg_toolflow" / "fhg_gbe_boot.sv"
-    pairs.append((boot, dest / "jasper_library/hdl_sources/fhg_toolflow/fhg_gbe_boot.sv"))
-    for plat in MLIB_PLATFORMS:
-        yaml_src = lib / "platforms" / f"{plat}.yaml"
-        if yaml_src.is_file():
-            pairs.append((yaml_src, dest / "jasper_library/platforms" / f"{plat}.yaml"))
-            blk = yb / f"{plat}.py"
-            if blk.is_file():
-                pairs.append((blk, dest / "jasper_library/yellow_blocks" / f"{plat}.py"))
-    xps = root / "xps_library"
+    lib = paths.JASPER_LIBRARY
+    for src in _files(lib):
+        pairs.append((src, dest / "jasper_library" / src.relative_to(lib)))
+    xps = paths.REPO_ROOT / "xps_library"
     if xps.is_dir():
-        for src in sorted(xps.rglob("*")):
-            # Our README documents this tree; a checkout's own README stays untouched.
-            if src.is_file() and "__pycache__" not in src.parts and src.name != "README.md":
-                pairs.append((src, dest / "xps_library" / src.relative_to(xps)))
+        for src in _files(xps):
+            pairs.append((src, dest / "xps_library" / src.relative_to(xps)))
     return pairs
 
 

@@ -8,8 +8,12 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
 
+# What goes into an mlib_devel checkout (the overlay: yellow blocks, platforms, HDL) ...
 JASPER_LIBRARY = REPO_ROOT / "jasper_library"
 HDL_ROOT = JASPER_LIBRARY / "hdl_sources"
+# ... and the stand-in for mlib_devel's runtime that builds designs without it.
+JASPER_RUNTIME = REPO_ROOT / "jasper_runtime"
+RUNTIME_HDL = JASPER_RUNTIME / "hdl_sources"
 FHG_HDL = HDL_ROOT / "fourhundred_gbe"
 REGS_DIR = FHG_HDL / "regs"
 REGS_RDL = REGS_DIR / "fhg_regs.rdl"

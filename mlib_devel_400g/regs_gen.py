@@ -26,6 +26,9 @@ BLOCK_NAME = "fhg_regs"
 # Files produced, relative to the repository root.
 SV_FILES = ("fhg_regs.sv", "fhg_regs_pkg.sv", "fhg_regs_hwif.rpt")
 PY_MAP = Path("casperfpga_ext") / "fhg_regmap.py"
+# The same map for the yellow block, which runs inside mlib_devel where casperfpga_ext is
+# not importable (jasper_library/ holds only what goes into an mlib_devel checkout).
+BLOCK_MAP = Path("jasper_library") / "yellow_blocks" / "fourhundred_gbe_regmap.py"
 MD_DOC = Path("docs") / "registers.md"
 
 
@@ -512,6 +515,7 @@ def render_all(rdl: Path | None = None) -> dict[Path, str]:
         for name in SV_FILES:
             files[rel_dir / name] = (Path(tmp) / name).read_text()
     files[PY_MAP] = render_python(model)
+    files[BLOCK_MAP] = files[PY_MAP]
     files[MD_DOC] = render_markdown(model)
     return files
 

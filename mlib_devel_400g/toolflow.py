@@ -41,8 +41,9 @@ class ToolflowError(RuntimeError):
 
 
 def jasper_imports() -> None:
-    """Make the jasper library importable the way mlib_devel does (its dir on sys.path)."""
-    lib = str(paths.JASPER_LIBRARY)
+    """Make the stand-in runtime importable the way mlib_devel's is (its dir on sys.path);
+    its ``yellow_blocks`` package also holds the overlay's blocks (jasper_library/)."""
+    lib = str(paths.JASPER_RUNTIME)
     if lib not in sys.path:
         sys.path.insert(0, lib)
 
@@ -116,27 +117,23 @@ class Toolflow:
                 raise ToolflowError(
                     f"{xsg_path}: clk_rate {xsg_blk['clk_rate']!r} is not a number (MHz)"
                 ) from None
-        model = str(xsg_path).split("/")[0]
         hdl_root = str(paths.HDL_ROOT)
-        todo: list[dict[str, Any]] = [
-            {"tag": f"xps:{plat.name}", "fullpath": f"{model}/{plat.name}", "name": plat.name}
-        ]
         for key, blk in entries.items():
-            tag = blk.get("tag")
-            if tag == "xps:xsg":
-                continue
-            if tag == "xps:ip":
+            if blk.get("tag") == "xps:ip":
                 raise ToolflowError(
                     f"{key}: System Generator IP (xps:ip) needs MATLAB/Vivado's sysgen; "
                     "write the user logic as a user module (HDL) instead"
                 )
-            todo.append(blk)
-        blocks = []
+        # mlib_devel's order: the jasper.per blocks sorted by path (the XSG block among
+        # them), then their children generation by generation (the platform's block is the
+        # XSG block's child, the system block the platform block's). Blocks add their bus
+        # devices in this order, which the address map follows.
+        blocks: list[Any] = []
         try:
-            while todo:
-                blk = YellowBlock.make_block(todo.pop(0), plat, hdl_root)
-                blocks.append(blk)
-                todo.extend(c.blk for c in blk.gen_children())
+            parents = [YellowBlock.make_block(entries[k], plat, hdl_root) for k in sorted(entries)]
+            while parents:
+                blocks.extend(parents)
+                parents = [c for b in parents for c in b.gen_children()]
             for blk in blocks:
                 support = blk.platform_support
                 if not (
@@ -156,7 +153,8 @@ class Toolflow:
         for b in blocks:
             provided.update(b.provides)
         for b in blocks:
-            for req in b.requires:
+            # mlib_devel's rule: exclusive requirements must be provided too.
+            for req in [*b.requires, *b.exc_requires]:
                 if req not in provided:
                     raise ToolflowError(f"{b.fullpath}: requires {req!r}, which nothing provides")
         owner: dict[str, Any] = {}
@@ -234,13 +232,15 @@ class Toolflow:
             self.say(f"         {i.regname:<24} {i.base:#010x}  {i.size:#8x} bytes")
 
         self.say("[sw]     core_info.tab, memory_map.json, fpg_header.txt")
-        devices = [FpgDevice(i.regname, i.base, i.size) for i in ifaces]
-        self._write_core_info(out / "core_info.tab", ifaces)
+        entries = core_info_entries(ifaces)
+        devices = [FpgDevice(name, base, nbytes) for name, _m, base, nbytes, _t, _a in entries]
+        self._write_core_info(out, entries)
         self._write_memory_map(out / "memory_map.json", ifaces)
+        # The XSG and platform blocks and the system block carry no ?meta of their own.
         metas = [
-            FpgBlock(b.unique_name, b.tag, b.meta())
+            FpgBlock(b.unique_name, b.tag, meta)
             for b in blocks
-            if b.fullpath.split("/")[-1] != plat.name
+            if b.tag not in ("xps:xsg", f"xps:{plat.name}") and (meta := b.meta())
         ]
         metas.append(FpgBlock("77777", "77777", {"77777": "77777"}))
         fpg_header = out / "fpg_header.txt"
@@ -297,6 +297,8 @@ class Toolflow:
                     seen[p.resolve()] = None
         except BlockError as exc:
             raise ToolflowError(str(exc)) from None
+        # The runtime's bus decoder (mlib_devel generates its own with xml2vhdl).
+        seen[(paths.RUNTIME_HDL / "fhg_toolflow" / "fhg_axil_interconnect.sv").resolve()] = None
         base = self.jasper_per.parent
         for name, mod in (per.get("user_modules") or {}).items():
             for src in mod.get("sources") or []:
@@ -308,12 +310,17 @@ class Toolflow:
         return sorted(seen, key=lambda p: (not p.name.endswith("_pkg.sv"),))
 
     @staticmethod
-    def _write_core_info(path: Path, ifaces: list[Any]) -> None:
-        lines = []
-        for i in ifaces:
-            rw = 0 if i.mode == "r" else 1
-            lines.append(f"{i.regname:<32} {rw} {i.base:x} {i.size:x} {i.typecode:x}")
-        path.write_text("\n".join(lines) + "\n")
+    def _write_core_info(out: Path, entries: list[CoreInfo]) -> None:
+        """``core_info.tab`` and ``core_info.jam.tab`` in mlib_devel's layout (name, mode
+        1/2/3 for r/w/rw, base and size in hex; the .jam table adds the typecode)."""
+        # Column width from the devices, not their register aliases (as mlib_devel's).
+        width = max((len(n) for n, _m, _b, _s, _t, alias in entries if not alias), default=1)
+        tab = "".join(f"{n:{width}} {m:1} {b:<16x} {sz:<16x}\n" for n, m, b, sz, _t, _a in entries)
+        jam = "".join(
+            f"{n:{width}} {m:1} {b:<16x} {sz:<16x} {t:<2x}\n" for n, m, b, sz, t, _a in entries
+        )
+        (out / "core_info.tab").write_text(tab)
+        (out / "core_info.jam.tab").write_text(jam)
 
     @staticmethod
     def _write_memory_map(path: Path, ifaces: list[Any]) -> None:
@@ -383,22 +390,43 @@ class Toolflow:
                 stages[stage].extend(cmds)
         versal = plat.family == "versal"
         image = "top.pdi" if versal else "top.bit"
+        # mlib_devel's backend variables, which blocks' Tcl uses: the implementation run's
+        # directory, the image mkfpg packs, the .xsa, and the platform block design.
+        jbd = f"{plat.name}_bd"
         t: list[str] = [
             f"# Vivado project for {model} on {plat.name}: vivado -mode batch -source build.tcl",
             "# Stages are marked `casper400g-stage: <name>` in the log.",
             "set here [file dirname [file normalize [info script]]]",
             'proc stage {name} { puts "casper400g-stage: $name" }',
             "stage init",
+            "set impl_dir $here",
+            "set bin_file [file join $impl_dir top.bin]",
+            "set bit_file [file join $impl_dir top.bit]",
+            "set xsa_file [file join $impl_dir top.xsa]",
+            f'set jbd_name "{jbd}"',
             f"create_project -force {model} $here/project -part {plat.fpga}",
             "set_property target_language Verilog [current_project]",
         ]
+        if stages["create_bd"]:
+            # As mlib_devel: the platform's block design exists from the start; blocks fill
+            # it in create_bd; it is saved, validated and generated before synthesis.
+            t += ["create_bd_design $jbd_name", "current_bd_design $jbd_name"]
         for src in sources:
             t.append(f"add_files -norecurse {{{src}}}")
         t.append("add_files -norecurse $here/../top.v")
         t.append("set_property top top [current_fileset]")
         t.append("add_files -fileset constrs_1 -norecurse $here/../top.xdc")
         t.extend(stages["init"])
+        t.append("stage create_bd")
+        t.extend(stages["create_bd"])
         t.append("stage pre_synth")
+        if stages["create_bd"]:
+            t += [
+                "current_bd_design [get_bd_designs $jbd_name]",
+                "save_bd_design",
+                "validate_bd_design",
+                "generate_target all [get_files $jbd_name.bd]",
+            ]
         t.extend(stages["pre_synth"])
         t.append("stage synth")
         t.extend(stages["synth"] or ["launch_runs synth_1 -jobs 8", "wait_on_run synth_1"])
@@ -426,9 +454,9 @@ class Toolflow:
         t.extend(stages["pre_bitgen"])
         t.append("stage bitgen")
         if versal:
-            t.extend(stages["bitgen"] or [f"write_device_image -force $here/{image}"])
+            t.extend(stages["bitgen"] or [f"write_device_image -force $impl_dir/{image}"])
         else:
-            t.extend(stages["bitgen"] or [f"write_bitstream -force $here/{image}"])
+            t.extend(stages["bitgen"] or [f"write_bitstream -force $impl_dir/{image}"])
         t.append("stage post_bitgen")
         t.extend(stages["post_bitgen"])
         t.append("stage prom_gen")
@@ -471,12 +499,35 @@ class Toolflow:
         result.fpg = mkfpg(result.build_dir, progress=self.say)
 
 
+MODES = {"rw": 3, "r": 1, "w": 2}
+
+
+# (name, mode, base, nbytes, typecode, is a register alias)
+CoreInfo = tuple[str, int, int, int, int, bool]
+
+
+def core_info_entries(ifaces: list[Any]) -> list[CoreInfo]:
+    """One entry per device in address order, each followed by ``<device>_<register>`` for
+    the registers of a register-level device (mlib_devel's core_info rule: raw devices,
+    software registers and RAMs are one entry)."""
+    out: list[CoreInfo] = []
+    for i in sorted(ifaces, key=lambda i: i.base):
+        out.append((i.regname, MODES[i.mode], i.base, i.nbytes, i.typecode, False))
+        if i.aliases:
+            for r in i.memory_map:
+                name = f"{i.regname}_{r.name}"
+                out.append((name, MODES[r.mode], i.base + r.offset, r.nbytes, i.typecode, True))
+    return out
+
+
 def image_path(build_dir: Path) -> Path:
-    for name in ("top.pdi", "top.bit"):
+    """The device image: ``top.bin`` (mlib_devel's ``$bin_file``, which a platform block
+    fills), else ``top.pdi`` or ``top.bit`` as written."""
+    for name in ("top.bin", "top.pdi", "top.bit"):
         p = build_dir / "vivado" / name
         if p.is_file():
             return p
-    raise ToolflowError(f"{build_dir / 'vivado'}: no top.pdi or top.bit (has Vivado run?)")
+    raise ToolflowError(f"{build_dir / 'vivado'}: no top.bin, top.pdi or top.bit (has Vivado run?)")
 
 
 def mkfpg(build_dir: Path, image: Path | None = None, progress: Progress | None = print) -> Path:

@@ -1,6 +1,6 @@
 """fhg_dcmac_vpk180 (the DCMAC/GTM wrapper; synthesis only): Verilator lint against a port-only
-black box of the block design that mlib_devel_400g.vpk180_ip generates, and its client ports
-against fhg_core's."""
+black box of the block design that jasper_library/yellow_blocks/vpk180_ip.py generates, and its
+client ports against fhg_core's."""
 
 from __future__ import annotations
 
@@ -8,7 +8,11 @@ import re
 import subprocess
 from pathlib import Path
 
-from mlib_devel_400g import paths, sim, vpk180_ip
+from mlib_devel_400g import paths, sim
+from mlib_devel_400g.toolflow import jasper_imports
+
+jasper_imports()
+from yellow_blocks import vpk180_ip  # noqa: E402 - after jasper_imports()
 
 HDL = paths.FHG_HDL
 WRAPPER = HDL / "fhg_dcmac_vpk180.v"

@@ -83,7 +83,10 @@ def test_build_tree(example: BuildResult):
     assert "pktgen_400g_gbe0_tx_data" in ports and "pktgen_400g_pkt_sent_user_data_in" in ports
     tcl = (out / "vivado/build.tcl").read_text()
     stages = re.findall(r"^stage (\w+)", tcl, re.M)
-    assert stages[:3] == ["init", "pre_synth", "synth"] and stages[-1] == "done"
+    assert stages[:4] == ["init", "create_bd", "pre_synth", "synth"] and stages[-1] == "done"
+    # mlib_devel's backend variables, which blocks' Tcl uses, are defined as in its script.
+    for var in ("impl_dir", "bin_file", "bit_file", "xsa_file", "jbd_name"):
+        assert re.search(rf"^set {var} ", tcl, re.M), var
     assert "write_device_image" in tcl  # a Versal part
 
 
@@ -111,6 +114,7 @@ def test_top_wires_the_gbe_by_gateway_names(example: BuildResult):
 
 # ----------------------------------------------------------------- addresses agree
 def _core_info(path: Path) -> dict[str, tuple[int, int, int, int]]:
+    """core_info.jam.tab: name, mode (1 r, 2 w, 3 rw), base, size, typecode."""
     out = {}
     for line in path.read_text().splitlines():
         name, rw, addr, size, typecode = line.split()
@@ -118,21 +122,43 @@ def _core_info(path: Path) -> dict[str, tuple[int, int, int, int]]:
     return out
 
 
+SYS_REGS = {"board_id": 0x0, "rev": 0x4, "rev_rcs": 0xC, "scratchpad": 0x10, "clkcounter": 0x14}
+
+
 def test_addresses_agree_everywhere(example: BuildResult):
     out = example.build_dir
-    info = _core_info(out / "core_info.tab")
+    info = _core_info(out / "core_info.jam.tab")
+    # core_info.tab is the same table without the typecode (mlib_devel's two files).
+    plain = [line.split() for line in (out / "core_info.tab").read_text().splitlines()]
+    assert {row[0]: (int(row[1]), int(row[2], 16), int(row[3], 16)) for row in plain} == {
+        k: v[:3] for k, v in info.items()
+    }
     header = parse_fpg(out / "fpg_header.txt")
     mm = {d["name"]: d for d in json.loads((out / "memory_map.json").read_text())}
-    assert set(info) == set(header.devices) == set(mm) == {"gbe0", *SW_REGS}
+    sys_aliases = {f"sys_{r}" for r in SYS_REGS}
+    assert set(info) == set(header.devices) == set(mm) | sys_aliases
+    assert set(mm) == {"gbe0", "sys", *SW_REGS}
     for name, (rw, addr, size, typecode) in info.items():
         dev = header.devices[name]
-        assert (dev.address, dev.size) == (addr, size) == (mm[name]["base"], mm[name]["size"])
+        assert (dev.address, dev.size) == (addr, size)
+        if name in mm:
+            assert (addr, size) == (mm[name]["base"], mm[name]["size"])
         assert addr % size == 0 and addr >= BASE
-        assert rw == (0 if name == "pkt_sent" else 1)
-        assert typecode == (1 if name == "gbe0" else 0)
-    # Largest first from the platform base; no two devices overlap.
+        read_only = name in ("pkt_sent", "sys") or (
+            name in sys_aliases and name != "sys_scratchpad"
+        )
+        assert rw == (1 if read_only else 3)
+        is_sys = name == "sys" or name in sys_aliases
+        assert typecode == (1 if name == "gbe0" else 3 if is_sys else 0)
+    # casperfpga's system registers at mlib_devel's offsets in the 32-byte sys device.
+    for reg, offset in SYS_REGS.items():
+        assert info[f"sys_{reg}"][1:3] == (info["sys"][1] + offset, 4)
+    # Largest first from the platform base; the software registers share one region, one
+    # word each in block order (mlib_devel's layout); no two devices overlap.
     assert info["gbe0"][1] == BASE and info["gbe0"][2] == regmap.BLOCK_SIZE
-    spans = sorted((a, a + s) for _rw, a, s, _t in info.values())
+    sw = sorted(SW_REGS)
+    assert [info[n][1] for n in sw] == [info[sw[0]][1] + 4 * k for k in range(len(sw))]
+    spans = sorted((a, a + s) for n, (_rw, a, s, _t) in info.items() if n in mm)
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
     # Every register of the core at base + its offset in the generated Python map.
     regs = {r["name"]: r for r in mm["gbe0"]["registers"]}
@@ -283,7 +309,7 @@ def test_cage_used_twice(tmp_path: Path):
     per.write_text(yaml.safe_dump(doc))
     with pytest.raises(
         ToolflowError,
-        match=r"QSFP-DD cage 0 is used by both pktgen_400g/gbe0 and pktgen_400g/gbe1",
+        match=r"qsfpdd0 is used by both pktgen_400g/gbe0 and pktgen_400g/gbe1",
     ):
         Toolflow(per, tmp_path / "out", progress=None).run(backend="none")
 
@@ -381,7 +407,8 @@ def test_factory_blocks_and_tcl_stages(tmp_path: Path):
     per.write_text(yaml.safe_dump(doc))
     with _extra_blocks(tmp_path, {"probe_tcl": FACTORY_BLOCK.replace("STAGE", '"post_impl"')}):
         res = Toolflow(per, tmp_path / "out", progress=None).run(backend="none")
-    assert type(res.blocks[-1]).__name__ == "probe_tcl_versal"  # the factory's pick
+    probe = next(b for b in res.blocks if b.tag == "xps:probe_tcl")
+    assert type(probe).__name__ == "probe_tcl_versal"  # the factory's pick
     tcl = res.script.read_text().splitlines()
     assert tcl[tcl.index("stage pre_synth") + 1] == "puts {probe pre_synth}"
     assert tcl[tcl.index("stage post_impl") + 1] == "puts {probe post}"
@@ -397,7 +424,7 @@ def test_factory_blocks_and_tcl_stages(tmp_path: Path):
 
 
 def test_cage_leds_from_platform_pins(tmp_path: Path):
-    plat = yaml.safe_load((paths.JASPER_LIBRARY / "platforms/generic400g.yaml").read_text())
+    plat = yaml.safe_load((paths.JASPER_RUNTIME / "platforms/generic400g.yaml").read_text())
     plat["name"] = "testboard"
     plat["pins"] = {"led_up0": {"loc": ["AB12"], "iostd": "LVCMOS18"}}
     plat["fourhundred_gbe"]["cages"] = {0: {"leds": {"up": "led_up0"}}}
@@ -407,7 +434,7 @@ def test_cage_leds_from_platform_pins(tmp_path: Path):
     design = _design(tmp_path, {"platform": "testboard"})
     # A platform needs its platform block: generic400g's under the new name, found on the
     # yellow_blocks package path as a board port's own file would be.
-    src = (paths.JASPER_LIBRARY / "yellow_blocks" / "generic400g.py").read_text()
+    src = (paths.JASPER_RUNTIME / "yellow_blocks" / "generic400g.py").read_text()
     with _extra_blocks(
         tmp_path, {"testboard": src.replace("class generic400g(", "class testboard(")}
     ):
@@ -480,9 +507,9 @@ def test_installed_block_imports_with_mlib_devel_conventions(tmp_path: Path):
     install(root, say=None)
     lib = root / "jasper_library"
     for name in ("memory.py", "constraints.py", "verilog.py", "hw_platform.py"):
-        shutil.copy(paths.JASPER_LIBRARY / name, lib / name)
+        shutil.copy(paths.JASPER_RUNTIME / name, lib / name)
     for name in ("__init__.py", "yellow_block.py", "yellow_block_typecodes.py"):
-        shutil.copy(paths.JASPER_LIBRARY / "yellow_blocks" / name, lib / "yellow_blocks" / name)
+        shutil.copy(paths.JASPER_RUNTIME / "yellow_blocks" / name, lib / "yellow_blocks" / name)
     code = (
         "import yellow_blocks.fourhundred_gbe as m\n"
         "assert m.regmap.__name__ == 'yellow_blocks.fourhundred_gbe_regmap', m.regmap\n"
@@ -521,7 +548,7 @@ def test_cli_build_shows_stages_and_takes_jasper_per(
         assert main(["build", str(EXAMPLE), "-o", str(out), "--backend", "vivado"]) == 1
         assert "no `vivado` on PATH" in capsys.readouterr().err
     assert main(["mkfpg", str(out)]) == 1
-    assert "no top.pdi or top.bit" in capsys.readouterr().err
+    assert "no top.bin, top.pdi or top.bit" in capsys.readouterr().err
     assert main(["build", str(tmp_path / "nope.yaml")]) == 1
     assert "no such design file" in capsys.readouterr().err
 
@@ -539,7 +566,7 @@ def test_backend_runs_vivado_and_packs_the_fpg(
     fake.write_text(
         "#!/bin/sh\n"
         '[ "$1 $2 $3 $4 $5" = "-mode batch -nojournal -source build.tcl" ] || exit 3\n'
-        "grep -q '^write_device_image -force $here/top.pdi$' build.tcl || exit 4\n"
+        "grep -q '^write_device_image -force $impl_dir/top.pdi$' build.tcl || exit 4\n"
         "for s in $(sed -n 's/^stage //p' build.tcl); do echo \"casper400g-stage: $s\"; done\n"
         "printf 'PDI-IMAGE' > top.pdi\n"
     )

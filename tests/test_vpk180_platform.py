@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from casperfpga_ext.fpg import find_gbes, parse_fpg, parse_fpg_header, read_bitstream
-from mlib_devel_400g import paths, vpk180_ip
+from mlib_devel_400g import paths
 from mlib_devel_400g.design import Design, DesignError
 from mlib_devel_400g.toolflow import BuildResult, Toolflow, ToolflowError, jasper_imports, lint
 
@@ -34,7 +34,7 @@ STUB = Path(__file__).with_name("tcl") / "vivado_bd_stub.tcl"
 PLATFORM_YAML = paths.JASPER_LIBRARY / "platforms" / "vpk180.yaml"
 
 jasper_imports()
-from yellow_blocks import vpk180  # noqa: E402  (jasper's import convention)
+from yellow_blocks import vpk180, vpk180_ip  # noqa: E402  (jasper's import convention)
 
 
 def build(design: Path, out: Path, platform: str | None = "vpk180") -> BuildResult:
@@ -91,6 +91,8 @@ class Recorded:
             if kind == "design":
                 d = rec[1]
                 self.designs.append(d)
+            elif kind == "current":
+                d = rec[1]
             elif kind == "cell":
                 self.cells[d][rec[1]] = rec[2]
             elif kind == "port":
@@ -132,7 +134,12 @@ def run_stub(lines: list[str], tmp_path: Path) -> Recorded:
 @pytest.fixture(scope="module")
 def init(example: BuildResult, tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     tcl = (example.build_dir / "vivado" / "build.tcl").read_text()
-    return run_stub(stage(tcl, "init"), tmp_path_factory.mktemp("init"))
+    # The block designs exist after init (the DCMAC's) and create_bd (the platform's, which
+    # the script creates in init as mlib_devel's backend does).
+    return run_stub(
+        ["set jbd_name vpk180_bd", *stage(tcl, "init"), *stage(tcl, "create_bd")],
+        tmp_path_factory.mktemp("init"),
+    )
 
 
 def _tcl_dict(text: str) -> dict[str, str]:
@@ -159,7 +166,7 @@ def test_lists_every_ip_property(init: Recorded) -> None:
                 else:
                     lines.append(f"      {key} = {value}")
     print("\n" + "\n".join(lines))
-    assert init.designs == [vpk180.BD_NAME, vpk180_ip.BD_NAME]
+    assert sorted(init.designs) == sorted([vpk180.BD_NAME, vpk180_ip.BD_NAME])
     assert init.cells[vpk180.BD_NAME] == {
         vpk180.CIPS_CELL: "xilinx.com:ip:versal_cips",
         vpk180.RESET_CELL: "xilinx.com:ip:proc_sys_reset",
@@ -184,8 +191,10 @@ def test_cips_m_axi_fpd_and_pl0(init: Recorded) -> None:
     assert cfg["PS_PL_CONNECTIVITY_MODE"] == "Custom"
     wiz = init.config(d, f"cell:{vpk180.CLK_WIZ_CELL}")
     assert wiz["PRIM_IN_FREQ"] == "100"
-    assert wiz["CLKOUT_PORT"] == "axil_clk,user_clk"
-    assert wiz["CLKOUT_REQUESTED_OUT_FREQUENCY"] == "100,390.625"  # the design's clock_mhz
+    assert wiz["CLKOUT_PORT"] == "axil_clk,sys_clk,sys_clk90,sys_clk180,sys_clk270"
+    # the design's clock_mhz, in four phases
+    assert wiz["CLKOUT_REQUESTED_OUT_FREQUENCY"] == "100,390.625,390.625,390.625,390.625"
+    assert wiz["CLKOUT_REQUESTED_PHASE"] == "0.000,0.000,90.000,180.000,270.000"
     cips, wz, rst, sc = (
         vpk180.CIPS_CELL,
         vpk180.CLK_WIZ_CELL,
@@ -201,8 +210,9 @@ def test_cips_m_axi_fpd_and_pl0(init: Recorded) -> None:
         f"pin:{sc}/aclk",
         f"pin:{rst}/slowest_sync_clk",
     )
-    assert init.connected(d, f"pin:{wz}/user_clk", "port:user_clk")
-    assert init.connected(d, f"pin:{wz}/locked", f"pin:{rst}/dcm_locked", "port:user_clk_locked")
+    for ph in vpk180.PHASES:
+        assert init.connected(d, f"pin:{wz}/sys_clk{ph}", f"port:sys_clk{ph}")
+    assert init.connected(d, f"pin:{wz}/locked", f"pin:{rst}/dcm_locked", "port:clk_locked")
     assert init.connected(d, f"pin:{cips}/pl0_resetn", f"pin:{rst}/ext_reset_in")
     assert init.connected(d, f"pin:{rst}/peripheral_aresetn", "port:axil_rst_n")
     assert init.connected(d, f"pin:{rst}/interconnect_aresetn", f"pin:{sc}/aresetn")
@@ -224,15 +234,23 @@ def test_axi4lite_path_and_address_window(init: Recorded) -> None:
     assert init.config(d, f"cell:{sc}") == {"NUM_SI": "1", "NUM_MI": "1"}
     assert (f"intf_pin:{cips}/M_AXI_FPD", f"intf_pin:{sc}/S00_AXI") in init.intf_nets[d]
     assert (f"intf_pin:{sc}/M00_AXI", "intf_port:M_AXI") in init.intf_nets[d]
-    [assign] = [args for c, args in init.cmds if c == "assign_bd_address"][:1]
+    [assign] = [
+        args
+        for c, args in init.cmds
+        if c == "assign_bd_address" and f"addr_space:{cips}/M_AXI_FPD" in args
+    ]
     opts = dict(zip(assign[:-2:2], assign[1:-2:2], strict=False))
     assert int(opts["-offset"], 16) == 0xA4000000
     assert int(opts["-range"], 16) == 0x4000000
     assert opts["-target_address_space"] == f"addr_space:{cips}/M_AXI_FPD"
     assert "addr_seg:M_AXI/Reg" in assign
-    # The wrapper's ports are what top.v connects (scalar ports + M_AXI flattened).
+    # The design's ports are what top.v connects (scalar ports + M_AXI flattened).
     scalar = {n: (("O", 1)) for n, _k in vpk180.CLOCK_PORTS}
     assert init.ports[d] == scalar
+    assert {name for name, _d, _w in vpk180.bd_ports()} == {
+        *scalar,
+        *(f"M_AXI_{sig}" for sig, _d, _w in vpk180.HOST_AXIL),
+    }
 
 
 def test_dcmac_block_design_takes_the_cage_and_clocks(init: Recorded) -> None:
@@ -245,13 +263,10 @@ def test_dcmac_block_design_takes_the_cage_and_clocks(init: Recorded) -> None:
         assert init.config(d, f"cell:{quad}")["APB3_CLK_FREQUENCY"] == "100"  # axil_clk
     wiz = init.config(d, f"cell:{vpk180_ip.CLK_WIZ_CELL}")
     assert wiz["CLKOUT_REQUESTED_OUT_FREQUENCY"] == "782.06,391.03"
-    # Both block design wrappers are added to the project after their designs are saved.
+    # The DCMAC design's wrapper (make_wrapper's file) is added once the design is saved;
+    # the platform's design is generated by the backend before synthesis.
     added = [" ".join(args) for c, args in init.cmds if c == "add_files"]
-    for bd in (vpk180.BD_NAME, vpk180_ip.BD_NAME):
-        assert any(
-            f"-norecurse /project/project:casper400g.gen/sources_1/bd/{bd}/hdl/{bd}_wrapper.v" == a
-            for a in added
-        ), bd
+    assert f"-norecurse /project/wrappers/{d}_wrapper.v" in added
 
 
 # ----------------------------------------------------------------- the build tree
@@ -264,15 +279,24 @@ def test_build_tree(example: BuildResult) -> None:
         "core_info.tab",
         "memory_map.json",
         "fpg_header.txt",
-        f"lint/stubs/{vpk180.BD_NAME}_wrapper.v",
+        f"lint/stubs/{vpk180.BD_NAME}.v",
         f"lint/stubs/{vpk180_ip.BD_NAME}_wrapper.v",
     ):
         assert (out / rel).is_file(), rel
     tcl = (out / "vivado/build.tcl").read_text()
     assert "create_project -force pktgen_400g $here/project -part xcvp1802-lsvc4072-2MP-e-S" in tcl
-    assert stage(tcl, "bitgen") == ["write_device_image -force $here/top.pdi"]
+    assert stage(tcl, "bitgen") == ["write_device_image -force $impl_dir/top.pdi"]
+    # mlib_devel's $bin_file is the image its mkfpg packs: the .pdi, copied.
     assert stage(tcl, "post_bitgen") == [
-        "write_hw_platform -fixed -include_bit -force $here/top.xsa"
+        "file copy -force [file join $impl_dir top.pdi] $bin_file",
+        "write_hw_platform -fixed -include_bit -force $xsa_file",
+    ]
+    # The platform's block design, as mlib_devel's backend handles $jbd_name.
+    assert stage(tcl, "pre_synth")[:4] == [
+        "current_bd_design [get_bd_designs $jbd_name]",
+        "save_bd_design",
+        "validate_bd_design",
+        "generate_target all [get_files $jbd_name.bd]",
     ]
     assert "write_bitstream" not in tcl
 
@@ -281,7 +305,10 @@ def test_xdc_has_refclk_and_gt_locations(example: BuildResult) -> None:
     xdc = (example.build_dir / "top.xdc").read_text()
     plat = yaml.safe_load(PLATFORM_YAML.read_text())
     pins = plat["pins"]
-    assert "create_clock -period 6.4000 -name fhg0_gt_refclk [get_ports {fhg0_gt_refclk_p}]" in xdc
+    assert (
+        "create_clock -period 6.400 -name fhg0_gt_refclk -waveform {0.000 3.200} "
+        "[get_ports {fhg0_gt_refclk_p}]"
+    ) in xdc
     [refclk] = pins["qsfpdd0_refclk0_p"]["loc"]
     assert f"set_property PACKAGE_PIN {refclk} [get_ports {{fhg0_gt_refclk_p}}]" in xdc
     placed = re.findall(
@@ -304,11 +331,13 @@ def test_xdc_has_refclk_and_gt_locations(example: BuildResult) -> None:
 
 def test_top_joins_the_dcmac_wrapper_to_the_core(example: BuildResult) -> None:
     top = (example.build_dir / "top.v").read_text()
-    cips = re.search(r"vpk180_cips_bd_wrapper vpk180_cips \((.*?)\);", top, re.S)
+    cips = re.search(r"vpk180_bd vpk180_bd_inst \((.*?)\);", top, re.S)
     assert cips is not None
     for sig in ("awaddr", "rdata", "bresp"):
         assert f".M_AXI_{sig}(M_AXI_{sig})" in cips.group(1)
-    assert ".axil_clk(axil_clk)" in cips.group(1) and ".user_clk(user_clk)" in cips.group(1)
+    assert ".axil_clk(axil_clk)" in cips.group(1) and ".sys_clk(sys_clk)" in cips.group(1)
+    # The XSG block's clock source is the platform's sys_clk: user_clk is driven from it.
+    assert "assign user_clk = sys_clk;" in top
     m = re.search(
         r"fhg_dcmac_vpk180 #\(\s*\.AXIL_CLK_HZ\(100000000\)\s*\) (\w+) \((.*?)\);", top, re.S
     )
@@ -378,11 +407,14 @@ def test_cli_platform_and_backend_pack_the_pdi(
     fake = bindir / "vivado"
     fake.write_text(
         "#!/bin/sh\n"
-        "grep -q '^write_device_image -force $here/top.pdi$' build.tcl || exit 4\n"
-        "grep -q '^write_hw_platform -fixed -include_bit -force $here/top.xsa$' build.tcl "
+        "grep -q '^write_device_image -force $impl_dir/top.pdi$' build.tcl || exit 4\n"
+        "grep -q '^write_hw_platform -fixed -include_bit -force $xsa_file$' build.tcl "
         "|| exit 5\n"
-        "grep -q '^create_bd_design vpk180_cips_bd$' build.tcl || exit 6\n"
+        "grep -q '^create_bd_design $jbd_name$' build.tcl || exit 6\n"
+        "grep -q '^file copy -force \\[file join $impl_dir top.pdi\\] $bin_file$' build.tcl "
+        "|| exit 7\n"
         "printf 'VERSAL-PDI' > top.pdi\n"
+        "cp top.pdi top.bin\n"
     )
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
@@ -417,7 +449,9 @@ def test_platform_options_override_unconfirmed_values(tmp_path: Path) -> None:
     core = re.search(r"fhg_core #\((.*?)\) pktgen_400g_gbe0_core", top, re.S)
     assert core is not None and ".AXIL_CLK_HZ(125000000)" in core.group(1)
     tcl = (res.build_dir / "vivado" / "build.tcl").read_text()
-    rec = run_stub(stage(tcl, "init"), tmp_path)
+    rec = run_stub(
+        ["set jbd_name vpk180_bd", *stage(tcl, "init"), *stage(tcl, "create_bd")], tmp_path
+    )
     d = vpk180_ip.BD_NAME
     assert rec.config(d, f"cell:{vpk180_ip.DCMAC_CELL}")["DCMAC_LOCATION_C0"] == "DCMAC_X0Y1"
     assert (
@@ -425,7 +459,7 @@ def test_platform_options_override_unconfirmed_values(tmp_path: Path) -> None:
         f"intf_pin:{vpk180_ip.QUAD_CELLS[1]}/TX2_GT_IP_Interface",
     ) in rec.intf_nets[d]
     wiz = rec.config(vpk180.BD_NAME, f"cell:{vpk180.CLK_WIZ_CELL}")
-    assert wiz["CLKOUT_REQUESTED_OUT_FREQUENCY"] == "125,390.625"
+    assert wiz["CLKOUT_REQUESTED_OUT_FREQUENCY"] == "125,390.625,390.625,390.625,390.625"
     xdc = (res.build_dir / "top.xdc").read_text()
     assert "set_property LOC GTM_QUAD_X0Y4 [get_cells" in xdc
     # The override is recorded in jasper.per, so a rebuild from it is the same design.
@@ -471,6 +505,8 @@ def test_one_dcmac_per_design(tmp_path: Path) -> None:
     doc = yaml.safe_load(_design(tmp_path).read_text())
     doc["blocks"]["gbe1"] = {"type": "fourhundred_gbe", "port": 1, "fab_ip": "10.0.0.11"}
     opts = {"fourhundred_gbe": {"cages": {1: {"refclk_mhz": 156.25}}}}
+    plat = yaml.safe_load(PLATFORM_YAML.read_text())
+    opts["provides"] = [*plat["provides"], "qsfpdd1"]
     doc["platform_options"] = opts
     path = tmp_path / "two.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))

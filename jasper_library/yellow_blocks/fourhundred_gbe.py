@@ -21,17 +21,16 @@ import os
 import re
 from typing import Any, ClassVar
 
-from constraints import ClockConstraint, ClockGroupConstraint, PortConstraint
+from constraints import ClockConstraint, PortConstraint
 from memory import Register
 
+# Generated from the register map's SystemRDL (`casper400g regs`), as casperfpga_ext's copy.
+from . import fourhundred_gbe_regmap as regmap
+from .fhg_axi4lite import ADDRESS_SIGNALS, AXIL_SIGNALS, PROT_SIGNALS, RAW_DEVICE_SIGNALS
+from .fhg_platform import clock_groups
 from .fourhundred_gbe_hdl import module_ports
 from .yellow_block import YellowBlock
 from .yellow_block_typecodes import TYPECODE_ETHCORE
-
-try:  # an mlib_devel checkout: the copy the overlay installer put next to this file
-    from . import fourhundred_gbe_regmap as regmap  # type: ignore[attr-defined]
-except ImportError:  # the casper400g tree
-    from casperfpga_ext import fhg_regmap as regmap
 
 # 400 Gb/s carried 1024 bits per user_clk cycle.
 MIN_USER_CLK_MHZ = 400e3 / 1024
@@ -55,29 +54,6 @@ PARAMETER_SPECS: dict[str, dict[str, Any]] = {p["name"]: p for p in INTERFACE["p
 CORE_PARAMETERS = [n for n, p in PARAMETER_SPECS.items() if p.get("scope") != "mask"]
 # --- end of the interface description ---
 BUS_PORTS = ("user_clk", "axil_clk", "axil_rst_n")
-# The raw AXI4-Lite bus of the block, seen from the slave (mlib_devel's raw-device names
-# m_axi4lite_<regname>_<sig>, 32-bit addresses relative to the block's base).
-AXIL_SIGNALS: tuple[tuple[str, str, int], ...] = (
-    ("awaddr", "in", 32),
-    ("awprot", "in", 3),
-    ("awvalid", "in", 1),
-    ("awready", "out", 1),
-    ("wdata", "in", 32),
-    ("wstrb", "in", 4),
-    ("wvalid", "in", 1),
-    ("wready", "out", 1),
-    ("bresp", "out", 2),
-    ("bvalid", "out", 1),
-    ("bready", "in", 1),
-    ("araddr", "in", 32),
-    ("arprot", "in", 3),
-    ("arvalid", "in", 1),
-    ("arready", "out", 1),
-    ("rdata", "out", 32),
-    ("rresp", "out", 2),
-    ("rvalid", "out", 1),
-    ("rready", "in", 1),
-)
 
 
 def _text(value: Any) -> str:
@@ -254,13 +230,17 @@ class fourhundred_gbe(YellowBlock):
         self.add_source("fourhundred_gbe/regs/fhg_regs_pkg.sv")
         self.add_source("fourhundred_gbe/regs/fhg_regs.sv")
         self.add_source("fourhundred_gbe/fhg_*.sv")
-        self.add_source("fhg_toolflow/fhg_gbe_boot.sv")
         self.provides = ["ethernet"]
+        # Parameters are normalised here, where every runtime builds the block (mlib_devel
+        # never calls drc()): the mask's text becomes numbers, or a clear error.
         try:
-            self.port = int(check_parameter("port", params["port"]))
-        except ValueError:
-            self.port = -1
-        self.exc_requires = [f"QSFP-DD cage {self.port}"]
+            for name in CORE_PARAMETERS:
+                setattr(self, name, check_parameter(name, params[name]))
+        except ValueError as exc:
+            raise self._error(str(exc)) from None
+        self.port = int(self.port)
+        # The cage, as the platform YAML provides it (mlib_devel names cages qsfp<n>).
+        self.exc_requires = [f"qsfpdd{self.port}"]
         self.conf: dict[str, Any] = dict(self.platform.conf.get("fourhundred_gbe") or {})
         self.cage: dict[str, Any] = dict((self.conf.get("cages") or {}).get(self.port) or {})
         self.mac_clk_mhz = float(self.conf.get("mac_clk_mhz", DEFAULT_MAC_CLK_MHZ))
@@ -275,6 +255,7 @@ class fourhundred_gbe(YellowBlock):
         self.mac = self._attachment()
         for src in self.mac.sources():
             self.add_source(src)
+        self._check_platform()
 
     # ------------------------------------------------------------------ parameters
     def _attachment(self) -> MacAttachment:
@@ -316,6 +297,12 @@ class fourhundred_gbe(YellowBlock):
         return mm
 
     def drc(self) -> None:
+        self._check_platform()
+        self._check_clock()
+
+    def _check_platform(self) -> None:
+        """The cage and the MAC attachment's values (run from initialize: mlib_devel calls
+        no drc())."""
         p = self.params
         cages = self.conf.get("cages") or {}
         if not cages:
@@ -328,21 +315,20 @@ class fourhundred_gbe(YellowBlock):
                 f"port (QSFP-DD cage) {p['port']!r} is not on platform {self.platform.name}; "
                 f"cages: {', '.join(str(c) for c in sorted(cages))}"
             )
-        try:
-            for name in CORE_PARAMETERS:
-                setattr(self, name, check_parameter(name, p[name]))
-        except ValueError as exc:
-            raise self._error(str(exc)) from None
+        missing = [p for p, _d, _w in USER_PORTS if p not in self.core_ports]
+        if missing:
+            raise self._error(f"{CORE_HDL} lacks the user port(s) {', '.join(missing)}")
+        self.mac.drc()
+
+    def _check_clock(self) -> None:
+        """The design clock (run from modify_top too: in mlib_devel the XSG block sets the
+        platform's user_clk_rate in its own initialize, which may come after ours)."""
         user_mhz = getattr(self.platform, "user_clk_rate", None)
         if user_mhz is not None and float(user_mhz) < MIN_USER_CLK_MHZ:
             raise self._error(
                 f"user clock {float(user_mhz):g} MHz is too slow for 400 Gb/s at 1024 bits per "
                 f"cycle (needs at least {MIN_USER_CLK_MHZ:g} MHz)"
             )
-        missing = [p for p, _d, _w in USER_PORTS if p not in self.core_ports]
-        if missing:
-            raise self._error(f"{CORE_HDL} lacks the user port(s) {', '.join(missing)}")
-        self.mac.drc()
 
     def gateways(self) -> list[tuple[str, str, int]]:
         return list(USER_PORTS)
@@ -362,6 +348,7 @@ class fourhundred_gbe(YellowBlock):
         return value, ctrl.field("fabric_en").mask
 
     def modify_top(self, top) -> None:  # noqa: ANN001
+        self._check_clock()
         # A raw AXI4-Lite slave (the core has its own register block). This toolflow takes
         # the memory map generated from the register map (memory_map.json lists every
         # register at its address); mlib_devel's interconnect instead turns every entry
@@ -433,13 +420,15 @@ class fourhundred_gbe(YellowBlock):
         # Status for a logic analyser; software sees the registers themselves.
         boot.add_port("booted", f"unused_{self.fullname}_booted")
         boot.add_port("boot_error", f"unused_{self.fullname}_boot_error")
-        for sig, _direction, width in AXIL_SIGNALS:
+        for sig, _direction, width in RAW_DEVICE_SIGNALS:
             bus = f"m_axi4lite_{self.unique_name}_{sig}"
             top.add_signal(bus, width)
-            if sig in ("awaddr", "araddr"):
+            if sig in ADDRESS_SIGNALS:
                 boot.add_port(f"s_axil_{sig}", f"{bus}[{aw - 1}:0]", parent_sig=False)
             else:
                 boot.add_port(f"s_axil_{sig}", bus, parent_sig=False)
+        for sig in PROT_SIGNALS:  # not on mlib_devel's raw-device bus; the core ignores them
+            boot.add_port(f"s_axil_{sig}", "3'b000", parent_sig=False)
 
         core = top.get_instance("fhg_core", f"{self.fullname}_core")
         core.add_parameter("TX_BUFFER_FRAMES", self.tx_buffer_frames)
@@ -452,7 +441,7 @@ class fourhundred_gbe(YellowBlock):
         core.add_port("axil_clk", "axil_clk", parent_sig=False)
         core.add_port("axil_rst_n", "axil_rst_n", parent_sig=False)
         for name, _direction, width in AXIL_SIGNALS:
-            w = aw if name in ("awaddr", "araddr") else width
+            w = aw if name in ADDRESS_SIGNALS else width
             sig = f"{self.fullname}_core_axil_{name}"
             core.add_port(f"s_axil_{name}", sig, width=w)
             boot.add_port(f"m_axil_{name}", sig, width=w)
@@ -469,10 +458,7 @@ class fourhundred_gbe(YellowBlock):
         for role, pin in (self.cage.get("leds") or {}).items():
             cons.append(PortConstraint(f"fhg{self.port}_led_{role}", pin))
         cons.extend(self.mac.gen_constraints())
-        clocks = ["user_clk", "axil_clk", *self.mac.mac_clocks()]
-        for i, a in enumerate(clocks):
-            for b in clocks[i + 1 :]:
-                cons.append(ClockGroupConstraint(a, b, "asynchronous"))
+        cons.extend(clock_groups(self.platform, ["user_clk", "axil_clk", *self.mac.mac_clocks()]))
         return cons
 
     def gen_tcl_cmds(self) -> dict[str, list[str]]:

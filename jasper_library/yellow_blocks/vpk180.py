@@ -1,33 +1,44 @@
-"""Platform block of ``vpk180`` (AMD VPK180, Versal Premium VP1802; platforms/vpk180.yaml).
+"""Platform block of ``vpk180`` (AMD VPK180, Versal Premium VP1802; platforms/vpk180.yaml),
+written for mlib_devel's Vivado backend and run the same way by the stand-in runtime.
 
-The processor side is a block design ``vpk180_cips_bd`` (:func:`cips_bd_tcl`), instantiated in
-``top.v`` through its Vivado wrapper ``vpk180_cips_bd_wrapper`` as ``vpk180_cips``:
+The processor side is mlib_devel's platform block design ``$jbd_name`` (``vpk180_bd``:
+the backend creates it in the init stage and saves, validates, generates and wraps it
+before synthesis); this block fills it in the ``create_bd`` stage (:func:`cips_bd_tcl`) and
+instantiates it in ``top.v`` as ``vpk180_bd_inst`` (module ``vpk180_bd``, as mlib_devel's
+Zynq platforms do):
 
 * CIPS (``versal_cips``) with ``M_AXI_FPD`` and the PL reference clock PL0 (100 MHz) and its
   fabric reset;
-* a clocking wizard on PL0 making ``axil_clk`` (the register bus) and ``user_clk`` (the
-  design clock, the XSG block's ``clk_rate``);
+* a clocking wizard on PL0 making ``axil_clk`` (the register bus) and ``sys_clk`` with its
+  90/180/270-degree phases ``sys_clk90``/``sys_clk180``/``sys_clk270`` (the design clock at
+  the XSG block's ``clk_rate``; the XSG block, whose ``clk_src`` is ``sys_clk``, drives
+  ``user_clk*`` from them), and ``clk_locked``;
 * ``proc_sys_reset`` giving ``axil_rst_n`` (PL0 reset and the wizard's lock);
 * a SmartConnect from ``M_AXI_FPD`` to the external AXI4-Lite master ``M_AXI`` (32-bit address
   and data), mapped at ``mmbus_base_address`` (0xA400_0000) for ``mmbus_address_window``
   bytes: the toolflow's interconnect is its slave.
 
-``user_rst`` is ``axil_rst_n`` low or the wizard unlocked, synchronised into ``user_clk``.
-The backend writes ``top.pdi`` (``write_device_image``), which ``mkfpg`` packs into the
-``.fpg``, and an ``.xsa`` for the software side. The whole Tcl runs under ``tclsh`` against a
-recording stand-in for the Vivado commands in the tests (tests/test_vpk180_platform.py).
+``axil_rst`` is ``axil_rst_n`` inverted; ``user_rst`` is ``axil_rst_n`` low or the wizard
+unlocked, synchronised into ``user_clk``. The system block is this block's child
+(``gen_children``). The implementation run writes ``top.pdi`` into ``$impl_dir``;
+``post_bitgen`` copies it to ``$bin_file`` (``top.bin``, the image mlib_devel's ``mkfpg``
+packs) and writes ``$xsa_file`` for the software side. The whole Tcl runs under ``tclsh``
+against a recording stand-in for the Vivado commands in the tests
+(tests/test_vpk180_platform.py, tests/conformance/).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from constraints import ClockGroupConstraint
-
+from .fhg_axi4lite import master_view
+from .fhg_platform import clock_groups, system_block
 from .yellow_block import YellowBlock
 
-BD_NAME = "vpk180_cips_bd"
-INSTANCE = "vpk180_cips"
+# mlib_devel's platform block design: $jbd_name = <platform name>_bd.
+BD_NAME = "vpk180_bd"
+INSTANCE = "vpk180_bd_inst"
 CIPS_CELL = "versal_cips_0"
 CLK_WIZ_CELL = "pl_clk_wiz"
 RESET_CELL = "axil_reset"
@@ -40,33 +51,16 @@ SMARTCONNECT_VLNV = "xilinx.com:ip:smartconnect"
 
 # The host's AXI4-Lite master (mlib_devel's M_AXI_* names; Vivado's wrapper flattens the
 # interface port M_AXI into M_AXI_<signal>): (signal, direction seen from the wrapper, width).
-HOST_AXIL: tuple[tuple[str, str, int], ...] = (
-    ("awaddr", "out", 32),
-    ("awprot", "out", 3),
-    ("awvalid", "out", 1),
-    ("awready", "in", 1),
-    ("wdata", "out", 32),
-    ("wstrb", "out", 4),
-    ("wvalid", "out", 1),
-    ("wready", "in", 1),
-    ("bresp", "in", 2),
-    ("bvalid", "in", 1),
-    ("bready", "out", 1),
-    ("araddr", "out", 32),
-    ("arprot", "out", 3),
-    ("arvalid", "out", 1),
-    ("arready", "in", 1),
-    ("rdata", "in", 32),
-    ("rresp", "in", 2),
-    ("rvalid", "in", 1),
-    ("rready", "out", 1),
-)
-# Scalar ports of the block design (all outputs of the wrapper).
+HOST_AXIL = master_view()
+# The design clock and its phases, as mlib_devel's XSG block requires them of clk_src.
+PHASES = ("", "90", "180", "270")
+CLK_SRC = "sys_clk"
+# Scalar ports of the block design (all outputs).
 CLOCK_PORTS: tuple[tuple[str, str], ...] = (
     ("axil_clk", "clk"),
     ("axil_rst_n", "rst"),
-    ("user_clk", "clk"),
-    ("user_clk_locked", "data"),
+    *((f"{CLK_SRC}{ph}", "clk") for ph in PHASES),
+    ("clk_locked", "data"),
 )
 
 
@@ -110,22 +104,27 @@ def cips_config(conf: dict[str, Any]) -> dict[str, str]:
 
 
 def clk_wiz_config(conf: dict[str, Any], user_mhz: float) -> dict[str, str]:
+    """axil_clk, then sys_clk at 0/90/180/270 degrees (UNCONFIRMED until the first Vivado
+    run: the CLKOUT_REQUESTED_PHASE name of the Versal clocking wizard's phase property)."""
     pl0 = _freq(conf, "pl0_ref_clk_mhz", 10.0, 400.0)
     axil = _freq(conf, "axil_clk_mhz", 10.0, 300.0)
+    outs = [("axil_clk", axil, 0)] + [(f"{CLK_SRC}{ph}", user_mhz, int(ph or 0)) for ph in PHASES]
     return {
         "PRIM_SOURCE": "No_buffer",
         "PRIM_IN_FREQ": _mhz(pl0),
-        "CLKOUT_USED": "true,true",
-        "CLKOUT_PORT": "axil_clk,user_clk",
-        "CLKOUT_REQUESTED_OUT_FREQUENCY": f"{_mhz(axil)},{_mhz(user_mhz)}",
-        "CLKOUT_DRIVES": "BUFG,BUFG",
+        "CLKOUT_USED": ",".join("true" for _o in outs),
+        "CLKOUT_PORT": ",".join(name for name, _f, _ph in outs),
+        "CLKOUT_REQUESTED_OUT_FREQUENCY": ",".join(_mhz(f) for _n, f, _ph in outs),
+        "CLKOUT_REQUESTED_PHASE": ",".join(f"{ph:.3f}" for _n, _f, ph in outs),
+        "CLKOUT_DRIVES": ",".join("BUFG" for _o in outs),
         "USE_LOCKED": "true",
         "USE_RESET": "false",
     }
 
 
 def cips_bd_tcl(conf: dict[str, Any], user_mhz: float) -> str:
-    """Tcl (Vivado IP integrator) creating, wiring, addressing and wrapping ``vpk180_cips_bd``."""
+    """Tcl (Vivado IP integrator) filling, wiring and addressing the platform block design
+    ``$jbd_name`` (created, saved, validated and wrapped by the backend around it)."""
     if conf.get("ddr"):
         raise Vpk180Error(
             "platform vpk180: ddr: true is not supported yet (the LPDDR4 pins of the NoC's "
@@ -146,14 +145,13 @@ def cips_bd_tcl(conf: dict[str, Any], user_mhz: float) -> str:
     out: list[str] = [
         "# CIPS + PL clocks/reset + AXI4-Lite path to the PL for the VPK180, generated by",
         "# jasper_library/yellow_blocks/vpk180.py (provenance: platforms/vpk180.yaml).",
-        f"create_bd_design {BD_NAME}",
-        f"current_bd_design {BD_NAME}",
+        "current_bd_design [get_bd_designs $jbd_name]",
         "",
-        "# ---- external ports (top.v's vpk180_cips instance)",
-        "create_bd_port -dir O -type clk axil_clk",
-        "create_bd_port -dir O -type rst axil_rst_n",
-        "create_bd_port -dir O -type clk user_clk",
-        "create_bd_port -dir O user_clk_locked",
+        f"# ---- external ports (top.v's {INSTANCE} instance)",
+        *(
+            f"create_bd_port -dir O{' -type ' + kind if kind != 'data' else ''} {name}"
+            for name, kind in CLOCK_PORTS
+        ),
         "create_bd_intf_port -mode Master -vlnv xilinx.com:interface:aximm_rtl:1.0 M_AXI",
         "set_property -dict "
         + _dict(
@@ -171,7 +169,7 @@ def cips_bd_tcl(conf: dict[str, Any], user_mhz: float) -> str:
             {"FREQ_HZ": str(axil_hz), "ASSOCIATED_BUSIF": "M_AXI", "ASSOCIATED_RESET": "axil_rst_n"}
         )
         + " [get_bd_ports axil_clk]",
-        f"set_property CONFIG.FREQ_HZ {user_hz} [get_bd_ports user_clk]",
+        *(f"set_property CONFIG.FREQ_HZ {user_hz} [get_bd_ports {CLK_SRC}{ph}]" for ph in PHASES),
         "",
         "# ---- CIPS: M_AXI_FPD and PL0",
         f"create_bd_cell -type ip -vlnv {CIPS_VLNV} {CIPS_CELL}",
@@ -194,8 +192,12 @@ def cips_bd_tcl(conf: dict[str, Any], user_mhz: float) -> str:
         f"connect_bd_net [get_bd_pins {CLK_WIZ_CELL}/axil_clk] [get_bd_ports axil_clk] "
         f"[get_bd_pins {CIPS_CELL}/m_axi_fpd_aclk] [get_bd_pins {SMARTCONNECT_CELL}/aclk] "
         f"[get_bd_pins {RESET_CELL}/slowest_sync_clk]",
-        f"connect_bd_net [get_bd_pins {CLK_WIZ_CELL}/user_clk] [get_bd_ports user_clk]",
-        f"connect_bd_net [get_bd_pins {CLK_WIZ_CELL}/locked] [get_bd_ports user_clk_locked] "
+        *(
+            f"connect_bd_net [get_bd_pins {CLK_WIZ_CELL}/{CLK_SRC}{ph}] "
+            f"[get_bd_ports {CLK_SRC}{ph}]"
+            for ph in PHASES
+        ),
+        f"connect_bd_net [get_bd_pins {CLK_WIZ_CELL}/locked] [get_bd_ports clk_locked] "
         f"[get_bd_pins {RESET_CELL}/dcm_locked]",
         "",
         "# ---- register-bus reset",
@@ -214,9 +216,6 @@ def cips_bd_tcl(conf: dict[str, Any], user_mhz: float) -> str:
         f"assign_bd_address -offset {base:#010x} -range {window:#x} "
         f"-target_address_space [get_bd_addr_spaces {CIPS_CELL}/M_AXI_FPD] "
         "[get_bd_addr_segs M_AXI/Reg] -force",
-        "validate_bd_design",
-        "save_bd_design",
-        f"make_wrapper -files [get_files {BD_NAME}.bd] -top",
         "",
     ]
     # Cells are created before the nets that name their pins (Vivado needs that too).
@@ -231,42 +230,47 @@ def cips_bd_tcl(conf: dict[str, Any], user_mhz: float) -> str:
     return "\n".join(out) + "\n"
 
 
-def wrapper_ports() -> list[tuple[str, str, int]]:
-    """(name, direction, width) of ``vpk180_cips_bd_wrapper``."""
+def bd_ports() -> list[tuple[str, str, int]]:
+    """(name, direction, width) of the block design's module ``vpk180_bd``."""
     ports = [(name, "out", 1) for name, _kind in CLOCK_PORTS]
     ports += [(f"M_AXI_{sig}", d, w) for sig, d, w in HOST_AXIL]
     return ports
 
 
-def wrapper_stub() -> str:
-    """Port-only Verilog of the block design's wrapper (a black box for lint)."""
+def bd_stub() -> str:
+    """Port-only Verilog of the block design (a black box for lint)."""
     lines = []
-    for name, d, w in wrapper_ports():
+    for name, d, w in bd_ports():
         direction = "input " if d == "in" else "output"
         rng = f"[{w - 1}:0] " if w > 1 else ""
         lines.append(f"    {direction} wire {rng}{name}")
     body = ",\n".join(lines)
     return (
-        f"// Black box of the {BD_NAME} block design wrapper (jasper_library/yellow_blocks/"
-        "vpk180.py).\n/* verilator lint_off UNDRIVEN */\n/* verilator lint_off UNUSEDSIGNAL */\n"
-        f"(* blackbox *)\nmodule {BD_NAME}_wrapper (\n{body}\n);\nendmodule\n"
+        f"// Black box of the {BD_NAME} block design (jasper_library/yellow_blocks/vpk180.py).\n"
+        "/* verilator lint_off UNDRIVEN */\n/* verilator lint_off UNUSEDSIGNAL */\n"
+        f"(* blackbox *)\nmodule {BD_NAME} (\n{body}\n);\nendmodule\n"
         "/* verilator lint_on UNUSEDSIGNAL */\n/* verilator lint_on UNDRIVEN */\n"
     )
 
 
-def add_bd_files_tcl(bd_name: str) -> list[str]:
-    """Tcl adding a block design's generated wrapper (Vivado's .gen layout) to the project."""
-    return [
-        f"add_files -norecurse [file join [get_property DIRECTORY [current_project]] "
-        f"[current_project].gen sources_1 bd {bd_name} hdl {bd_name}_wrapper.v]",
-    ]
-
-
 class vpk180(YellowBlock):
     def initialize(self) -> None:
-        self.provides = ["user_clk", "axil_clk", "M_AXI"]
+        self.provides = [
+            *(f"{CLK_SRC}{ph}" for ph in PHASES),
+            "axil_clk",
+            "axil_rst_n",
+            "axil_rst",
+            "user_rst",
+            "M_AXI",
+        ]
         self.add_source("fourhundred_gbe/fhg_sync_bits.sv")
-        self.add_source("fhg_toolflow/fhg_axil_interconnect.sv")
+        # mlib_devel's software registers and system block cross clocks with its
+        # cdc_synchroniser, which each platform adds (the stand-in runtime has its own RTL).
+        if os.path.isfile(os.path.join(self.hdl_root or "", "utils", "cdc_synchroniser.vhd")):
+            self.add_source("utils/cdc_synchroniser.vhd")
+
+    def gen_children(self) -> list[YellowBlock]:
+        return [system_block(self)]
 
     def _user_mhz(self) -> float:
         return float(self.platform.user_clk_rate or self.platform.conf.get("user_clk_mhz"))
@@ -278,16 +282,18 @@ class vpk180(YellowBlock):
             raise Vpk180Error(f"{self.fullpath}: {exc}") from None
 
     def modify_top(self, top) -> None:  # noqa: ANN001
-        cips = top.get_instance(f"{BD_NAME}_wrapper", INSTANCE)
-        cips.add_port("axil_clk", "axil_clk")
-        cips.add_port("axil_rst_n", "axil_rst_n")
-        cips.add_port("user_clk", "user_clk")
-        cips.add_port("user_clk_locked", "user_clk_locked")
+        self.drc()  # mlib_devel calls no drc(): the values are checked before anything is added
+        bd = top.get_instance(BD_NAME, INSTANCE)
+        for name, _kind in CLOCK_PORTS:
+            bd.add_port(name, name)
         for sig, _d, width in HOST_AXIL:
-            cips.add_port(f"M_AXI_{sig}", f"M_AXI_{sig}", width=width)
+            bd.add_port(f"M_AXI_{sig}", f"M_AXI_{sig}", width=width)
+        # axil_rst: the bus reset, active high (the system block and software registers).
+        top.add_signal("axil_rst")
+        top.assign_signal("axil_rst", "~axil_rst_n")
         # user_rst: bus reset or an unlocked wizard, into user_clk.
         top.add_signal("user_rst_async")
-        top.assign_signal("user_rst_async", "!axil_rst_n || !user_clk_locked")
+        top.assign_signal("user_rst_async", "~axil_rst_n | ~clk_locked")
         rst = top.get_instance("fhg_sync_bits", "user_rst_sync")
         rst.add_parameter("WIDTH", 1)
         rst.add_port("clk", "user_clk", parent_sig=False)
@@ -295,42 +301,28 @@ class vpk180(YellowBlock):
         rst.add_port("d", "user_rst_async")
         rst.add_port("q", "user_rst")
 
-    def finalize_top(self, top) -> None:  # noqa: ANN001
-        users = [
-            i
-            for i in top.instances.values()
-            if i.name != "user_rst_sync" and any(p.signal == "user_rst" for p in i.ports.values())
-        ]
-        if not users and not any("user_rst" in rhs for _l, rhs in top.assignments):
-            # Nothing needs the user-domain reset: no dangling synchroniser.
-            del top.instances["user_rst_sync"]
-            del top.signals["user_rst"]
-            del top.signals["user_rst_async"]
-            top.assignments.remove(("user_rst_async", "!axil_rst_n || !user_clk_locked"))
-            # The lock still reaches the design through axil_rst_n (proc_sys_reset).
-            top.add_signal(f"unused_{INSTANCE}_locked")
-            top.instances[INSTANCE].ports["user_clk_locked"].signal = f"unused_{INSTANCE}_locked"
-            del top.signals["user_clk_locked"]
+    def finalize_top(self, top):  # noqa: ANN001, ANN201 - mlib_devel's contract: return top
+        return top
 
     def gen_constraints(self) -> list[Any]:
         # The clocks come from the block design (CIPS PL0, the wizard): Vivado derives them;
-        # clock_refs in the YAML finds them for clock groups.
-        return [ClockGroupConstraint("user_clk", "axil_clk", "asynchronous")]
+        # clock_refs in the YAML finds them.
+        return clock_groups(self.platform, ["user_clk", "axil_clk"])
 
     def gen_tcl_cmds(self) -> dict[str, list[str]]:
         conf = self.platform.conf
         init: list[str] = []
         if conf.get("use_board_part") and conf.get("board_part"):
             init.append(f"set_property board_part {conf['board_part']} [current_project]")
-        init += cips_bd_tcl(conf, self._user_mhz()).splitlines()
-        init += add_bd_files_tcl(BD_NAME)
         return {
             "init": init,
-            "bitgen": ["write_device_image -force $here/top.pdi"],
+            "create_bd": cips_bd_tcl(conf, self._user_mhz()).splitlines(),
+            # The implementation run writes top.pdi; mlib_devel's mkfpg packs $bin_file.
             "post_bitgen": [
-                "write_hw_platform -fixed -include_bit -force $here/top.xsa",
+                "file copy -force [file join $impl_dir top.pdi] $bin_file",
+                "write_hw_platform -fixed -include_bit -force $xsa_file",
             ],
         }
 
     def lint_stubs(self) -> dict[str, str]:
-        return {f"{BD_NAME}_wrapper.v": wrapper_stub()}
+        return {f"{BD_NAME}.v": bd_stub()}

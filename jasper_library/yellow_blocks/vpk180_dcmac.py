@@ -2,7 +2,7 @@
 
 For the block's cage (``fourhundred_gbe.cages.<port>`` of platforms/vpk180.yaml) it
 
-* creates the DCMAC/GTM block design with ``mlib_devel_400g.vpk180_ip.dcmac_gtm_tcl`` (cage
+* creates the DCMAC/GTM block design with ``vpk180_ip.dcmac_gtm_tcl`` (cage
   -> lane map, DCMAC site, refclk; the block's MAC clock; the platform's register clock);
 * instantiates ``fhg_dcmac_vpk180`` (the block design + ``fhg_link_bringup``) and joins it to
   ``fhg_core``: client ports ``tx_axis_*``/``rx_axis_*``, every ``link_*`` port and
@@ -24,6 +24,8 @@ from typing import Any
 
 from constraints import ClockConstraint, RawConstraint
 
+from . import vpk180_ip
+from .fhg_platform import instantiated_modules
 from .fourhundred_gbe import MacAttachment
 from .fourhundred_gbe_hdl import module_ports
 
@@ -42,13 +44,6 @@ OWN = {"axil_clk", "axil_rst_n"}
 NUM_QUADS = 2
 
 
-def _ip() -> Any:
-    # mlib_devel_400g sits next to jasper_library in this tree.
-    from mlib_devel_400g import vpk180_ip
-
-    return vpk180_ip
-
-
 class vpk180_dcmac(MacAttachment):
     def __init__(self, gbe: Any, conf: dict[str, Any]) -> None:
         super().__init__(gbe, conf)
@@ -63,7 +58,7 @@ class vpk180_dcmac(MacAttachment):
     # ------------------------------------------------------------------ parameters
     def params(self) -> Any:
         """``vpk180_ip.DcmacGtmParams`` of this block's cage."""
-        ip = _ip()
+        ip = vpk180_ip
         cage = self.gbe.cage
         try:
             lane_map = tuple(tuple(int(x) for x in pair) for pair in cage.get("lane_map") or ())
@@ -89,7 +84,7 @@ class vpk180_dcmac(MacAttachment):
         self.gen_constraints()
 
     def _pin_group(self, key: str, group: str) -> list[str]:
-        pins = self.gbe.platform.pins
+        pins = self.gbe.platform.conf.get("pins") or {}
         if group not in pins:
             raise self._error(
                 f"cage {self.gbe.port}: {key} names pin group {group!r}, which platform "
@@ -100,7 +95,7 @@ class vpk180_dcmac(MacAttachment):
 
     # ------------------------------------------------------------------ top level
     def modify_top(self, top: Any, core: Any, mac_ports: dict[str, tuple[str, int]]) -> None:
-        if any(i.entity == WRAPPER for i in top.instances.values()):
+        if WRAPPER in instantiated_modules(top):
             raise self._error(
                 "a second 400GbE block on the VPK180: the DCMAC block design exists once per "
                 "design (fhg_dcmac_vpk180 instantiates it by name)"
@@ -181,7 +176,7 @@ class vpk180_dcmac(MacAttachment):
         sites = cage.get("quad_sites") or []
         if sites and len(sites) != NUM_QUADS:
             raise self._error(f"cage {self.gbe.port}: quad_sites lists {len(sites)}, not 2")
-        ip = _ip()
+        ip = vpk180_ip
         for q, site in enumerate(sites):
             if not re.fullmatch(r"GTM_QUAD_X\d+Y\d+", str(site)):
                 raise self._error(f"quad_sites[{q}] {site!r} is not GTM_QUAD_X<n>Y<n>")
@@ -195,11 +190,9 @@ class vpk180_dcmac(MacAttachment):
         return cons
 
     def gen_tcl_cmds(self) -> dict[str, list[str]]:
-        from .vpk180 import add_bd_files_tcl
-
         p = self.params()
-        return {"init": _ip().dcmac_gtm_tcl(p).splitlines() + add_bd_files_tcl(p.bd_name)}
+        return {"init": vpk180_ip.dcmac_gtm_tcl(p).splitlines()}
 
     def lint_stubs(self) -> dict[str, str]:
         p = self.params()
-        return {f"{p.bd_name}_wrapper.v": _ip().bd_wrapper_stub(p)}
+        return {f"{p.bd_name}_wrapper.v": vpk180_ip.bd_wrapper_stub(p)}

@@ -1,7 +1,8 @@
-function [name, fpga, user_clk_mhz] = fhg_design_platform(platform, platform_dir)
-% FHG_DESIGN_PLATFORM  name, fpga and user_clk_mhz of platforms/<platform>.yaml, looked
-%   for in platform_dir, then $CASPER400G_PLATFORM_PATH, then jasper_library/platforms
-%   (the toolflow's order).
+function [name, fpga, user_clk_mhz, clk_src] = fhg_design_platform(platform, platform_dir)
+% FHG_DESIGN_PLATFORM  name, fpga, user_clk_mhz and clk_src (the XSG block's clock source,
+%   user_clk when the YAML names none) of platforms/<platform>.yaml, looked
+%   for in platform_dir, then $CASPER400G_PLATFORM_PATH, then jasper_runtime/platforms and
+%   jasper_library/platforms (the toolflow's order).
 here = fileparts(mfilename('fullpath'));
 dirs = {};
 if ~isempty(platform_dir)
@@ -11,6 +12,7 @@ env = getenv('CASPER400G_PLATFORM_PATH');
 if ~isempty(env)
   dirs = [dirs, strsplit(env, pathsep)];
 end
+dirs{end + 1} = fullfile(here, '..', '..', 'jasper_runtime', 'platforms');
 dirs{end + 1} = fullfile(here, '..', '..', 'jasper_library', 'platforms');
 file = '';
 for k = 1:numel(dirs)
@@ -32,6 +34,12 @@ if isempty(clk)
   user_clk_mhz = [];
 else
   user_clk_mhz = str2double(clk{1});
+end
+src = regexp(text, '^clk_src:\s*([A-Za-z_][A-Za-z0-9_]*)\s*(#.*)?$', 'tokens', 'once', 'lineanchors');
+if isempty(src)
+  clk_src = 'user_clk';
+else
+  clk_src = src{1};
 end
 end
 

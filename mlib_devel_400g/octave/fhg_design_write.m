@@ -6,7 +6,7 @@ function per = fhg_design_write(d, build_dir)
 %   the platform, such as the QSFP-DD cage, run there).
 build_dir = fhg_design_abspath(build_dir);
 model = d.name;
-[plat_name, fpga, user_clk] = fhg_design_platform(d.platform, d.platform_dir);
+[plat_name, fpga, user_clk, clk_src] = fhg_design_platform(d.platform, d.platform_dir);
 if isempty(d.clock_mhz)
   clk_rate = user_clk;
 else
@@ -36,7 +36,7 @@ lines = {'# written by fhg_design_write (casper400g''s Octave frontend) -- the s
          'yellow_blocks:'};
 lines = [lines, fhg_design_yaml_map(2, [model '/XSG'], { ...
   'name', 'XSG'; 'fullpath', [model '/XSG']; 'tag', 'xps:xsg'; ...
-  'hw_sys', [plat_name ':' fpga]; 'clk_src', 'user_clk'; 'clk_rate', clk_rate})];
+  'hw_sys', [plat_name ':' fpga]; 'clk_src', clk_src; 'clk_rate', clk_rate})];
 for k = 1:numel(d.blocks)
   b = d.blocks{k};
   entries = [{'name', b.name; 'fullpath', [model '/' b.name]; 'tag', ['xps:' b.type]}; b.params];

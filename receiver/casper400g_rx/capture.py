@@ -58,6 +58,13 @@ class Capture:
     "mem" with emulate="ibv" runs the same header-split path against an emulated NIC
     (at `nic_rate_gbps` over all `queues` when given).
 
+    Several receive queues (`queues` for mem and ibv, `threads` for udp) feed ONE chunk
+    stream: each queue places its packets straight into the shared chunks and has its own
+    window of `max_chunks`; a chunk is handed on once every queue has moved past it, or
+    once a queue that stopped placing packets has held it back for `stall_timeout_ms`
+    (counted `queue_stalls`). The mem generator spreads packets round-robin over its
+    queues, or as `queue_of` (one queue index per packet) says.
+
     device="cuda:N" delivers the chunks into GPU memory (gpu.py); gpudirect=True places
     frames already in GPU memory with the reorder kernels (mem backend: NIC emulation).
     """
@@ -72,6 +79,7 @@ class Capture:
         n_chunks: int = 0,
         policy: Policy = "block",
         first_chunk: int | None = None,
+        stall_timeout_ms: int = 50,
         bind: str = "127.0.0.1:0",
         threads: int = 1,
         cpus: Sequence[int] | None = None,
@@ -85,6 +93,7 @@ class Capture:
         first: int = 0,
         count: int = 0,
         schedule: npt.ArrayLike | None = None,
+        queue_of: npt.ArrayLike | None = None,
         fill: bool = True,
         # ibv backend and its emulation (see ibv.py)
         interface: str = "",
@@ -107,6 +116,7 @@ class Capture:
             n_chunks=n_chunks,
             policy=policy,
             first_chunk=first_chunk,
+            stall_timeout_ms=stall_timeout_ms,
         )
         self.backend = backend
         self.device = device
@@ -151,7 +161,14 @@ class Capture:
             )
         elif backend == "mem" and nic_rate_gbps is not None:
             self._cap = _core.emu_capture(
-                self.fmt, config, first, count, nic_rate_gbps, fill=fill, cpus=list(cpus or [])
+                self.fmt,
+                config,
+                first,
+                count,
+                nic_rate_gbps,
+                fill=fill,
+                cpus=list(cpus or []),
+                queues=queues,
             )
         elif backend == "udp":
             host, port = parse_endpoint(bind)
@@ -179,10 +196,14 @@ class Capture:
                     frames,
                     linktype,
                     repeat,
+                    queues,
                 )
             else:
                 sched = None if schedule is None else np.asarray(schedule, dtype=np.uint64)
-                self._cap = _core.Capture.generator(self.fmt, config, first, count, sched, fill)
+                assign = None if queue_of is None else [int(q) for q in np.asarray(queue_of)]
+                self._cap = _core.Capture.generator(
+                    self.fmt, config, first, count, sched, fill, queues, assign
+                )
         else:
             raise ValueError(f"backend must be 'udp', 'pcap', 'mem' or 'ibv', got {backend!r}")
         if device != "cpu" and not gpudirect:

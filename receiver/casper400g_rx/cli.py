@@ -212,6 +212,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--packets", type=int, default=1_000_000, help="mem-backend packets")
     bench.add_argument("--udp-seconds", type=float, default=1.0, help="per loopback rate trial")
     bench.add_argument("--skip-udp", action="store_true", help="only the mem-backend benchmark")
+    bench.add_argument(
+        "--queues",
+        type=int,
+        nargs="*",
+        default=[2],
+        help="queue counts of one capture to compare with one queue (default: 2)",
+    )
     bench.add_argument("--spead2", action="store_true", help="also measure spead2 (if installed)")
     bench.set_defaults(func=_cmd_bench)
 

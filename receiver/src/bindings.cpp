@@ -106,6 +106,8 @@ public:
         d["packets_dropped"] = c.packets_dropped;
         d["discarded"] = c.discarded;
         d["waits"] = c.waits;
+        d["queue_stalls"] = c.queue_stalls;
+        d["queues"] = cap_->eng().queues();
         d["chunks_in_use"] = cap_->eng().chunks_in_use();
         d["n_chunks"] = cap_->eng().pool().size();
         if (auto *u = dynamic_cast<udp_source *>(&cap_->src())) d["kernel_drops"] = u->kernel_drops();
@@ -292,25 +294,28 @@ PYBIND11_MODULE(_core, m) {
 
     py::class_<engine_config>(m, "EngineConfig")
         .def(py::init([](std::size_t ppc, std::size_t max_chunks, std::size_t n_chunks,
-                         const std::string &policy, std::optional<std::uint64_t> first_chunk) {
+                         const std::string &policy, std::optional<std::uint64_t> first_chunk,
+                         std::uint32_t stall_timeout_ms) {
                  engine_config c;
                  c.packets_per_chunk = ppc;
                  c.max_chunks = max_chunks;
                  c.n_chunks = n_chunks;
                  c.policy = parse_policy(policy);
                  c.first_chunk = first_chunk;
+                 c.stall_timeout_ms = stall_timeout_ms;
                  c.validate();
                  return c;
              }),
              py::kw_only(), py::arg("packets_per_chunk") = 1024, py::arg("max_chunks") = 4,
              py::arg("n_chunks") = 0, py::arg("policy") = "block",
-             py::arg("first_chunk") = py::none())
+             py::arg("first_chunk") = py::none(), py::arg("stall_timeout_ms") = 50)
         .def_readonly("packets_per_chunk", &engine_config::packets_per_chunk)
         .def_readonly("max_chunks", &engine_config::max_chunks)
         .def_readonly("n_chunks", &engine_config::n_chunks)
         .def_property_readonly("policy",
                                [](const engine_config &c) { return policy_name(c.policy); })
-        .def_readonly("first_chunk", &engine_config::first_chunk);
+        .def_readonly("first_chunk", &engine_config::first_chunk)
+        .def_readonly("stall_timeout_ms", &engine_config::stall_timeout_ms);
 
     py::class_<py_chunk>(m, "Chunk", py::buffer_protocol(),
                          "Packets [chunk_id * packets_per_chunk, ...) placed by sequence number")
@@ -395,7 +400,7 @@ PYBIND11_MODULE(_core, m) {
             "buffer",
             [](const format &fmt, const engine_config &cfg, const u8_array &packets,
                std::optional<std::vector<std::size_t>> sizes, bool frames, std::uint32_t lt,
-               std::size_t repeat) {
+               std::size_t repeat, std::size_t queues) {
                 if (packets.ndim() != 2)
                     throw std::invalid_argument("packets must be a 2-D uint8 array, got " +
                                                 std::to_string(packets.ndim()) + " dimensions");
@@ -408,20 +413,27 @@ PYBIND11_MODULE(_core, m) {
                 return make_capture(
                     fmt, cfg,
                     std::make_unique<buffer_source>(packets.data(), stride, std::move(s), frames,
-                                                    parse_linktype(lt), fmt.udp_port, repeat));
+                                                    parse_linktype(lt), fmt.udp_port, repeat,
+                                                    queues));
             },
             py::arg("fmt"), py::arg("config"), py::arg("packets"), py::arg("sizes") = py::none(),
-            py::arg("frames") = false, py::arg("linktype") = 1, py::arg("repeat") = 1)
+            py::arg("frames") = false, py::arg("linktype") = 1, py::arg("repeat") = 1,
+            py::arg("queues") = 1)
         .def_static(
             "generator",
             [](const format &fmt, const engine_config &cfg, std::uint64_t first,
-               std::uint64_t count, std::optional<u64_array> schedule, bool fill) {
-                return make_capture(fmt, cfg,
-                                    std::make_unique<generator_source>(
-                                        fmt.payload_size, first, count, to_vector(schedule), fill));
+               std::uint64_t count, std::optional<u64_array> schedule, bool fill,
+               std::size_t queues, std::optional<std::vector<std::uint32_t>> queue_of) {
+                return make_capture(
+                    fmt, cfg,
+                    std::make_unique<generator_source>(fmt.payload_size, first, count,
+                                                       to_vector(schedule), fill, queues,
+                                                       queue_of.value_or(
+                                                           std::vector<std::uint32_t>{})));
             },
             py::arg("fmt"), py::arg("config"), py::arg("first") = 0, py::arg("count") = 0,
-            py::arg("schedule") = py::none(), py::arg("fill") = true)
+            py::arg("schedule") = py::none(), py::arg("fill") = true, py::arg("queues") = 1,
+            py::arg("queue_of") = py::none())
         // The header-data split path of the ibv backend, driven by an emulated NIC.
         .def_static(
             "split_emulation",

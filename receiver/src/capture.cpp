@@ -27,6 +27,7 @@ capture::~capture() {
 void capture::start() {
     if (started_) return;
     started_ = true;
+    engine_->set_queues(source_->n_queues());
     const std::size_t n = source_->n_threads();
     running_threads_ = n;
     threads_.reserve(n);
@@ -55,6 +56,10 @@ void capture::thread_main(std::size_t i) {
         std::lock_guard<std::mutex> lock(error_mutex_);
         if (!error_) error_ = std::current_exception();
     }
+    // Chunks stop waiting for a queue whose source has ended.
+    const int q = source_->queue_of(i);
+    if (q >= 0 && static_cast<std::size_t>(q) < engine_->queues())
+        engine_->queue_done(static_cast<std::size_t>(q));
     // The last thread to finish ends the stream, so a finite source (pcap, mem)
     // flushes its chunks without anyone calling stop().
     if (running_threads_.fetch_sub(1) == 1) engine_->finish();

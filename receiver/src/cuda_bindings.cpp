@@ -527,8 +527,9 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
         "emu_capture",
         [wrap](const format &fmt, const engine_config &cfg, std::uint64_t first,
                std::uint64_t count, double rate_gbps, std::size_t ring_slots, bool fill,
-               std::vector<int> cpus) {
+               std::vector<int> cpus, std::size_t queues) {
             emu_config e;
+            e.queues = queues;
             e.payload_size = fmt.payload_size;
             e.first = first;
             e.count = count;
@@ -541,9 +542,10 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
         },
         py::arg("fmt"), py::arg("config"), py::arg("first") = 0, py::arg("count") = 0,
         py::arg("rate_gbps") = 0.0, py::arg("ring_slots") = 16384, py::arg("fill") = false,
-        py::arg("cpus") = std::vector<int>{},
-        "mem-backend NIC emulation: a paced generator thread writing a receive ring, a receive "
-        "thread feeding the engine; packets that find the ring full count as nic_drops");
+        py::arg("cpus") = std::vector<int>{}, py::arg("queues") = 1,
+        "mem-backend NIC emulation: a paced generator thread writing one receive ring per "
+        "queue (round-robin), a receive thread per queue feeding the engine; packets that find "
+        "their ring full count as nic_drops");
     m.def(
         "emu_nic_drops",
         [unwrap](py::handle host) -> std::optional<std::uint64_t> {

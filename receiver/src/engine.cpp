@@ -1,9 +1,15 @@
 #include "casper400g_rx/engine.h"
 
-#include <chrono>
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace casper400g_rx {
 
@@ -12,6 +18,59 @@ namespace {
 constexpr std::size_t n_counters = sizeof(counters) / sizeof(std::uint64_t);
 static_assert(sizeof(counters) == n_counters * sizeof(std::uint64_t),
               "counters must hold only uint64 fields");
+
+std::uint64_t add_sat(std::uint64_t a, std::uint64_t b) noexcept {
+    return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+// Saturates: a jump across most of the 64-bit sequence space is not a count.
+std::uint64_t mul_sat(std::uint64_t a, std::uint64_t b) noexcept {
+    return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+// The payload goes to a chunk that the CPU does not read again (the consumer, or the
+// DMA to the GPU, reads it later): streaming stores write it without reading the line
+// first and without evicting the cache, a third less memory traffic than memcpy.
+void copy_payload(std::uint8_t *dst, const std::uint8_t *src, std::size_t size) noexcept {
+#if defined(__x86_64__)
+    if ((reinterpret_cast<std::uintptr_t>(dst) & 15) == 0 && size % 64 == 0) {
+        auto *d = reinterpret_cast<__m128i *>(dst);
+        const auto *s = reinterpret_cast<const __m128i *>(src);
+        for (std::size_t i = 0; i < size / 16; i += 4) {
+            const __m128i a = _mm_loadu_si128(s + i);
+            const __m128i b = _mm_loadu_si128(s + i + 1);
+            const __m128i c = _mm_loadu_si128(s + i + 2);
+            const __m128i e = _mm_loadu_si128(s + i + 3);
+            _mm_stream_si128(d + i, a);
+            _mm_stream_si128(d + i + 1, b);
+            _mm_stream_si128(d + i + 2, c);
+            _mm_stream_si128(d + i + 3, e);
+        }
+        return;
+    }
+#endif
+    std::memcpy(dst, src, size);
+}
+
+// Streaming stores are weakly ordered: this makes them visible before anything that
+// may hand their chunk on (a window move, the end of a batch).
+void order_payload_stores() noexcept {
+#if defined(__x86_64__)
+    _mm_sfence();
+#endif
+}
+
+std::size_t count_present(const std::uint8_t *present, std::size_t n) noexcept {
+    // Flags are 0 or 1: add eight at a time.
+    std::size_t total = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, present + i, 8);
+        total += static_cast<std::size_t>((w * 0x0101010101010101ULL) >> 56);
+    }
+    for (; i < n; i++) total += present[i];
+    return total;
+}
 
 }  // namespace
 
@@ -22,11 +81,36 @@ void engine_config::validate() const {
         throw std::invalid_argument("n_chunks " + std::to_string(n_chunks) +
                                     " must be at least max_chunks + 1 = " +
                                     std::to_string(max_chunks + 1));
+    if (stall_timeout_ms == 0)
+        throw std::invalid_argument("stall_timeout_ms must be > 0, got 0");
 }
 
 static std::size_t pool_size(const engine_config &cfg) {
     cfg.validate();
     return cfg.n_chunks ? cfg.n_chunks : cfg.max_chunks + 4;
+}
+
+void engine::published::store(const counters &c) noexcept {
+    std::uint64_t raw[n_counters];
+    std::memcpy(raw, &c, sizeof(raw));
+    const std::uint64_t ver = version.load(std::memory_order_relaxed);
+    version.store(ver + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    for (std::size_t i = 0; i < n_counters; i++) v[i].store(raw[i], std::memory_order_relaxed);
+    version.store(ver + 2, std::memory_order_release);
+}
+
+counters engine::published::load() const noexcept {
+    std::uint64_t raw[n_counters];
+    for (;;) {
+        const std::uint64_t before = version.load(std::memory_order_acquire);
+        for (std::size_t i = 0; i < n_counters; i++) raw[i] = v[i].load(std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if ((before & 1) == 0 && version.load(std::memory_order_relaxed) == before) break;
+    }
+    counters out;
+    std::memcpy(&out, raw, sizeof(raw));
+    return out;
 }
 
 engine::engine(const format &fmt, const engine_config &cfg)
@@ -35,99 +119,127 @@ engine::engine(const format &fmt, const engine_config &cfg)
       pool_(pool_size(cfg), cfg.packets_per_chunk, fmt.payload_size),
       free_(pool_.size()),
       ready_(pool_.size()),
-      window_(cfg.max_chunks, nullptr) {
+      // Open chunks lie in head_ .. head_ + pool size - 1. No further: the slowest
+      // queue's window must always find a chunk once the consumer gives chunks back, so
+      // faster queues wait rather than take every chunk ahead of it.
+      open_(pool_.size(), nullptr) {
     cfg_.n_chunks = pool_.size();
     for (std::size_t i = 0; i < pool_.size(); i++) free_.push(pool_.get(i));
+    set_queues(1);
     publish();
 }
 
-void engine::add_batch(const packet_ref *pkts, std::size_t n) {
+engine::~engine() = default;
+
+void engine::set_queues(std::size_t n) {
+    if (n == 0 || n > 1024)
+        throw std::invalid_argument("queues must be 1..1024, got " + std::to_string(n));
     std::lock_guard<std::mutex> lock(mutex_);
-    if (finished_) {
-        c_.received += n;
-        c_.discarded += n;
-    } else {
-        for (std::size_t i = 0; i < n; i++) place(pkts[i]);
+    if (started_) throw std::logic_error("set_queues after the first packet");
+    queues_.clear();
+    for (std::size_t q = 0; q < n; q++) {
+        queues_.push_back(std::make_unique<queue_state>());
+        queues_.back()->cache.assign(cfg_.max_chunks, cached{});
     }
-    publish();
+    records_.assign(n, queue_record{});
 }
 
-void engine::place(const packet_ref &pkt) {
-    // `received` goes up together with the packet's outcome, never before it: acquire()
-    // may publish the counters mid-batch, and a snapshot must always add up.
+void engine::add_batch(std::size_t q, const packet_ref *pkts, std::size_t n) {
+    if (q >= queues_.size())
+        throw std::out_of_range("queue " + std::to_string(q) + " of an engine with " +
+                                std::to_string(queues_.size()) + " queues");
+    queue_state &s = *queues_[q];
+    s.discarding = !enter(s, q);
+    for (std::size_t i = 0; i < n; i++) place(s, q, pkts[i]);
+    order_payload_stores();
+    s.busy.store(false, std::memory_order_release);
+    s.pub.store(s.c);
+}
+
+bool engine::enter(queue_state &s, std::size_t q) {
+    // Pairs with pass_stalled_locked()/finish(): they bump `gen`, then read `busy`.
+    s.busy.store(true, std::memory_order_seq_cst);
+    if (s.synced && s.gen.load(std::memory_order_seq_cst) == s.seen_gen) return true;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return sync_locked(s, q);
+}
+
+bool engine::sync_locked(queue_state &s, std::size_t q) {
+    const std::uint64_t gen = s.gen.load(std::memory_order_seq_cst);
+    if (finished_) return false;
+    if (gen == s.seen_gen && s.synced) return true;
+    s.seen_gen = gen;
+    queue_record &r = records_[q];
+    if (!r.attached) {
+        // A queue that was passed over (or said it was done) rejoins at the window's head.
+        r.attached = true;
+        r.done = false;
+        if (started_) r.head = std::max(r.head, head_);
+    }
+    std::fill(s.cache.begin(), s.cache.end(), cached{});
+    s.synced = started_;
+    s.head = r.head;
+    return true;
+}
+
+void engine::start_locked(std::uint64_t id) {
+    started_ = true;
+    head_ = cfg_.first_chunk ? *cfg_.first_chunk : id;
+    top_ = head_;
+    passed_ = head_;
+    for (auto &r : records_) r.head = head_;
+}
+
+void engine::place(queue_state &s, std::size_t q, const packet_ref &pkt) {
+    // `received` goes up together with the packet's outcome, never before it: a
+    // snapshot must always add up.
     const auto seq = decoder_.decode(pkt);
     if (!seq) {
-        c_.rejected++;
-        c_.received++;
+        s.c.rejected++;
+        s.c.received++;
         return;
     }
     const std::size_t ppc = cfg_.packets_per_chunk;
+    const std::size_t w = cfg_.max_chunks;
     const std::uint64_t id = *seq / ppc;
     const std::size_t slot = *seq % ppc;
-    if (!started_) {
-        started_ = true;
-        head_ = cfg_.first_chunk ? *cfg_.first_chunk : id;
-        top_ = head_;
-    }
-    if (id < head_) {
-        c_.late++;
-        c_.received++;
-        return;
-    }
-    if (id - head_ >= cfg_.max_chunks) advance_to(id - cfg_.max_chunks + 1);
-    chunk *&c = window_[id % cfg_.max_chunks];
-    if (c == nullptr) {
-        c = acquire();
-        if (c == nullptr) {  // interrupted while waiting: the capture is stopping
-            c_.discarded++;
-            c_.received++;
+    chunk *c = nullptr;
+    while (c == nullptr) {
+        if (s.discarding) {
+            s.c.discarded++;
+            s.c.received++;
             return;
         }
-        c->chunk_id = id;
-        c->n_present = 0;
-        std::memset(c->present, 0, ppc);
+        if (s.synced) {
+            if (id < s.head) {
+                s.c.late++;
+                s.c.received++;
+                return;
+            }
+            if (id - s.head < w) {
+                const cached &e = s.cache[id % w];
+                if (e.c != nullptr && e.id == id) {
+                    c = e.c;
+                    break;
+                }
+            }
+        }
+        if (!slow_path(s, q, id)) s.discarding = true;
     }
-    if (id > top_) top_ = id;
-    if (c->present[slot]) {
-        c_.duplicate++;
-        c_.received++;
+    // Another queue may deliver the same packet: the exchange decides which one places it.
+    if (__atomic_exchange_n(&c->present[slot], std::uint8_t{1}, __ATOMIC_RELAXED) != 0) {
+        s.c.duplicate++;
+        s.c.received++;
         return;
     }
     const std::size_t size = decoder_.fmt().payload_size;
-    std::memcpy(c->data + slot * size, pkt.payload, size);
-    c->present[slot] = 1;
-    c->n_present++;
-    c_.packets++;
-    c_.bytes += size;
-    c_.received++;
+    copy_payload(c->data + slot * size, pkt.payload, size);
+    s.c.packets++;
+    s.c.bytes += size;
+    s.c.received++;
 }
 
-void engine::flush_slot(std::uint64_t chunk_id) {
-    chunk *&c = window_[chunk_id % cfg_.max_chunks];
-    if (c == nullptr) {
-        c_.lost += cfg_.packets_per_chunk;  // not a single packet of this chunk arrived
-        return;
-    }
-    c_.lost += cfg_.packets_per_chunk - c->n_present;
-    c_.chunks++;
-    ready_.push(c);
-    c = nullptr;
-}
-
-void engine::advance_to(std::uint64_t new_head) {
-    const std::uint64_t end = std::min<std::uint64_t>(new_head, head_ + cfg_.max_chunks);
-    for (std::uint64_t id = head_; id < end; id++) flush_slot(id);
-    if (new_head > end) {
-        // Saturates: a jump across most of the 64-bit sequence space is not a count.
-        const std::uint64_t chunks = new_head - end;
-        const std::uint64_t ppc = cfg_.packets_per_chunk;
-        const std::uint64_t missing = chunks > UINT64_MAX / ppc ? UINT64_MAX : chunks * ppc;
-        c_.lost = missing > UINT64_MAX - c_.lost ? UINT64_MAX : c_.lost + missing;
-    }
-    head_ = new_head;
-}
-
-chunk *engine::acquire() {
+chunk *engine::try_take_locked() {
     if (chunk *c = free_.try_pop()) return c;
     if (cfg_.policy == slow_consumer_policy::drop_oldest) {
         if (chunk *c = ready_.try_pop()) {
@@ -136,6 +248,181 @@ chunk *engine::acquire() {
             return c;
         }
     }
+    return nullptr;
+}
+
+bool engine::slow_path(queue_state &s, std::size_t q, std::uint64_t id) {
+    using clock = std::chrono::steady_clock;
+    const std::size_t w = cfg_.max_chunks;
+    const auto stall = std::chrono::milliseconds(cfg_.stall_timeout_ms);
+    order_payload_stores();
+    std::unique_lock<std::mutex> lock(mutex_);
+    chunk *spare = nullptr;  // a free chunk taken while waiting
+    bool waited = false;
+    clock::time_point wait_start{};
+    struct give_back {
+        engine &e;
+        chunk *&c;
+        ~give_back() {
+            if (c != nullptr) e.free_.push(c);
+        }
+    } guard{*this, spare};
+    for (;;) {
+        if (!sync_locked(s, q)) return false;
+        if (!started_) {
+            start_locked(id);
+            s.head = head_;
+            s.synced = true;
+        }
+        if (id < s.head) return true;  // late: place() counts it
+        if (id - s.head >= w) {
+            move_head_locked(q, id - w + 1);
+            s.head = records_[q].head;
+        }
+        cached &e = s.cache[id % w];
+        if (e.c != nullptr && e.id == id) return true;
+        if (id - head_ < open_.size()) {
+            chunk *&o = open_[id % open_.size()];
+            if (o == nullptr) {
+                chunk *c = spare != nullptr ? std::exchange(spare, nullptr) : try_take_locked();
+                if (c != nullptr) {
+                    c->chunk_id = id;
+                    c->n_present = 0;
+                    std::memset(c->present, 0, cfg_.packets_per_chunk);
+                    o = c;
+                    n_open_++;
+                    top_ = std::max(top_, id);
+                }
+            }
+            if (o != nullptr) {
+                e = cached{id, o};
+                publish();
+                return true;
+            }
+        }
+        // No chunk: the consumer holds them (block policy), or slower queues hold the
+        // window's head back. Past the stall timeout those queues are passed over.
+        if (!waited) {
+            waited = true;
+            wait_start = clock::now();
+            c_.waits++;
+            publish();
+        } else if (clock::now() - wait_start >= stall && pass_stalled_locked()) {
+            publish();
+            continue;
+        }
+        // Take a free chunk only when this queue may open one: one that is too far ahead
+        // of the slowest queue waits without holding a chunk the slowest queue needs.
+        const bool may_open = id - head_ < open_.size();
+        s.busy.store(false, std::memory_order_seq_cst);  // waiting: may be passed over
+        lock.unlock();
+        chunk_queue::status why = chunk_queue::status::ok;
+        chunk *got = nullptr;
+        if (may_open && spare == nullptr)
+            got = free_.pop_for(std::chrono::milliseconds(5), why);
+        else
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        s.busy.store(true, std::memory_order_seq_cst);
+        lock.lock();
+        if (got != nullptr) spare = got;
+        if (why == chunk_queue::status::interrupted) return false;
+    }
+}
+
+void engine::move_head_locked(std::size_t q, std::uint64_t new_head) {
+    queue_record &r = records_[q];
+    if (new_head <= r.head) return;
+    r.head = new_head;
+    passed_ = std::max(passed_, new_head);
+    close_ready_locked();
+}
+
+std::uint64_t engine::min_attached_head() const noexcept {
+    std::uint64_t m = UINT64_MAX;
+    for (const auto &r : records_)
+        if (r.attached) m = std::min(m, r.head);
+    return m;
+}
+
+void engine::close_ready_locked() {
+    using clock = std::chrono::steady_clock;
+    for (;;) {
+        const std::uint64_t limit = std::min(min_attached_head(), passed_);
+        if (head_ < limit) blocked_ = false;
+        while (head_ < limit) {
+            if (n_open_ == 0) {
+                c_.lost = add_sat(c_.lost, mul_sat(limit - head_, cfg_.packets_per_chunk));
+                head_ = limit;
+                break;
+            }
+            close_chunk_locked(head_);
+            head_++;
+        }
+        if (passed_ <= head_) {
+            blocked_ = false;
+            return;
+        }
+        // A queue has moved past head_ and another has not: how long has it waited?
+        const auto now = clock::now();
+        if (!blocked_) {
+            blocked_ = true;
+            blocked_since_ = now;
+            return;
+        }
+        if (now - blocked_since_ < std::chrono::milliseconds(cfg_.stall_timeout_ms)) return;
+        if (!pass_stalled_locked()) return;
+    }
+}
+
+void engine::close_chunk_locked(std::uint64_t id) {
+    chunk *&o = open_[id % open_.size()];
+    const std::uint64_t ppc = cfg_.packets_per_chunk;
+    if (o == nullptr) {
+        c_.lost = add_sat(c_.lost, ppc);  // not a single packet of this chunk arrived
+        return;
+    }
+    chunk *c = std::exchange(o, nullptr);
+    n_open_--;
+    c->n_present = count_present(c->present, ppc);
+    c_.lost = add_sat(c_.lost, ppc - c->n_present);
+    if (c->n_present == 0) {
+        free_.push(c);
+        return;
+    }
+    c_.chunks++;
+    ready_.push(c);
+}
+
+bool engine::pass_stalled_locked() {
+    // Only queues that hold head_ back while another queue has moved past it.
+    if (passed_ <= head_) return false;
+    bool any = false;
+    for (std::size_t q = 0; q < records_.size(); q++) {
+        queue_record &r = records_[q];
+        if (!r.attached || r.head > head_) continue;
+        queue_state &s = *queues_[q];
+        s.gen.fetch_add(1, std::memory_order_seq_cst);
+        if (s.busy.load(std::memory_order_seq_cst)) continue;  // placing now: not stalled
+        r.attached = false;
+        c_.queue_stalls++;
+        any = true;
+    }
+    blocked_ = false;
+    if (any) close_ready_locked();
+    return any;
+}
+
+void engine::queue_done(std::size_t q) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (q >= records_.size() || finished_) return;
+    records_[q].attached = false;
+    records_[q].done = true;
+    if (started_) close_ready_locked();
+    publish();
+}
+
+chunk *engine::acquire() {
+    if (chunk *c = try_take_locked()) return c;
     // block policy, or drop_oldest with every chunk in the consumer's hands.
     c_.waits++;
     publish();
@@ -147,18 +434,27 @@ chunk *engine::acquire() {
 }
 
 void engine::finish() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (finished_) return;
+        finished_ = true;
+        for (auto &s : queues_) s->gen.fetch_add(1, std::memory_order_seq_cst);
+    }
+    // A queue still placing a batch finishes it first (the rest of it is discarded once
+    // it sees `finished_`); chunks must not reach the consumer while being written.
+    for (auto &s : queues_)
+        while (s->busy.load(std::memory_order_seq_cst)) std::this_thread::yield();
     std::lock_guard<std::mutex> lock(mutex_);
-    if (finished_) return;
-    finished_ = true;
-    // head_ passes top_ when the window advanced for a packet that was then discarded
+    // head_ passes top_ when the window moved for a packet that was then discarded
     // (stopping while waiting for a free chunk): nothing is left open then.
     if (started_ && head_ <= top_) {
-        // Flushes head_ .. top_ one by one: top_ + 1 overflows when the stream reached
-        // the largest sequence numbers, and the window never holds more than max_chunks.
+        // One by one up to top_: top_ + 1 overflows when the stream reached the largest
+        // sequence numbers.
         for (std::uint64_t id = head_;; id++) {
-            flush_slot(id);
+            close_chunk_locked(id);
             if (id == top_) break;
         }
+        head_ = top_;
     }
     publish();
     ready_.finish();
@@ -170,28 +466,16 @@ void engine::release(chunk *c) { free_.push(c); }
 
 std::size_t engine::chunks_in_use() const { return pool_.size() - free_.size(); }
 
-void engine::publish() noexcept {
-    std::uint64_t raw[n_counters];
-    std::memcpy(raw, &c_, sizeof(raw));
-    const std::uint64_t v = pub_.version.load(std::memory_order_relaxed);
-    pub_.version.store(v + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    for (std::size_t i = 0; i < n_counters; i++)
-        pub_.v[i].store(raw[i], std::memory_order_relaxed);
-    pub_.version.store(v + 2, std::memory_order_release);
-}
+void engine::publish() noexcept { pub_.store(c_); }
 
 counters engine::stats() const noexcept {
-    std::uint64_t raw[n_counters];
-    for (;;) {
-        const std::uint64_t before = pub_.version.load(std::memory_order_acquire);
-        for (std::size_t i = 0; i < n_counters; i++)
-            raw[i] = pub_.v[i].load(std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_acquire);
-        if ((before & 1) == 0 && pub_.version.load(std::memory_order_relaxed) == before) break;
+    counters out = pub_.load();
+    std::uint64_t *o = reinterpret_cast<std::uint64_t *>(&out);
+    for (const auto &s : queues_) {
+        const counters qc = s->pub.load();
+        const std::uint64_t *v = reinterpret_cast<const std::uint64_t *>(&qc);
+        for (std::size_t i = 0; i < n_counters; i++) o[i] = add_sat(o[i], v[i]);
     }
-    counters out;
-    std::memcpy(&out, raw, sizeof(raw));
     return out;
 }
 

@@ -223,6 +223,33 @@ void register_ibv(py::module_ &m) {
             return py::make_tuple(out, ring.malformed());
         },
         py::arg("n_wqe"), py::arg("log_stride"), py::arg("log_strides"), py::arg("cqes"));
+    m.def(
+        "_striding_wq_replay",
+        [](std::uint32_t wqe_cnt, std::size_t stride, std::uint64_t addr, std::uint32_t bytes,
+           std::uint32_t lkey, const std::vector<std::uint32_t> &completed) {
+            // The work queue's ring and doorbell record in plain memory: what the NIC would
+            // read is returned as bytes.
+            std::string ring(static_cast<std::size_t>(wqe_cnt) * stride, '\xaa');
+            std::uint32_t dbrec = 0;
+            striding_wq wq(reinterpret_cast<std::uint8_t *>(ring.data()), stride, wqe_cnt, &dbrec);
+            for (std::uint32_t k = 0; k < wqe_cnt; k++)
+                wq.write(k, addr + std::uint64_t{k} * bytes, bytes, lkey);
+            wq.post_all();
+            wq.ring();
+            auto record = [&dbrec] {
+                return py::bytes(reinterpret_cast<const char *>(&dbrec), sizeof(dbrec));
+            };
+            py::list doorbells;
+            doorbells.append(record());
+            for (const std::uint32_t k : completed) {
+                wq.repost(k);
+                wq.ring();
+                doorbells.append(record());
+            }
+            return py::make_tuple(py::bytes(ring), doorbells, wq.produced(), wq.consumed());
+        },
+        py::arg("wqe_cnt"), py::arg("stride"), py::arg("addr"), py::arg("bytes"), py::arg("lkey"),
+        py::arg("completed"));
     m.def("_split_layout", [](const format &fmt) {
         const split_layout l = split_layout::for_format(fmt);
         py::dict d;

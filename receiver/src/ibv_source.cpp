@@ -341,12 +341,9 @@ struct queue {
     verbs_ptr<ibv_qp> qp;
     verbs_ptr<ibv_flow> flow;
     std::unique_ptr<stride_ring> ring;
+    std::unique_ptr<striding_wq> wq_owner;  // striding mode: entries and doorbell owned here
     mlx5dv_cq dv{};
     std::uint32_t ci = 0;  // CQ consumer index (striding mode reads CQEs directly)
-    // Striding mode: which buffer each position of the work queue's ring holds. The
-    // provider may round the ring up, so positions are counted, not assumed.
-    std::vector<std::uint32_t> ring_buffer;
-    std::uint64_t wqe_posts = 0;
 };
 
 class ibv_source : public source {
@@ -365,7 +362,6 @@ private:
     void run_striding(std::size_t q, engine &eng, const std::atomic<bool> &stop);
     bool wait_for_completion(queue &qu);
     void stop_queue(queue &qu);
-    void post_wqe(queue &qu, std::size_t k);
 
     const ibv_lib &lib_;
     format fmt_;
@@ -571,28 +567,20 @@ void ibv_source::setup_striding_queue(std::size_t q) {
     obj.rwq.out = &dv_wq;
     if (int rc = lib_.mlx5_init_obj(&obj, MLX5DV_OBJ_CQ | MLX5DV_OBJ_RWQ))
         throw_errno("mlx5dv_init_obj(CQ, RWQ)", rc);
-    if (dv_wq.wqe_cnt < n_wqe)
+    // Every entry of the provider's ring gets a buffer of its own: the NIC walks the
+    // ring in order, so an entry without one would stop it.
+    if (dv_wq.wqe_cnt != n_wqe)
         throw std::runtime_error("striding receive queue has " + std::to_string(dv_wq.wqe_cnt) +
-                                 " entries, fewer than the " + std::to_string(n_wqe) + " asked for");
-    qu.ring_buffer.assign(dv_wq.wqe_cnt, 0);
+                                 " entries, not the " + std::to_string(n_wqe) + " asked for");
     if (qu.dv.cqe_size != 64 && qu.dv.cqe_size != 128)
         throw std::runtime_error("unexpected CQE size " + std::to_string(qu.dv.cqe_size));
-    for (std::size_t k = 0; k < n_wqe; k++) post_wqe(qu, k);
-}
-
-void ibv_source::post_wqe(queue &qu, std::size_t k) {
-    ibv_sge sge{};
-    sge.addr = reinterpret_cast<std::uintptr_t>(qu.ring->wqe(k));
-    sge.length = static_cast<std::uint32_t>(qu.ring->wqe_bytes());
-    sge.lkey = qu.ring_mr->lkey;
-    ibv_recv_wr wr{};
-    wr.wr_id = k;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    ibv_recv_wr *bad = nullptr;
-    if (int rc = ibv_post_wq_recv(qu.wq.get(), &wr, &bad)) throw_errno("ibv_post_wq_recv", rc);
-    qu.ring_buffer[qu.wqe_posts % qu.ring_buffer.size()] = static_cast<std::uint32_t>(k);
-    qu.wqe_posts++;
+    qu.wq_owner = std::make_unique<striding_wq>(static_cast<std::uint8_t *>(dv_wq.buf),
+                                                dv_wq.stride, dv_wq.wqe_cnt, dv_wq.dbrec);
+    for (std::uint32_t k = 0; k < n_wqe; k++)
+        qu.wq_owner->write(k, reinterpret_cast<std::uintptr_t>(qu.ring->wqe(k)),
+                           static_cast<std::uint32_t>(qu.ring->wqe_bytes()), qu.ring_mr->lkey);
+    qu.wq_owner->post_all();
+    qu.wq_owner->ring();
 }
 
 void ibv_source::add_flow(std::size_t q) {
@@ -733,7 +721,7 @@ void ibv_source::run_striding(std::size_t q, engine &eng, const std::atomic<bool
             std::atomic_thread_fence(std::memory_order_acquire);  // read after the owner bit
             cqe_info c = parse_cqe64(cqe);
             qu.ci++;
-            c.wqe_id = static_cast<std::uint16_t>(qu.ring_buffer[c.wqe_id % qu.ring_buffer.size()]);
+            c.wqe_id = static_cast<std::uint16_t>(c.wqe_id % qu.ring->n_wqe());  // entry k owns buffer k
             if (c.opcode == mlx5::op_resp_err || c.opcode == mlx5::op_req_err)
                 throw std::runtime_error("receive error completion on queue " + std::to_string(q) +
                                          ": syndrome 0x" + std::to_string(c.syndrome) +
@@ -749,9 +737,11 @@ void ibv_source::run_striding(std::size_t q, engine &eng, const std::atomic<bool
         if (n == 0 && n_done == 0) continue;  // busy poll
         std::atomic_thread_fence(std::memory_order_release);
         qu.dv.dbrec[0] = htonl(qu.ci & 0xffffff);
-        if (n) eng.add_batch(batch, n);
+        if (n) eng.add_batch(q, batch, n);
         // Only now, with the packets copied out, may the NIC refill those WQEs.
-        for (std::size_t j = 0; j < n_done; j++) post_wqe(qu, static_cast<std::size_t>(done_wqes[j]));
+        for (std::size_t j = 0; j < n_done; j++)
+            qu.wq_owner->repost(static_cast<std::uint32_t>(done_wqes[j]));
+        if (n_done) qu.wq_owner->ring();
     }
 }
 

@@ -1,5 +1,7 @@
 #include "casper400g_rx/mlx5_cqe.h"
 
+#include <atomic>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -38,6 +40,10 @@ static_assert(offsetof(mlx5_err_cqe, syndrome) == mlx5::off_syndrome);
 static_assert(offsetof(mlx5_err_cqe, vendor_err_synd) == mlx5::off_vendor_syndrome);
 static_assert(MLX5_CQE_RESP_SEND == mlx5::op_resp_send && MLX5_CQE_INVALID == mlx5::op_invalid);
 static_assert(MLX5_CQE_L3_OK == mlx5::l3_ok && MLX5_CQE_L4_OK == mlx5::l4_ok);
+static_assert(sizeof(mlx5_wqe_srq_next_seg) == mlx5::wqe_next_seg);
+static_assert(sizeof(mlx5_wqe_data_seg) == mlx5::wqe_data_seg);
+static_assert(offsetof(mlx5_wqe_data_seg, byte_count) == 0 && offsetof(mlx5_wqe_data_seg, lkey) == 4 &&
+              offsetof(mlx5_wqe_data_seg, addr) == 8);
 #endif
 
 cqe_info parse_cqe64(const std::uint8_t *cqe) noexcept {
@@ -106,6 +112,69 @@ stride_ring::packet stride_ring::consume(const cqe_info &c, std::int64_t &done) 
     p.size = c.length;
     p.valid = true;
     return p;
+}
+
+namespace {
+
+void put_be32(std::uint8_t *p, std::uint32_t v) noexcept {
+    p[0] = static_cast<std::uint8_t>(v >> 24);
+    p[1] = static_cast<std::uint8_t>(v >> 16);
+    p[2] = static_cast<std::uint8_t>(v >> 8);
+    p[3] = static_cast<std::uint8_t>(v);
+}
+
+}  // namespace
+
+striding_wq::striding_wq(std::uint8_t *wqes, std::size_t stride, std::uint32_t wqe_cnt,
+                         std::uint32_t *dbrec)
+    : wqes_(wqes), stride_(stride), wqe_cnt_(wqe_cnt), dbrec_(dbrec) {
+    if (wqe_cnt == 0 || (wqe_cnt & (wqe_cnt - 1)) != 0 || wqe_cnt > mlx5::doorbell_mask + 1)
+        throw std::invalid_argument("striding RQ entries must be a power of two up to 65536, got " +
+                                    std::to_string(wqe_cnt));
+    if (stride < mlx5::wqe_next_seg + mlx5::wqe_data_seg)
+        throw std::invalid_argument("striding RQ entry stride " + std::to_string(stride) +
+                                    " B cannot hold a next and a data segment (32 B)");
+}
+
+void striding_wq::write(std::uint32_t k, std::uint64_t addr, std::uint32_t bytes,
+                        std::uint32_t lkey) noexcept {
+    std::uint8_t *e = wqes_ + static_cast<std::size_t>(k % wqe_cnt_) * stride_;
+    std::memset(e, 0, mlx5::wqe_next_seg);
+    std::uint8_t *d = e + mlx5::wqe_next_seg;
+    put_be32(d, bytes);
+    put_be32(d + 4, lkey);
+    put_be32(d + 8, static_cast<std::uint32_t>(addr >> 32));
+    put_be32(d + 12, static_cast<std::uint32_t>(addr));
+}
+
+void striding_wq::post_all() {
+    if (produced_ != 0) throw std::logic_error("striding RQ entries were already posted");
+    produced_ = wqe_cnt_;
+}
+
+void striding_wq::repost(std::uint32_t k) {
+    const std::uint32_t expected = static_cast<std::uint32_t>(consumed_ % wqe_cnt_);
+    if (produced_ == consumed_)
+        throw std::logic_error("striding RQ entry " + std::to_string(k) +
+                               " completed while none was posted");
+    if (k != expected)
+        throw std::logic_error("striding RQ entry " + std::to_string(k) +
+                               " completed out of ring order (expected " +
+                               std::to_string(expected) + ")");
+    consumed_++;
+    produced_++;  // the same entry, same buffer: nothing to rewrite
+}
+
+void striding_wq::ring() noexcept {
+    const std::uint32_t v = static_cast<std::uint32_t>(produced_) & mlx5::doorbell_mask;
+    doorbell_ = v;
+    std::uint8_t be[4];
+    put_be32(be, v);
+    std::uint32_t word;
+    std::memcpy(&word, be, 4);
+    // The entries (and the buffers' last reads) come before the NIC may see the index.
+    std::atomic_thread_fence(std::memory_order_release);
+    *reinterpret_cast<volatile std::uint32_t *>(dbrec_) = word;
 }
 
 }  // namespace casper400g_rx

@@ -153,7 +153,7 @@ void udp_source::run(std::size_t i, engine &eng, const std::atomic<bool> &stop) 
             const bool truncated = (msgs[j].msg_hdr.msg_flags & MSG_TRUNC) != 0;
             batch[j] = packet_ref{staging.data() + j * slot, truncated ? 0 : msgs[j].msg_len, -1};
         }
-        eng.add_batch(batch, static_cast<std::size_t>(n));
+        eng.add_batch(i, batch, static_cast<std::size_t>(n));
     }
 }
 

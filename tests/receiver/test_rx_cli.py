@@ -132,6 +132,7 @@ def test_bench_engine_only_prints_ratios(capsys: pytest.CaptureFixture[str]) -> 
     out = capsys.readouterr().out
     assert "ratio engine / memcpy:" in out
     assert "Gb/s per core" in out
+    assert re.search(r"one capture, 2 queue\(s\): [\d.]+ Gb/s \(ratio to 2 x one queue", out)
     assert "split (emulated NIC, 1 thread), in order, prefix-only DMA:" in out
     assert "fix-up copies 0, bounced 0" in out  # in order: every payload in place
 

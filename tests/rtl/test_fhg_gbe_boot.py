@@ -8,7 +8,7 @@ from pathlib import Path
 from mlib_devel_400g import paths, sim
 
 COCOTB_MODULE = Path(__file__).with_name("cocotb_fhg_gbe_boot.py")
-SOURCE = paths.HDL_ROOT / "fhg_toolflow" / "fhg_gbe_boot.sv"
+SOURCE = paths.FHG_HDL / "fhg_gbe_boot.sv"
 PARAMS = {
     "FABRIC_MAC": "48'h02000a00000a",
     "FABRIC_IP": "32'h0a00000a",

@@ -3,7 +3,7 @@
 //
 // Contract
 //   * Instantiates the block design wrapper `fhg_dcmac_bd_wrapper` that
-//     mlib_devel_400g.vpk180_ip.dcmac_gtm_tcl() creates (DCMAC + two gt_quad_base + refclk
+//     jasper_library/yellow_blocks/vpk180_ip.py (dcmac_gtm_tcl) creates (DCMAC + two gt_quad_base + refclk
 //     IBUFDS_GTME5 + BUFG_GT + clocking wizard) and `fhg_link_bringup`. Synthesis only: the
 //     DCMAC is a hard block, so this module is not simulated; tests lint it against a port-only
 //     black box of the block design (tests/test_fhg_dcmac_vpk180.py).

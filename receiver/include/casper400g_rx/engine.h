@@ -1,10 +1,24 @@
 // The placement engine: puts each packet's payload into the slot its sequence
 // number selects, keeps a window of open chunks and counts every packet.
+//
+// Several receive queues (threads) feed one engine and share its chunks. Each queue
+// has its own window of `max_chunks` chunks and places packets straight into the
+// shared chunks without a lock: slots are disjoint by sequence number, the presence
+// flag of a slot is taken with an atomic exchange (two queues delivering the same
+// packet count one duplicate), and the per-packet counters belong to the queue. Only
+// window movement synchronises, under one mutex, once per chunk and queue: opening a
+// chunk, and a queue moving its window past chunks. A chunk is handed on once every
+// queue has moved past it. A queue that holds chunks back without placing packets (a
+// stalled queue) is passed over after `stall_timeout_ms` or when the others run out
+// of chunks; that is counted (`queue_stalls`), its later packets for chunks already
+// handed on count `late`, and it rejoins the window at its next packet.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -18,10 +32,12 @@ enum class slow_consumer_policy { block, drop_oldest };
 
 struct engine_config {
     std::size_t packets_per_chunk = 1024;
-    std::size_t max_chunks = 4;  // open chunks (the reorder window)
+    std::size_t max_chunks = 4;  // open chunks per queue (the reorder window)
     std::size_t n_chunks = 0;    // chunks in the pool; 0 = max_chunks + 4
     slow_consumer_policy policy = slow_consumer_policy::block;
     std::optional<std::uint64_t> first_chunk;  // default: the first packet's chunk
+    // How long chunks wait for a queue that has stopped placing packets (several queues).
+    std::uint32_t stall_timeout_ms = 50;
 
     void validate() const;
 };
@@ -39,6 +55,7 @@ struct counters {
     std::uint64_t packets_dropped = 0;  // packets inside those chunks
     std::uint64_t discarded = 0;        // packets arriving while stopping (no chunk available)
     std::uint64_t waits = 0;            // times the engine waited for a free chunk
+    std::uint64_t queue_stalls = 0;     // times chunks were handed on past a stalled queue
 };
 
 class engine {
@@ -46,16 +63,23 @@ public:
     engine(const format &fmt, const engine_config &cfg);
     engine(const engine &) = delete;
     engine &operator=(const engine &) = delete;
-    virtual ~engine() = default;
+    virtual ~engine();
 
-    // Places a batch. Thread-safe: one lock per batch, none per packet.
-    void add_batch(const packet_ref *pkts, std::size_t n);
+    // The number of queues that will call add_batch (0 .. n-1); before the first batch.
+    void set_queues(std::size_t n);
+    std::size_t queues() const noexcept { return queues_.size(); }
+    // Places a batch that queue `q` received. Thread-safe; one thread per queue.
+    void add_batch(std::size_t q, const packet_ref *pkts, std::size_t n);
+    void add_batch(const packet_ref *pkts, std::size_t n) { add_batch(0, pkts, n); }
+    // Queue `q` will deliver nothing more: chunks no longer wait for it.
+    void queue_done(std::size_t q);
     // Flushes every open chunk to the ready queue and ends the stream.
     virtual void finish();
     // Makes a blocked add_batch give up waiting for a free chunk.
     void interrupt();
 
-    // Consistent lock-free snapshot, refreshed after every batch and before any wait.
+    // Consistent lock-free snapshot of each queue's and the window's counters,
+    // refreshed after every batch and before any wait.
     counters stats() const noexcept;
 
     chunk_queue &ready() noexcept { return ready_; }
@@ -66,11 +90,17 @@ public:
     std::size_t chunks_in_use() const;  // open, ready or held by the consumer
 
 protected:  // the header-split engine (hds.h) keeps its own window over the same pieces
-    void place(const packet_ref &pkt);
-    void advance_to(std::uint64_t new_head);
-    void flush_slot(std::uint64_t chunk_id);
-    chunk *acquire();
+    chunk *acquire();  // blocking, with mutex_ held (header-split engine)
     void publish() noexcept;
+
+    // A seqlock: the writer makes `version` odd while it copies, so a reader retries
+    // instead of mixing counters from two batches.
+    struct published {
+        std::atomic<std::uint64_t> version{0};
+        std::atomic<std::uint64_t> v[sizeof(counters) / sizeof(std::uint64_t)];
+        void store(const counters &c) noexcept;
+        counters load() const noexcept;
+    };
 
     engine_config cfg_;
     decoder decoder_;
@@ -78,20 +108,59 @@ protected:  // the header-split engine (hds.h) keeps its own window over the sam
     chunk_queue free_;
     chunk_queue ready_;
     std::mutex mutex_;
-    std::vector<chunk *> window_;  // indexed by chunk_id % max_chunks
     bool started_ = false;
     bool finished_ = false;
-    std::uint64_t head_ = 0;  // oldest chunk id in the window
-    std::uint64_t top_ = 0;   // newest chunk id seen
-    counters c_;
-
-    // A seqlock: the writer (under mutex_) makes `version` odd while it copies, so a
-    // reader retries instead of mixing counters from two batches.
-    struct published {
-        std::atomic<std::uint64_t> version{0};
-        std::atomic<std::uint64_t> v[sizeof(counters) / sizeof(std::uint64_t)];
-    };
+    std::uint64_t head_ = 0;  // oldest chunk id not handed on
+    std::uint64_t top_ = 0;   // newest chunk id opened
+    counters c_;              // window counters (under mutex_)
     published pub_{};
+
+private:
+    struct cached {
+        std::uint64_t id = UINT64_MAX;
+        chunk *c = nullptr;
+    };
+    // What a queue thread owns: its per-packet counters and its view of its window.
+    // `busy` and `gen` make the lock-free placement safe against being passed over:
+    // a queue sets `busy` before placing and then checks `gen`; the window bumps `gen`
+    // and then checks `busy`, and passes over only a queue that is not placing.
+    struct alignas(64) queue_state {
+        std::atomic<bool> busy{false};
+        std::atomic<std::uint64_t> gen{0};
+        std::uint64_t seen_gen = 0;
+        bool synced = false;     // `head` is valid (copied from the window's record)
+        bool discarding = false; // the engine finished during this batch
+        std::uint64_t head = 0;  // oldest chunk id this queue may still place into
+        std::vector<cached> cache;  // by chunk id % max_chunks
+        counters c;
+        published pub{};
+    };
+    // The window's record of each queue (under mutex_).
+    struct queue_record {
+        std::uint64_t head = 0;
+        bool attached = true;  // chunks wait for this queue
+        bool done = false;
+    };
+
+    bool enter(queue_state &s, std::size_t q);  // false: the engine has finished
+    bool sync_locked(queue_state &s, std::size_t q);
+    void start_locked(std::uint64_t id);
+    void place(queue_state &s, std::size_t q, const packet_ref &pkt);
+    bool slow_path(queue_state &s, std::size_t q, std::uint64_t id);
+    chunk *try_take_locked();
+    void move_head_locked(std::size_t q, std::uint64_t new_head);
+    void close_ready_locked();
+    void close_chunk_locked(std::uint64_t id);
+    bool pass_stalled_locked();
+    std::uint64_t min_attached_head() const noexcept;
+
+    std::vector<std::unique_ptr<queue_state>> queues_;
+    std::vector<queue_record> records_;
+    std::vector<chunk *> open_;  // by chunk id % open_.size(): ids head_ .. head_ + size - 1
+    std::size_t n_open_ = 0;
+    std::uint64_t passed_ = 0;   // the furthest head of any queue
+    bool blocked_ = false;       // head_ waits for a queue another queue has passed
+    std::chrono::steady_clock::time_point blocked_since_{};
 };
 
 }  // namespace casper400g_rx

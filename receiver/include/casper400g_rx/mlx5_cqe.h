@@ -35,6 +35,12 @@ inline constexpr std::uint32_t mprq_filler = 0x80000000u;
 inline constexpr std::uint32_t mprq_strides_mask = 0x3fff0000u;
 inline constexpr unsigned mprq_strides_shift = 16;
 inline constexpr std::uint32_t mprq_len_mask = 0x0000ffffu;
+
+// Striding RQ work queue entry: a 16-byte next segment (unused by a cyclic queue),
+// then one 16-byte data segment (be32 byte_count, be32 lkey, be64 addr).
+inline constexpr std::size_t wqe_next_seg = 16;
+inline constexpr std::size_t wqe_data_seg = 16;
+inline constexpr std::uint32_t doorbell_mask = 0xffffu;  // the doorbell record's 16-bit counter
 }  // namespace mlx5
 
 struct cqe_info {
@@ -92,6 +98,43 @@ private:
     unsigned log_strides_;
     std::vector<std::uint32_t> used_;  // strides consumed per WQE
     std::uint64_t malformed_ = 0;
+};
+
+// The striding RQ's producer side, kept here instead of in libmlx5. ibv_post_wq_recv
+// checks each post against a tail that only ibv_poll_cq advances (mlx5_wq_overflow);
+// completions are read directly here, so after one pass over the ring the provider
+// would refuse every post. WQE k always owns buffer k and WQEs complete in ring order,
+// so handing a WQE back is a step of the producer index, published through the work
+// queue's doorbell record (as DPDK and other direct mlx5 users do).
+class striding_wq {
+public:
+    // `wqes`: the work queue's ring (mlx5dv_rwq.buf), `stride` bytes per entry,
+    // `wqe_cnt` entries (a power of two); `dbrec`: its doorbell record.
+    striding_wq(std::uint8_t *wqes, std::size_t stride, std::uint32_t wqe_cnt,
+                std::uint32_t *dbrec);
+    // Points entry k at `bytes` bytes at `addr` (registered with `lkey`).
+    void write(std::uint32_t k, std::uint64_t addr, std::uint32_t bytes, std::uint32_t lkey) noexcept;
+    // Hands every entry to the NIC (once, after writing them all).
+    void post_all();
+    // Entry k's strides are all consumed: it goes back to the NIC. Entries come back in
+    // ring order; anything else is a bookkeeping error and throws.
+    void repost(std::uint32_t k);
+    // Publishes the producer index (after the entries it covers are written).
+    void ring() noexcept;
+    std::uint64_t produced() const noexcept { return produced_; }
+    std::uint64_t consumed() const noexcept { return consumed_; }
+    std::uint32_t wqe_cnt() const noexcept { return wqe_cnt_; }
+    // The value last written to the doorbell record, in host order.
+    std::uint32_t doorbell() const noexcept { return doorbell_; }
+
+private:
+    std::uint8_t *wqes_;
+    std::size_t stride_;
+    std::uint32_t wqe_cnt_;
+    std::uint32_t *dbrec_;
+    std::uint64_t produced_ = 0;  // entries ever handed to the NIC
+    std::uint64_t consumed_ = 0;  // entries ever handed back by completions
+    std::uint32_t doorbell_ = 0;
 };
 
 }  // namespace casper400g_rx

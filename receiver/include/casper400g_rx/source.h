@@ -14,6 +14,10 @@ class source {
 public:
     virtual ~source() = default;
     virtual std::size_t n_threads() const { return 1; }
+    // Receive queues feeding the engine (each calls add_batch with its own index), and
+    // the queue thread `i` serves, or -1 for a thread that feeds none (a NIC emulation).
+    virtual std::size_t n_queues() const { return n_threads(); }
+    virtual int queue_of(std::size_t i) const { return static_cast<int>(i); }
     // CPU to pin thread `i` to, or -1 for no pinning.
     virtual int cpu(std::size_t) const { return -1; }
     // Runs in thread `i` until the source is exhausted or `stop` is set.

@@ -18,28 +18,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-# AXI4-Lite signals of one slave, seen from the slave: (name, direction, width).
-AXIL_SIGNALS: tuple[tuple[str, str, int | None], ...] = (
-    ("awaddr", "in", 32),
-    ("awprot", "in", 3),
-    ("awvalid", "in", 1),
-    ("awready", "out", 1),
-    ("wdata", "in", 32),
-    ("wstrb", "in", 4),
-    ("wvalid", "in", 1),
-    ("wready", "out", 1),
-    ("bresp", "out", 2),
-    ("bvalid", "out", 1),
-    ("bready", "in", 1),
-    ("araddr", "in", 32),
-    ("arprot", "in", 3),
-    ("arvalid", "in", 1),
-    ("arready", "out", 1),
-    ("rdata", "out", 32),
-    ("rresp", "out", 2),
-    ("rvalid", "out", 1),
-    ("rready", "in", 1),
-)
+from yellow_blocks.fhg_axi4lite import ADDRESS_SIGNALS, AXIL_SIGNALS, PROT_SIGNALS
+from yellow_blocks.yellow_block_typecodes import TYPECODE_BRAM, TYPECODE_SWREG
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
 _VERILOG_KEYWORDS = frozenset(
@@ -163,7 +143,15 @@ class Axi4LiteInterface:
     memory_map: list
     typecode: int
     data_width: int = 32
+    axi4lite_mode: str = "raw"
     base: int | None = None  # assigned by the address map
+
+    @property
+    def aliases(self) -> bool:
+        """Whether the build lists each register as ``<regname>_<register>`` too (as
+        mlib_devel's core_info does for register-level devices; raw devices, software
+        registers and RAMs are one entry)."""
+        return self.axi4lite_mode != "raw" and self.typecode not in (TYPECODE_SWREG, TYPECODE_BRAM)
 
     @property
     def size(self) -> int:
@@ -259,13 +247,14 @@ class VerilogModule:
     ) -> Axi4LiteInterface:
         """Reserve ``nbytes`` of the bus for ``regname`` (the software name of the device).
 
-        Every interface is a raw AXI4-Lite slave here (mlib_devel's ``axi4lite_mode='raw'``):
-        the block brings its own register logic; ``memory_map`` documents it.
+        Every block brings its own register logic here: its slave is wired to the bus
+        ``m_axi4lite_<regname>_*`` either way. ``axi4lite_mode`` (mlib_devel's: ``'raw'``
+        or ``''`` for a register-level device) decides only how software sees it (see
+        :attr:`Axi4LiteInterface.aliases`); ``memory_map`` documents the registers.
         """
-        if axi4lite_mode != "raw":
+        if axi4lite_mode not in ("raw", ""):
             raise VerilogError(
-                f"{regname}: axi4lite_mode {axi4lite_mode!r}: this toolflow connects raw "
-                "AXI4-Lite slaves only (the block provides its registers)"
+                f"{regname}: axi4lite_mode {axi4lite_mode!r} is not 'raw' or '' (register-level)"
             )
         check_identifier(regname, "register name")
         if regname in self.axi4lite_interfaces:
@@ -283,7 +272,9 @@ class VerilogModule:
                     f"{regname}: register {reg.name} at {reg.offset:#x}+{reg.nbytes:#x} "
                     f"lies outside the interface's {nbytes:#x} bytes"
                 )
-        iface = Axi4LiteInterface(regname, mode, nbytes, default_val, mm, typecode, data_width)
+        iface = Axi4LiteInterface(
+            regname, mode, nbytes, default_val, mm, typecode, data_width, axi4lite_mode
+        )
         self.axi4lite_interfaces[regname] = iface
         for sig, _d, width in AXIL_SIGNALS:
             self.add_signal(iface.signal(sig), width)
@@ -291,13 +282,33 @@ class VerilogModule:
 
     # ------------------------------------------------------------------ address map
     def assign_addresses(self, base: int, window: int | None = None) -> list[Axi4LiteInterface]:
-        """Pack the interfaces from ``base``: largest first, each aligned to its size."""
-        ifaces = sorted(self.axi4lite_interfaces.values(), key=lambda i: -i.size)
+        """Give every interface its base address, as mlib_devel's ``axi4lite_memory_map``.
+
+        The software registers (typecode SWREG) form one region, one word each in the order
+        they were added; every other interface is a region of its own. Regions are sized up
+        to a power of two and packed from ``base`` largest first (equal sizes in the order
+        their first interface was added), which aligns each to its size.
+        """
+        regions: dict[str, list[Axi4LiteInterface]] = {}
+        for iface in self.axi4lite_interfaces.values():
+            key = "sw_reg" if iface.typecode == TYPECODE_SWREG else f"dev:{iface.regname}"
+            regions.setdefault(key, []).append(iface)
+
+        def span(members: list[Axi4LiteInterface]) -> int:
+            total = sum(m.nbytes for m in members) if len(members) > 1 else members[0].size
+            return max(4, 1 << (max(total, 1) - 1).bit_length())
+
+        ordered = sorted(regions.values(), key=lambda members: -span(members))
         cursor = base
-        for iface in ifaces:
-            cursor = -(-cursor // iface.size) * iface.size
-            iface.base = cursor
-            cursor += iface.size
+        for members in ordered:
+            size = span(members)
+            cursor = -(-cursor // size) * size
+            offset = 0
+            for iface in members:
+                iface.base = cursor + offset
+                offset += iface.size
+            cursor += size
+        ifaces = sorted(self.axi4lite_interfaces.values(), key=lambda i: i.base)
         if window is not None and cursor > base + window:
             raise VerilogError(
                 f"the memory-mapped devices need {cursor - base:#x} bytes, more than the "
@@ -338,8 +349,9 @@ class VerilogModule:
                     self.assign_signal(local, src)
                 else:
                     self.assign_signal(f"{bus}[{w * k + w - 1}:{w * k}]", local)
-        # Slaves decode only their own span: the address bits above it are not theirs.
-        addrs = [i.signal(s) for i in ifaces for s in ("awaddr", "araddr")]
+        # Slaves decode only their own span: the address bits above it are not theirs; and
+        # a raw device of mlib_devel's kind takes no protection bits.
+        addrs = [i.signal(s) for i in ifaces for s in (*ADDRESS_SIGNALS, *PROT_SIGNALS)]
         self.add_signal("unused_axil_ic_addr", 1)
         self.assign_signal("unused_axil_ic_addr", "^{" + ", ".join(addrs) + "}")
 

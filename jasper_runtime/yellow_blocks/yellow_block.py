@@ -16,8 +16,13 @@ from typing import Any
 
 from .yellow_block_typecodes import TYPECODE_UNKNOWN
 
+# The runtime's own HDL (interconnect, software register, system block): searched after the
+# design's HDL root, as mlib_devel's hdl_sources holds both its own and the overlay's HDL.
+RUNTIME_HDL = Path(__file__).resolve().parents[1] / "hdl_sources"
+
 TCL_STAGES = (
     "init",
+    "create_bd",
     "pre_synth",
     "synth",
     "post_synth",
@@ -100,13 +105,22 @@ class YellowBlock:
         return BlockError(f"{self.fullpath} ({self.tag}): {message}")
 
     def source_files(self) -> list[Path]:
-        """The block's sources resolved under the HDL root, globs expanded."""
-        root = Path(self.hdl_root or ".")
+        """The block's sources resolved under the HDL root (then the runtime's HDL), globs
+        expanded."""
+        roots = [Path(self.hdl_root or "."), RUNTIME_HDL]
         out: list[Path] = []
         for src in self.sources:
-            matches = sorted(root.glob(src)) if any(c in src for c in "*?[") else [root / src]
-            if not matches or not all(m.is_file() for m in matches):
-                raise self.error(f"HDL source {src} not found under {root}")
+            for root in roots:
+                if any(c in src for c in "*?["):
+                    matches = sorted(root.glob(src))
+                else:
+                    matches = [root / src] if (root / src).is_file() else []
+                if matches and all(m.is_file() for m in matches):
+                    break
+            else:
+                raise self.error(
+                    f"HDL source {src} not found under {' or '.join(str(r) for r in roots)}"
+                )
             out.extend(matches)
         return out
 

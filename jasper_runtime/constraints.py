@@ -89,7 +89,11 @@ class ClockConstraint:
 
     def gen_xdc(self) -> list[str]:
         target = f"[get_ports {{{self.signal}}}]" if self.port else f"[get_pins {{{self.signal}}}]"
-        return [f"create_clock -period {self.period_ns:.4f} -name {self.name} {target}"]
+        # mlib_devel's text for a 50 % duty-cycle clock.
+        return [
+            f"create_clock -period {self.period_ns:4.3f} -name {self.name} "
+            f"-waveform {{0.000 {self.period_ns / 2:4.3f}}} {target}"
+        ]
 
 
 class ClockGroupConstraint:

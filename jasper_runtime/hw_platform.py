@@ -24,12 +24,15 @@ class PlatformError(ValueError):
 
 
 def platform_dirs(extra: list[Path] | None = None) -> list[Path]:
-    """Where platforms are looked up: ``extra``, $CASPER400G_PLATFORM_PATH, the library's."""
+    """Where platforms are looked up: ``extra``, $CASPER400G_PLATFORM_PATH, the runtime's,
+    the overlay's (jasper_library/platforms)."""
     dirs = list(extra or [])
     env = os.environ.get("CASPER400G_PLATFORM_PATH")
     if env:
         dirs.extend(Path(p) for p in env.split(os.pathsep) if p)
-    dirs.append(Path(__file__).resolve().parent / "platforms")
+    here = Path(__file__).resolve().parent
+    dirs.append(here / "platforms")  # the runtime's own (board-less) platforms
+    dirs.append(here.parent / "jasper_library" / "platforms")  # the overlay's boards
     return dirs
 
 

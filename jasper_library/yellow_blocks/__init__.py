@@ -1,1 +1,0 @@
-"""Yellow blocks: one module per block tag (``xps:<tag>`` -> ``yellow_blocks/<tag>.py``)."""

@@ -1,0 +1,127 @@
+// fhg_sys_block — the CASPER system block every platform carries: board id, revision,
+// a scratchpad and a user-clock counter, as casperfpga reads them (docs/design/TOOLFLOW_SPEC.md).
+//
+// Contract
+//   * AXI4-Lite slave, 32 bytes (ADDR_W = 5), byte offsets as mlib_devel's sys_block:
+//       0x00 sys_board_id   r   BOARD_ID
+//       0x04 sys_rev        r   REV (major << 16 | minor)
+//       0x0C sys_rev_rcs    r   REV_RCS
+//       0x10 sys_scratchpad rw  reset SCRATCHPAD_INIT, byte strobes honoured
+//       0x14 sys_clkcounter r   free-running count of user_clk edges (wraps at 2^32)
+//     Other words read 0. A write anywhere but the scratchpad is answered SLVERR and changes
+//     nothing.
+//   * Latency: reads answer one axil_clk cycle after AR; writes one cycle after AW+W.
+//     Throughput: one transaction per two cycles per channel (no outstanding requests).
+//   * CDC: the counter runs in user_clk and crosses to axil_clk through fhg_cfg_sync, so a
+//     read returns a recent count, never a mix of two (casperfpga's estimate_fpga_clock()
+//     divides the difference of two reads by the time between them). axil_rst (active high,
+//     axil_clk) resets the registers, user_rst (user_clk) the counter: the resets every
+//     platform provides, as mlib_devel's sys_block takes them.
+module fhg_sys_block #(
+    parameter logic [31:0] BOARD_ID        = 32'h0,
+    parameter logic [31:0] REV             = 32'h0,
+    parameter logic [31:0] REV_RCS         = 32'h0,
+    parameter logic [31:0] SCRATCHPAD_INIT = 32'h0,
+    parameter int          ADDR_W          = 5
+) (
+    input  wire               axil_clk,
+    input  wire               axil_rst,
+    input  wire  [ADDR_W-1:0] s_axil_awaddr,
+    input  wire  [2:0]        s_axil_awprot,
+    input  wire               s_axil_awvalid,
+    output logic              s_axil_awready,
+    input  wire  [31:0]       s_axil_wdata,
+    input  wire  [3:0]        s_axil_wstrb,
+    input  wire               s_axil_wvalid,
+    output logic              s_axil_wready,
+    output logic [1:0]        s_axil_bresp,
+    output logic              s_axil_bvalid,
+    input  wire               s_axil_bready,
+    input  wire  [ADDR_W-1:0] s_axil_araddr,
+    input  wire  [2:0]        s_axil_arprot,
+    input  wire               s_axil_arvalid,
+    output logic              s_axil_arready,
+    output logic [31:0]       s_axil_rdata,
+    output logic [1:0]        s_axil_rresp,
+    output logic              s_axil_rvalid,
+    input  wire               s_axil_rready,
+
+    input  wire               user_clk,
+    input  wire               user_rst
+);
+    localparam logic [ADDR_W-1:0] A_BOARD_ID   = ADDR_W'('h00);
+    localparam logic [ADDR_W-1:0] A_REV        = ADDR_W'('h04);
+    localparam logic [ADDR_W-1:0] A_REV_RCS    = ADDR_W'('h0C);
+    localparam logic [ADDR_W-1:0] A_SCRATCHPAD = ADDR_W'('h10);
+    localparam logic [ADDR_W-1:0] A_CLKCOUNTER = ADDR_W'('h14);
+
+    logic [31:0] scratchpad, count_user, count_axil;
+
+    // ---------------- write: AW and W together, answered once the response is free
+    logic is_scratch;
+    assign s_axil_awready = s_axil_awvalid && s_axil_wvalid && !s_axil_bvalid;
+    assign s_axil_wready  = s_axil_awready;
+    assign is_scratch = {s_axil_awaddr[ADDR_W-1:2], 2'b00} == A_SCRATCHPAD;
+    always_ff @(posedge axil_clk) begin
+        if (axil_rst) begin
+            scratchpad    <= SCRATCHPAD_INIT;
+            s_axil_bvalid <= 1'b0;
+            s_axil_bresp  <= 2'b00;
+        end else begin
+            if (s_axil_awready) begin
+                s_axil_bvalid <= 1'b1;
+                s_axil_bresp  <= is_scratch ? 2'b00 : 2'b10;
+                if (is_scratch) begin
+                    for (int b = 0; b < 4; b++) begin
+                        if (s_axil_wstrb[b]) scratchpad[b*8 +: 8] <= s_axil_wdata[b*8 +: 8];
+                    end
+                end
+            end else if (s_axil_bready) begin
+                s_axil_bvalid <= 1'b0;
+            end
+        end
+    end
+
+    // ---------------- read
+    logic [31:0] rword;
+    always_comb begin
+        unique case ({s_axil_araddr[ADDR_W-1:2], 2'b00})
+            A_BOARD_ID:   rword = BOARD_ID;
+            A_REV:        rword = REV;
+            A_REV_RCS:    rword = REV_RCS;
+            A_SCRATCHPAD: rword = scratchpad;
+            A_CLKCOUNTER: rword = count_axil;
+            default:      rword = 32'h0;
+        endcase
+    end
+    assign s_axil_arready = s_axil_arvalid && !s_axil_rvalid;
+    always_ff @(posedge axil_clk) begin
+        if (axil_rst) begin
+            s_axil_rvalid <= 1'b0;
+            s_axil_rdata  <= '0;
+        end else if (s_axil_arready) begin
+            s_axil_rvalid <= 1'b1;
+            s_axil_rdata  <= rword;
+        end else if (s_axil_rready) begin
+            s_axil_rvalid <= 1'b0;
+        end
+    end
+    assign s_axil_rresp = 2'b00;
+
+    // ---------------- user-clock counter and its crossing
+    always_ff @(posedge user_clk) begin
+        if (user_rst) count_user <= '0;
+        else          count_user <= count_user + 32'd1;
+    end
+    logic unused_update, unused_valid;
+    fhg_cfg_sync #(.WIDTH(32)) u_count_sync (
+        .src_clk(user_clk), .src_rst(user_rst), .src_data(count_user),
+        .dst_clk(axil_clk), .dst_rst(axil_rst), .dst_data(count_axil),
+        .dst_update(unused_update), .dst_valid(unused_valid)
+    );
+
+    // Unused by design: the byte-offset bits of word addresses and the protection bits.
+    logic unused_inputs;
+    assign unused_inputs = ^{s_axil_awaddr[1:0], s_axil_araddr[1:0], s_axil_awprot,
+                             s_axil_arprot};
+endmodule

@@ -1,0 +1,234 @@
+"""The real mlib_devel (the reference tree, branch m2021a-dev) running the overlay.
+
+The session fixture :func:`mlib_run` does what a CASPER user does, with no change to
+mlib_devel: copy the reference tree (a scratch checkout), ``casper400g install-mlib-devel``
+into it, and run mlib_devel's own ``exec_flow.py --middleware --backend`` under Python 3.8
+(m2021a's) on the example design's ``jasper.per`` for the VPK180. Vivado is not installed:
+a ``vivado`` on PATH runs the backend's generated script (``gogogo.tcl``) under ``tclsh``
+against the recording Vivado stand-in (tests/tcl/vivado_bd_stub.tcl), so the run goes up
+to the point where Vivado would start and the whole script is checked by Tcl itself.
+
+The 3.8 venv (mlib_devel's requirements.txt from PyPI, xml2vhdl from the reference tree)
+is cached under ``.cache/`` by a hash of what it is built from. Outside CI a missing
+reference tree, pyenv 3.8 or tclsh skips; under ``CI=true`` it fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from mlib_devel_400g import mlib_install, paths
+from mlib_devel_400g.design import Design
+from mlib_devel_400g.toolflow import BuildResult, Toolflow
+
+EXAMPLE = paths.REPO_ROOT / "examples" / "pktgen_400g" / "design.yaml"
+STUB = paths.REPO_ROOT / "tests" / "tcl" / "vivado_bd_stub.tcl"
+CACHE = paths.REPO_ROOT / ".cache"
+MODEL = "pktgen_400g"
+
+
+def need(message: str) -> None:
+    """Skip outside CI, fail under CI=true: a tool this suite runs is missing."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{message} (CI must run the mlib_devel conformance suite)")
+    pytest.skip(message)
+
+
+def reference(name: str) -> Path:
+    """``shared/reference/<name>`` beside the checkout or one of its parents, or under
+    ``$CASPER400G_REFERENCE``."""
+    roots = (
+        [Path(os.environ["CASPER400G_REFERENCE"])] if "CASPER400G_REFERENCE" in os.environ else []
+    )
+    roots += [p / "shared" / "reference" for p in paths.REPO_ROOT.parents]
+    for root in roots:
+        if (root / name).is_dir():
+            return root / name
+    need(f"reference tree {name!r} not found (set CASPER400G_REFERENCE)")
+    raise AssertionError("unreachable")
+
+
+def pyenv_python(minor: str) -> Path:
+    """The newest pyenv Python ``3.<minor>.x``."""
+    pyenv = shutil.which("pyenv")
+    root = os.environ.get("PYENV_ROOT")
+    if pyenv:
+        got = subprocess.run([pyenv, "root"], capture_output=True, text=True)
+        root = got.stdout.strip() or root
+    found = []
+    if root:
+        for cand in Path(root, "versions").glob(f"3.{minor}.*"):
+            m = re.fullmatch(rf"3\.{minor}\.(\d+)", cand.name)
+            if m and (cand / "bin" / "python").is_file():
+                found.append((int(m.group(1)), cand / "bin" / "python"))
+    if not found:
+        need(f"no Python 3.{minor} from pyenv (pyenv root: {root or 'unknown'})")
+    return max(found)[1]
+
+
+def requirements(mlib: Path) -> list[str]:
+    """mlib_devel's PyPI requirements (its requirements.txt without the editable git
+    install of xml2vhdl, which comes from the reference tree instead)."""
+    out = []
+    for line in (mlib / "requirements.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and not line.startswith("-"):
+            out.append(line)
+    return out
+
+
+@contextlib.contextmanager
+def _locked(name: str) -> Iterator[None]:
+    CACHE.mkdir(exist_ok=True)
+    with open(CACHE / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def mlib_python() -> Path:
+    """A cached Python 3.8 venv with what mlib_devel's middleware imports."""
+    mlib = reference("mlib_devel")
+    xml2vhdl = reference("xml2vhdl") / "scripts" / "python" / "xml2vhdl-ox"
+    py = pyenv_python("8")
+    reqs = requirements(mlib)
+    key = hashlib.sha256()
+    for part in [str(py), *reqs]:
+        key.update(part.encode())
+    for f in sorted(p for p in xml2vhdl.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        key.update(f.read_bytes())
+    name = f"mlib_devel_py38-{key.hexdigest()[:12]}"
+    venv = CACHE / name
+    with _locked(name):
+        if not (venv / ".installed").is_file():
+            shutil.rmtree(venv, ignore_errors=True)
+            made = subprocess.run(
+                [str(py), "-m", "venv", str(venv)], capture_output=True, text=True
+            )
+            if made.returncode:
+                need(f"{py} cannot make a venv: {made.stderr.strip()[-400:]}")
+            # pip builds in the tree it installs from: xml2vhdl is installed from a copy.
+            src = CACHE / f"{name}-xml2vhdl"
+            shutil.rmtree(src, ignore_errors=True)
+            shutil.copytree(xml2vhdl, src)
+            pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+            got = subprocess.run(
+                [*pip, *reqs, str(src)], capture_output=True, text=True, timeout=900
+            )
+            shutil.rmtree(src, ignore_errors=True)
+            if got.returncode:
+                shutil.rmtree(venv, ignore_errors=True)
+                need(f"installing mlib_devel's requirements failed: {got.stderr[-800:]}")
+            (venv / ".installed").write_text("\n".join(reqs) + "\n")
+    return venv / "bin" / "python"
+
+
+@dataclass
+class MlibRun:
+    """mlib_devel's run of the example design, and this project's own build of it."""
+
+    checkout: Path  # the scratch mlib_devel with the overlay installed
+    changed: list[Path]  # files of the reference tree the install changed
+    added: list[Path]  # files the install added
+    build: Path  # mlib_devel's compile directory
+    log: str  # exec_flow.py's output
+    vivado_log: Path  # the stand-in's record of gogogo.tcl
+    standin: BuildResult  # `casper400g build` of the same jasper.per
+
+
+# The reference snapshot leaves out jasper_library/cit2csl.py (upstream mlib_devel has it),
+# which write_core_jam_info runs to convert core_info.jam.tab into .bin/.mem copies that
+# no AXI4-Lite platform reads. The scratch checkout gets an empty stand-in for it; nothing
+# here looks at those two files.
+CIT2CSL_STANDIN = "import sys\n\nsys.exit(0)\n"
+
+
+@pytest.fixture(scope="session")
+def mlib_run(tmp_path_factory: pytest.TempPathFactory) -> MlibRun:
+    tclsh = shutil.which("tclsh")
+    if tclsh is None:
+        need("tclsh not found (Debian package tcl)")
+    python = mlib_python()
+    root = tmp_path_factory.mktemp("mlib")
+    checkout = root / "mlib_devel"
+    shutil.copytree(reference("mlib_devel"), checkout, symlinks=True)
+    for p in checkout.rglob("*"):
+        if not p.is_symlink():
+            p.chmod(p.stat().st_mode | 0o200)
+    mlib_install.install(checkout, say=None)
+    if not (checkout / "jasper_library" / "cit2csl.py").exists():
+        (checkout / "jasper_library" / "cit2csl.py").write_text(CIT2CSL_STANDIN)
+    changed, added = _differences(reference("mlib_devel"), checkout)
+
+    # The stand-in runtime builds the design first: its jasper.per is what MATLAB's
+    # frontend would write, and its build tree is the differential reference.
+    standin_dir = root / "standin"
+    per = Design(EXAMPLE, platform="vpk180").to_jasper_per(standin_dir)
+    standin = Toolflow(per, standin_dir, progress=None).run(backend="none")
+
+    build = root / "build"
+    build.mkdir()
+    shutil.copyfile(per, build / "jasper.per")
+    (build / f"{MODEL}.slx").write_bytes(b"")  # exec_flow names the build after a model
+    fakebin = root / "bin"
+    fakebin.mkdir()
+    vivado = fakebin / "vivado"
+    vivado.write_text(
+        "#!/bin/sh\n# The backend runs: vivado -jou .. -log .. -mode batch -source <script>\n"
+        'for a; do last="$a"; done\n'
+        f'VIVADO_STUB_ANY=1 exec {tclsh} {STUB} "$last" "$(dirname "$last")/vivado_stub.log"\n'
+    )
+    vivado.chmod(0o755)
+    env = {
+        "PATH": f"{fakebin}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HOME": str(root),
+        "MLIB_DEVEL_PATH": str(checkout),
+        "HDL_ROOT": str(checkout / "jasper_library" / "hdl_sources"),
+        # Set, so exec_flow does not source a vivado_config.local for Xilinx's paths.
+        "XILINX_PATH": str(root / "no-xilinx"),
+    }
+    got = subprocess.run(
+        [
+            str(python),
+            "exec_flow.py",
+            "--middleware",
+            "--backend",
+            "-m",
+            str(build / f"{MODEL}.slx"),
+            "-c",
+            str(build),
+        ],
+        cwd=checkout / "jasper_library",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    log = got.stdout + got.stderr
+    assert got.returncode == 0, f"exec_flow.py failed ({got.returncode}):\n{log[-6000:]}"
+    return MlibRun(checkout, changed, added, build, log, build / "vivado_stub.log", standin)
+
+
+def _differences(ref: Path, checkout: Path) -> tuple[list[Path], list[Path]]:
+    changed, added = [], []
+    for f in sorted(p for p in checkout.rglob("*") if p.is_file()):
+        rel = f.relative_to(checkout)
+        orig = ref / rel
+        if not orig.is_file():
+            added.append(rel)
+        elif orig.read_bytes() != f.read_bytes():
+            changed.append(rel)
+    return changed, added

@@ -1,0 +1,111 @@
+"""`casper400g build` (the stand-in runtime) against mlib_devel's own middleware on the same
+jasper.per (the example design on the VPK180): the same devices at the same addresses, the
+same top-level ports, the same instances of the overlay's modules wired the same way, the
+same constraints and core_info.tab.
+
+Where the two runtimes differ by design, each uses its own implementation of the same
+thing: the bus decoder and register logic (mlib_devel: xml2vhdl's VHDL, ``cdc_synchroniser``
+and its ``sys_block_counter``; the stand-in: ``fhg_axil_interconnect``, ``fhg_sw_reg`` and
+``fhg_sys_block``). Those instances, and the wires only they use, are compared by what
+software sees (addresses, sizes, modes), not by their wiring.
+"""
+
+from __future__ import annotations
+
+import re
+
+from casperfpga_ext.fpg import parse_fpg
+
+from .conftest import MlibRun
+from .hdl_text import Top, parse_top
+
+MLIB_OWN = {"axi4lite_ic_wrapper", "cdc_synchroniser", "sys_block_counter"}
+STANDIN_OWN = {"fhg_axil_interconnect", "fhg_sw_reg", "fhg_sys_block"}
+
+
+def _tops(run: MlibRun) -> tuple[Top, Top]:
+    mlib = parse_top((run.build / "top.v").read_text())
+    ours = parse_top(run.standin.top_v.read_text())
+    return mlib, ours
+
+
+def test_core_info_is_the_same(mlib_run: MlibRun) -> None:
+    for name in ("core_info.tab", "core_info.jam.tab"):
+        mine = (mlib_run.standin.build_dir / name).read_text()
+        assert mine == (mlib_run.build / name).read_text(), name
+    # The .fpg header's ?register lines are core_info.tab's rows (name, base, size), the
+    # system block's sys_* registers included.
+    header = parse_fpg(mlib_run.standin.fpg_header)
+    rows = [line.split() for line in (mlib_run.build / "core_info.tab").read_text().splitlines()]
+    assert {n: (int(b, 16), int(s, 16)) for n, _m, b, s in rows} == {
+        n: (d.address, d.size) for n, d in header.devices.items()
+    }
+    assert {"sys_board_id", "sys_rev", "sys_rev_rcs", "sys_scratchpad", "sys_clkcounter"} <= set(
+        header.devices
+    )
+
+
+def test_memory_map_is_the_same(mlib_run: MlibRun) -> None:
+    """castro.yml's memory-mapped slaves (what mlib_devel's backend and software use)."""
+    text = (mlib_run.build / "castro.yml").read_text()
+    slaves = {
+        m.group("name"): (int(m.group("base")), int(m.group("span")), int(m.group("mode")))
+        for m in re.finditer(
+            r"- !!python/object:castro\.mm_slave\n\s+base_address: (?P<base>\d+)\n"
+            r"\s+high_address: \d+\n\s+mode: (?P<mode>\d)\n\s+name: (?P<name>\S+)\n"
+            r"\s+span: (?P<span>\d+)",
+            text,
+        )
+    }
+    mine = {
+        i.regname: (i.base, i.nbytes, {"rw": 3, "r": 1, "w": 2}[i.mode])
+        for i in mlib_run.standin.interfaces
+    }
+    assert slaves and slaves == mine
+
+
+def test_top_level_ports_are_the_same(mlib_run: MlibRun) -> None:
+    mlib, ours = _tops(mlib_run)
+    assert mlib.ports == ours.ports
+
+
+def test_instances_and_their_wiring_are_the_same(mlib_run: MlibRun) -> None:
+    mlib, ours = _tops(mlib_run)
+    shared_m = {n: i for n, i in mlib.instances.items() if i.module not in MLIB_OWN}
+    shared_o = {n: i for n, i in ours.instances.items() if i.module not in STANDIN_OWN}
+    assert set(shared_m) == set(shared_o)
+    for name, inst in shared_m.items():
+        other = shared_o[name]
+        assert (inst.module, inst.params) == (other.module, other.params), name
+        assert inst.conns == other.conns, name
+    # The runtime's own instances: one bus decoder each, one register per software
+    # register, the system block's counter.
+    assert sum(i.module == "axi4lite_ic_wrapper" for i in mlib.instances.values()) == 1
+    assert sum(i.module == "fhg_axil_interconnect" for i in ours.instances.values()) == 1
+    sw_m = {n for n, i in mlib.instances.items() if i.module == "cdc_synchroniser"}
+    sw_o = {n for n, i in ours.instances.items() if i.module == "fhg_sw_reg"}
+    assert sw_o == sw_m - {"sys_block_counter_cdc_inst"}
+
+
+def test_assignments_are_the_same(mlib_run: MlibRun) -> None:
+    """Clocks and resets (the bus decoder's own wiring and lint-only markers aside)."""
+    mlib, ours = _tops(mlib_run)
+
+    def shared(top: Top) -> set[tuple[str, str]]:
+        return {
+            (lhs, rhs)
+            for lhs, rhs in top.assigns
+            if not lhs.startswith(("m_axi4lite_", "axil_ic_", "unused_"))
+        }
+
+    assert shared(mlib) == shared(ours)
+    assert ("user_clk", "sys_clk") in shared(ours)
+
+
+def test_constraints_are_the_same(mlib_run: MlibRun) -> None:
+    def lines(text: str) -> set[str]:
+        return {ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")}
+
+    mine = lines((mlib_run.standin.build_dir / "top.xdc").read_text())
+    theirs = lines((mlib_run.build / "user_const.xdc").read_text())
+    assert mine == theirs

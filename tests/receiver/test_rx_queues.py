@@ -1,0 +1,260 @@
+"""One capture, several receive queues sharing one chunk stream: exact accounting.
+
+Expected counts come from a model written from the contract (receiver/README.md): each
+queue has its own window of `max_chunks` chunks that only its own packets move; a packet
+older than its queue's window is late; of the copies of one sequence number that are not
+late, exactly one is placed and the others are duplicates; every slot of the chunks from
+the first to the newest with data that holds no packet is lost. Nothing in it depends
+on how the queue threads interleave, so the counts are exact whatever the timing.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import casper400g_rx as rx
+from casper400g_rx.faults import faulty_schedule
+
+PAYLOAD = 8192
+NO_STALL_MS = 60_000  # timing cannot pass a queue over in these tests
+
+
+@dataclass
+class Expected:
+    placed: set[int]
+    late: int
+    duplicate: int
+    lost: int
+    chunks: set[int]
+
+
+def model(
+    schedule: np.ndarray, queue_of: np.ndarray, queues: int, ppc: int, max_chunks: int
+) -> Expected:
+    heads = [0] * queues  # first_chunk=0
+    placed: set[int] = set()
+    late = duplicate = 0
+    for seq, q in zip(schedule.tolist(), queue_of.tolist(), strict=True):
+        cid = seq // ppc
+        if cid < heads[q]:
+            late += 1
+            continue
+        if cid - heads[q] >= max_chunks:
+            heads[q] = cid - max_chunks + 1
+        if seq in placed:
+            duplicate += 1
+        else:
+            placed.add(seq)
+    chunks = {s // ppc for s in placed}
+    lost = (max(chunks) + 1) * ppc - len(placed)
+    return Expected(placed, late, duplicate, lost, chunks)
+
+
+def run(cap: rx.Capture, timeout: float = 30.0) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    out = {}
+    with cap:
+        for chunk in cap.chunks(timeout=timeout):
+            assert chunk.chunk_id not in out, "a chunk id was handed out twice"
+            out[chunk.chunk_id] = (chunk.present.copy(), chunk.data.copy())
+            chunk.release()
+    assert cap.finished
+    return out
+
+
+def check(
+    cap: rx.Capture, chunks: dict[int, tuple[np.ndarray, np.ndarray]], e: Expected, ppc: int
+) -> None:
+    s = cap.stats
+    assert s.queue_stalls == 0
+    assert (s.late, s.duplicate, s.lost, s.rejected) == (e.late, e.duplicate, e.lost, 0)
+    assert s.packets == len(e.placed)
+    assert s.bytes == s.packets * PAYLOAD
+    assert s.received == s.packets + s.late + s.duplicate
+    assert s.chunks == len(e.chunks)
+    assert set(chunks) == e.chunks
+    for cid, (present, data) in chunks.items():
+        want = np.array([cid * ppc + k in e.placed for k in range(ppc)])
+        np.testing.assert_array_equal(present, want)
+        seqs = cid * ppc + np.flatnonzero(present)
+        np.testing.assert_array_equal(data[present], rx.example_payloads(seqs, PAYLOAD))
+
+
+def generator(
+    schedule: np.ndarray, queue_of: np.ndarray, queues: int, ppc: int, max_chunks: int, **kw
+) -> rx.Capture:
+    return rx.Capture(
+        "mem",
+        schedule=schedule,
+        queue_of=queue_of,
+        queues=queues,
+        packets_per_chunk=ppc,
+        max_chunks=max_chunks,
+        first_chunk=0,
+        stall_timeout_ms=NO_STALL_MS,
+        **kw,
+    )
+
+
+@pytest.mark.parametrize("queues", [2, 3])
+def test_round_robin_queues_fill_one_chunk_stream(queues: int) -> None:
+    ppc, n = 64, 20
+    cap = rx.Capture(
+        "mem", count=ppc * n, queues=queues, packets_per_chunk=ppc, max_chunks=2, first_chunk=0
+    )
+    chunks = run(cap)
+    assert sorted(chunks) == list(range(n))
+    for cid, (present, data) in chunks.items():
+        assert present.all()
+        np.testing.assert_array_equal(data, rx.example_chunk(cid, ppc))
+    s = cap.stats
+    assert (s.packets, s.lost, s.late, s.duplicate, s.queue_stalls) == (ppc * n, 0, 0, 0, 0)
+    assert s.queues == queues
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("queues", [2, 4])
+def test_faults_spread_over_queues_match_the_model(seed: int, queues: int) -> None:
+    ppc, n, window = 32, 30, 3
+    rng = np.random.default_rng(seed)
+    f = faulty_schedule(n, ppc, window, rng)
+    # Round-robin by position, so a delayed packet and its duplicate land on other queues
+    # than their neighbours: reordering across queues as well as within one.
+    queue_of = np.arange(len(f.schedule)) % queues
+    e = model(f.schedule, queue_of, queues, ppc, window)
+    assert e.late and e.duplicate and e.lost
+    cap = generator(f.schedule, queue_of, queues, ppc, window, n_chunks=8)
+    check(cap, run(cap), e, ppc)
+
+
+def test_every_packet_twice_on_two_queues_counts_one_duplicate_each() -> None:
+    ppc, n = 64, 12
+    seqs = np.arange(ppc * n, dtype=np.uint64)
+    schedule = np.concatenate([seqs, seqs])
+    queue_of = np.repeat([0, 1], len(seqs))
+    e = model(schedule, queue_of, 2, ppc, n)
+    assert (e.duplicate, e.late, e.lost) == (ppc * n, 0, 0)
+    cap = generator(schedule, queue_of, 2, ppc, n)
+    check(cap, run(cap), e, ppc)
+
+
+def test_queues_carrying_alternate_half_chunks_out_of_step() -> None:
+    # Queue 0 carries the first half of every chunk, queue 1 the second half in reverse
+    # chunk order inside blocks of 4 chunks: the queues disagree about where the stream is.
+    ppc, n = 64, 32
+    seqs = np.arange(ppc * n)
+    q1 = (seqs % ppc) >= ppc // 2
+    first = seqs[~q1]
+    second = seqs[q1].reshape(n // 4, 4, ppc // 2)[:, ::-1, :].reshape(-1)
+    schedule = np.concatenate([first, second]).astype(np.uint64)
+    queue_of = np.concatenate([np.zeros(len(first), int), np.ones(len(second), int)])
+    e = model(schedule, queue_of, 2, ppc, 4)
+    assert e.late == 0 and e.lost == 0
+    cap = generator(schedule, queue_of, 2, ppc, 4, n_chunks=6)
+    check(cap, run(cap), e, ppc)
+
+
+def test_a_queue_that_ends_early_does_not_hold_chunks_back() -> None:
+    # Queue 1 delivers a few packets and ends; the pool has one chunk to spare, so the
+    # stream only completes if chunks stop waiting for the ended queue at once.
+    ppc, n = 64, 24
+    seqs = np.arange(ppc * n, dtype=np.uint64)
+    queue_of = np.zeros(len(seqs), int)
+    queue_of[1:8] = 1
+    e = model(seqs, queue_of, 2, ppc, 2)
+    cap = generator(seqs, queue_of, 2, ppc, 2, n_chunks=3)
+    t0 = time.monotonic()
+    check(cap, run(cap, timeout=20.0), e, ppc)
+    assert time.monotonic() - t0 < 15.0
+
+
+def test_overload_on_emulated_nic_queues_is_counted_exactly() -> None:
+    # Offered far above what this machine's receive threads take: the rings overflow and
+    # every packet is either placed or counted as a NIC drop; the holes are the lost slots.
+    # 3x the two rings' 16384 slots each arrive within ~20 ms.
+    ppc, count = 256, 256 * 400
+    cap = rx.Capture(
+        "mem",
+        count=count,
+        nic_rate_gbps=400.0,
+        fill=False,
+        queues=2,
+        packets_per_chunk=ppc,
+        max_chunks=4,
+        first_chunk=0,
+        policy="drop_oldest",
+        stall_timeout_ms=NO_STALL_MS,
+    )
+    with cap:
+        for chunk in cap.chunks(timeout=30.0):
+            chunk.release()
+    s = cap.stats
+    drops = rx._core.emu_nic_drops(cap._cap)
+    assert drops > 0
+    assert s.received + drops == count
+    assert (s.late, s.duplicate, s.rejected, s.queue_stalls) == (0, 0, 0, 0)
+    assert s.packets == s.received
+    # Slots of chunks 0 .. newest: placed or lost. Drops past the newest chunk are not slots.
+    assert (s.packets + s.lost) % ppc == 0
+    assert s.lost <= drops
+
+
+def test_a_stalled_udp_queue_is_passed_over_and_counted() -> None:
+    # Two SO_REUSEPORT sockets, one flow: the kernel puts every datagram on one socket,
+    # and the other queue's thread waits in poll() with its window at the stream's start.
+    # With a pool of max_chunks + 2 the stream can only flow once that queue is passed over.
+    ppc, n = 64, 40
+    total = ppc * n
+    allowed = sorted(os.sched_getaffinity(0))
+    cap = rx.Capture(
+        "udp",
+        bind="127.0.0.1:0",
+        threads=2,
+        cpus=[allowed[0], allowed[-1]],
+        packets_per_chunk=ppc,
+        max_chunks=2,
+        n_chunks=4,
+        first_chunk=0,
+        stall_timeout_ms=20,
+    )
+    got: dict[int, np.ndarray] = {}
+    with cap:
+        sender = rx.Sender(port=cap.port, count=total, rate_gbps=1.0, streams=1)
+        thread = threading.Thread(target=sender.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline:
+            for chunk in cap.chunks(timeout=0.1):
+                got[chunk.chunk_id] = chunk.present.copy()
+                chunk.release()
+            s = cap.stats
+            if not thread.is_alive() and s.received + s.kernel_drops >= total:
+                break
+        delivered_while_running = len(got)
+        cap.stop()
+        for chunk in cap.chunks(timeout=5.0):
+            got[chunk.chunk_id] = chunk.present.copy()
+            chunk.release()
+    s = cap.stats
+    assert s.queue_stalls >= 1
+    assert delivered_while_running >= n - 2  # chunks flowed, not only the final flush
+    assert s.kernel_drops == 0
+    assert (s.packets, s.lost, s.late, s.duplicate) == (total, 0, 0, 0)
+    assert sorted(got) == list(range(n))
+    assert all(p.all() for p in got.values())
+
+
+def test_bad_queue_assignments_name_the_value() -> None:
+    with pytest.raises(ValueError, match="queue_of\\[1\\] = 5"):
+        rx.Capture("mem", schedule=[0, 1], queue_of=[0, 5], queues=2)
+    with pytest.raises(ValueError, match="queue_of has 1 entries for 2 packets"):
+        rx.Capture("mem", schedule=[0, 1], queue_of=[0], queues=2)
+    with pytest.raises(ValueError, match=r"queues must be 1\.\.1024, got 0"):
+        rx.Capture("mem", count=4, queues=0)
+    with pytest.raises(ValueError, match="stall_timeout_ms must be > 0"):
+        rx.Capture("mem", count=4, stall_timeout_ms=0)
