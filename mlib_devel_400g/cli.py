@@ -102,7 +102,7 @@ def _synth_timing(args: argparse.Namespace) -> int:
         net = Path(tmp) / "netlist.json"
         try:
             result = synth.run(top=args.top, flatten=True, netlist_out=net)
-            report = timing.analyse_file(net, limit=args.limit)
+            report = timing.analyse_file(net, limit=args.limit or timing.LIMIT)
         except (synth.SynthError, timing.TimingError) as exc:
             print(f"synth: {exc}", file=sys.stderr)
             return 1
@@ -319,7 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     synth_p.add_argument(
         "--limit",
         type=int,
-        default=6,
+        default=None,
         help="with --timing: most logic levels a path may have (default 6); exit 1 above it",
     )
     synth_p.set_defaults(func=_cmd_synth)
