@@ -4,7 +4,8 @@
 `addressing` parses MAC/IP/port values in the forms casperfpga users write; `transport`
 reaches the board's devices (mmap or KATCP; big-endian words, as casperfpga's ``?read``); `fpg`
 reads and writes .fpg headers; `gbe` is the core with casperfpga's Gbe API; `fpga` ties
-them together and registers the core with casperfpga when it is installed;
+them together; importing the package registers the core with casperfpga when casperfpga
+is installed (``CASPERFPGA_REGISTERED``);
 `board_server` is the KATCP server that runs on the board; `tap` answers ARP and ICMP echo
 in software through the core's CPU buffers (``FourHundredGbe.tap_start``).
 """
@@ -12,12 +13,16 @@ in software through the core's CPU buffers (``FourHundredGbe.tap_start``).
 from . import addressing, fhg_regmap
 from .board_server import BoardServer, MmapWindow
 from .fpg import FpgBlock, FpgDevice, FpgHeader, GbeInfo, find_gbes, parse_fpg, write_fpg_header
-from .fpga import DeviceContainer, Fpga, register_with_casperfpga
+from .fpga import DeviceContainer, Fpga, register_on_import, register_with_casperfpga
 from .gbe import FourHundredGbe, ReadBackError
 from .tap import Tap, TapError
 from .transport import KatcpError, KatcpTransport, MmapTransport, Transport, read_uint, write_uint
 
+# casperfpga builds FourHundredGbe for every xps:fourhundred_gbe block (fpga.gbes.gbe0).
+CASPERFPGA_REGISTERED = register_on_import()
+
 __all__ = [
+    "CASPERFPGA_REGISTERED",
     "BoardServer",
     "DeviceContainer",
     "FourHundredGbe",

@@ -38,9 +38,10 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from .fpg import FpgDevice, FpgHeader, parse_fpg_header
+from .board_sensors import Sensor, design_sensors
+from .fpg import GBE_TAG, FpgDevice, FpgHeader, parse_fpg_header
 from .transport import WORD_BYTES, MmapTransport, katcp_escape, katcp_unescape
 
 DEFAULT_PORT = 7147
@@ -55,6 +56,10 @@ SERVER_VERSION = "0.1"
 _NUMBER = re.compile(r"^(0[xX][0-9a-fA-F]{1,16}|[0-9]{1,20})$")
 _NAME = re.compile(rb"^[A-Za-z][A-Za-z0-9-]*$")
 _REQUEST = re.compile(rb"^\?([^\[\] \t]*)(\[[0-9]+\])?$")
+_WORD_BIT = re.compile(r"^([0-9]{1,10}|0[xX][0-9a-fA-F]{1,8})(?::([0-9]{1,2}))?$")
+LOG_LEVELS = ("all", "trace", "debug", "info", "warn", "error", "fatal", "off")
+# The sys_block register a file-backed window advances (see ClockedWindow).
+CLOCK_COUNTER = "sys_clkcounter"
 
 
 class Window(Protocol):
@@ -67,7 +72,8 @@ class Window(Protocol):
     def listdev(self) -> list[str]: ...
 
 
-WindowFactory = Callable[[Iterable[FpgDevice]], Window]
+if TYPE_CHECKING:  # aliases for annotations only: Python 3.8 cannot subscript these
+    WindowFactory = Callable[[Iterable[FpgDevice]], Window]
 
 
 class MmapWindow:
@@ -78,10 +84,17 @@ class MmapWindow:
     is refused rather than mapped beyond what the platform decodes.
     """
 
-    def __init__(self, path: str | os.PathLike[str], base: int = 0, size: int | None = None):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        base: int = 0,
+        size: int | None = None,
+        clock_hz: float | None = None,
+    ):
         self.path, self.base, self.size = Path(path), base, size
+        self.clock_hz = clock_hz
 
-    def __call__(self, devices: Iterable[FpgDevice]) -> MmapTransport:
+    def __call__(self, devices: Iterable[FpgDevice]) -> Window:
         devs = list(devices)
         end = self.base + self.size if self.size is not None else None
         for d in devs:
@@ -93,9 +106,47 @@ class MmapWindow:
                 )
         span = max((d.address + d.size - self.base for d in devs), default=WORD_BYTES)
         length = self.size if self.size is not None else span
-        return MmapTransport(
+        mapped = MmapTransport(
             self.path, {d.name: (d.address - self.base, d.size) for d in devs}, self.base, length
         )
+        if self.clock_hz is None:
+            return mapped
+        return ClockedWindow(mapped, self.clock_hz)
+
+
+class ClockedWindow:
+    """A window whose ``sys_clkcounter`` counts at ``clock_hz`` from when it was mapped.
+
+    On a board the sys_block's counter runs with the FPGA clock; in a regular file (the
+    tests, a design served without hardware) nothing would move it, and casperfpga's
+    ``estimate_fpga_clock()`` would read 0 MHz. Reads of that register return the wall
+    time since mapping times ``clock_hz``, modulo 2^32; everything else, writes to it
+    included, goes to the file.
+    """
+
+    def __init__(self, inner: Window, clock_hz: float) -> None:
+        if not clock_hz > 0:
+            raise ValueError(f"clock {clock_hz!r} Hz: must be positive")
+        self.inner, self.clock_hz = inner, clock_hz
+        self._start = time.monotonic()
+
+    def read(self, device_name: str, size: int, offset: int = 0) -> bytes:
+        data = self.inner.read(device_name, size, offset)
+        if device_name != CLOCK_COUNTER or offset != 0:
+            return data
+        ticks = int((time.monotonic() - self._start) * self.clock_hz) & 0xFFFFFFFF
+        return ticks.to_bytes(WORD_BYTES, "big") + data[WORD_BYTES:]
+
+    def blindwrite(self, device_name: str, data: bytes, offset: int = 0) -> None:
+        self.inner.blindwrite(device_name, data, offset)
+
+    def listdev(self) -> list[str]:
+        return self.inner.listdev()
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()
 
 
 class RequestError(Exception):
@@ -141,7 +192,8 @@ class Connection:
             await self.writer.drain()
 
 
-Handler = Callable[[Connection, list[bytes]], Awaitable[list[bytes | str | int]]]
+if TYPE_CHECKING:
+    Handler = Callable[[Connection, list[bytes]], Awaitable[list[bytes | str | int]]]
 
 
 class BoardServer:
@@ -189,15 +241,37 @@ class BoardServer:
             b"meta": (self._meta, "?meta [block]: the design's ?meta lines"),
             b"read": (self._read, "?read device offset length: raw bytes"),
             b"write": (self._write, "?write device offset data: raw bytes"),
-            b"wordread": (self._wordread, "?wordread device word-offset: one word in hex"),
-            b"wordwrite": (self._wordwrite, "?wordwrite device word-offset hex-value"),
+            b"wordread": (self._wordread, "?wordread device word[:bit] [count]: words in hex"),
+            b"wordwrite": (self._wordwrite, "?wordwrite device word[:0] hex-value"),
             b"fpgastatus": (self._fpgastatus, "?fpgastatus: ok when a design is mapped"),
             b"progdev": (self._progdev, "?progdev [file.fpg]: program and map a design"),
             b"progremote": (self._progremote, "?progremote port: receive an .fpg and program"),
             b"help": (self._help, "?help [request]: the requests"),
             b"watchdog": (self._watchdog, "?watchdog: ping"),
             b"version-list": (self._version_list, "?version-list: versions"),
+            b"status": (self._status, "?status: ok when a design is mapped"),
+            b"listbof": (self._listbof, "?listbof: the .fpg files ?progdev can load"),
+            b"sensor-list": (self._sensor_list, "?sensor-list [name]: the sensors"),
+            b"sensor-value": (self._sensor_value, "?sensor-value [name]: read sensors"),
+            b"sensor-sampling": (
+                self._sensor_sampling,
+                "?sensor-sampling name [none]: only 'none' (poll with ?sensor-value)",
+            ),
+            b"client-list": (self._client_list, "?client-list: the connected clients"),
+            b"log-level": (self._log_level, "?log-level [level]: the #log threshold"),
+            b"halt": (self._halt, "?halt: refused (stop the server process instead)"),
+            b"restart": (self._halt, "?restart: refused (restart the server process)"),
+            b"tap-info": (self._tap_info, "?tap-info [name]: no board-side taps (none listed)"),
+            b"tap-start": (self._no_tap, "?tap-start: refused, see FourHundredGbe.tap_start"),
+            b"tap-stop": (self._no_tap, "?tap-stop: refused, see FourHundredGbe.tap_stop"),
+            b"tap-arp-reload": (self._no_tap, "?tap-arp-reload: refused, no board-side tap"),
+            b"tap-arp-config": (self._no_tap, "?tap-arp-config: refused, no board-side tap"),
+            b"tap-dhcp": (self._no_tap, "?tap-dhcp: refused, the 400GbE core has no DHCP"),
+            b"tap-multicast-add": (self._no_tap, "?tap-multicast-add: refused, no IGMP"),
+            b"tap-multicast-remove": (self._no_tap, "?tap-multicast-remove: refused, no IGMP"),
+            b"igmp-version": (self._no_tap, "?igmp-version: refused, no IGMP"),
         }
+        self.log_level = "info"
 
     # ------------------------------------------------------------------ design
     def _load(self, data: bytes, source: str) -> FpgHeader:
@@ -215,6 +289,14 @@ class BoardServer:
         self.header = header
         self.devices = dict(header.devices)
         return header
+
+    @property
+    def sensors(self) -> dict[str, Sensor]:
+        """The sensors of the mapped design's 400GbE cores."""
+        if self.header is None:
+            return {}
+        cores = [b.name for b in self.header.blocks.values() if b.tag == GBE_TAG]
+        return design_sensors(c for c in cores if c in self.devices)
 
     def _unmap(self) -> None:
         self.header = None
@@ -340,20 +422,45 @@ class BoardServer:
         self._access(lambda: window.blindwrite(name, data, offset), name, offset, len(data))
         return []
 
+    def _word_bit(self, raw: bytes) -> tuple[int, int]:
+        """``word[:bit]`` as casperfpga sends it (``?wordread dev 0:0 1``)."""
+        text = raw.decode("ascii", "replace")
+        match = _WORD_BIT.match(text)
+        if match is None:
+            raise RequestError(f"word offset {text[:40]!r}: expected word[:bit]")
+        word = int(match.group(1), 0)
+        bit = int(match.group(2) or 0)
+        if bit > 31:
+            raise RequestError(f"bit offset {bit} in {text!r}: outside 0..31")
+        return word, bit
+
     async def _wordread(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        """``n`` words (default 1) from ``word``; with ``:bit`` each 32-bit value starts
+        ``bit`` bits into its word (bit 0 the most significant, as the data are sent)."""
         if len(args) not in (2, 3):
-            raise RequestError("usage: ?wordread device word-offset")
+            raise RequestError("usage: ?wordread device word[:bit] [count]")
         name = self._device(args[0])
-        offset = WORD_BYTES * parse_int(args[1], "word offset")
+        word, bit = self._word_bit(args[1])
+        count = parse_int(args[2], "count") if len(args) == 3 else 1
+        if not 0 < count <= MAX_TRANSFER // WORD_BYTES - 1:
+            raise RequestError(f"count {count}: outside 1..{MAX_TRANSFER // WORD_BYTES - 1}")
+        offset = WORD_BYTES * word
+        size = WORD_BYTES * (count + (1 if bit else 0))
         window = self.window
         assert window is not None
-        data = self._access(lambda: window.read(name, WORD_BYTES, offset), name, offset, 4)
-        return [f"0x{int.from_bytes(data, 'big'):08x}"]
+        data = self._access(lambda: window.read(name, size, offset), name, offset, size)
+        value = int.from_bytes(data, "big")
+        if bit:
+            value = (value << bit) >> 32 & ((1 << (32 * count)) - 1)
+        return [f"0x{(value >> (32 * (count - 1 - k))) & 0xFFFFFFFF:08x}" for k in range(count)]
 
     async def _wordwrite(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
-        self._need(args, 3, "?wordwrite device word-offset hex-value")
+        self._need(args, 3, "?wordwrite device word[:0] hex-value")
         name = self._device(args[0])
-        offset = WORD_BYTES * parse_int(args[1], "word offset")
+        word, bit = self._word_bit(args[1])
+        if bit:
+            raise RequestError(f"?wordwrite writes whole words: bit offset {bit} is not 0")
+        offset = WORD_BYTES * word
         data = parse_hex(args[2], "value").to_bytes(WORD_BYTES, "big")
         window = self.window
         assert window is not None
@@ -437,6 +544,91 @@ class BoardServer:
         finally:
             listener.close()
 
+    async def _status(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        # casperfpga's program() falls back on ?status when no "#fpga ready" came.
+        if self.window is None or not self.devices:
+            raise RequestError("no design is mapped")
+        return []
+
+    async def _listbof(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        names = sorted(p.name for p in self.fpg_dir.glob("*.fpg") if p.is_file())
+        for name in names:
+            await conn.send(format_message(b"#", b"listbof", [name]))
+        return [len(names)]
+
+    def _chosen_sensors(self, args: list[bytes], usage: str) -> list[Sensor]:
+        if len(args) > 1:
+            raise RequestError(f"usage: {usage}")
+        sensors = self.sensors
+        if not args:
+            return list(sensors.values())
+        name = args[0].decode("utf-8", "replace")
+        if name not in sensors:
+            raise RequestError(f"unknown sensor {name[:80]!r}")
+        return [sensors[name]]
+
+    async def _sensor_list(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        chosen = self._chosen_sensors(args, "?sensor-list [name]")
+        for s in chosen:
+            fields = [s.name, s.description, s.units, s.type, *s.params()]
+            await conn.send(format_message(b"#", b"sensor-list", fields))
+        return [len(chosen)]
+
+    async def _sensor_value(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        chosen = self._chosen_sensors(args, "?sensor-value [name]")
+        for s in chosen:
+            status, value = s.reading(self.window)
+            stamp = f"{time.time():.6f}"
+            await conn.send(
+                format_message(b"#", b"sensor-value", [stamp, 1, s.name, status, value])
+            )
+        return [len(chosen)]
+
+    async def _sensor_sampling(
+        self, conn: Connection, args: list[bytes]
+    ) -> list[bytes | str | int]:
+        if len(args) not in (1, 2):
+            raise RequestError("usage: ?sensor-sampling name [none]")
+        name = self._chosen_sensors(args[:1], "?sensor-sampling name")[0].name
+        strategy = args[1].decode("utf-8", "replace") if len(args) == 2 else "none"
+        if strategy != "none":
+            raise RequestError(
+                f"sampling strategy {strategy[:40]!r} is not offered: poll ?sensor-value"
+            )
+        return [name, "none"]
+
+    async def _client_list(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        clients = list(self._clients)
+        for c in clients:
+            peer = c.writer.get_extra_info("peername") or ("?", 0)
+            await conn.send(format_message(b"#", b"client-list", [f"{peer[0]}:{peer[1]}"]))
+        return [len(clients)]
+
+    async def _log_level(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        if len(args) > 1:
+            raise RequestError("usage: ?log-level [level]")
+        if args:
+            level = args[0].decode("utf-8", "replace")
+            if level not in LOG_LEVELS:
+                raise RequestError(f"unknown log level {level[:40]!r}; known: {LOG_LEVELS}")
+            self.log_level = level
+        return [self.log_level]
+
+    async def _halt(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        # A client must not be able to take the board's only server down for everyone.
+        raise RequestError("not allowed over KATCP: stop or restart the board-server process")
+
+    async def _tap_info(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        # No tap runs on the board (FourHundredGbe.tap_start runs it in the client), so
+        # casperfpga's deprogram() finds no multicast subscription to drop.
+        return [0]
+
+    async def _no_tap(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        raise RequestError(
+            "the board has no tap driver: the 400GbE core's software ARP/ICMP loop runs in "
+            "the client (FourHundredGbe.tap_start); it has no DHCP and no IGMP"
+        )
+
     async def _help(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
         names = list(self._handlers) if not args else [args[0]]
         for name in names:
@@ -464,7 +656,10 @@ class BoardServer:
 
     # ------------------------------------------------------------------ wire
     async def _log(self, level: str, message: str, conn: Connection | None = None) -> None:
-        line = format_message(b"#", b"log", [level, int(time.time() * 1000), SERVER_NAME, message])
+        if LOG_LEVELS.index(level) < LOG_LEVELS.index(self.log_level):
+            return
+        # KATCP v5: timestamps in seconds.
+        line = format_message(b"#", b"log", [level, f"{time.time():.3f}", SERVER_NAME, message])
         if conn is None:
             await self._broadcast(line)
         else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from typing import Any
 
 from .fpg import GBE_TAG, FpgHeader, find_gbes, parse_fpg
@@ -48,6 +49,9 @@ class Fpga:
             self.transport = host_or_transport
             self.host = getattr(host_or_transport, "host", "")
         self.gbes = DeviceContainer()
+        # casperfpga's containers a core looks into (post_create_update): none here.
+        self.registers = DeviceContainer()
+        self.snapshots = DeviceContainer()
         self.header: FpgHeader | None = None
         if fpg is not None:
             self.get_system_information(fpg)
@@ -74,8 +78,10 @@ class Fpga:
         self.gbes = DeviceContainer()
         for info in find_gbes(header):
             self.gbes[info.name] = FourHundredGbe(
-                self.transport, info.name, info.address, info.size, info.meta
+                self, info.name, info.address, info.size, info.meta
             )
+        for gbe in self.gbes.values():
+            gbe.post_create_update(header.blocks)
 
     def read(self, device_name: str, size: int, offset: int = 0) -> bytes:
         return self.transport.read(device_name, size, offset)
@@ -86,8 +92,21 @@ class Fpga:
     def listdev(self) -> list[str]:
         return self.transport.listdev()
 
+    def write(self, device_name: str, data: bytes, offset: int = 0) -> None:
+        """Write and check that the data read back (casperfpga's ``write``)."""
+        self.transport.blindwrite(device_name, data, offset)
+        got = self.transport.read(device_name, len(data), offset)
+        if got != data:
+            raise OSError(f"{device_name}+{offset:#x}: wrote {data.hex()}, read {got.hex()}")
+
     def is_connected(self) -> bool:
         return self.transport.is_connected()
+
+    def disconnect(self) -> None:
+        """Close the connection to the board (casperfpga's ``disconnect``)."""
+        close = getattr(self.transport, "close", None)
+        if close is not None:
+            close()
 
     def read_uint(self, device_name: str, word_offset: int = 0) -> int:
         return read_uint(self.transport, device_name, 4 * word_offset)
@@ -123,10 +142,27 @@ def register_with_casperfpga() -> bool:
     """
     try:
         module = importlib.import_module("casperfpga.casperfpga")
-    except ImportError:
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("casperfpga", "casperfpga.casperfpga"):
+            raise  # casperfpga is there but one of its dependencies is missing
         return False
     table = getattr(module, "CASPER_MEMORY_DEVICES", None)
     if not isinstance(table, dict):
         raise RuntimeError("casperfpga.casperfpga has no CASPER_MEMORY_DEVICES table")
     table[GBE_TAG] = {"class": FourHundredGbe, "container": "gbes"}
     return True
+
+
+def register_on_import() -> bool:
+    """``register_with_casperfpga()`` for ``import casperfpga_ext``: a casperfpga that is
+    installed but fails to import must not stop casperfpga_ext from working without it."""
+    try:
+        return register_with_casperfpga()
+    except Exception as exc:  # casperfpga's own import error, whatever its type
+        warnings.warn(
+            f"casperfpga is installed but could not be imported ({type(exc).__name__}: "
+            f"{exc}); FourHundredGbe is not registered with it",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return False

@@ -30,10 +30,9 @@ import struct
 import threading
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .gbe import FourHundredGbe
+from .addressing import parse_ip, parse_mac
 
 LOG = logging.getLogger(__name__)
 
@@ -200,6 +199,26 @@ def _answer_ipv4(
     return Answer(ICMP_REPLIED, ETH.pack(src_mac, own_mac, ETH_IPV4) + header + body)
 
 
+class TapCore(Protocol):
+    """What the tap needs from a core (``gbe.FourHundredGbe`` has it)."""
+
+    name: str
+
+    @property
+    def mac(self) -> Any: ...
+
+    @property
+    def ip_address(self) -> Any: ...
+
+    def read_field(self, reg_name: str, field_name: str) -> int: ...
+
+    def write_field(self, reg_name: str, field_name: str, value: int) -> None: ...
+
+    def read_cpu_frame(self) -> bytes | None: ...
+
+    def send_cpu_frame(self, frame: bytes, timeout: float = 1.0) -> None: ...
+
+
 class Tap:
     """The ARP/ICMP loop of one core: ``poll()`` one frame, or ``start()`` a thread.
 
@@ -211,7 +230,7 @@ class Tap:
 
     def __init__(
         self,
-        gbe: FourHundredGbe,
+        gbe: TapCore,
         *,
         arp: bool = True,
         icmp: bool = True,
@@ -258,8 +277,8 @@ class Tap:
         self.frames += 1
         result = answer(
             frame,
-            self.gbe.mac,
-            self.gbe.ip_address,
+            parse_mac(self.gbe.mac),
+            parse_ip(self.gbe.ip_address),
             self.gbe.read_field("ttl", "ttl"),
             arp=self.arp,
             icmp=self.icmp,

@@ -124,7 +124,7 @@ class Instance:
         if iface is None:
             raise VerilogError(f"{self.name}: no AXI4-Lite interface {regname!r} in the top")
         for sig, _d, _width in AXIL_SIGNALS:
-            if sig in ("awaddr", "araddr"):
+            if sig in ADDRESS_SIGNALS:
                 self.add_port(
                     prefix + sig,
                     f"{iface.signal(sig)}[{iface.addr_width - 1}:0]",

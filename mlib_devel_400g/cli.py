@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from . import __version__
+from .paths import NotACheckout
 
 
 def _cmd_simulink_gen(args: argparse.Namespace) -> int:
@@ -28,11 +29,20 @@ def _cmd_simulink_gen(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_regs(args: argparse.Namespace) -> int:
-    from . import paths, regs_gen
+def _dev_tools() -> None:
+    """Put the checkout's developer tools on sys.path, or say why they are not there."""
+    from . import paths
 
     paths.require_source_tree()
-    print(f"compiling {paths.REGS_RDL.relative_to(paths.REPO_ROOT)}", flush=True)
+
+
+def _cmd_regs(args: argparse.Namespace) -> int:
+    _dev_tools()
+    from casper400g_dev import checkout, regs_gen
+
+    from . import paths
+
+    print(f"compiling {paths.REGS_RDL.relative_to(checkout.ROOT)}", flush=True)
     files = regs_gen.render_all()
     if args.check:
         stale = regs_gen.stale_files(files)
@@ -50,7 +60,8 @@ def _cmd_regs(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from . import demo
+    _dev_tools()
+    from casper400g_dev import demo
 
     return demo.run(verbose=args.verbose)
 
@@ -58,7 +69,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from . import bench_tx
+    _dev_tools()
+    from casper400g_dev import bench_tx
 
     sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else None
     return bench_tx.run(
@@ -152,7 +164,11 @@ def _cmd_build(args: argparse.Namespace) -> int:
     if args.lint:
         from .toolflow import lint
 
-        proc = lint(result.build_dir)
+        try:
+            proc = lint(result.build_dir)
+        except ToolflowError as exc:
+            print(f"build: {exc}", file=sys.stderr)
+            return 1
         print(
             f"[lint]   verilator --lint-only -Wall: {'clean' if proc.returncode == 0 else 'FAILED'}"
         )
@@ -210,6 +226,10 @@ def _cmd_rx(args: argparse.Namespace) -> int:
     return _run_rx(args.rx_args)
 
 
+# A file-backed window's sys_clkcounter counts the example design's user clock.
+DEFAULT_FILE_CLOCK_MHZ = 390.625
+
+
 def _cmd_board_server(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
@@ -228,7 +248,12 @@ def _cmd_board_server(args: argparse.Namespace) -> int:
         header = parse_fpg(fpg)
     except (OSError, ValueError) as exc:
         return fail(str(exc))
-    window = MmapWindow(args.mem, args.base, args.size)
+    clock_hz = None
+    if args.sys_clk_mhz is not None:
+        clock_hz = args.sys_clk_mhz * 1e6
+    elif Path(args.mem).is_file():
+        clock_hz = DEFAULT_FILE_CLOCK_MHZ * 1e6
+    window = MmapWindow(args.mem, args.base, args.size, clock_hz=clock_hz if clock_hz else None)
     try:
         server = BoardServer(
             window,
@@ -396,6 +421,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="command that loads a bitstream, {pdi} = its path (e.g. 'fpgautil -b {pdi}')",
     )
     board.add_argument("--fpg-dir", help="where ?progdev finds .fpg files (default: --fpg's)")
+    board.add_argument(
+        "--sys-clk-mhz",
+        type=float,
+        help="advance sys_clkcounter at this clock on reads (default: "
+        f"{DEFAULT_FILE_CLOCK_MHZ} when --mem is a regular file, where nothing else moves it; "
+        "off for a memory device; 0: off)",
+    )
     board.set_defaults(func=_cmd_board_server)
     return parser
 
@@ -408,6 +440,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
+    except NotACheckout as exc:
+        print(f"casper400g {args.command}: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

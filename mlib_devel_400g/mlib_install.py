@@ -49,7 +49,7 @@ def _plan(dest: Path) -> list[tuple[Path, Path]]:
     lib = paths.JASPER_LIBRARY
     for src in _files(lib):
         pairs.append((src, dest / "jasper_library" / src.relative_to(lib)))
-    xps = paths.REPO_ROOT / "xps_library"
+    xps = paths.XPS_LIBRARY
     if xps.is_dir():
         for src in _files(xps):
             pairs.append((src, dest / "xps_library" / src.relative_to(xps)))

@@ -8,9 +8,13 @@ as plain ``.m`` functions that return the same data as a struct:
 * ``xps_library/fourhundred_gbe_interface.m`` -- ports, parameters (kind, range, default
   as mask dialog text, prompt, tooltip, mask style), tag and icon text, for the mask
   scripts and the library build script;
-* ``mlib_devel_400g/octave/fhg_block_types.m`` -- for the Octave design API: every yellow
+* ``casper400g_dev/octave/fhg_block_types.m`` -- for the Octave design API: every yellow
   block a design may use (``PARAMETERS`` defaults and gateways), read from the Python
-  classes themselves.
+  classes themselves;
+* ``xps_library/<platform>_platform.m`` -- for each board platform of the overlay
+  (``jasper_library/platforms/<name>.yaml`` with a ``simulink`` section): what its Simulink
+  platform block offers (``hw_sys``, clock source and rate range) and sets on the System
+  Generator token (family, part, package, speed from ``fpga``).
 
 The committed files must equal what this module renders (a test checks it).
 """
@@ -18,6 +22,7 @@ The committed files must equal what this module renders (a test checks it).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +31,7 @@ from .toolflow import jasper_imports
 
 INTERFACE_JSON = paths.JASPER_LIBRARY / "yellow_blocks" / "fourhundred_gbe.json"
 INTERFACE_M = "xps_library/fourhundred_gbe_interface.m"
-BLOCK_TYPES_M = "mlib_devel_400g/octave/fhg_block_types.m"
+BLOCK_TYPES_M = "casper400g_dev/octave/fhg_block_types.m"
 # Blocks the Octave design API offers, and for blocks whose gateways depend on a
 # parameter, that parameter's values (each gives one gateway list).
 DESIGN_BLOCKS: dict[str, tuple[str, tuple[str, ...]] | None] = {
@@ -165,15 +170,59 @@ def render_block_types(types: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+PLATFORMS = ("vpk180",)
+
+
+def platform_m(name: str) -> str:
+    return f"xps_library/{name}_platform.m"
+
+
+def render_platform(name: str, conf: dict[str, Any]) -> str:
+    """The Simulink platform block's data, from the platform YAML."""
+    m = re.fullmatch(r"(xc\w+)-(\w+)-(\S+)", str(conf["fpga"]))
+    if m is None:
+        raise ValueError(f"platform {name}: fpga {conf['fpga']!r} is not <part>-<package>-<speed>")
+    sim = conf["simulink"]
+    lo, hi = (float(x) for x in conf["user_clk_range_mhz"])
+    return (
+        "\n".join(
+            [
+                f"function d = {name}_platform()",
+                f"% {name.upper()}_PLATFORM  The {name} platform block: its mask's choices and the",
+                "% System Generator settings it makes.",
+                *_header(f"jasper_library/platforms/{name}.yaml"),
+                f"d.name = {_m_str(name)};",
+                f"d.hw_sys = {_m_str(sim['hw_sys'])};",
+                f"d.clk_src = {_m_str(conf['clk_src'])};",
+                f"d.clk_rate = {_m_value(float(conf['user_clk_mhz']))};",
+                f"d.clk_rate_min = {_m_value(lo)};",
+                f"d.clk_rate_max = {_m_value(hi)};",
+                f"d.family = {_m_str(sim['sysgen_family'])};",
+                f"d.part = {_m_str(m.group(1))};",
+                f"d.package = {_m_str(m.group(2))};",
+                f"d.speed = {_m_str('-' + m.group(3))};",
+                "end",
+            ]
+        )
+        + "\n"
+    )
+
+
 def render_all() -> dict[str, str]:
-    return {
+    import yaml
+
+    files = {
         INTERFACE_M: render_interface(load_interface()),
         BLOCK_TYPES_M: render_block_types(block_types()),
     }
+    for name in PLATFORMS:
+        conf = yaml.safe_load((paths.JASPER_LIBRARY / "platforms" / f"{name}.yaml").read_text())
+        files[platform_m(name)] = render_platform(name, conf)
+    return files
 
 
 def stale_files(files: dict[str, str], root: Path | None = None) -> list[str]:
-    base = root or paths.REPO_ROOT
+    base = root or paths.source_tree()
     return [
         rel
         for rel, text in files.items()
@@ -182,7 +231,7 @@ def stale_files(files: dict[str, str], root: Path | None = None) -> list[str]:
 
 
 def write_files(files: dict[str, str], root: Path | None = None) -> list[str]:
-    base = root or paths.REPO_ROOT
+    base = root or paths.source_tree()
     changed = stale_files(files, base)
     for rel in changed:
         dst = base / rel

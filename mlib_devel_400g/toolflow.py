@@ -102,7 +102,9 @@ class Toolflow:
             )
         xsg_path, xsg_blk = xsg[0]
         hw_sys = str(xsg_blk.get("hw_sys", ""))
-        plat_name = hw_sys.split(":")[0]
+        # MATLAB's platform blocks name the board in capitals (VPK180:xcvp1802); mlib_devel
+        # looks the YAML up in lower case, as here.
+        plat_name = hw_sys.split(":")[0].lower()
         if not plat_name:
             raise ToolflowError(f"{xsg_path}: hw_sys {hw_sys!r} names no platform")
         try:
@@ -177,7 +179,12 @@ class Toolflow:
                 b.modify_top(top)
             self._user_modules(top, per)
             for b in blocks:
-                b.finalize_top(top)
+                top = b.finalize_top(top)
+                if top is None:
+                    raise ToolflowError(
+                        f"{b.fullpath}: finalize_top returned nothing (mlib_devel's contract: "
+                        "it returns the top level, usually the one it was given)"
+                    )
             top.assign_addresses(plat.mmbus_base_address, plat.mmbus_address_window)
             top.add_axi4lite_interconnect("M_AXI_", "axil_clk", "axil_rst_n")
         except (VerilogError, ValueError) as exc:  # blocks' own errors name the block
@@ -244,7 +251,14 @@ class Toolflow:
         ]
         metas.append(FpgBlock("77777", "77777", {"77777": "77777"}))
         fpg_header = out / "fpg_header.txt"
-        fpg_header.write_bytes(write_fpg_header(devices, metas))
+        header_bytes = write_fpg_header(devices, metas)
+        fpg_header.write_bytes(header_bytes)
+        # What MATLAB's frontend writes beside jasper.per for mlib_devel's mkfpg: the ?meta
+        # lines without their prefix (design_info.tab) and the revision lines (none here).
+        prefix = "?meta\t"
+        meta_lines = [ln for ln in header_bytes.decode().splitlines() if ln.startswith(prefix)]
+        (out / "design_info.tab").write_text("".join(ln[len(prefix) :] + "\n" for ln in meta_lines))
+        (out / "git_info.tab").write_text("")
 
         stubs = self._write_lint_stubs(blocks)
         if stubs:
@@ -572,10 +586,13 @@ def lint(build_dir: Path, stubs: list[Path] | None = None) -> subprocess.Complet
     blackbox modules (vendor IP with its port list) read in place of the IP; the build's own
     ``lint/stubs/*.v`` (written from the blocks' ``lint_stubs()``) are always read.
     """
-    from . import sim
+    from . import verilator
 
     build_dir = Path(build_dir)
-    sim.setup_verilator_env()
+    try:
+        verilator.setup_verilator_env()
+    except verilator.VerilatorNotFound as exc:
+        raise ToolflowError(f"lint: {exc}") from None
     listing = build_dir / "sources.txt"
     if not listing.is_file():
         raise ToolflowError(f"{build_dir}: no sources.txt (run the build first)")

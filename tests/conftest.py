@@ -1,6 +1,20 @@
-"""Shared pytest options."""
+"""Shared pytest options, and the fixtures that install real external tools."""
 
 from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import hashlib
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -23,3 +37,124 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+# ---------------------------------------------------------------- external tools
+# Real tools (the reference casperfpga, pyenv's Pythons) are installed into venvs cached
+# under .cache/, keyed by what they were built from. Outside CI a missing tool skips the
+# test; under CI=true it fails it, since CI must run them.
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CACHE = REPO_ROOT / ".cache"
+KATCP_PIN = "katcp==0.9.3"  # what casperfpga 0.7.2 requires (>=0.9.3,<1), and its pins
+
+
+def need_tool(message: str) -> None:
+    """Skip outside CI, fail under CI=true: the tool ``message`` names is missing."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{message} (CI must run this test)")
+    pytest.skip(message)
+
+
+def reference_tree(name: str) -> Path:
+    """A tree of the shared reference copies (``shared/reference/<name>`` beside the
+    checkout or one of its parents), or ``$CASPER400G_REFERENCE/<name>``."""
+    roots = (
+        [Path(os.environ["CASPER400G_REFERENCE"])] if "CASPER400G_REFERENCE" in os.environ else []
+    )
+    roots += [p / "shared" / "reference" for p in REPO_ROOT.parents]
+    for root in roots:
+        if (root / name).is_dir():
+            return root / name
+    need_tool(f"reference tree {name!r} not found (set CASPER400G_REFERENCE)")
+    raise AssertionError("unreachable")
+
+
+def reference_commit(tree: Path) -> str:
+    """The commit ``SOURCES`` records for ``tree`` (falls back to a hash of its files)."""
+    sources = tree.parent / "SOURCES"
+    if sources.is_file():
+        for line in sources.read_text().splitlines():
+            words = line.split()
+            if words and words[0] == tree.name and re.fullmatch(r"[0-9a-f]{40}", words[-1]):
+                return words[-1]
+    digest = hashlib.sha256()
+    for f in sorted(p for p in tree.rglob("*") if p.is_file() and ".git" not in p.parts):
+        digest.update(f.relative_to(tree).as_posix().encode() + f.read_bytes())
+    return digest.hexdigest()[:40]
+
+
+@contextlib.contextmanager
+def _cache_lock(name: str) -> Iterator[None]:
+    """One builder at a time (pytest-xdist workers share .cache/)."""
+    CACHE.mkdir(exist_ok=True)
+    with open(CACHE / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def cached_venv(name: str, python: str, packages: list[str], source: Path | None = None) -> Path:
+    """``.cache/<name>/bin/python``: a venv of ``python`` with ``packages`` (and the
+    project at ``source``, copied first: pip builds in the tree it installs from)."""
+    venv = CACHE / name
+    stamp = venv / ".installed"
+    with _cache_lock(name):
+        if not stamp.is_file():
+            shutil.rmtree(venv, ignore_errors=True)
+            run = functools.partial(subprocess.run, capture_output=True, text=True, timeout=900)
+            made = run([python, "-m", "venv", str(venv)])
+            if made.returncode:
+                need_tool(f"{python} cannot make a venv: {made.stderr.strip()[-500:]}")
+            args = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *packages]
+            with tempfile.TemporaryDirectory(prefix=f"{name}-") as tmp:
+                if source is not None:
+                    copy = Path(tmp) / source.name
+                    shutil.copytree(source, copy, ignore=shutil.ignore_patterns(".git"))
+                    for p in copy.rglob("*"):
+                        p.chmod(p.stat().st_mode | stat.S_IWUSR)
+                    args.append(str(copy))
+                installed = run(args)
+            if installed.returncode:
+                shutil.rmtree(venv, ignore_errors=True)
+                need_tool(f"installing {packages} {source or ''} failed: {installed.stderr[-800:]}")
+            stamp.write_text(" ".join(packages) + "\n")
+    return venv / "bin" / "python"
+
+
+@pytest.fixture(scope="session")
+def casperfpga_python() -> str:
+    """A Python with the real casperfpga (the reference tree) and katcp 0.9.3 from PyPI;
+    casperfpga_ext comes from this checkout through PYTHONPATH (see ``casperfpga_env``)."""
+    tree = reference_tree("casperfpga")
+    commit = reference_commit(tree)[:12]
+    return str(cached_venv(f"casperfpga-{commit}", sys.executable, [KATCP_PIN], tree))
+
+
+@pytest.fixture(scope="session")
+def casperfpga_env() -> dict[str, str]:
+    """The environment to run casperfpga scripts in: this checkout's packages importable."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep
+    )
+    return env
+
+
+def pyenv_pythons(minors: Iterable[str]) -> dict[str, str]:
+    """The newest pyenv-installed interpreter of each ``3.x`` in ``minors``."""
+    root = os.environ.get("PYENV_ROOT")
+    if not root and shutil.which("pyenv"):
+        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip()
+    root = root or str(Path.home() / ".pyenv")
+    found: dict[str, str] = {}
+    for minor in minors:
+        versions = sorted(
+            (Path(root) / "versions").glob(f"{minor}.*"),
+            key=lambda p: [int(x) if x.isdigit() else -1 for x in p.name.split(".")],
+        )
+        pythons = [v / "bin" / "python" for v in versions if (v / "bin" / "python").is_file()]
+        if pythons:
+            found[minor] = str(pythons[-1])
+    return found

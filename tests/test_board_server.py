@@ -184,7 +184,7 @@ def test_fpga_configures_a_core_through_the_server(board: Board):
             hi, lo = struct.unpack(">HI", (0x0C42A1002000 + index).to_bytes(6, "big"))
             assert (word_at(board.image, at), word_at(board.image, at + 4)) == (0x10000 | hi, lo)
         assert word_at(board.image, GBE_BASE + arp.offset + 1 * arp.entry_bytes) == 0
-        valid = {e["index"]: e["mac"] for e in gbe.get_arp_details() if e["valid"]}
+        valid = {e["index"]: e["mac"] for e in gbe.get_arp_entries() if e["valid"]}
         assert valid == macs
 
         # Counters written straight into the bus image, in host order, low word first.
@@ -192,8 +192,8 @@ def test_fpga_configures_a_core_through_the_server(board: Board):
         image = bytearray(board.image.read_bytes())
         struct.pack_into("=II", image, GBE_BASE + frames.offset, 0x89ABCDEF, 0x12)
         board.image.write_bytes(bytes(image))
-        assert gbe.read_tx_counters()["tx_frames"] == 0x12_89ABCDEF
-        assert gbe.read_counters()["tx_frames"] == 0x12_89ABCDEF
+        assert gbe.read_tx_counters()["gbe0_tx_frames"] == 0x12_89ABCDEF
+        assert gbe.read_core_counters()["tx_frames"] == 0x12_89ABCDEF
 
         fpga.write_int("sys_scratch", -2)
         assert word_at(board.image, 0) == 0xFFFFFFFE
@@ -208,7 +208,7 @@ def test_fpga_learns_the_design_from_the_server(board: Board):
         assert fpga.gbes == {}
         fpga.get_system_information()
         gbe = fpga.gbes.gbe0
-        assert (gbe.address, gbe.length) == (GBE_BASE, regmap.BLOCK_SIZE)
+        assert (gbe.address, gbe.length_bytes) == (GBE_BASE, regmap.BLOCK_SIZE)
         assert gbe.meta == BLOCKS[0].params
         assert fpga.header is not None
         assert set(fpga.header.devices) == {"gbe0", "sys_scratch"}
@@ -360,7 +360,7 @@ def test_listdev_help_watchdog_version_list_fpgastatus(raw: Raw):
     assert any(line.startswith(b"#help wordread ") for line in lines)
     raw.send(b"?help wordread")
     assert raw.until(b"!help") == [
-        b"#help wordread ?wordread\\_device\\_word-offset:\\_one\\_word\\_in\\_hex",
+        b"#help wordread ?wordread\\_device\\_word[:bit]\\_[count]:\\_words\\_in\\_hex",
         b"!help ok 1",
     ]
     assert raw.ask(b"?watchdog") == b"!watchdog ok"
@@ -650,3 +650,136 @@ def test_cli_serves_until_stopped(tmp_path: Path):
         proc.wait(TIMEOUT)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+# ----------------------------------------------------------------- casperfpga's requests
+def test_wordread_takes_casperfpgas_word_bit_and_count(board: Board, raw: Raw):
+    # casperfpga's KatcpTransport.wordread sends "?wordread <dev> <word>:<bit> <count>".
+    raw.ask(b"?wordwrite gbe0 5 0x12345678")
+    raw.ask(b"?wordwrite gbe0 6 0x9abcdef0")
+    assert raw.ask(b"?wordread gbe0 5:0 1") == b"!wordread ok 0x12345678"
+    assert raw.ask(b"?wordread gbe0 5:0 2") == b"!wordread ok 0x12345678 0x9abcdef0"
+    # A bit offset starts the 32 bits that far into the word (bit 0 = most significant).
+    assert raw.ask(b"?wordread gbe0 5:8 1") == b"!wordread ok 0x3456789a"
+    assert raw.ask(b"?wordread gbe0 5:32 1").startswith(b"!wordread fail bit\\_offset\\_32")
+    assert raw.ask(b"?wordread gbe0 5:0 0").startswith(b"!wordread fail count\\_0")
+    assert raw.ask(b"?wordwrite gbe0 5:0 0x1") == b"!wordwrite ok"
+    assert raw.ask(b"?wordwrite gbe0 5:4 0x1").startswith(b"!wordwrite fail ")
+
+
+def test_status_tap_info_and_deprogram(raw: Raw):
+    # casperfpga's program() asks ?status; deprogram() asks ?tap-info, then ?progdev.
+    assert raw.ask(b"?status") == b"!status ok"
+    assert raw.ask(b"?tap-info") == b"!tap-info ok 0"
+    reply = raw.ask(b"?tap-start gbe0 gbe0 10.0.0.10 7148 02:00:0a:00:00:0a")
+    assert reply.startswith(b"!tap-start fail ") and b"tap_start" in reply
+    assert raw.ask(b"?tap-dhcp gbe0").startswith(b"!tap-dhcp fail ")
+    assert raw.ask(b"?progdev").startswith(b"!progdev ok")
+    assert raw.ask(b"?status").startswith(b"!status fail no\\_design")
+
+
+def test_listbof_lists_the_fpg_directory(board: Board, raw: Raw):
+    raw.send(b"?listbof")
+    assert raw.until(b"!listbof") == [b"#listbof " + board.fpg.name.encode(), b"!listbof ok 1"]
+
+
+# ----------------------------------------------------------------- KATCP v5 core set
+def sensor_values(raw: Raw, name: bytes = b"") -> dict[bytes, tuple[bytes, bytes]]:
+    raw.send(b"?sensor-value" + (b" " + name if name else b""))
+    lines = raw.until(b"!sensor-value")
+    assert lines[-1] == b"!sensor-value ok %d" % (len(lines) - 1)
+    out = {}
+    for line in lines[:-1]:
+        kind, stamp, count, sensor, status, value = line.split(b" ")
+        assert (kind, count) == (b"#sensor-value", b"1")
+        assert abs(float(stamp) - time.time()) < 60  # KATCP v5: seconds
+        out[sensor] = (status, value)
+    return out
+
+
+def test_sensors_read_the_cores_registers(board: Board, raw: Raw):
+    raw.send(b"?sensor-list")
+    lines = raw.until(b"!sensor-list")
+    listed = {line.split(b" ")[1]: line.split(b" ")[2:] for line in lines[:-1]}
+    assert lines[-1] == b"!sensor-list ok %d" % (3 + len(regmap.COUNTERS))
+    assert listed[b"gbe0.link-up"][-1] == b"boolean"
+    assert listed[b"gbe0.tx-frames"][-3:] == [b"integer", b"0", str((1 << 64) - 1).encode()]
+    assert listed[b"gbe0.tx-bytes"][1] == b"B"
+
+    def put(name: str, value: int) -> None:
+        reg = regmap.REGISTERS[name]
+        with open(board.image, "r+b") as f:
+            for k in range(reg.width // 32):
+                f.seek(GBE_BASE + reg.offset + 4 * k)
+                f.write(struct.pack("=I", value >> (32 * k) & 0xFFFFFFFF))
+
+    values = sensor_values(raw)
+    assert values[b"gbe0.link-up"] == (b"error", b"0")  # link down: not nominal
+    put("link_status", 0x85)  # link_up, state 5
+    put("tx_frames", 0x1_2345_6789)
+    put("rx_drop_fcs", 7)
+    values = sensor_values(raw)
+    assert values[b"gbe0.link-up"] == (b"nominal", b"1")
+    assert values[b"gbe0.link-state"] == (b"nominal", b"5")
+    assert values[b"gbe0.tx-frames"] == (b"nominal", str(0x1_2345_6789).encode())
+    assert sensor_values(raw, b"gbe0.rx-drop-fcs") == {b"gbe0.rx-drop-fcs": (b"nominal", b"7")}
+    assert raw.ask(b"?sensor-value nope").startswith(b"!sensor-value fail unknown\\_sensor")
+    assert (
+        raw.ask(b"?sensor-sampling gbe0.link-up none") == b"!sensor-sampling ok gbe0.link-up none"
+    )
+    assert raw.ask(b"?sensor-sampling gbe0.link-up event").startswith(b"!sensor-sampling fail")
+    raw.ask(b"?progdev")  # unmapped: no design, no sensors
+    assert raw.ask(b"?sensor-list") == b"!sensor-list ok 0"
+
+
+def test_client_list_log_level_and_halt(board: Board, raw: Raw):
+    other = Raw(board.port)
+    try:
+        raw.send(b"?client-list")
+        lines = raw.until(b"!client-list")
+        assert lines[-1] == b"!client-list ok 2"
+        peers = {line.split(b" ")[1] for line in lines[:-1]}
+        assert b"127.0.0.1:%d" % other.sock.getsockname()[1] in peers
+        assert raw.ask(b"?log-level") == b"!log-level ok info"
+        assert raw.ask(b"?log-level off") == b"!log-level ok off"
+        raw.send(b"\x00garbage")  # would log an error, but the level is "off"
+        assert raw.ask(b"?log-level bogus").startswith(b"!log-level fail unknown\\_log\\_level")
+        assert raw.ask(b"?log-level error") == b"!log-level ok error"
+        # ?halt would take the board's only server away from every client: refused.
+        assert raw.ask(b"?halt").startswith(b"!halt fail not\\_allowed")
+        assert raw.ask(b"?restart").startswith(b"!restart fail not\\_allowed")
+        assert other.ask(b"?watchdog") == b"!watchdog ok"
+    finally:
+        other.close()
+
+
+def test_an_independent_katcp_client_aiokatcp(board: Board):
+    aiokatcp = pytest.importorskip("aiokatcp")
+
+    async def session() -> dict[str, object]:
+        client = await aiokatcp.Client.connect("127.0.0.1", board.port)
+        try:
+            got: dict[str, object] = {"protocol": client.protocol_flags}
+            reply, informs = await client.request("sensor-value", "gbe0.link-up")
+            got["sensor"] = [[a.decode() for a in i.arguments] for i in informs]
+            got["count"] = reply
+            reply, informs = await client.request("wordread", "gbe0", "0:0", "1")
+            got["wordread"] = [r.decode() for r in reply]
+            _, informs = await client.request("listdev", "detail")
+            got["listdev"] = [[a.decode() for a in i.arguments] for i in informs]
+            _, informs = await client.request("client-list")
+            got["clients"] = len(informs)
+            with pytest.raises(aiokatcp.FailReply, match="not allowed"):
+                await client.request("halt")
+            await client.request("watchdog")
+            return got
+        finally:
+            client.close()
+            await client.wait_closed()
+
+    got = asyncio.run(asyncio.wait_for(session(), TIMEOUT))
+    assert got["sensor"][0][2:] == ["gbe0.link-up", "error", "0"]
+    assert got["count"] == [b"1"]
+    assert got["wordread"] == ["0x00000000"]
+    assert got["listdev"] == [["sys_scratch", "0x0", "4"], ["gbe0", "0x10000", "65536"]]
+    assert got["clients"] == 1

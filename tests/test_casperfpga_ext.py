@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import socketserver
 import sys
 import threading
@@ -10,9 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
+import numpy as np
 import pytest
 
+from casperfpga_ext import addressing
 from casperfpga_ext import fhg_regmap as regmap
+from casperfpga_ext import fpga as fpga_module
 from casperfpga_ext.fpg import (
     FpgBlock,
     FpgDevice,
@@ -23,7 +27,7 @@ from casperfpga_ext.fpg import (
     write_fpg,
     write_fpg_header,
 )
-from casperfpga_ext.fpga import Fpga, register_with_casperfpga
+from casperfpga_ext.fpga import Fpga, register_on_import, register_with_casperfpga
 from casperfpga_ext.gbe import FourHundredGbe, ReadBackError
 from casperfpga_ext.transport import (
     KatcpError,
@@ -255,7 +259,7 @@ def test_set_arp_table_bulk_list_and_read_back(
     assert rec.log == [("write", ARP.offset, ARP.size), ("read", ARP.offset, ARP.size)]
     entry5 = GBE_BASE + ARP.offset + 5 * ARP.entry_bytes
     assert (word_at(image, entry5), word_at(image, entry5 + 4)) == (0x10C42, 0xA1000005)
-    details = gbe.get_arp_details()
+    details = gbe.get_arp_entries()
     assert len(details) == ARP.entries
     assert details[3]["valid"] is False
     assert all(d["valid"] and d["mac"] == macs[d["index"]] for d in details if d["index"] != 3)
@@ -265,13 +269,15 @@ def test_set_arp_table_bulk_list_and_read_back(
 def test_set_arp_table_from_mapping_invalidates_the_rest(gbe: FourHundredGbe):
     gbe.set_arp_table([0x0C42A1000000] * ARP.entries)
     gbe.set_arp_table({1: "02:00:0a:00:00:01", "10.0.0.77": 0x0C42A100004D})
-    valid = {d["index"]: d["mac"] for d in gbe.get_arp_details() if d["valid"]}
+    valid = {d["index"]: d["mac"] for d in gbe.get_arp_entries() if d["valid"]}
     assert valid == {1: 0x02000A000001, 77: 0x0C42A100004D}
 
 
 def test_set_arp_table_wrong_length_and_bad_mac(gbe: FourHundredGbe):
-    with pytest.raises(ValueError, match="256 MACs, got 3"):
-        gbe.set_arp_table([1, 2, 3])
+    with pytest.raises(ValueError, match=r"1\.\.256 MACs, got 257"):
+        gbe.set_arp_table([1] * 257)
+    with pytest.raises(ValueError, match=r"1\.\.256 MACs, got 0"):
+        gbe.set_arp_table([])
     with pytest.raises(ValueError, match="nonsense"):
         gbe.set_arp_table({5: "nonsense"})
 
@@ -286,12 +292,12 @@ def test_set_arp_table_names_the_first_entry_that_does_not_read_back(transport: 
 def test_single_arp_entry_uses_the_last_octet(gbe: FourHundredGbe):
     gbe.set_single_arp_entry("10.0.0.20", "0c:42:a1:00:00:14")
     gbe.set_single_arp_entry(0x0A000015, 0x0C42A1000015)
-    details = gbe.get_arp_details(N=22)
+    details = gbe.get_arp_entries(N=22)
     assert len(details) == 22
     assert [d["index"] for d in details if d["valid"]] == [20, 21]
     assert details[21]["mac"] == 0x0C42A1000015
     gbe.set_single_arp_entry("10.0.0.20", None)
-    assert not gbe.get_arp_details(N=21)[20]["valid"]
+    assert not gbe.get_arp_entries(N=21)[20]["valid"]
 
 
 # ----------------------------------------------------------------- counters
@@ -311,15 +317,29 @@ def test_counter_groups(gbe: FourHundredGbe, transport: MmapTransport):
         data = value.to_bytes(8, "little")
         words = [int.from_bytes(data[i : i + 4], "little") for i in (0, 4)][: reg.width // 32]
         transport.blindwrite("gbe0", b"".join(w.to_bytes(4, "big") for w in words), reg.offset)
-    everything = gbe.read_counters()
+    everything = gbe.read_core_counters()
     assert list(everything) == list(regmap.COUNTERS)
-    tx = gbe.read_tx_counters()
-    rx = gbe.read_rx_counters()
     drops = gbe.rx_drop_counters()
-    assert set(tx) | set(rx) == set(everything) - {"link_down_counter"}
     assert all(n.startswith("rx_drop_") for n in drops) and len(drops) == 15
-    assert tx["tx_frames"] == (regmap.COUNTERS.index("tx_frames") + 1) * 0x1_0000_0003
-    assert rx["rx_packet_counter"] == regmap.COUNTERS.index("rx_packet_counter") + 1
+
+    def want(name: str) -> int:
+        k = regmap.COUNTERS.index(name) + 1
+        return k * 0x1_0000_0003 if regmap.REGISTERS[name].width == 64 else k
+
+    # casperfpga's names (Gbe.rx_okay/tx_okay look for these), then the core's others.
+    tx, rx = gbe.read_tx_counters(), gbe.read_rx_counters()
+    assert tx["gbe0_txctr"] == want("tx_packet_counter")
+    assert tx["gbe0_txvldctr"] == want("tx_valid_counter")
+    assert tx["gbe0_txerrctr"] == want("tx_arp_miss") + want("tx_overflow")
+    assert rx["gbe0_rxctr"] == want("rx_packet_counter")
+    assert rx["gbe0_rxbadctr"] == want("rx_bad_counter")
+    assert rx["gbe0_rxerrctr"] == want("rx_drop_fcs")
+    assert tx["gbe0_tx_frames"] == want("tx_frames")
+    assert rx["gbe0_rx_drop_arp"] == want("rx_drop_arp")
+    assert "gbe0_tx_packet_counter" not in tx  # reported as gbe0_txctr
+    assert all(n.startswith("gbe0_tx") for n in tx) and all(n.startswith("gbe0_rx") for n in rx)
+    assert gbe.read_counters() == {**tx, **rx}
+    assert gbe.registers == {"tx": list(tx), "rx": list(rx)}
 
 
 def test_link_status_decodes_fields(gbe: FourHundredGbe, transport: MmapTransport):
@@ -424,7 +444,7 @@ def test_register_with_casperfpga_adds_our_tag(
     )
     gbe.port = 7148
     assert (gbe.address, gbe.meta["fab_udp"], gbe.port) == (GBE_BASE, "7148", 7148)
-    with pytest.raises(ValueError, match="gbe9"):
+    with pytest.raises(RuntimeError, match="gbe9"):
         FourHundredGbe.from_device_info(transport, "gbe9", {}, {})
 
 
@@ -500,7 +520,7 @@ def test_katcp_transport_configures_the_core(katcp: KatcpTransport):
     assert bytes(mem[ip_offset : ip_offset + 4]) == bytes([10, 32, 0, 10])
     assert (gbe.mac, gbe.ip_address, gbe.port) == (0x02200A000D0A, 0x0A20000A, 0x0A20)
     gbe.set_arp_table({i: 0x0C42A1002000 + i for i in range(0, 256, 7)})
-    assert sum(e["valid"] for e in gbe.get_arp_details()) == len(range(0, 256, 7))
+    assert sum(e["valid"] for e in gbe.get_arp_entries()) == len(range(0, 256, 7))
     assert katcp.listdev() == ["gbe0", "sys_scratch"]
     assert b"?write" in FakeBoardServer.requests and b"?read" in FakeBoardServer.requests
 
@@ -514,3 +534,183 @@ def test_katcp_errors_are_reported(katcp: KatcpTransport):
     assert not katcp.is_connected()
     with pytest.raises(KatcpError, match="not connected"):
         katcp.read("gbe0", 4, 0)
+
+
+# ----------------------------------------------------------------- OneHundredGbe contract
+# casperfpga's OneHundredGbe/TenGbe/Gbe API, checked against the register file here;
+# tests/test_casperfpga_api.py compares the signatures with the real casperfpga's.
+def reg_word(image: Path, name: str) -> int:
+    return word_at(image, GBE_BASE + regmap.REGISTERS[name].offset)
+
+
+def arp_words(image: Path, index: int) -> tuple[int, int]:
+    at = GBE_BASE + ARP.offset + index * ARP.entry_bytes
+    return word_at(image, at), word_at(image, at + 4)
+
+
+def test_configure_core_takes_casperfpga_objects_and_numpy(gbe: FourHundredGbe, image: Path):
+    gbe.configure_core(
+        addressing.Mac("02:00:0a:00:00:0b"),
+        addressing.IpAddress("10.0.0.11"),
+        np.uint16(7149),
+        ipaddress.IPv4Address("10.0.0.1"),
+        np.uint32(0xFFFF0000),
+    )
+    assert (reg_word(image, "mac_hi"), reg_word(image, "mac_lo")) == (0x0200, 0x0A00000B)
+    assert reg_word(image, "ip") == int(ipaddress.IPv4Address("10.0.0.11"))
+    assert reg_word(image, "port") == 7149
+    assert reg_word(image, "netmask") == int(ipaddress.IPv4Network("0.0.0.0/16").netmask)
+    # The properties are Mac/IpAddress objects (casperfpga's when it is installed).
+    assert isinstance(gbe.mac, addressing.Mac) and gbe.mac.mac_str == "02:00:0A:00:00:0B"
+    assert isinstance(gbe.ip_address, addressing.IpAddress) and str(gbe.ip_address) == "10.0.0.11"
+    assert str(gbe) == "gbe0: MAC(02:00:0A:00:00:0B) IP(10.0.0.11) Port(7149)"
+
+
+def test_configure_core_none_writes_casperfpgas_defaults(gbe: FourHundredGbe, image: Path):
+    gbe.configure_core("02:00:0a:00:00:0a", "10.0.0.10", 7148, "10.0.0.1", "/16")
+    gbe.configure_core("02:00:0a:00:00:0a", "10.0.0.10", 7148)  # gateway, mask: None
+    assert reg_word(image, "gateway") == 1  # TenGbe.configure_core writes 0.0.0.1
+    assert reg_word(image, "netmask") == int(ipaddress.IPv4Address("255.255.255.0"))
+
+
+def test_set_arp_table_short_lists_macs_numpy_and_empty_entries(gbe: FourHundredGbe, image: Path):
+    gbe.set_arp_table([0x0C42A1000000 + i for i in range(256)])
+    # casperfpga writes entries 0..len-1 and leaves the rest.
+    gbe.set_arp_table([addressing.Mac("0c:42:a1:00:01:00"), addressing.Mac("0c:42:a1:00:01:01")])
+    assert arp_words(image, 1) == (0x10C42, 0xA1000101)
+    assert arp_words(image, 2) == (0x10C42, 0xA1000002)
+    gbe.set_arp_table(np.array([0x0C42A1000200, 0xFFFFFFFFFFFF, 7], dtype=np.uint64))
+    assert arp_words(image, 0) == (0x10C42, 0xA1000200)
+    assert arp_words(image, 1) == (0, 0)  # 0xffffffffffff: casperfpga's empty entry
+    assert arp_words(image, 2) == (0x10000, 7)
+    details = gbe.get_arp_details()
+    assert [int(m) for m in details[:3]] == [0x0C42A1000200, 0xFFFFFFFFFFFF, 7]
+    assert all(hasattr(m, "mac_int") for m in details) and len(details) == 256
+    gbe.set_single_arp_entry("10.0.0.9", addressing.Mac("0c:42:a1:00:00:09"))
+    gbe.set_single_arp_entry(addressing.IpAddress("10.0.0.9"), 0xFFFFFFFFFFFF)
+    assert arp_words(image, 9) == (0, 0)
+
+
+def test_details_multicast_and_printing(gbe: FourHundredGbe, capsys: pytest.CaptureFixture[str]):
+    gbe.configure_core("02:00:0a:00:00:0a", "10.0.0.10", 7148, "10.0.0.1", "255.255.255.0")
+    gbe.set_arp_table({20: "0c:42:a1:00:00:14"})
+    gbe.multicast_receive("239.2.0.4", 4)
+    d = gbe.get_gbe_core_details(read_arp=True, read_multicast=True)
+    assert d is gbe.core_details
+    assert d["ip_prefix"] == "10.0.0" and d["fabric_en"] is True
+    assert str(d["multicast"]["base_ip"]) == "239.2.0.4"
+    assert str(d["multicast"]["ip_mask"]) == "255.255.255.252"
+    assert sorted(str(ip) for ip in d["multicast"]["rx_ips"]) == [
+        f"239.2.0.{k}" for k in (4, 5, 6, 7)
+    ]
+    assert gbe.multicast_subscriptions == ["239.2.0.4"]
+    gbe.print_arp_details(refresh=False, only_hits=True)
+    out = capsys.readouterr().out
+    assert "IP[7:0]  20 -> 0c:42:a1:00:00:14" in out and "IP[7:0]  21" not in out
+    gbe.print_arp_details()
+    assert "IP[7:0]  21 -> (empty)" in capsys.readouterr().out
+    gbe.multicast_remove("239.2.0.4")
+    assert gbe.read_reg("mc_mask") == 0 and gbe.multicast_subscriptions == []
+    with pytest.raises(RuntimeError, match=r"not receiving multicast 239\.2\.0\.4"):
+        gbe.multicast_remove("239.2.0.4")
+    with pytest.raises(ValueError, match="power of two"):
+        gbe.multicast_receive("239.2.0.4", 3)
+    with pytest.raises(ValueError, match="not an IPv4 multicast"):
+        gbe.multicast_receive("10.0.0.1", 1)
+
+
+def test_cpu_details_from_the_buffers(gbe: FourHundredGbe, transport: MmapTransport):
+    frame = bytes(range(20))
+    transport.blindwrite("gbe0", frame, regmap.REGIONS["cpu_tx_buf"].offset)
+    write_uint(transport, "gbe0", len(frame), regmap.REGISTERS["cpu_tx_len"].offset)
+    write_uint(transport, "gbe0", 12, regmap.REGISTERS["cpu_rx_len"].offset)
+    d = gbe.get_cpu_details()
+    assert d["cpu_tx"][0] == list(range(8)) and d["cpu_tx"][16] == [16, 17, 18, 19, 0, 0, 0, 0]
+    assert sorted(d["cpu_tx"]) == [0, 8, 16] and d["cpu_rx_buf_unack_data"] == 12
+    assert sorted(d["cpu_rx"]) == [0, 8, 16]
+    dump = transport.read("gbe0", regmap.BLOCK_SIZE, 0)
+    assert gbe.get_cpu_details(port_dump=dump) == d
+
+
+def test_okay_checks_follow_casperfpgas_counters(gbe: FourHundredGbe, transport: MmapTransport):
+    assert not gbe.tx_okay(wait_time=0, checks=2)  # nothing moving
+    values = iter(range(100))
+    real_read = gbe.read_tx_counters
+
+    def moving() -> dict[str, int]:  # datagrams and words go out, nothing else moves
+        value = next(values)
+        for name in ("tx_packet_counter", "tx_valid_counter"):
+            write_uint(transport, "gbe0", value, regmap.REGISTERS[name].offset)
+        return real_read()
+
+    gbe.read_tx_counters = moving  # type: ignore[method-assign]
+    assert gbe.tx_okay(wait_time=0, checks=3)
+    with pytest.raises(RuntimeError, match="twice"):
+        gbe.rx_okay(checks=1)
+
+
+def test_what_does_not_apply_says_why(gbe: FourHundredGbe):
+    with pytest.raises(NotImplementedError, match="no DHCP client"):
+        gbe.dhcp_start()
+    with pytest.raises(RuntimeError, match="no gbe0_txs_ss snapshot"):
+        gbe.read_txsnap()
+    with pytest.raises(RuntimeError, match="no gbe0_rxs_ss snapshot"):
+        gbe.read_rxsnap()
+    with pytest.raises(RuntimeError, match="write registers by name"):
+        gbe.write_raw(1)
+    with pytest.raises(NotImplementedError, match="configure_core"):
+        gbe.setup("02:00:0a:00:00:0a", "10.0.0.10", 7148)
+    assert gbe.tap_info() == {"name": "", "ip": ""} and gbe.tap_arp_reload() is None
+
+
+def test_memory_interface(gbe: FourHundredGbe, transport: MmapTransport):
+    gbe.write(ttl=17, port=4000)
+    assert gbe.read()["data"]["ttl"] == 17 and gbe.read()["data"]["port"] == 4000
+    raw, stamp = gbe.read_raw(size=8, offset=regmap.REGISTERS["ttl"].offset)
+    assert raw[:4] == (17).to_bytes(4, "big") and stamp > 0
+    assert gbe.length_in_words() == regmap.BLOCK_SIZE // 4 and gbe.width_bits == 32
+    assert gbe.fullname == ":gbe0" and gbe.block_info == {} and repr(gbe) == "FourHundredGbe:gbe0"
+    with pytest.raises(ValueError, match="no register 'nope'"):
+        gbe.write(nope=1)
+
+
+def test_post_create_update_adds_the_designs_registers_and_snapshots(transport: MmapTransport):
+    class Named:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def read(self, timeout: float = 0) -> dict:
+            return {"data": {"reg": 5, "name": self.name}}
+
+    class Parent:  # what casperfpga's CasperFpga offers a core after building devices
+        def __init__(self) -> None:
+            self.host = "board"
+            self.registers = [Named(n) for n in ("gbe0_txbadframe", "gbe0_rxs_ctrl", "x_tx")]
+            self.snapshots = [Named("gbe0_txs_ss")]
+            self.memory_devices = {"gbe0_txbadframe": Named("gbe0_txbadframe")}
+
+        def read(self, name: str, size: int, offset: int = 0) -> bytes:
+            return transport.read(name, size, offset)
+
+    gbe = FourHundredGbe(Parent(), "gbe0", GBE_BASE, regmap.BLOCK_SIZE, {"fab_udp": "7148"})
+    gbe.post_create_update({})
+    assert gbe.fullname == "board:gbe0"
+    assert "gbe0_txbadframe" in gbe.registers["tx"] and "gbe0_rxs_ctrl" not in gbe.registers["rx"]
+    assert gbe.read_tx_counters()["gbe0_txbadframe"] == 5
+    assert gbe.read_txsnap()["name"] == "gbe0_txs_ss"
+    with pytest.raises(ValueError, match="fab_mac"):
+        FourHundredGbe(Parent(), "gbe0", device_info={"fab_mac": "nonsense"})
+
+
+def test_a_broken_casperfpga_does_not_stop_the_import(monkeypatch: pytest.MonkeyPatch):
+    """casperfpga installed but failing to import (a missing dependency of its own):
+    ``import casperfpga_ext`` warns and works without it."""
+
+    def broken(name: str) -> types.ModuleType:
+        raise ModuleNotFoundError("No module named 'backports'", name="backports")
+
+    monkeypatch.setattr(fpga_module.importlib, "import_module", broken)
+    with pytest.raises(ModuleNotFoundError, match="backports"):
+        register_with_casperfpga()
+    with pytest.warns(RuntimeWarning, match="could not be imported.*backports"):
+        assert register_on_import() is False

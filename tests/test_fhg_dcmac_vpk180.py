@@ -8,7 +8,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from mlib_devel_400g import paths, sim
+from casper400g_dev import sim
+from mlib_devel_400g import paths
 from mlib_devel_400g.toolflow import jasper_imports
 
 jasper_imports()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mlib_devel_400g.models import dcmac_regs as dm
+from verification.models import dcmac_regs as dm
 
 
 def _release_rx(regs: dm.DcmacRegs) -> None:

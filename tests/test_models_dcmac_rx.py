@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from mlib_devel_400g.models.dcmac_rx import (
+from verification.models.dcmac_rx import (
     DcmacRxDriver,
     RxBusError,
     RxCycle,
@@ -16,7 +16,7 @@ from mlib_devel_400g.models.dcmac_rx import (
     rx_fcs,
     strip_checked,
 )
-from mlib_devel_400g.models.dcmac_tx import SEGMENTS, DcmacTxChecker, wire_bytes
+from verification.models.dcmac_tx import SEGMENTS, DcmacTxChecker, wire_bytes
 
 MAC_HZ = 391.03e6
 
@@ -297,7 +297,7 @@ def test_driver_with_stand_in_dut():
 
 @pytest.mark.parametrize("strip", [True, False])
 def test_mix_through_the_bus_keeps_every_verdict(strip: bool):
-    from mlib_devel_400g.models.rx_expect import RxConfig, classify, make_mix
+    from verification.models.rx_expect import RxConfig, classify, make_mix
 
     cfg = RxConfig.make(
         "02:0a:0b:0c:0d:0e", "10.1.2.3", 7148, mc_ip="239.5.6.0", mc_mask=0xFFFFFF00

@@ -8,8 +8,8 @@ import zlib
 import numpy as np
 import pytest
 
-from mlib_devel_400g.models import frames
-from mlib_devel_400g.models.dcmac_tx import (
+from verification.models import frames
+from verification.models.dcmac_tx import (
     SEGMENTS,
     DcmacProtocolError,
     DcmacTxChecker,

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from mlib_devel_400g.models.frames import (
+from verification.models.frames import (
     BROADCAST_MAC,
     example_payload,
     expected_udp_frame,

@@ -7,8 +7,8 @@ from scapy.layers.inet import ICMP, IP, UDP, IPOption_NOP
 from scapy.layers.l2 import ARP, Dot1Q, Ether
 from scapy.packet import Raw
 
-from mlib_devel_400g.models.dcmac_tx import ethernet_fcs
-from mlib_devel_400g.models.rx_expect import (
+from verification.models.dcmac_tx import ethernet_fcs
+from verification.models.rx_expect import (
     DROP_REASONS,
     MIX_KINDS,
     VERDICTS,
@@ -21,7 +21,7 @@ from mlib_devel_400g.models.rx_expect import (
     tally,
     with_config,
 )
-from mlib_devel_400g.models.rx_expect import (
+from verification.models.rx_expect import (
     RxVerdict as V,
 )
 

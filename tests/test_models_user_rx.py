@@ -7,14 +7,14 @@ from collections import deque
 
 import pytest
 
-from mlib_devel_400g.models.user_rx import (
+from verification.models.user_rx import (
     AckPattern,
     RxDatagram,
     RxWordAssembler,
     UserRxMonitor,
     UserRxProtocolError,
 )
-from mlib_devel_400g.models.user_tx import ALL_BYTES, payload_to_words
+from verification.models.user_tx import ALL_BYTES, payload_to_words
 
 META = (0x0A000002, 4000, 0x0A000001, 7148)
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from mlib_devel_400g.models.user_tx import (
+from verification.models.user_tx import (
     UserTxDriver,
     byte_enable_for,
     payload_to_words,

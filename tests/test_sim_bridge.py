@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlib_devel_400g import sim
+from casper400g_dev import sim
 
 FAILING_MODULE = """
 import cocotb

@@ -19,16 +19,18 @@ from typing import Any
 import pytest
 import yaml
 
+from casper400g_dev import checkout
 from mlib_devel_400g import paths, simulink_gen
 from mlib_devel_400g.toolflow import jasper_imports
 
-ROOT = paths.REPO_ROOT
+ROOT = checkout.ROOT
 CASES = json.loads((ROOT / "tests/data/fourhundred_gbe_cases.json").read_text())
 INTERFACE = json.loads(simulink_gen.INTERFACE_JSON.read_text())
 OCTAVE_PATH = [
     "xps_library",
     "xps_library/xps_models/IO",
-    "mlib_devel_400g/octave",
+    "xps_library/xps_models/Platforms",
+    "casper400g_dev/octave",
     "tests/octave",
     "tests/octave/simulink_shim",
 ]
@@ -347,7 +349,7 @@ def test_octave_design_errors_name_the_value(code: str, message: str):
             "--norc",
             "--quiet",
             "--eval",
-            f"addpath('{ROOT / 'xps_library'}', '{ROOT / 'mlib_devel_400g/octave'}');"
+            f"addpath('{ROOT / 'xps_library'}', '{ROOT / 'casper400g_dev/octave'}');"
             f"d = fhg_design('m', 'generic400g'); try; {code} disp('no error');"
             " catch err; disp(err.message); end",
         ],
@@ -404,3 +406,65 @@ def test_installed_copy_builds_the_block(tmp_path: Path):
     )
     assert "xps:fourhundred_gbe" in proc.stdout, proc.stdout + proc.stderr
     assert str(lib / "fourhundred_gbe_mask.m") in proc.stdout
+
+
+# ---------------------------------------------------------------- the VPK180 platform block
+@needs_octave
+def test_vpk180_platform_block_from_the_platform_description(tmp_path: Path):
+    """The platform block a MATLAB user drops into a VPK180 design: its choices come from
+    platforms/vpk180.yaml (through the generated vpk180_platform.m), its mask sets the
+    System Generator token, and the XSG entry it gives jasper.per builds the same design."""
+    from mlib_devel_400g.design import Design
+    from mlib_devel_400g.toolflow import Toolflow
+
+    conf = yaml.safe_load((paths.JASPER_LIBRARY / "platforms" / "vpk180.yaml").read_text())
+    part, package, speed = conf["fpga"].split("-", 2)
+    octave(f"run_platform('{tmp_path}');", shim=True)
+    lib = json.loads((tmp_path / "platform.json").read_text())["block"]
+    assert (lib["Tag"], lib["MaskType"]) == ("xps:xsg", "xps:xsg")
+    assert lib["MaskInitialization"] == "xps_xsg_vpk180_conf_mask(gcb);"
+    names = [v.split("=&")[0] for v in lib["MaskVariables"].rstrip(";").split(";")]
+    values = dict(zip(names, lib["MaskValueString"].split("|"), strict=True))
+    assert values == {
+        "hw_sys": conf["simulink"]["hw_sys"],
+        "clk_src": conf["clk_src"],
+        "clk_rate": f"{conf['user_clk_mhz']:g}",
+        "synthesis_tool": "Vivado",
+    }
+    assert json.loads((tmp_path / "platform.json").read_text())["saved"][0][1].endswith(
+        "VPK180.slx"
+    )
+    token = json.loads((tmp_path / "token.json").read_text())["block"]
+    assert (token["part"], token["package"], token["speed"]) == (part, package, f"-{speed}")
+    assert token["xilinxfamily"] == conf["simulink"]["sysgen_family"]
+    # The design clock's period, from the placed block's clk_rate (the platform default).
+    assert float(token["sysclk_period"]) == round(1000 / conf["user_clk_mhz"], 4)
+    lo, hi = conf["user_clk_range_mhz"]
+    errors = (tmp_path / "errors.txt").read_text().splitlines()
+    assert errors == [
+        f"mydesign/XSG core config: clk_rate 100 MHz is outside {lo:g}..{hi:g} "
+        f"(400 Gb/s at 1024 bits per cycle needs at least {lo:g})",
+        "mydesign/XSG core config: clk_rate 'fast' is not a number (MHz)",
+        "other/XSG core config: the platform block must sit beside exactly one System "
+        "Generator token (found 0)",
+    ]
+    # MATLAB's frontend writes the block's parameters into jasper.per's XSG entry: with the
+    # placed block's values the example design builds as from its design YAML.
+    placed = json.loads((tmp_path / "placed.json").read_text())["block"]
+    example = ROOT / "examples" / "pktgen_400g" / "design.yaml"
+    ref_dir = tmp_path / "yaml"
+    per = Design(example, platform="vpk180").to_jasper_per(ref_dir)
+    ref = Toolflow(per, ref_dir, progress=None).run(backend="none")
+    doc = yaml.safe_load(per.read_text())
+    xsg = doc["yellow_blocks"]["pktgen_400g/XSG"]
+    # (parameters left at their dialog default take the mask's value, as in MATLAB)
+    xsg.update({k: placed.get(k, values[k]) for k in ("hw_sys", "clk_src", "clk_rate")})
+    mat_dir = tmp_path / "matlab"
+    mat_dir.mkdir()
+    (mat_dir / "jasper.per").write_text(yaml.safe_dump(doc, sort_keys=False))
+    got = Toolflow(mat_dir / "jasper.per", mat_dir, progress=None).run(backend="none")
+    assert got.platform == "vpk180"
+    for name in ("top.v", "top.xdc", "core_info.tab"):
+        a = (ref.build_dir / name).read_text().replace(str(ref_dir), "")
+        b = (got.build_dir / name).read_text().replace(str(mat_dir), "")
+        assert a == b, name

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from casper400g_dev import checkout
 from casperfpga_ext import fhg_regmap as regmap
 from casperfpga_ext.fpg import find_gbes, parse_fpg, parse_fpg_header, read_bitstream
 from casperfpga_ext.fpga import Fpga
@@ -33,7 +34,7 @@ from mlib_devel_400g.toolflow import (
     mkfpg,
 )
 
-EXAMPLE = paths.REPO_ROOT / "examples" / "pktgen_400g" / "design.yaml"
+EXAMPLE = checkout.ROOT / "examples" / "pktgen_400g" / "design.yaml"
 BASE = 0xA4000000
 SW_REGS = [
     "pkt_ctrl",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from casper400g_dev import toolflow_sim
 from mlib_devel_400g import synth as yosys
-from mlib_devel_400g import toolflow_sim
 from mlib_devel_400g.toolflow import synth
 
 

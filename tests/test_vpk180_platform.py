@@ -24,12 +24,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from casper400g_dev import checkout
 from casperfpga_ext.fpg import find_gbes, parse_fpg, parse_fpg_header, read_bitstream
 from mlib_devel_400g import paths
 from mlib_devel_400g.design import Design, DesignError
 from mlib_devel_400g.toolflow import BuildResult, Toolflow, ToolflowError, jasper_imports, lint
 
-EXAMPLE = paths.REPO_ROOT / "examples" / "pktgen_400g" / "design.yaml"
+EXAMPLE = checkout.ROOT / "examples" / "pktgen_400g" / "design.yaml"
 STUB = Path(__file__).with_name("tcl") / "vivado_bd_stub.tcl"
 PLATFORM_YAML = paths.JASPER_LIBRARY / "platforms" / "vpk180.yaml"
 
@@ -511,4 +512,15 @@ def test_one_dcmac_per_design(tmp_path: Path) -> None:
     path = tmp_path / "two.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     with pytest.raises(ToolflowError, match="a second 400GbE block on the VPK180"):
+        build(path, tmp_path / "b", platform=None)
+
+
+def test_clk_src_must_be_the_block_designs_clock(tmp_path: Path) -> None:
+    """The XSG block drives user_clk from the platform's clk_src: a source the block design
+    does not make would leave user_clk undriven, so it is refused by name."""
+    doc = yaml.safe_load(_design(tmp_path).read_text())
+    doc["platform_options"] = {"clk_src": "user_clk"}
+    path = tmp_path / "src.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(ToolflowError, match="clk_src 'user_clk' is not the clock its block"):
         build(path, tmp_path / "b", platform=None)

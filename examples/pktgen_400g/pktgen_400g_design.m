@@ -1,7 +1,7 @@
 function per = pktgen_400g_design(build_dir)
 % PKTGEN_400G_DESIGN  The example design (design.yaml next to this file) written with the
 %   Octave design API instead of YAML; both give the same jasper.per. From the repository:
-%     octave-cli --eval "addpath('xps_library', 'mlib_devel_400g/octave', ...
+%     octave-cli --eval "addpath('xps_library', 'casper400g_dev/octave', ...
 %                       'examples/pktgen_400g'); pktgen_400g_design('build/pktgen_400g')"
 %     casper400g build build/pktgen_400g/jasper.per -o build/pktgen_400g
 if nargin < 1

@@ -25,6 +25,7 @@ from constraints import ClockConstraint, PortConstraint
 from memory import Register
 
 # Generated from the register map's SystemRDL (`casper400g regs`), as casperfpga_ext's copy.
+from . import fourhundred_gbe_addressing as addressing
 from . import fourhundred_gbe_regmap as regmap
 from .fhg_axi4lite import ADDRESS_SIGNALS, AXIL_SIGNALS, PROT_SIGNALS, RAW_DEVICE_SIGNALS
 from .fhg_platform import clock_groups
@@ -74,35 +75,19 @@ def _int_text(text: str) -> int | None:
 
 
 def parse_mac(value: Any, what: str = "MAC") -> int:
-    """A MAC as an integer, from an int or 'aa:bb:cc:dd:ee:ff' / 'aa-bb-..' / '0x..' /
-    decimal / ``hex2dec('02000a00000a')`` text."""
-    if isinstance(value, bool):
-        raise ValueError(f"{what} {value!r} is not a MAC address")
-    if isinstance(value, int):
-        mac = value
-    else:
-        text = _text(value)
-        hexcall = re.fullmatch(r"hex2dec\(\s*'([0-9A-Fa-f]+)'\s*\)", text)
-        if hexcall:
-            mac = int(hexcall.group(1), 16)
-        elif re.fullmatch(r"[0-9A-Fa-f]{2}([:-][0-9A-Fa-f]{2}){5}", text):
-            mac = int(re.sub(r"[:-]", "", text), 16)
-        else:
-            parsed = _int_text(text)
-            if parsed is None:
-                raise ValueError(f"{what} {value!r} is not a MAC address")
-            mac = parsed
-    if not 0 <= mac < 1 << 48:
-        raise ValueError(f"{what} {value!r} does not fit 48 bits")
-    return mac
+    """A MAC as an integer, in any form the project's one parser reads (``addressing``:
+    'aa:bb:cc:dd:ee:ff', 'aa-bb-..', '0x..', decimal, ``hex2dec('02000a00000a')``)."""
+    try:
+        return addressing.parse_mac(value)
+    except addressing.AddressError as exc:
+        why = "does not fit 48 bits" if exc.kind == "range" else "is not a MAC address"
+        raise ValueError(f"{what} {value!r} {why}") from None
 
 
 def parse_ipv4(value: Any, what: str = "IP") -> int:
-    if isinstance(value, bool):
-        raise ValueError(f"{what} {value!r} is not an IPv4 address")
     try:
-        return int(ipaddress.IPv4Address(value if isinstance(value, int) else _text(value)))
-    except (ipaddress.AddressValueError, ValueError):
+        return addressing.parse_ip(value)
+    except addressing.AddressError:
         raise ValueError(f"{what} {value!r} is not an IPv4 address") from None
 
 

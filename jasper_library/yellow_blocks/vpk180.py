@@ -49,8 +49,9 @@ CLK_WIZ_VLNV = "xilinx.com:ip:clk_wizard"
 RESET_VLNV = "xilinx.com:ip:proc_sys_reset"
 SMARTCONNECT_VLNV = "xilinx.com:ip:smartconnect"
 
-# The host's AXI4-Lite master (mlib_devel's M_AXI_* names; Vivado's wrapper flattens the
-# interface port M_AXI into M_AXI_<signal>): (signal, direction seen from the wrapper, width).
+# The host's AXI4-Lite master (mlib_devel's M_AXI_* names; the block design's module
+# flattens its interface port M_AXI into M_AXI_<signal>): (signal, direction seen from the
+# block design, width).
 HOST_AXIL = master_view()
 # The design clock and its phases, as mlib_devel's XSG block requires them of clk_src.
 PHASES = ("", "90", "180", "270")
@@ -130,8 +131,9 @@ def cips_bd_tcl(conf: dict[str, Any], user_mhz: float) -> str:
             "platform vpk180: ddr: true is not supported yet (the LPDDR4 pins of the NoC's "
             "memory controller are not wired to top.v); set ddr: false"
         )
-    if not 390.625 <= user_mhz <= 600.0:
-        raise Vpk180Error(f"platform vpk180: user clock {user_mhz:g} MHz is outside 390.625..600")
+    lo, hi = (float(x) for x in conf.get("user_clk_range_mhz") or (390.625, 600.0))
+    if not lo <= user_mhz <= hi:
+        raise Vpk180Error(f"platform vpk180: user clock {user_mhz:g} MHz is outside {lo:g}..{hi:g}")
     base = int(conf["mmbus_base_address"])
     window = int(conf.get("mmbus_address_window") or 0)
     if window <= 0 or window & (window - 1) or base % window:
@@ -276,6 +278,12 @@ class vpk180(YellowBlock):
         return float(self.platform.user_clk_rate or self.platform.conf.get("user_clk_mhz"))
 
     def drc(self) -> None:
+        src = self.platform.conf.get("clk_src")
+        if src != CLK_SRC:
+            raise Vpk180Error(
+                f"{self.fullpath}: platform vpk180: clk_src {src!r} is not the clock its block "
+                f"design provides ({CLK_SRC!r})"
+            )
         try:
             cips_bd_tcl(self.platform.conf, self._user_mhz())
         except Vpk180Error as exc:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .fhg_axi4lite import RAW_DEVICE_SIGNALS
+
 BD_NAME = "fhg_dcmac_bd"
 DCMAC_CELL = "dcmac_0"
 QUAD_CELLS = ("gtm_quad_0", "gtm_quad_1")
@@ -254,25 +256,10 @@ def _control_ports() -> list[Port]:
     return ports
 
 
-# Interface ports and the wrapper signals Vivado makes of them (<port>_<signal>).
-AXI_LITE_SIGNALS: tuple[tuple[str, str, int], ...] = (
-    ("awaddr", "I", 32),
-    ("awvalid", "I", 1),
-    ("awready", "O", 1),
-    ("wdata", "I", 32),
-    ("wstrb", "I", 4),
-    ("wvalid", "I", 1),
-    ("wready", "O", 1),
-    ("bresp", "O", 2),
-    ("bvalid", "O", 1),
-    ("bready", "I", 1),
-    ("araddr", "I", 32),
-    ("arvalid", "I", 1),
-    ("arready", "O", 1),
-    ("rdata", "O", 32),
-    ("rresp", "O", 2),
-    ("rvalid", "O", 1),
-    ("rready", "I", 1),
+# Interface ports and the wrapper signals Vivado makes of them (<port>_<signal>): the
+# DCMAC design's register port is an AXI4-Lite slave without protection bits.
+AXI_LITE_SIGNALS: tuple[tuple[str, str, int], ...] = tuple(
+    (name, "I" if d == "in" else "O", w) for name, d, w in RAW_DEVICE_SIGNALS
 )
 
 

@@ -137,8 +137,10 @@ class YellowBlock:
     def modify_top(self, top: Any) -> None:
         """Add this block's instances, ports and bus interfaces to ``top``."""
 
-    def finalize_top(self, top: Any) -> None:
-        """Runs after every block's ``modify_top`` (sees the whole design)."""
+    def finalize_top(self, top: Any) -> Any:
+        """Runs after every block's ``modify_top`` (sees the whole design); returns the top
+        level to go on with (mlib_devel's contract: usually ``top`` itself)."""
+        return top
 
     def gen_constraints(self) -> list[Any]:
         return []

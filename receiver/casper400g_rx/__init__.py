@@ -16,8 +16,10 @@ from ._core import Chunk, Format, IbvUnavailableError, Sender, example_payload, 
 from .capture import Capture, RcvbufWarning, Stats, parse_endpoint
 from .demo import demo_loopback
 from .example_stream import example_chunk, example_payloads
+from .sizing import CapacityWarning
 
 __all__ = [
+    "CapacityWarning",
     "Capture",
     "Chunk",
     "Format",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -13,6 +12,11 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core
+from .endpoint import parse_endpoint
+from .ibv import open_ibv, open_split_emulation
+from .sizing import CapacityWarning, Sizing, size_for_rate
+
+__all__ = ["Capture", "RcvbufWarning", "Stats", "parse_endpoint"]
 
 Backend = Literal["udp", "pcap", "mem", "ibv"]
 Policy = Literal["block", "drop_oldest"]
@@ -20,20 +24,6 @@ Policy = Literal["block", "drop_oldest"]
 
 class RcvbufWarning(UserWarning):
     """The kernel gave the UDP socket less receive buffer than requested."""
-
-
-def parse_endpoint(bind: str) -> tuple[str, int]:
-    """Split "host:port" (IPv4); raises ValueError naming the bad value."""
-    host, sep, port_text = bind.rpartition(":")
-    if not sep or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ValueError(f"bind must be 'IPv4:port' with port 0..65535, got {bind!r}")
-    host = host or "0.0.0.0"
-    if host != "localhost":
-        try:
-            ipaddress.IPv4Address(host)
-        except ValueError:
-            raise ValueError(f"bad IPv4 address {host!r} in bind={bind!r}") from None
-    return host, int(port_text)
 
 
 class Stats(dict):  # type: ignore[type-arg]
@@ -67,6 +57,10 @@ class Capture:
 
     device="cuda:N" delivers the chunks into GPU memory (gpu.py); gpudirect=True places
     frames already in GPU memory with the reorder kernels (mem backend: NIC emulation).
+
+    rate_gbps: the rate the capture must take; the queues (`threads` for udp) and the chunk
+    pool not given are sized for it by the rule in sizing.py, and a CapacityWarning says
+    when this machine has too few CPUs for them (`sizing` holds the outcome).
     """
 
     def __init__(
@@ -81,7 +75,7 @@ class Capture:
         first_chunk: int | None = None,
         stall_timeout_ms: int = 50,
         bind: str = "127.0.0.1:0",
-        threads: int = 1,
+        threads: int | None = None,
         cpus: Sequence[int] | None = None,
         rcvbuf: int = 64 << 20,
         path: str | None = None,
@@ -97,7 +91,7 @@ class Capture:
         fill: bool = True,
         # ibv backend and its emulation (see ibv.py)
         interface: str = "",
-        queues: int = 1,
+        queues: int | None = None,
         depth: int | None = None,
         rq: str = "split",
         busy_poll: bool = True,
@@ -108,8 +102,35 @@ class Capture:
         gpudirect: bool = False,
         gpu_chunks: int = 0,
         gpu_options: Mapping[str, int] | None = None,
+        rate_gbps: float | None = None,
     ) -> None:
         self.fmt = fmt if fmt is not None else _core.Format()
+        # The header-split engine sizes its own pool from its receive queues.
+        split = backend == "ibv" or (backend == "mem" and emulate is not None)
+        self.sizing: Sizing | None = None
+        if rate_gbps is not None:
+            self.sizing = size_for_rate(
+                rate_gbps,
+                self.fmt.payload_size,
+                max_chunks,
+                to_gpu=device != "cpu",
+                queues=threads if backend == "udp" else queues,
+                n_chunks=n_chunks,
+                helper_threads=1 if backend == "mem" and nic_rate_gbps is not None else 0,
+            )
+            if backend == "udp":
+                threads = self.sizing.queues
+            else:
+                queues = self.sizing.queues
+            if not split:
+                n_chunks = self.sizing.n_chunks
+            for note in self.sizing.warnings:
+                warnings.warn(note, CapacityWarning, stacklevel=2)
+        threads = 1 if threads is None else threads
+        queues = 1 if queues is None else queues
+        k = threads if backend == "udp" else queues
+        if k > 1 and not n_chunks and not split:
+            n_chunks = max_chunks + 4 + 2 * k  # the rule of sizing.py without a rate
         config = _core.EngineConfig(
             packets_per_chunk=packets_per_chunk,
             max_chunks=max_chunks,
@@ -143,8 +164,6 @@ class Capture:
                 options=gpu_options,
             )
         elif backend == "mem" and emulate is not None:
-            from .ibv import open_split_emulation
-
             self._cap = open_split_emulation(
                 self.fmt,
                 config,
@@ -180,8 +199,6 @@ class Capture:
                 raise ValueError("backend 'pcap' needs path=")
             self._cap = _core.Capture.pcap(self.fmt, config, str(path))
         elif backend == "ibv":
-            from .ibv import open_ibv
-
             self._cap = open_ibv(
                 self.fmt, config, bind, interface, queues, depth, list(cpus or []), rq, busy_poll
             )

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core
+from .endpoint import parse_endpoint
 
 IbvUnavailableError = _core.IbvUnavailableError
 
@@ -48,8 +49,6 @@ def open_ibv(
     rq: str,
     busy_poll: bool,
 ) -> _core.Capture:
-    from .capture import parse_endpoint
-
     host, port = parse_endpoint(bind)
     if port == 0:
         raise ValueError(f"the ibv backend needs the stream's UDP port in bind=, got {bind!r}")

@@ -68,6 +68,8 @@ driver::driver() {
     resolve(lib_, cuModuleGetFunction, "cuModuleGetFunction");
     resolve(lib_, cuLaunchKernel, "cuLaunchKernel");
     resolve(lib_, cuFuncSetAttribute, "cuFuncSetAttribute");
+    cuMemGetHandleForAddressRange = reinterpret_cast<decltype(cuMemGetHandleForAddressRange)>(
+        dlsym(lib_, "cuMemGetHandleForAddressRange"));
     check(cuInit(0), "cuInit");
 }
 

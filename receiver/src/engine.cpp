@@ -15,6 +15,12 @@ namespace casper400g_rx {
 
 namespace {
 
+std::int64_t now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
 constexpr std::size_t n_counters = sizeof(counters) / sizeof(std::uint64_t);
 static_assert(sizeof(counters) == n_counters * sizeof(std::uint64_t),
               "counters must hold only uint64 fields");
@@ -137,8 +143,10 @@ void engine::set_queues(std::size_t n) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (started_) throw std::logic_error("set_queues after the first packet");
     queues_.clear();
+    const std::int64_t t = now_ns();
     for (std::size_t q = 0; q < n; q++) {
         queues_.push_back(std::make_unique<queue_state>());
+        queues_.back()->last_batch_ns.store(t, std::memory_order_relaxed);
         queues_.back()->cache.assign(cfg_.max_chunks, cached{});
     }
     records_.assign(n, queue_record{});
@@ -149,6 +157,7 @@ void engine::add_batch(std::size_t q, const packet_ref *pkts, std::size_t n) {
         throw std::out_of_range("queue " + std::to_string(q) + " of an engine with " +
                                 std::to_string(queues_.size()) + " queues");
     queue_state &s = *queues_[q];
+    s.last_batch_ns.store(now_ns(), std::memory_order_relaxed);
     s.discarding = !enter(s, q);
     for (std::size_t i = 0; i < n; i++) place(s, q, pkts[i]);
     order_payload_stores();
@@ -314,7 +323,8 @@ bool engine::slow_path(queue_state &s, std::size_t q, std::uint64_t id) {
         // Take a free chunk only when this queue may open one: one that is too far ahead
         // of the slowest queue waits without holding a chunk the slowest queue needs.
         const bool may_open = id - head_ < open_.size();
-        s.busy.store(false, std::memory_order_seq_cst);  // waiting: may be passed over
+        s.waiting.store(true, std::memory_order_relaxed);
+        s.busy.store(false, std::memory_order_seq_cst);  // not placing while it waits
         lock.unlock();
         chunk_queue::status why = chunk_queue::status::ok;
         chunk *got = nullptr;
@@ -323,6 +333,7 @@ bool engine::slow_path(queue_state &s, std::size_t q, std::uint64_t id) {
         else
             std::this_thread::sleep_for(std::chrono::microseconds(200));
         s.busy.store(true, std::memory_order_seq_cst);
+        s.waiting.store(false, std::memory_order_relaxed);
         lock.lock();
         if (got != nullptr) spare = got;
         if (why == chunk_queue::status::interrupted) return false;
@@ -397,10 +408,16 @@ bool engine::pass_stalled_locked() {
     // Only queues that hold head_ back while another queue has moved past it.
     if (passed_ <= head_) return false;
     bool any = false;
+    const std::int64_t idle_since = now_ns() - std::int64_t{cfg_.stall_timeout_ms} * 1000000;
     for (std::size_t q = 0; q < records_.size(); q++) {
         queue_record &r = records_[q];
         if (!r.attached || r.head > head_) continue;
         queue_state &s = *queues_[q];
+        // Waiting for a chunk (as every queue does when the consumer is slow), or a
+        // batch started lately: not stalled.
+        if (s.waiting.load(std::memory_order_relaxed) ||
+            s.last_batch_ns.load(std::memory_order_relaxed) > idle_since)
+            continue;
         s.gen.fetch_add(1, std::memory_order_seq_cst);
         if (s.busy.load(std::memory_order_seq_cst)) continue;  // placing now: not stalled
         r.attached = false;

@@ -61,6 +61,7 @@ std::string ibv_gpu_register_check(const std::string &, int, std::size_t) { comp
 #include <thread>
 #include <type_traits>
 
+#include "casper400g_rx/cuda_driver.h"
 #include "casper400g_rx/ibv_lib.h"
 #include "casper400g_rx/mlx5_cqe.h"
 
@@ -848,93 +849,34 @@ std::vector<ibv_device_report> ibv_list_devices() {
 
 namespace {
 
-// The CUDA driver API, loaded at run time: declarations of the few entry points used.
-using cu_result = int;
-using cu_device = int;
-using cu_deviceptr = unsigned long long;
-using cu_context = void *;
-constexpr int cu_attr_dma_buf_supported = 124;  // CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED
-constexpr int cu_handle_dma_buf_fd = 1;         // CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD
-
-struct cuda_driver {
-    cu_result (*init)(unsigned) = nullptr;
-    cu_result (*device_get)(cu_device *, int) = nullptr;
-    cu_result (*device_get_attribute)(int *, int, cu_device) = nullptr;
-    cu_result (*primary_ctx_retain)(cu_context *, cu_device) = nullptr;
-    cu_result (*primary_ctx_release)(cu_device) = nullptr;
-    cu_result (*ctx_set_current)(cu_context) = nullptr;
-    cu_result (*mem_alloc)(cu_deviceptr *, std::size_t) = nullptr;
-    cu_result (*mem_free)(cu_deviceptr) = nullptr;
-    cu_result (*get_handle)(void *, cu_deviceptr, std::size_t, int, unsigned long long) = nullptr;
-    cu_result (*error_string)(cu_result, const char **) = nullptr;
-
-    std::string why(cu_result rc) const {
-        const char *s = nullptr;
-        if (error_string != nullptr) error_string(rc, &s);
-        return "CUDA error " + std::to_string(rc) + (s ? std::string(" (") + s + ")" : "");
-    }
-};
-
-cuda_driver load_cuda() {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (h == nullptr)
-        throw ibv_unavailable("the CUDA driver (libcuda.so.1) is not loadable: no NVIDIA driver here");
-    cuda_driver d;
-    auto need = [&](auto &field, const char *name) {
-        field = reinterpret_cast<std::remove_reference_t<decltype(field)>>(dlsym(h, name));
-        if (field == nullptr) throw ibv_unavailable(std::string("libcuda.so.1 lacks ") + name);
-    };
-    need(d.init, "cuInit");
-    need(d.device_get, "cuDeviceGet");
-    need(d.device_get_attribute, "cuDeviceGetAttribute");
-    need(d.primary_ctx_retain, "cuDevicePrimaryCtxRetain");
-    need(d.primary_ctx_release, "cuDevicePrimaryCtxRelease_v2");
-    need(d.ctx_set_current, "cuCtxSetCurrent");
-    need(d.mem_alloc, "cuMemAlloc_v2");
-    need(d.mem_free, "cuMemFree_v2");
-    need(d.error_string, "cuGetErrorString");
-    // CUDA >= 11.7; absent on older drivers, which leaves peermem as the only way.
-    d.get_handle = reinterpret_cast<decltype(d.get_handle)>(dlsym(h, "cuMemGetHandleForAddressRange"));
-    return d;
-}
-
 }  // namespace
 
 std::string ibv_gpu_register_check(const std::string &device, int gpu, std::size_t bytes) {
     const ibv_lib &lib = ibv_lib::get();
-    const cuda_driver cu = load_cuda();
-    if (cu_result rc = cu.init(0)) throw std::runtime_error("cuInit: " + cu.why(rc));
-    cu_device dev = 0;
-    if (cu_result rc = cu.device_get(&dev, gpu))
-        throw std::invalid_argument("no CUDA device " + std::to_string(gpu) + ": " + cu.why(rc));
-    cu_context ctx = nullptr;
-    if (cu_result rc = cu.primary_ctx_retain(&ctx, dev))
-        throw std::runtime_error("cannot open a context on GPU " + std::to_string(gpu) + ": " + cu.why(rc));
-    struct ctx_guard {
-        const cuda_driver &cu;
-        cu_device dev;
-        ~ctx_guard() { cu.primary_ctx_release(dev); }
-    } cg{cu, dev};
-    cu.ctx_set_current(ctx);
+    if (gpu < 0) throw std::invalid_argument("no CUDA device " + std::to_string(gpu));
+    // The one CUDA driver loader of the extension (cuda_driver.h).
+    std::shared_ptr<const cu::device> gpu_dev;
+    try {
+        gpu_dev = std::make_shared<const cu::device>(gpu);
+    } catch (const cu::error &e) {
+        if (gpu >= cu::device_count())
+            throw std::invalid_argument("no CUDA device " + std::to_string(gpu) + ": " + e.what());
+        throw;
+    }
+    const cu::driver &cu = gpu_dev->drv();
+    gpu_dev->make_current();
     // dma-buf export works on whole GPU pages: keep the range 2 MiB aligned.
     const std::size_t len = (std::max<std::size_t>(bytes, 1) + (2u << 20) - 1) / (2u << 20) * (2u << 20);
-    cu_deviceptr ptr = 0;
-    if (cu_result rc = cu.mem_alloc(&ptr, len))
-        throw std::runtime_error("cannot allocate " + std::to_string(len >> 20) + " MiB on GPU " +
-                                 std::to_string(gpu) + ": " + cu.why(rc));
-    struct mem_guard {
-        const cuda_driver &cu;
-        cu_deviceptr p;
-        ~mem_guard() { cu.mem_free(p); }
-    } mg{cu, ptr};
+    cu::device_memory mem(gpu_dev, len);
+    const cu::deviceptr ptr = mem.get();
     device_handle d(lib, device);
     const int access = IBV_ACCESS_LOCAL_WRITE;
     std::string dmabuf_why;
     int supported = 0;
-    cu.device_get_attribute(&supported, cu_attr_dma_buf_supported, dev);
+    cu.cuDeviceGetAttribute(&supported, cu::attr_dma_buf_supported, gpu_dev->handle());
     if (lib.reg_dmabuf_mr == nullptr) {
         dmabuf_why = "rdma-core has no ibv_reg_dmabuf_mr (needs v34+)";
-    } else if (cu.get_handle == nullptr) {
+    } else if (cu.cuMemGetHandleForAddressRange == nullptr) {
         dmabuf_why = "the CUDA driver cannot export dma-bufs (needs 11.7+)";
     } else if (!supported) {
         dmabuf_why = "GPU " + std::to_string(gpu) +
@@ -942,8 +884,9 @@ std::string ibv_gpu_register_check(const std::string &device, int gpu, std::size
                      "modules are not in use: dma-buf needs nvidia-open)";
     } else {
         int fd = -1;
-        if (cu_result rc = cu.get_handle(&fd, ptr, len, cu_handle_dma_buf_fd, 0)) {
-            dmabuf_why = "cuMemGetHandleForAddressRange: " + cu.why(rc);
+        if (cu::result rc = cu.cuMemGetHandleForAddressRange(&fd, ptr, len,
+                                                             cu::mem_range_handle_dma_buf_fd, 0)) {
+            dmabuf_why = "cuMemGetHandleForAddressRange: " + cu.error_text(rc);
         } else {
             auto mr = own(lib.reg_dmabuf_mr(d.pd.get(), 0, len, ptr, fd, access), lib.dereg_mr);
             const int err = errno;

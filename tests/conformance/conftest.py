@@ -6,7 +6,9 @@ into it, and run mlib_devel's own ``exec_flow.py --middleware --backend`` under 
 (m2021a's) on the example design's ``jasper.per`` for the VPK180. Vivado is not installed:
 a ``vivado`` on PATH runs the backend's generated script (``gogogo.tcl``) under ``tclsh``
 against the recording Vivado stand-in (tests/tcl/vivado_bd_stub.tcl), so the run goes up
-to the point where Vivado would start and the whole script is checked by Tcl itself.
+to the point where Vivado would start and the whole script is checked by Tcl itself; a
+placeholder image where Vivado writes top.pdi lets mlib_devel's ``--software`` step pack
+the .fpg from what the script makes of it.
 
 The 3.8 venv (mlib_devel's requirements.txt from PyPI, xml2vhdl from the reference tree)
 is cached under ``.cache/`` by a hash of what it is built from. Outside CI a missing
@@ -28,13 +30,14 @@ from pathlib import Path
 
 import pytest
 
-from mlib_devel_400g import mlib_install, paths
+from casper400g_dev import checkout
+from mlib_devel_400g import mlib_install
 from mlib_devel_400g.design import Design
 from mlib_devel_400g.toolflow import BuildResult, Toolflow
 
-EXAMPLE = paths.REPO_ROOT / "examples" / "pktgen_400g" / "design.yaml"
-STUB = paths.REPO_ROOT / "tests" / "tcl" / "vivado_bd_stub.tcl"
-CACHE = paths.REPO_ROOT / ".cache"
+EXAMPLE = checkout.ROOT / "examples" / "pktgen_400g" / "design.yaml"
+STUB = checkout.ROOT / "tests" / "tcl" / "vivado_bd_stub.tcl"
+CACHE = checkout.ROOT / ".cache"
 MODEL = "pktgen_400g"
 
 
@@ -51,7 +54,7 @@ def reference(name: str) -> Path:
     roots = (
         [Path(os.environ["CASPER400G_REFERENCE"])] if "CASPER400G_REFERENCE" in os.environ else []
     )
-    roots += [p / "shared" / "reference" for p in paths.REPO_ROOT.parents]
+    roots += [p / "shared" / "reference" for p in checkout.ROOT.parents]
     for root in roots:
         if (root / name).is_dir():
             return root / name
@@ -154,6 +157,8 @@ class MlibRun:
 # no AXI4-Lite platform reads. The scratch checkout gets an empty stand-in for it; nothing
 # here looks at those two files.
 CIT2CSL_STANDIN = "import sys\n\nsys.exit(0)\n"
+# What the stand-in Vivado leaves as the device image (mlib_devel packs it into the .fpg).
+STANDIN_IMAGE = b"VERSAL-PDI-PLACEHOLDER"
 
 
 @pytest.fixture(scope="session")
@@ -181,14 +186,21 @@ def mlib_run(tmp_path_factory: pytest.TempPathFactory) -> MlibRun:
 
     build = root / "build"
     build.mkdir()
-    shutil.copyfile(per, build / "jasper.per")
+    # What MATLAB's frontend writes beside jasper.per: the build tree has the same files.
+    for name in ("jasper.per", "design_info.tab", "git_info.tab"):
+        shutil.copyfile(standin_dir / name, build / name)
     (build / f"{MODEL}.slx").write_bytes(b"")  # exec_flow names the build after a model
     fakebin = root / "bin"
     fakebin.mkdir()
     vivado = fakebin / "vivado"
+    # The implementation run's image is a placeholder this stand-in leaves where Vivado
+    # writes top.pdi; the script's own post_bitgen copy makes it mlib_devel's $bin_file.
     vivado.write_text(
         "#!/bin/sh\n# The backend runs: vivado -jou .. -log .. -mode batch -source <script>\n"
         'for a; do last="$a"; done\n'
+        'impl=$(sed -n \'s/^set impl_dir "\\(.*\\)"$/\\1/p\' "$last")\n'
+        '[ -n "$impl" ] || exit 3\n'
+        'mkdir -p "$impl" && printf %s "$FHG_STANDIN_IMAGE" > "$impl/top.pdi"\n'
         f'VIVADO_STUB_ANY=1 exec {tclsh} {STUB} "$last" "$(dirname "$last")/vivado_stub.log"\n'
     )
     vivado.chmod(0o755)
@@ -199,6 +211,7 @@ def mlib_run(tmp_path_factory: pytest.TempPathFactory) -> MlibRun:
         "HDL_ROOT": str(checkout / "jasper_library" / "hdl_sources"),
         # Set, so exec_flow does not source a vivado_config.local for Xilinx's paths.
         "XILINX_PATH": str(root / "no-xilinx"),
+        "FHG_STANDIN_IMAGE": STANDIN_IMAGE.decode(),
     }
     got = subprocess.run(
         [
@@ -206,6 +219,7 @@ def mlib_run(tmp_path_factory: pytest.TempPathFactory) -> MlibRun:
             "exec_flow.py",
             "--middleware",
             "--backend",
+            "--software",
             "-m",
             str(build / f"{MODEL}.slx"),
             "-c",

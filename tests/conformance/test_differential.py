@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 
-from casperfpga_ext.fpg import parse_fpg
+from casperfpga_ext.fpg import find_gbes, parse_fpg, read_bitstream
 
-from .conftest import MlibRun
+from .conftest import MODEL, STANDIN_IMAGE, MlibRun
 from .hdl_text import Top, parse_top
 
 MLIB_OWN = {"axi4lite_ic_wrapper", "cdc_synchroniser", "sys_block_counter"}
@@ -109,3 +109,20 @@ def test_constraints_are_the_same(mlib_run: MlibRun) -> None:
     mine = lines((mlib_run.standin.build_dir / "top.xdc").read_text())
     theirs = lines((mlib_run.build / "user_const.xdc").read_text())
     assert mine == theirs
+
+
+def test_fpg_is_packed_the_same(mlib_run: MlibRun) -> None:
+    """mlib_devel's --software step packs $bin_file (the .pdi the script copies there) with
+    core_info.tab and design_info.tab: the same devices and metadata as our header."""
+    [fpg] = (mlib_run.build / "outputs").glob(f"{MODEL}_*.fpg")
+    theirs = parse_fpg(fpg)
+    ours = parse_fpg(mlib_run.standin.fpg_header)
+    assert read_bitstream(fpg) == STANDIN_IMAGE
+    assert {n: (d.address, d.size) for n, d in theirs.devices.items()} == {
+        n: (d.address, d.size) for n, d in ours.devices.items()
+    }
+    # mlib_devel adds its checksums to the 77777 entry; every block's parameters are ours.
+    assert {n: b.params for n, b in theirs.blocks.items() if n != "77777"} == {
+        n: b.params for n, b in ours.blocks.items() if n != "77777"
+    }
+    assert [g.name for g in find_gbes(theirs)] == ["gbe0"]

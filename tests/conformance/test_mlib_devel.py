@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from mlib_devel_400g import mlib_install, sim
+from casper400g_dev import sim
+from mlib_devel_400g import mlib_install
 from mlib_devel_400g.toolflow import CORE_LINT_WAIVERS
 
-from .conftest import CIT2CSL_STANDIN, MlibRun, reference
+from .conftest import CIT2CSL_STANDIN, MlibRun, mlib_python, reference
 from .hdl_text import parse_top, vhdl_blackbox
 
 PHASES = ("", "90", "180", "270")
@@ -216,3 +217,25 @@ def test_verilator_lints_mlib_devels_top(mlib_run: MlibRun, tmp_path: Path) -> N
 # Modules mlib_devel's own blocks instantiate (its bus, software registers, system block).
 MLIB_DEVELS_OWN = {"axi4lite_ic_wrapper", "cdc_synchroniser", "sys_block_counter"}
 FAULT_RULES = {"MULTIDRIVEN", "UNDRIVEN", "WIDTHEXPAND", "WIDTHTRUNC", "IMPLICIT"}
+
+
+def test_every_overlay_module_imports_under_mlib_devels_python(mlib_run: MlibRun) -> None:
+    """Each Python file the overlay installs imports in the checkout under Python 3.8,
+    with mlib_devel's conventions (jasper_library on sys.path, blocks as a package)."""
+    lib = mlib_run.checkout / "jasper_library"
+    mods = sorted(
+        f"yellow_blocks.{p.stem}"
+        for _src, p in mlib_install._plan(mlib_run.checkout)
+        if p.suffix == ".py" and p.parent == lib / "yellow_blocks"
+    )
+    assert "yellow_blocks.fourhundred_gbe" in mods and "yellow_blocks.vpk180" in mods
+    code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
+    got = subprocess.run(
+        [str(mlib_python()), "-c", code, *mods],
+        cwd=lib,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(lib), "PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
+    assert got.returncode == 0, got.stderr

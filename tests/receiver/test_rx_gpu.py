@@ -495,8 +495,8 @@ def test_gpudirect_rejects_ipv4_id_sequence() -> None:
 def test_demo_gpu_stage_says_why_it_was_skipped() -> None:
     from rich.console import Console
 
+    from casper400g_dev.demo import run_gpu
     from casper400g_rx.demo import demo_gpu
-    from mlib_devel_400g.demo import run_gpu
 
     ok, lines = demo_gpu()
     assert not ok and lines[0].startswith("GPU stage skipped: ") and CUDA_WHY in lines[0]

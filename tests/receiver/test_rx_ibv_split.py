@@ -366,9 +366,15 @@ def test_paced_queues_equal_the_copying_engine() -> None:
     # Two queue threads at a set total rate; the window spans the whole stream, so
     # however the threads interleave nothing can be late and the outcome is exact.
     ppc, n = 128, 16
-    cap = paced(ppc * n, ppc, n, 2, 0.5)
-    got = drain(cap)
-    s = cap.stats
+    # A queue thread that the shared CI cores leave unscheduled for longer than its 64
+    # posted receives last makes the emulated NIC drop (as a NIC would): that run says
+    # nothing about placement, so it is repeated (at most three runs).
+    for _ in range(3):
+        cap = paced(ppc * n, ppc, n, 2, 0.5)
+        got = drain(cap)
+        s = cap.stats
+        if s.nic_drops == 0:
+            break
     ref = rx.Capture("mem", count=ppc * n, packets_per_chunk=ppc, max_chunks=n, first_chunk=0)
     want = drain(ref)
     assert_same(s, got, ref.stats, want)

@@ -39,11 +39,11 @@ from scapy.layers.l2 import ARP, Ether
 from casperfpga_ext.fpga import Fpga
 from casperfpga_ext.gbe import FourHundredGbe
 from casperfpga_ext.tap import Answer, Tap
-from mlib_devel_400g.core_harness import CoreHarness
-from mlib_devel_400g.models.dcmac_rx import DcmacRxDriver
-from mlib_devel_400g.models.dcmac_tx import DcmacTxMonitor
-from mlib_devel_400g.models.user_tx import UserTxDriver
-from mlib_devel_400g.sim_bus import DEVICE, ServerThread, SimTransport, SimWindow
+from verification.core_harness import CoreHarness
+from verification.models.dcmac_rx import DcmacRxDriver
+from verification.models.dcmac_tx import DcmacTxMonitor
+from verification.models.user_tx import UserTxDriver
+from verification.sim_bus import DEVICE, SYS_REGISTERS, ServerThread, SimTransport, SimWindow
 
 PEER_MAC = "0c:42:a1:00:00:21"
 PEER_IP = "10.0.0.33"
@@ -165,7 +165,7 @@ async def tap_answers_arp_and_ping(dut) -> None:  # noqa: ANN001
         "ip_protocol": 1,
     }, tap.counts()
     await Timer(1, unit="us")
-    c = await bridge(gbe.read_counters)()
+    c = await bridge(gbe.read_core_counters)()
     assert c["rx_to_cpu"] == 6 and c["rx_drop_cpu_busy"] == 0, c
     assert c["tx_cpu_frames"] == 3 and c["tx_arp_replies"] == 0, c
     assert c["rx_arp_requests"] == 0, c
@@ -217,7 +217,7 @@ async def katcp_board_server_configures_core(dut) -> None:  # noqa: ANN001
             }
 
         got = await serve_client(window, configure)
-        assert got["listdev"] == [DEVICE]
+        assert got["listdev"] == [DEVICE, *SYS_REGISTERS]
         assert got["address"] == 0xA4010000
         d = got["details"]
         assert (d["mac"], d["ip"], d["fabric_port"]) == (
@@ -226,7 +226,7 @@ async def katcp_board_server_configures_core(dut) -> None:  # noqa: ANN001
             PORT,
         )
         assert d["fabric_en"] and d["ttl"] == TTL
-        assert [e["mac"] for e in d["arp"]] == ARP_TABLE
+        assert [int(m) for m in d["arp"]] == ARP_TABLE
 
         await h.wait_tx_ready()
         sends = [(bytes(range(100)), "10.0.0.20", 9000), (b"off-subnet", "192.168.1.5", 5001)]
@@ -289,7 +289,7 @@ async def katcp_board_server_configures_core(dut) -> None:  # noqa: ANN001
         }, out["counts"]
         await Timer(1, unit="us")
         direct = FourHundredGbe(SimTransport(h.axi), DEVICE)  # not through the server
-        c = await bridge(direct.read_tx_counters)()
+        c = await bridge(direct.read_core_counters)("tx_")
         assert c["tx_arp_replies"] == 0 and c["tx_cpu_frames"] == 2, c
     finally:
         if "fpga" in fpga_box:

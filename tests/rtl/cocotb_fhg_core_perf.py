@@ -25,12 +25,12 @@ from cocotb.triggers import ClockCycles, Timer
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from mlib_devel_400g.core_harness import USER_CLK_HZ, CoreHarness, simulated_hz
-from mlib_devel_400g.models import frames
-from mlib_devel_400g.models.dcmac_rx import DcmacRxDriver
-from mlib_devel_400g.models.dcmac_tx import DcmacTxMonitor, packing_stats
-from mlib_devel_400g.models.user_rx import UserRxMonitor
-from mlib_devel_400g.models.user_tx import UserTxDriver
+from verification.core_harness import USER_CLK_HZ, CoreHarness, simulated_hz
+from verification.models import frames
+from verification.models.dcmac_rx import DcmacRxDriver
+from verification.models.dcmac_tx import DcmacTxMonitor, packing_stats
+from verification.models.user_rx import UserRxMonitor
+from verification.models.user_tx import UserTxDriver
 
 OWN_MAC = 0x02000A00000A
 OWN_IP = "10.0.0.10"

@@ -18,12 +18,12 @@ from scapy.layers.inet import IP, UDP, IPOption_NOP
 from scapy.layers.l2 import ARP, Ether
 
 from casperfpga_ext import fhg_regmap as regmap
-from mlib_devel_400g.core_harness import CoreHarness
-from mlib_devel_400g.models import rx_expect
-from mlib_devel_400g.models.dcmac_rx import DcmacRxDriver
-from mlib_devel_400g.models.dcmac_tx import DcmacTxMonitor
-from mlib_devel_400g.models.user_rx import UserRxMonitor
-from mlib_devel_400g.models.user_tx import UserTxDriver
+from verification.core_harness import CoreHarness
+from verification.models import rx_expect
+from verification.models.dcmac_rx import DcmacRxDriver
+from verification.models.dcmac_tx import DcmacTxMonitor
+from verification.models.user_rx import UserRxMonitor
+from verification.models.user_tx import UserTxDriver
 
 OWN_MAC = 0x02000A00000A
 OWN_IP = "10.0.0.10"

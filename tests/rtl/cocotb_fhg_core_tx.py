@@ -14,10 +14,10 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge, Timer
 
-from mlib_devel_400g.core_harness import CoreHarness
-from mlib_devel_400g.models import frames
-from mlib_devel_400g.models.dcmac_tx import DcmacTxMonitor
-from mlib_devel_400g.models.user_tx import UserTxDriver
+from verification.core_harness import CoreHarness
+from verification.models import frames
+from verification.models.dcmac_tx import DcmacTxMonitor
+from verification.models.user_tx import UserTxDriver
 
 OWN_MAC = 0x02000A00000A
 OWN_IP = int(ipaddress.IPv4Address("10.0.0.10"))
@@ -259,7 +259,7 @@ async def cpu_frames_go_out_between_data_frames(dut) -> None:  # noqa: ANN001
 
 async def blast(dut, payloads: list[bytes], dst_ip: int, dst_port: int) -> None:  # noqa: ANN001
     """Drive the user port back to back, ignoring tx_afull (an ill-behaved user)."""
-    from mlib_devel_400g.models.user_tx import payload_to_words
+    from verification.models.user_tx import payload_to_words
 
     edge = RisingEdge(dut.user_clk)
     for p in payloads:

@@ -19,9 +19,9 @@ from cocotb.triggers import Timer
 from cocotb_fhg_core_rx import FCS_ON_BUS, config, run_mix
 from cocotb_fhg_core_tx import ARP, GATEWAY, NETMASK, OWN_IP, OWN_MAC, PORT, TTL, expected
 
-from mlib_devel_400g.core_harness import CoreHarness
-from mlib_devel_400g.models.dcmac_tx import DcmacTxMonitor
-from mlib_devel_400g.models.user_tx import UserTxDriver
+from verification.core_harness import CoreHarness
+from verification.models.dcmac_tx import DcmacTxMonitor
+from verification.models.user_tx import UserTxDriver
 
 WINDOW_NS = 5000 * 4  # AXIL_CLK_HZ cycles of the 250 MHz register clock
 

@@ -1,6 +1,6 @@
 """cocotb tests of ``fhg_link_bringup`` against the DCMAC register/GT model.
 
-The model (:mod:`mlib_devel_400g.models.dcmac_regs`) answers the DUT's AXI4-Lite master with
+The model (:mod:`verification.models.dcmac_regs`) answers the DUT's AXI4-Lite master with
 random ready and response delays, holds the DCMAC registers and the latching status
 registers, and plays the GT lanes and the link partner. Every register write the DUT makes is
 compared with the model's list of what the bring-up has to write (written from the DCMAC
@@ -22,7 +22,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import Event, FallingEdge
 
-from mlib_devel_400g.models import dcmac_regs as dm
+from verification.models import dcmac_regs as dm
 
 P: dict[str, int] = json.loads(os.environ.get("LINK_BRINGUP_PARAMS", "{}"))
 

@@ -13,7 +13,7 @@ from cocotb.triggers import ClockCycles, RisingEdge, Timer
 from cocotbext.axi import AxiResp
 
 from casperfpga_ext import fhg_regmap as regmap
-from mlib_devel_400g.regs_harness import CLK_PERIOD_NS, RegsHarness
+from verification.regs_harness import CLK_PERIOD_NS, RegsHarness
 
 REGS = regmap.REGISTERS
 

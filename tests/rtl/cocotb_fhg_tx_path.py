@@ -15,9 +15,9 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge, Timer
 from scapy.layers.l2 import ARP, Ether
 
-from mlib_devel_400g.models import frames
-from mlib_devel_400g.models.dcmac_tx import DcmacTxMonitor
-from mlib_devel_400g.models.user_tx import UserTxDriver
+from verification.models import frames
+from verification.models.dcmac_tx import DcmacTxMonitor
+from verification.models.user_tx import UserTxDriver
 
 OWN_MAC = 0x02000A00000A
 OWN_IP = int(ipaddress.IPv4Address("10.0.0.10"))

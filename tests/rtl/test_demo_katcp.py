@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from mlib_devel_400g import demo
+from casper400g_dev import demo
 
 
 def test_demo_configures_the_core_over_katcp():

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mlib_devel_400g import bench_tx, sim
+from casper400g_dev import bench_tx, sim
 
 COCOTB_MODULE = Path(__file__).with_name("cocotb_fhg_core_perf.py")
 NAMES = sim.cocotb_test_names(COCOTB_MODULE)
@@ -31,7 +31,7 @@ def test_core_perf(outcomes: dict[str, sim.TestOutcome], name: str) -> None:
 def tx_bench() -> dict[int, dict[str, Any]]:
     data = sim.run_job(
         sim.build_core(),
-        "mlib_devel_400g.cocotb_bench_tx",
+        "verification.cocotb_bench_tx",
         {"CASPER400G_BENCH_SIZES": json.dumps(SIZES), "CASPER400G_BENCH_FRAMES": str(FRAMES)},
     )
     return {r["size"]: r for r in data["results"]}

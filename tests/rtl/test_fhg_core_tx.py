@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mlib_devel_400g import sim
+from casper400g_dev import sim
 
 COCOTB_MODULE = Path(__file__).with_name("cocotb_fhg_core_tx.py")
 NAMES = sim.cocotb_test_names(COCOTB_MODULE)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlib_devel_400g import paths, sim
+from casper400g_dev import sim
+from mlib_devel_400g import paths
 
 COCOTB_MODULE = Path(__file__).with_name("cocotb_fhg_gbe_boot.py")
 SOURCE = paths.FHG_HDL / "fhg_gbe_boot.sv"

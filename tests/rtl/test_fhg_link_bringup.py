@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mlib_devel_400g import paths, sim
+from casper400g_dev import sim
+from mlib_devel_400g import paths
 
 COCOTB_MODULE = Path(__file__).with_name("cocotb_fhg_link_bringup.py")
 NAMES = sim.cocotb_test_names(COCOTB_MODULE)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mlib_devel_400g import paths, sim
+from casper400g_dev import sim
+from mlib_devel_400g import paths
 
 HERE = Path(__file__).parent
 COCOTB_MODULE = HERE / "cocotb_fhg_tx_path.py"

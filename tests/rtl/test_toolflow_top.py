@@ -4,13 +4,11 @@ DCMAC model. One simulation, one pytest result per cocotb test."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from mlib_devel_400g import sim, toolflow_sim
+from casper400g_dev import checkout, sim, toolflow_sim
 
-COCOTB_MODULE = Path(toolflow_sim.__file__).with_name(f"{toolflow_sim.COCOTB_MODULE}.py")
+COCOTB_MODULE = checkout.VERIFICATION_DIR / f"{toolflow_sim.COCOTB_MODULE}.py"
 NAMES = sim.cocotb_test_names(COCOTB_MODULE)
 
 

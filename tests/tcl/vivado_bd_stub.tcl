@@ -186,7 +186,7 @@ proc make_wrapper {args} {
 # VIVADO_STUB_ANY=1: a whole project script (mlib_devel's gogogo.tcl) rather than block-design
 # Tcl. Every other Vivado command is recorded ("cmd ...") and returns an empty result;
 # project paths resolve under /project; file copies and directory changes are recorded,
-# not done. Tcl itself still checks the script: an undefined variable or a malformed
+# not done (a copy of a file that exists is made: the image a stand-in Vivado left). Tcl itself still checks the script: an undefined variable or a malformed
 # command fails the run as it would in Vivado.
 if {[info exists ::env(VIVADO_STUB_ANY)]} {
     proc unknown {args} { rec cmd {*}$args; return "" }
@@ -198,7 +198,14 @@ if {[info exists ::env(VIVADO_STUB_ANY)]} {
     }
     rename file _tcl_file
     proc file {sub args} {
-        if {$sub in {copy delete rename mkdir}} { rec cmd file $sub {*}$args; return "" }
+        if {$sub in {copy delete rename mkdir}} {
+            rec cmd file $sub {*}$args
+            # A copy of a file that exists (an image the stand-in Vivado left) is made.
+            if {$sub eq "copy" && [_tcl_file exists [lindex $args end-1]]} {
+                _tcl_file copy {*}$args
+            }
+            return ""
+        }
         return [_tcl_file $sub {*}$args]
     }
     proc cd {dir} { rec cmd cd $dir }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_axil_interconnect — one AXI4-Lite master to N slaves, decoded by address.
 //
 // Contract

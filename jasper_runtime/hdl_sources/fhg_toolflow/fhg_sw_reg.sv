@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_sw_reg — a CASPER software register: one 32-bit word on AXI4-Lite, crossing to the
 // user clock.
 //

@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_sys_block — the CASPER system block every platform carries: board id, revision,
-// a scratchpad and a user-clock counter, as casperfpga reads them (docs/design/TOOLFLOW_SPEC.md).
+// a scratchpad and a user-clock counter, as casperfpga reads them (docs/design/toolflow.md).
 //
 // Contract
 //   * AXI4-Lite slave, 32 bytes (ADDR_W = 5), byte offsets as mlib_devel's sys_block:

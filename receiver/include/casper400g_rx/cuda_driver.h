@@ -40,6 +40,8 @@ constexpr int attr_compute_capability_major = 75;
 constexpr int attr_compute_capability_minor = 76;
 constexpr int attr_can_map_host_memory = 19;
 constexpr int func_attr_max_dynamic_shared_size_bytes = 8;
+constexpr int attr_dma_buf_supported = 124;
+constexpr int mem_range_handle_dma_buf_fd = 1;
 // The special stream handles of the DLPack / __cuda_array_interface__ conventions.
 inline stream legacy_stream() { return reinterpret_cast<stream>(std::uintptr_t{1}); }
 inline stream per_thread_stream() { return reinterpret_cast<stream>(std::uintptr_t{2}); }
@@ -99,6 +101,9 @@ public:
     result (*cuLaunchKernel)(function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, stream, void **, void **);
     result (*cuFuncSetAttribute)(function, int, int);
+    // CUDA >= 11.7 (dma-buf export for NIC registration); nullptr on older drivers.
+    result (*cuMemGetHandleForAddressRange)(void *, deviceptr, std::size_t, int,
+                                            unsigned long long) = nullptr;
 
 private:
     driver();
@@ -119,6 +124,7 @@ public:
     int sm_count() const noexcept { return sm_count_; }
     const std::string &name() const noexcept { return name_; }
     const driver &drv() const noexcept { return drv_; }
+    device_t handle() const noexcept { return dev_; }
     void check(result r, const char *call) const { drv_.check(r, call); }
 
 private:

@@ -124,8 +124,13 @@ private:
     // `busy` and `gen` make the lock-free placement safe against being passed over:
     // a queue sets `busy` before placing and then checks `gen`; the window bumps `gen`
     // and then checks `busy`, and passes over only a queue that is not placing.
+    // A queue is stalled when it is neither placing nor waiting for a chunk and has
+    // started no batch for stall_timeout_ms; a queue that waits for chunks (the consumer
+    // is slow) is never passed over.
     struct alignas(64) queue_state {
         std::atomic<bool> busy{false};
+        std::atomic<bool> waiting{false};
+        std::atomic<std::int64_t> last_batch_ns{0};  // steady_clock, at each batch's start
         std::atomic<std::uint64_t> gen{0};
         std::uint64_t seen_gen = 0;
         bool synced = false;     // `head` is valid (copied from the window's record)

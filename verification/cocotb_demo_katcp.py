@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import tempfile
+from pathlib import Path
 
 import cocotb
 from cocotb.task import bridge
@@ -19,11 +20,11 @@ from cocotb.triggers import Timer
 from cocotb.utils import get_sim_time
 
 from casperfpga_ext import addressing
-from mlib_devel_400g.core_harness import CoreHarness
-from mlib_devel_400g.models import frames
-from mlib_devel_400g.models.dcmac_tx import DcmacTxMonitor
-from mlib_devel_400g.models.user_tx import UserTxDriver
-from mlib_devel_400g.sim_bus import ServerThread, SimWindow
+from verification.core_harness import CoreHarness
+from verification.models import frames
+from verification.models.dcmac_tx import DcmacTxMonitor
+from verification.models.user_tx import UserTxDriver
+from verification.sim_bus import ServerThread, SimWindow
 
 SCRIPT_LIMIT_S = 60.0
 PAYLOAD = b"configured over KATCP by examples/configure_core.py"
@@ -47,6 +48,8 @@ async def configure_over_katcp(dut) -> None:  # noqa: ANN001
         "127.0.0.1",
         "--port",
         str(port),
+        "--timeout",  # a request for the whole ARP table is 512 simulated bus accesses
+        "120",
         "--mac",
         cfg["mac"],
         "--ip",
@@ -61,7 +64,12 @@ async def configure_over_katcp(dut) -> None:  # noqa: ANN001
     ]
     try:
         with tempfile.TemporaryFile() as out:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+            # casperfpga_ext from this checkout, also for a Python with the real casperfpga.
+            root = str(Path(os.environ["CASPER400G_EXAMPLE"]).resolve().parent.parent)
+            env = dict(
+                os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])
+            )
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
             try:
                 served = await bridge(window.serve)(lambda: proc.poll() is not None, SCRIPT_LIMIT_S)
             finally:

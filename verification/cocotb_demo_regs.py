@@ -14,7 +14,7 @@ import cocotb
 
 from casperfpga_ext import addressing
 from casperfpga_ext import fhg_regmap as regmap
-from mlib_devel_400g.regs_harness import RegsHarness
+from verification.regs_harness import RegsHarness
 
 
 @cocotb.test()

@@ -15,6 +15,8 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
+from casperfpga_ext import addressing
+
 MIN_FRAME_BYTES = 60  # without FCS
 HEADER_BYTES = 14 + 20 + 8  # Ethernet II + IPv4 (IHL 5) + UDP
 # Headers + FCS (4) + preamble/SFD (8) + inter-frame gap (12).
@@ -27,24 +29,13 @@ IpLike = int | str | ipaddress.IPv4Address
 MacLike = int | str
 
 
-def mac_to_int(mac: MacLike) -> int:
-    if isinstance(mac, int):
-        if not 0 <= mac <= BROADCAST_MAC:
-            raise ValueError(f"MAC {mac:#x} is not 48-bit")
-        return mac
-    parts = mac.replace("-", ":").split(":")
-    if len(parts) != 6 or not all(len(p) == 2 for p in parts):
-        raise ValueError(f"bad MAC {mac!r}")
-    return int("".join(parts), 16)
-
-
-def mac_to_str(mac: MacLike) -> str:
-    value = mac_to_int(mac)
-    return ":".join(f"{b:02x}" for b in value.to_bytes(6, "big"))
+# The project's one address parser (casperfpga_ext.addressing) reads every form.
+mac_to_int = addressing.parse_mac
+mac_to_str = addressing.format_mac
 
 
 def ip_to_addr(ip: IpLike) -> ipaddress.IPv4Address:
-    return ipaddress.IPv4Address(ip)
+    return ipaddress.IPv4Address(addressing.parse_ip(ip))
 
 
 def expected_udp_frame(

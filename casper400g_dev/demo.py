@@ -33,8 +33,9 @@ from rich.table import Table
 
 from casperfpga_ext import addressing
 from casperfpga_ext import fhg_regmap as regmap
+from verification import stream_check
 
-from . import paths, sim
+from . import checkout, sim
 
 DEMO_CONFIG = {
     "mac": "02:00:0a:00:00:0a",
@@ -89,7 +90,6 @@ def run(verbose: bool = False, config: dict | None = None, tx_frames: int = 100)
     from . import demo_toolflow
 
     console = Console()
-    paths.require_source_tree()
     cfg = config or DEMO_CONFIG
     build = demo_toolflow.run_build(console)
     if build is None:
@@ -104,7 +104,7 @@ def run(verbose: bool = False, config: dict | None = None, tx_frames: int = 100)
     status, sent = demo_toolflow.run_top(console, build, cfg, tx_frames, verbose=verbose)
     if status:
         return status
-    status = run_rx(console, paths.REPO_ROOT / "build" / "demo" / "tx.pcap", sent)
+    status = run_rx(console, checkout.ROOT / "build" / "demo" / "tx.pcap", sent)
     if status:
         return status
     status = run_katcp(console, verbose, cfg)
@@ -129,7 +129,7 @@ def run_registers(console: Console, verbose: bool, cfg: dict) -> int:
     try:
         dump = sim.run_job(
             dut,
-            "mlib_devel_400g.cocotb_demo_regs",
+            "verification.cocotb_demo_regs",
             {"CASPER400G_DEMO_CONFIG": json.dumps(cfg)},
             verbose=verbose,
         )
@@ -187,30 +187,6 @@ def run_registers(console: Console, verbose: bool, cfg: dict) -> int:
     return 0
 
 
-def verify_frame(frame: bytes, n: int, cfg: dict) -> str | None:
-    """Why `frame` is not datagram `n` of the example stream as configured, or None."""
-    from scapy.layers.inet import IP, UDP
-    from scapy.layers.l2 import Ether
-
-    from .models import frames as golden
-
-    pkt = Ether(frame)
-    if IP not in pkt or UDP not in pkt:
-        return "not an IPv4/UDP frame"
-    rebuilt = pkt.copy()
-    del rebuilt[IP].chksum
-    del rebuilt[UDP].chksum
-    if bytes(rebuilt) != frame:
-        return "checksums differ from scapy's"
-    if bytes(pkt[UDP].payload) != golden.example_payload(n):
-        return "payload differs from the example-stream formula"
-    if pkt[IP].dst != cfg["dest_ip"] or pkt[UDP].dport != cfg["dest_port"]:
-        return "wrong destination"
-    if pkt[IP].id != n:
-        return f"IP Identification {pkt[IP].id}, expected {n}"
-    return None
-
-
 def run_tx(console: Console, verbose: bool, cfg: dict, count: int) -> int:
     import scapy.layers.l2  # noqa: F401 - registers Ethernet as the pcap link type
     from scapy.utils import rdpcap
@@ -222,7 +198,7 @@ def run_tx(console: Console, verbose: bool, cfg: dict, count: int) -> int:
     t0 = time.monotonic()
     dut = sim.build_core(verbose=verbose)
     console.print(f"      ready in {time.monotonic() - t0:.1f} s")
-    out_dir = paths.REPO_ROOT / "build" / "demo"
+    out_dir = checkout.ROOT / "build" / "demo"
     out_dir.mkdir(parents=True, exist_ok=True)
     pcap = out_dir / "tx.pcap"
     console.print(
@@ -234,7 +210,7 @@ def run_tx(console: Console, verbose: bool, cfg: dict, count: int) -> int:
     try:
         stats = sim.run_job(
             dut,
-            "mlib_devel_400g.cocotb_demo_tx",
+            "verification.cocotb_demo_tx",
             {
                 "CASPER400G_DEMO_CONFIG": json.dumps(cfg),
                 "CASPER400G_DEMO_FRAMES": str(count),
@@ -247,11 +223,11 @@ def run_tx(console: Console, verbose: bool, cfg: dict, count: int) -> int:
         return 1
     console.print(f"      simulated in {time.monotonic() - t0:.1f} s")
 
-    console.print(f"[3/3] checking {pcap.relative_to(paths.REPO_ROOT)} with scapy")
+    console.print(f"[3/3] checking {pcap.relative_to(checkout.ROOT)} with scapy")
     packets = rdpcap(str(pcap))
     problems = []
     for n, pkt in enumerate(packets):
-        why = verify_frame(bytes(pkt), n, cfg)
+        why = stream_check.verify_frame(bytes(pkt), n, cfg)
         if why:
             problems.append(f"frame {n}: {why}")
     frame_bytes = sum(len(bytes(p)) for p in packets)
@@ -301,7 +277,7 @@ def run_tx(console: Console, verbose: bool, cfg: dict, count: int) -> int:
         return 1
     console.print(
         f"[green bold]{count} frames sent and verified (checksums, payload, IP id), and "
-        f"received back intact; open {pcap.relative_to(paths.REPO_ROOT)} in Wireshark"
+        f"received back intact; open {pcap.relative_to(checkout.ROOT)} in Wireshark"
     )
     return 0
 
@@ -318,7 +294,7 @@ def run_rx(console: Console, pcap: Path, count: int, loopback_s: float = 5.0) ->
     console.rule("[bold]casper400g demo, part 5: capture the stream with the receiver")
     per_chunk = 50
     console.print(
-        f"[1/2] {pcap.relative_to(paths.REPO_ROOT)} through the pcap backend "
+        f"[1/2] {pcap.relative_to(checkout.ROOT)} through the pcap backend "
         f"into chunks of {per_chunk} packets"
     )
     cap = Capture("pcap", path=str(pcap), packets_per_chunk=per_chunk, first_chunk=0)
@@ -379,11 +355,24 @@ def run_rx(console: Console, pcap: Path, count: int, loopback_s: float = 5.0) ->
     return 0
 
 
-def run_katcp(console: Console, verbose: bool, cfg: dict) -> int:
+def casperfpga_python() -> tuple[str, str]:
+    """The Python to run the example with, and which library it will use: one with the
+    real casperfpga when there is one (this one, or the venv the tests install it into
+    under .cache/), else this one with casperfpga_ext.Fpga."""
+    import importlib.util
     import sys
 
+    if importlib.util.find_spec("casperfpga") is not None:
+        return sys.executable, "casperfpga"
+    for venv in sorted((checkout.ROOT / ".cache").glob("casperfpga-*")):
+        if (venv / ".installed").is_file() and (venv / "bin" / "python").is_file():
+            return str(venv / "bin" / "python"), f"casperfpga ({venv.name})"
+    return sys.executable, "casperfpga_ext.Fpga (casperfpga is not installed)"
+
+
+def run_katcp(console: Console, verbose: bool, cfg: dict) -> int:
     console.rule("[bold]casper400g demo, part 6: configure the core over KATCP")
-    example = paths.REPO_ROOT / "examples" / "configure_core.py"
+    example = checkout.ROOT / "examples" / "configure_core.py"
     console.print(
         "[1/3] fhg_core behind board-server on 127.0.0.1 (KATCP; each request carried out "
         "on the simulated AXI4-Lite bus)"
@@ -391,15 +380,16 @@ def run_katcp(console: Console, verbose: bool, cfg: dict) -> int:
     t0 = time.monotonic()
     dut = sim.build_core(verbose=verbose)
     console.print(f"      ready in {time.monotonic() - t0:.1f} s")
-    console.print(f"[2/3] running {example.relative_to(paths.REPO_ROOT)} against it")
+    python, library = casperfpga_python()
+    console.print(f"[2/3] running {example.relative_to(checkout.ROOT)} against it, with {library}")
     t0 = time.monotonic()
     try:
         result = sim.run_job(
             dut,
-            "mlib_devel_400g.cocotb_demo_katcp",
+            "verification.cocotb_demo_katcp",
             {
                 "CASPER400G_DEMO_CONFIG": json.dumps(cfg),
-                "CASPER400G_PYTHON": sys.executable,
+                "CASPER400G_PYTHON": python,
                 "CASPER400G_EXAMPLE": str(example),
             },
             verbose=verbose,

@@ -19,7 +19,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import paths
+from mlib_devel_400g import paths
+
+from . import checkout
 
 BLOCK_NAME = "fhg_regs"
 
@@ -29,6 +31,10 @@ PY_MAP = Path("casperfpga_ext") / "fhg_regmap.py"
 # The same map for the yellow block, which runs inside mlib_devel where casperfpga_ext is
 # not importable (jasper_library/ holds only what goes into an mlib_devel checkout).
 BLOCK_MAP = Path("jasper_library") / "yellow_blocks" / "fourhundred_gbe_regmap.py"
+# The address parser the yellow block shares with casperfpga_ext: the overlay runs inside
+# mlib_devel, where casperfpga_ext is not importable, so it carries a copy.
+ADDRESSING = Path("casperfpga_ext") / "addressing.py"
+BLOCK_ADDRESSING = Path("jasper_library") / "yellow_blocks" / "fourhundred_gbe_addressing.py"
 MD_DOC = Path("docs") / "registers.md"
 
 
@@ -511,17 +517,18 @@ def render_all(rdl: Path | None = None) -> dict[Path, str]:
     files: dict[Path, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         export_sv(root, Path(tmp))
-        rel_dir = paths.REGS_DIR.relative_to(paths.REPO_ROOT)
+        rel_dir = paths.REGS_DIR.relative_to(checkout.ROOT)
         for name in SV_FILES:
             files[rel_dir / name] = (Path(tmp) / name).read_text()
     files[PY_MAP] = render_python(model)
     files[BLOCK_MAP] = files[PY_MAP]
+    files[BLOCK_ADDRESSING] = (checkout.ROOT / ADDRESSING).read_text()
     files[MD_DOC] = render_markdown(model)
     return files
 
 
 def stale_files(files: dict[Path, str], repo_root: Path | None = None) -> list[Path]:
-    repo_root = repo_root or paths.REPO_ROOT
+    repo_root = repo_root or checkout.ROOT
     stale = []
     for rel, text in files.items():
         target = repo_root / rel
@@ -532,7 +539,7 @@ def stale_files(files: dict[Path, str], repo_root: Path | None = None) -> list[P
 
 def write_files(files: dict[Path, str], repo_root: Path | None = None) -> list[Path]:
     """Write the files that changed; return their relative paths."""
-    repo_root = repo_root or paths.REPO_ROOT
+    repo_root = repo_root or checkout.ROOT
     changed = stale_files(files, repo_root)
     for rel in changed:
         target = repo_root / rel

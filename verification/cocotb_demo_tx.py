@@ -19,12 +19,12 @@ from cocotb.triggers import Timer
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
-from mlib_devel_400g.core_harness import CoreHarness
-from mlib_devel_400g.models import frames
-from mlib_devel_400g.models.dcmac_rx import DcmacRxDriver
-from mlib_devel_400g.models.dcmac_tx import DcmacTxMonitor
-from mlib_devel_400g.models.user_rx import UserRxMonitor
-from mlib_devel_400g.models.user_tx import UserTxDriver
+from verification.core_harness import CoreHarness
+from verification.models import frames
+from verification.models.dcmac_rx import DcmacRxDriver
+from verification.models.dcmac_tx import DcmacTxMonitor
+from verification.models.user_rx import UserRxMonitor
+from verification.models.user_tx import UserTxDriver
 
 RX_STATS = (
     "rx_frames",

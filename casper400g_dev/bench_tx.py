@@ -6,7 +6,7 @@ own ceiling (one 1024-bit word per user_clk cycle, user_clk / ceil(P/128) frames
 core must reach at least 0.995 of it for every size (tests/rtl/test_fhg_core_perf.py
 asserts it on the same run). "gapless" is the fraction of frames whose SOP came in the
 segment right after the previous EOP, "seg fill" the segments carrying data per segment of
-the bus cycles used (both from simulated bus cycles, see models.dcmac_tx.PackingStats).
+the bus cycles used (both from simulated bus cycles, see verification.models.dcmac_tx.PackingStats).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def run(
     try:
         data = sim.run_job(
             dut,
-            "mlib_devel_400g.cocotb_bench_tx",
+            "verification.cocotb_bench_tx",
             {"CASPER400G_BENCH_SIZES": json.dumps(sizes), "CASPER400G_BENCH_FRAMES": str(frames)},
             verbose=verbose,
         )

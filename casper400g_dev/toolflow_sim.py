@@ -6,10 +6,11 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from . import paths, sim
-from .toolflow import BuildResult
+from mlib_devel_400g.toolflow import BuildResult
 
-EXAMPLE_DESIGN = paths.REPO_ROOT / "examples" / "pktgen_400g" / "design.yaml"
+from . import checkout, sim
+
+EXAMPLE_DESIGN = checkout.ROOT / "examples" / "pktgen_400g" / "design.yaml"
 COCOTB_MODULE = "cocotb_top_pktgen"
 
 # What the simulation sends: (UDP payload bytes, pktgen period in user_clk cycles, count).
@@ -21,8 +22,8 @@ DEFAULT_BURSTS = (
 
 
 def build_example(out: Path, progress: Callable[[str], None] | None = None) -> BuildResult:
-    from .design import Design
-    from .toolflow import Toolflow
+    from mlib_devel_400g.design import Design
+    from mlib_devel_400g.toolflow import Toolflow
 
     per = Design(EXAMPLE_DESIGN).to_jasper_per(out)
     return Toolflow(per, out, progress=progress).run(backend="none")

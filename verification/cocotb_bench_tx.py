@@ -16,10 +16,10 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles, Timer
 
-from mlib_devel_400g.core_harness import USER_CLK_HZ, CoreHarness, simulated_hz
-from mlib_devel_400g.models import frames
-from mlib_devel_400g.models.dcmac_tx import DcmacTxMonitor, packing_stats
-from mlib_devel_400g.models.user_tx import UserTxDriver
+from verification.core_harness import USER_CLK_HZ, CoreHarness, simulated_hz
+from verification.models import frames
+from verification.models.dcmac_tx import DcmacTxMonitor, packing_stats
+from verification.models.user_tx import UserTxDriver
 
 MIX_SIZES = (64, 128, 256, 512, 1024, 1472, 4096, 8192, 8972)
 DST_IP = 0x0A000014

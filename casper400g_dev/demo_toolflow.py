@@ -21,11 +21,12 @@ from rich.tree import Tree
 
 from casperfpga_ext import fhg_regmap as regmap
 from casperfpga_ext.fpg import find_gbes, parse_fpg
+from mlib_devel_400g.toolflow import BuildResult, ToolflowError
+from verification import stream_check
 
-from . import paths, sim, toolflow_sim
-from .toolflow import BuildResult, ToolflowError
+from . import checkout, sim, toolflow_sim
 
-BUILD_DIR = paths.REPO_ROOT / "build" / "pktgen_400g"
+BUILD_DIR = checkout.ROOT / "build" / "pktgen_400g"
 SHOWN_GBE_REGS = (
     "core_type",
     "mac_hi",
@@ -42,14 +43,14 @@ SHOWN_GBE_REGS = (
 
 
 def run_build(console: Console) -> BuildResult | None:
-    rel = toolflow_sim.EXAMPLE_DESIGN.relative_to(paths.REPO_ROOT)
+    rel = toolflow_sim.EXAMPLE_DESIGN.relative_to(checkout.ROOT)
     console.rule(f"[bold]casper400g demo, part 1: casper400g build {rel}")
     try:
         result = toolflow_sim.build_example(BUILD_DIR, progress=console.print)
     except ToolflowError as exc:
         console.print(f"[red]build failed: {exc}")
         return None
-    tree = Tree(f"[bold]{BUILD_DIR.relative_to(paths.REPO_ROOT)}/")
+    tree = Tree(f"[bold]{BUILD_DIR.relative_to(checkout.ROOT)}/")
     for path in sorted(BUILD_DIR.rglob("*")):
         if path.is_file():
             tree.add(f"{path.relative_to(BUILD_DIR)}  [dim]{path.stat().st_size:,} B")
@@ -124,7 +125,7 @@ def run_top(
             outcomes = sim.run(
                 dut,
                 toolflow_sim.COCOTB_MODULE,
-                paths.PACKAGE_DIR,
+                checkout.VERIFICATION_DIR,
                 testcase="sends_the_example_stream",
                 extra_env=env,
                 work_dir=Path(tmp),
@@ -140,16 +141,16 @@ def run_top(
             return 1, 0
         result = json.loads(out.read_text())
     console.print(f"      simulated in {time.monotonic() - t0:.1f} s")
-    pcap = paths.REPO_ROOT / "build" / "demo" / "tx.pcap"
+    pcap = checkout.ROOT / "build" / "demo" / "tx.pcap"
     pcap.parent.mkdir(parents=True, exist_ok=True)
     frames = [bytes.fromhex(h) for h in result["frames"]]
     wrpcap(str(pcap), [Ether(f) for f in frames])
 
     # A second, independent look at the capture: scapy's own checksums, the formula.
-    from .demo import verify_frame
-
     problems = [
-        f"frame {n}: {why}" for n, f in enumerate(frames) if (why := verify_frame(f, n, cfg))
+        f"frame {n}: {why}"
+        for n, f in enumerate(frames)
+        if (why := stream_check.verify_frame(f, n, cfg))
     ]
     counters = result["counters"]
     frame_bytes = sum(len(f) for f in frames)
@@ -180,7 +181,7 @@ def run_top(
         return 1, n
     console.print(
         f"[green bold]{n} frames from the generated design verified (byte for byte against "
-        f"scapy, checksums, payload, IP id); open {pcap.relative_to(paths.REPO_ROOT)} in "
+        f"scapy, checksums, payload, IP id); open {pcap.relative_to(checkout.ROOT)} in "
         "Wireshark"
     )
     return 0, n

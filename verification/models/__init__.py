@@ -9,6 +9,8 @@ work in an environment without the simulation extras.
 * :mod:`.user_tx` - the core's user TX port: word packing helpers and a cocotb driver.
 * :mod:`.frames` - golden UDP/IPv4 frames (scapy), next-hop MAC selection, the example
   stream's payload and throughput formulas.
+* :mod:`.roce` - RoCEv2 RDMA WRITE frames (BTH/RETH/ImmDt/ICRC): builder, checker with a
+  reason per rejection, WRITE ONLY splitting at the path MTU, line goodput.
 * :mod:`.dcmac_rx` - DCMAC 400G RX client interface: segment packer (two SOPs per cycle,
   FCS kept or stripped, err, line-rate pacing), bus reassembly, cocotb driver.
 * :mod:`.user_rx` - the core's user RX port: datagram reassembly, rx_ack patterns, cocotb

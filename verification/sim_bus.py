@@ -11,7 +11,10 @@ blocking code, both carrying the transport contract (32-bit big-endian words):
   simulator is paused (bridge threads hold it), so simulated time advances only with the
   accesses and whatever the test awaits itself.
 
-``ServerThread`` runs a ``BoardServer`` on localhost with its own asyncio loop.
+``ServerThread`` runs a ``BoardServer`` on localhost with its own asyncio loop, serving
+the board as casperfpga expects one: the core (``gbe0``) and a sys_block
+(``SysBlockModel``: board id, revision, scratchpad; its clock counter advances at the user
+clock in wall time, as board-server's ``ClockedWindow`` does for a window without one).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from cocotb.task import resume
 from cocotbext.axi import AxiLiteMaster, AxiResp
 
 from casperfpga_ext import fhg_regmap as regmap
-from casperfpga_ext.board_server import BoardServer
+from casperfpga_ext.board_server import BoardServer, ClockedWindow
 from casperfpga_ext.fpg import GBE_TAG, FpgBlock, FpgDevice, write_fpg
 from casperfpga_ext.transport import WORD_BYTES, check_access
 
@@ -39,6 +42,17 @@ DEVICE = "gbe0"
 # Where the .fpg of the simulated design puts the core: the board's bus address does not
 # reach the simulation, device offsets do (the core's slave decodes from 0).
 DEVICE_ADDRESS = 0xA4010000
+SYS_ADDRESS = DEVICE_ADDRESS + regmap.BLOCK_SIZE
+# A big-endian board for casperfpga: board id not 0, top byte 0 (see casperfpga_ext/README).
+BOARD_ID = 0x400
+SYS_REGISTERS = {  # name: (offset in the sys_block, value after reset)
+    "sys_board_id": (0x00, BOARD_ID),
+    "sys_rev": (0x04, 0x00000001),
+    "sys_rev_rcs": (0x0C, 0x00000001),
+    "sys_scratchpad": (0x10, 0),
+    "sys_clkcounter": (0x14, 0),
+}
+USER_CLK_HZ = 390.625e6
 
 
 class AxiWords:
@@ -152,12 +166,54 @@ class SimWindow:
         return served
 
 
+class SysBlockModel:
+    """A CASPER sys_block's registers, one device each; only the scratchpad is writable."""
+
+    def __init__(self) -> None:
+        self.values = {name: value for name, (_, value) in SYS_REGISTERS.items()}
+
+    def read(self, device_name: str, size: int, offset: int = 0) -> bytes:
+        check_access(device_name, WORD_BYTES, offset, size)
+        return self.values[device_name].to_bytes(WORD_BYTES, "big")
+
+    def blindwrite(self, device_name: str, data: bytes, offset: int = 0) -> None:
+        check_access(device_name, WORD_BYTES, offset, len(data))
+        if device_name != "sys_scratchpad":
+            raise OSError(f"{device_name} is read-only (the sys_block answers SLVERR)")
+        self.values[device_name] = int.from_bytes(data, "big")
+
+
+class BoardWindow:
+    """The simulated board's bus: ``gbe0`` on the simulated core, the sys_block modelled."""
+
+    def __init__(self, core: SimWindow) -> None:
+        self.core, self.sys = core, SysBlockModel()
+
+    def read(self, device_name: str, size: int, offset: int = 0) -> bytes:
+        if device_name in SYS_REGISTERS:
+            return self.sys.read(device_name, size, offset)
+        return self.core.read(device_name, size, offset)
+
+    def blindwrite(self, device_name: str, data: bytes, offset: int = 0) -> None:
+        if device_name in SYS_REGISTERS:
+            self.sys.blindwrite(device_name, data, offset)
+        else:
+            self.core.blindwrite(device_name, data, offset)
+
+    def listdev(self) -> list[str]:
+        return [*self.core.listdev(), *SYS_REGISTERS]
+
+
 def write_design_fpg(directory: Path, params: dict[str, str] | None = None) -> Path:
-    """An .fpg describing the simulated design: one 400GbE core, ``gbe0``."""
+    """An .fpg describing the simulated design: one 400GbE core, ``gbe0``, and the
+    sys_block registers every CASPER design has."""
     path = Path(directory) / "sim_core.fpg"
+    devices = [FpgDevice(DEVICE, DEVICE_ADDRESS, regmap.BLOCK_SIZE)]
+    for name, (offset, _) in SYS_REGISTERS.items():
+        devices.append(FpgDevice(name, SYS_ADDRESS + offset, WORD_BYTES))
     write_fpg(
         path,
-        [FpgDevice(DEVICE, DEVICE_ADDRESS, regmap.BLOCK_SIZE)],
+        devices,
         [FpgBlock(DEVICE, GBE_TAG, params or {"port": "7148"})],
         b"simulated design: no bitstream",
     )
@@ -165,12 +221,15 @@ def write_design_fpg(directory: Path, params: dict[str, str] | None = None) -> P
 
 
 class ServerThread:
-    """A ``BoardServer`` for ``window`` on 127.0.0.1 (a free port), in its own thread."""
+    """A ``BoardServer`` for the simulated board (``window``'s core and a sys_block) on
+    127.0.0.1 (a free port), in its own thread."""
 
     def __init__(self, window: SimWindow, fpg_params: dict[str, str] | None = None) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="sim-board-")
         fpg = write_design_fpg(Path(self._tmp.name), fpg_params)
-        self.server = BoardServer(window, host="127.0.0.1", port=0, fpg=fpg)
+        self.board = BoardWindow(window)
+        board = ClockedWindow(self.board, USER_CLK_HZ)  # type: ignore[arg-type]
+        self.server = BoardServer(board, host="127.0.0.1", port=0, fpg=fpg)
         self._started = threading.Event()
         self._error: BaseException | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

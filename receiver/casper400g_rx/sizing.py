@@ -1,0 +1,90 @@
+"""Capture settings sized for an asked rate: queues, chunk pool, and a warning when this
+machine cannot give the queues the cores they need.
+
+The rule (docs/benchmarks.md section 7 holds the measurements it comes from):
+
+* queues = ceil(rate / per-queue rate). One queue thread places about 80 Gb/s of
+  8192-B packets into host chunks (7.1: 635 Gb/s with 8 queues on the 16-core H100 host)
+  and about 29 Gb/s when the chunks also go to a GPU through host memory (7.2: 350 Gb/s
+  with 12 queues), where the host's memory bandwidth is shared with the DMA to the GPU.
+  Smaller packets cost more per byte: the per-queue rate scales with payload / 8192 below
+  8192 B.
+* n_chunks = max_chunks + 4 + 2 x queues: the window, the chunks in the consumer's hands
+  and on their way to the GPU, and two chunks of skew per queue.
+* Each queue wants a core of its own (plus one for an emulated NIC's generator, two for
+  the GPU copy and recycle threads and one for the consumer): with fewer CPUs available
+  to this process a `CapacityWarning` says so, naming the numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+HOST_GBPS_PER_QUEUE = 80.0  # into host chunks (measured, 8192-B payloads)
+GPU_GBPS_PER_QUEUE = 29.0  # into a GPU through host memory (measured, 8192-B payloads)
+REFERENCE_PAYLOAD = 8192
+
+
+class CapacityWarning(UserWarning):
+    """The asked rate needs more cores (or queues) than this capture has."""
+
+
+@dataclass(frozen=True)
+class Sizing:
+    queues: int
+    n_chunks: int
+    gbps_per_queue: float
+    warnings: tuple[str, ...]
+
+
+def available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def size_for_rate(
+    rate_gbps: float,
+    payload_size: int,
+    max_chunks: int,
+    *,
+    to_gpu: bool,
+    queues: int | None = None,
+    n_chunks: int = 0,
+    helper_threads: int = 0,
+    cpus: int | None = None,
+) -> Sizing:
+    """Queues and chunk pool for `rate_gbps` (see the module's rule); `queues` or
+    `n_chunks` given by the caller are kept. `helper_threads`: threads besides the queues
+    that need a core (an emulated NIC's generator)."""
+    if not rate_gbps > 0:
+        raise ValueError(f"rate_gbps must be > 0, got {rate_gbps!r}")
+    if payload_size <= 0:
+        raise ValueError(f"payload_size must be > 0, got {payload_size!r}")
+    per = GPU_GBPS_PER_QUEUE if to_gpu else HOST_GBPS_PER_QUEUE
+    per *= min(1.0, payload_size / REFERENCE_PAYLOAD)
+    want = max(1, math.ceil(rate_gbps / per))
+    k = want if queues is None else queues
+    if k < 1:
+        raise ValueError(f"queues must be >= 1, got {k}")
+    pool = n_chunks if n_chunks else max_chunks + 4 + 2 * k
+    notes = []
+    if k < want:
+        notes.append(
+            f"{rate_gbps:g} Gb/s needs about {want} queues at {per:.0f} Gb/s each "
+            f"(docs/benchmarks.md section 7); this capture has {k}"
+        )
+    threads = k + helper_threads + (2 if to_gpu else 0) + 1
+    have = available_cpus() if cpus is None else cpus
+    if threads > have:
+        notes.append(
+            f"{k} queues want {threads} cores (a core per queue thread"
+            + (f", {helper_threads} for the emulated NIC" if helper_threads else "")
+            + (", 2 for the GPU copy and recycle threads" if to_gpu else "")
+            + f", 1 for the consumer); this process may use {have} CPUs: expect losses above "
+            f"about {max(1, have - threads + k) * per:.0f} Gb/s"
+        )
+    return Sizing(k, pool, per, tuple(notes))

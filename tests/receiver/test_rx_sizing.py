@@ -1,0 +1,65 @@
+"""Capture settings sized for an asked rate (sizing.py): the rule, and its warnings."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+
+import casper400g_rx as rx
+from casper400g_rx import sizing
+
+
+def test_rule_for_400_gbps_into_a_gpu_and_into_host_memory() -> None:
+    gpu = sizing.size_for_rate(400, 8192, 8, to_gpu=True, cpus=64)
+    assert gpu.queues == math.ceil(400 / sizing.GPU_GBPS_PER_QUEUE) == 14
+    assert gpu.n_chunks == 8 + 4 + 2 * 14
+    assert gpu.warnings == ()
+    host = sizing.size_for_rate(400, 8192, 8, to_gpu=False, cpus=64)
+    assert host.queues == math.ceil(400 / sizing.HOST_GBPS_PER_QUEUE) == 5
+    # Half-size packets cost twice the queues for the same rate.
+    assert sizing.size_for_rate(400, 4096, 8, to_gpu=False, cpus=64).queues == 10
+
+
+def test_given_queues_and_pool_are_kept_and_too_few_queues_are_named() -> None:
+    s = sizing.size_for_rate(400, 8192, 4, to_gpu=True, queues=8, n_chunks=50, cpus=64)
+    assert (s.queues, s.n_chunks) == (8, 50)
+    assert len(s.warnings) == 1
+    assert "400 Gb/s needs about 14 queues at 29 Gb/s each" in s.warnings[0]
+    assert "this capture has 8" in s.warnings[0]
+
+
+def test_too_few_cpus_is_named_with_the_numbers() -> None:
+    s = sizing.size_for_rate(400, 8192, 4, to_gpu=True, helper_threads=1, cpus=8)
+    (note,) = s.warnings
+    assert "14 queues want 18 cores" in note
+    assert "1 for the emulated NIC, 2 for the GPU copy and recycle threads" in note
+    assert "this process may use 8 CPUs" in note
+
+
+@pytest.mark.parametrize(("rate", "payload"), [(0, 8192), (-1, 8192), (100, 0)])
+def test_bad_values_are_named(rate: float, payload: int) -> None:
+    with pytest.raises(ValueError, match="must be > 0, got"):
+        sizing.size_for_rate(rate, payload, 4, to_gpu=False)
+
+
+def test_capture_sized_from_the_rate_runs_with_its_queues() -> None:
+    ppc = 64
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rx.CapacityWarning)  # this machine may be small
+        cap = rx.Capture("mem", count=ppc * 12, rate_gbps=150, packets_per_chunk=ppc, max_chunks=2)
+    assert cap.sizing is not None
+    assert cap.sizing.queues == 2
+    assert cap.config.n_chunks == 2 + 4 + 2 * 2
+    with cap:
+        ids = [c.chunk_id for c in cap.chunks(timeout=10)]
+    s = cap.stats
+    assert s.queues == 2 and s.packets == ppc * 12 and s.lost == 0
+    assert sorted(ids) == list(range(12))
+
+
+def test_capture_warns_when_the_machine_has_too_few_cpus() -> None:
+    queues = sizing.available_cpus() + 1
+    with pytest.warns(rx.CapacityWarning, match="this process may use"):
+        rx.Capture("udp", rate_gbps=queues * sizing.HOST_GBPS_PER_QUEUE)
