@@ -18,7 +18,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from . import sim
+from . import demo_report, sim
 
 DEFAULT_SIZES = [64, 65, 128, 129, 256, 1024, 1472, 4096, 8192, 8972, 0]
 REQUIRED_RATIO = 0.995
@@ -39,15 +39,14 @@ def run(
     console.print(f"      ready in {time.monotonic() - t0:.1f} s")
     console.print(f"[2/2] streaming {frames} frames per size back to back, MAC paced at 400GbE")
     t0 = time.monotonic()
-    try:
-        data = sim.run_job(
-            dut,
-            "verification.cocotb_bench_tx",
-            {"CASPER400G_BENCH_SIZES": json.dumps(sizes), "CASPER400G_BENCH_FRAMES": str(frames)},
-            verbose=verbose,
-        )
-    except sim.SimulationError as exc:
-        console.print(f"[red]simulation failed: {exc}")
+    data = demo_report.run_job(
+        console,
+        dut,
+        "verification.cocotb_bench_tx",
+        {"CASPER400G_BENCH_SIZES": json.dumps(sizes), "CASPER400G_BENCH_FRAMES": str(frames)},
+        verbose,
+    )
+    if data is None:
         return 1
     console.print(
         f"      simulated in {time.monotonic() - t0:.1f} s "

@@ -36,8 +36,8 @@ CORE_PARAMS: dict[str, dict[str, int]] = {
     "fhg_tx_packer": {"BUF_WORDS": 512, "RD_LATENCY": 2},
 }
 
-# fhg_core itself carries PeakRDL's unpacked hwif structs, which the Yosys front end cannot
-# read, so it is never part of the source set.
+# fhg_core itself carries PeakRDL's unpacked hwif structs (as does the register block), which
+# the Yosys front end cannot read, so it is never part of the source set.
 EXCLUDED_SOURCES = ("fhg_core.sv",)
 
 # synth_xilinx's own script labels, run one range at a time so progress and failures can be
@@ -146,13 +146,18 @@ def yosys_version(cmd: Sequence[str]) -> str:
 
 
 def source_files(src_dir: Path | None = None) -> list[Path]:
-    src_dir = src_dir or paths.FHG_HDL
-    files = sorted(
-        (p for p in src_dir.glob("fhg_*.sv") if p.name not in EXCLUDED_SOURCES),
-        key=lambda p: (not p.stem.endswith("_pkg"), p.name),  # packages first
-    )
+    """The block's sources from ``<src_dir>/fhg_core.f`` (default: the core's own list)
+    without :data:`EXCLUDED_SOURCES` and the generated register block."""
+    file_list = (src_dir or paths.FHG_HDL) / paths.CORE_FILE_LIST.name
+    if not file_list.is_file():
+        raise SynthError(f"no source list {file_list}")
+    files = [
+        p
+        for p in paths.core_sources(file_list)
+        if p.name not in EXCLUDED_SOURCES and p.parent.name != paths.REGS_DIR.name
+    ]
     if not files:
-        raise SynthError(f"no fhg_*.sv sources in {src_dir}")
+        raise SynthError(f"no sources in {file_list}")
     return files
 
 

@@ -3,7 +3,7 @@
 Pure-Python parts:
 
 * :class:`DcmacTxChecker` checks every cycle of the segmented AXI4-Stream bus against the
-  PG369 rules collected in CORE_SPEC section 2, reassembles the frames and appends the FCS
+  PG369 rules collected in docs/design/core.md §2, reassembles the frames and appends the FCS
   the MAC would insert.
 * :class:`LinePacer` decides ``tready``/``taf`` so that the long-run frame rate equals the
   400GbE line (or stalls at random, or never stalls).
@@ -28,6 +28,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from .clocked import QueueMonitor
 
 if TYPE_CHECKING:
     from cocotb.handle import SimHandleBase
@@ -766,7 +768,7 @@ def int_reader(handle: Any) -> Callable[[], int]:
     return lambda: int(handle.value)
 
 
-class DcmacTxMonitor:
+class DcmacTxMonitor(QueueMonitor[TxFrame]):
     """cocotb adapter: plays the DCMAC's TX port 0 towards the DUT.
 
     Drives ``tx_axis_tready_0``/``tx_axis_taf_0`` from a :class:`LinePacer` and samples
@@ -839,29 +841,9 @@ class DcmacTxMonitor:
     def goodput_bps(self) -> float:
         return self.stats.goodput_bps(self.mac_clk_hz)
 
-    def start(self) -> None:
-        import cocotb
-        from cocotb.queue import Queue
-
-        if self.queue is None:
-            self.queue = Queue()
-        if self._task is None:
-            self._task = cocotb.start_soon(self._run())
-
-    def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
-
-    async def recv(self) -> TxFrame:
-        if self.queue is None:
-            raise RuntimeError("monitor not started")
-        return await self.queue.get()
-
     def _got_frame(self, frame: TxFrame) -> None:
         self.frames.append(frame)
-        if self.queue is not None:
-            self.queue.put_nowait(frame)
+        self.deliver(frame)
 
     def _drive(self, tready: int, taf: int, force: bool = False) -> None:
         # Writes are scheduled simulator events: skip the ones that change nothing.
@@ -872,13 +854,8 @@ class DcmacTxMonitor:
         self._cur_tready = tready
         self._cur_taf = taf
 
-    async def _run(self) -> None:
-        from cocotb.triggers import RisingEdge
-
-        edge = RisingEdge(self._clock)
-        while True:
-            await edge
-            self.sample()
+    def on_edge(self) -> None:
+        self.sample()
 
     def sample(self) -> None:
         """Process the cycle that ended at this rising edge and set up the next one."""

@@ -1,9 +1,9 @@
-"""Expected fate of every received frame (CORE_SPEC section 3) and a labelled frame mix.
+"""Expected fate of every received frame (docs/design/core.md §3) and a labelled frame mix.
 
 :func:`classify` re-implements the RX filter from the specification with scapy parsing
 and :mod:`ipaddress`: it names the verdict of one frame as ``delivered``, ``arp``,
 ``to_cpu`` or one of the ``rx_drop_*`` counters of the register map. Checks run in the
-order of CORE_SPEC section 3; the first failing one decides.
+order of docs/design/core.md §3; the first failing one decides.
 
 :func:`make_mix` builds a seeded random mix of frames with its own byte-level code (no
 scapy), records what each frame was built to provoke, and cross-checks that against

@@ -1,4 +1,4 @@
-"""Monitor of the core's user RX port (CORE_SPEC section 1).
+"""Monitor of the core's user RX port (docs/design/core.md §1).
 
 Word format is that of the TX port (:mod:`.user_tx`): 128 bytes per ``rx_data[1023:0]``
 word, the first payload byte in ``rx_data[1023:1016]``, ``rx_byte_enable[127:0]`` marking
@@ -20,6 +20,7 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .clocked import QueueMonitor
 from .dcmac_tx import int_reader
 from .user_tx import ALL_BYTES, WORD_BYTES, words_to_payload
 
@@ -188,7 +189,7 @@ class UserRxStats:
     overrun_acks: int = 0
 
 
-class UserRxMonitor:
+class UserRxMonitor(QueueMonitor[RxDatagram]):
     """cocotb adapter: takes words from ``<prefix>rx_*`` on ``clock`` (default
     ``<prefix>user_clk``), drives ``rx_ack`` from an :class:`AckPattern` and, with
     ``auto_overrun_ack``, a one-cycle ``rx_overrun_ack`` pulse whenever ``rx_overrun`` is
@@ -243,32 +244,8 @@ class UserRxMonitor:
         if start:
             self.start()
 
-    def start(self) -> None:
-        import cocotb
-        from cocotb.queue import Queue
-
-        if self.queue is None:
-            self.queue = Queue()
-        if self._task is None:
-            self._task = cocotb.start_soon(self._run())
-
-    def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
-
-    async def recv(self) -> RxDatagram:
-        if self.queue is None:
-            raise RuntimeError("monitor not started")
-        return await self.queue.get()
-
-    async def _run(self) -> None:
-        from cocotb.triggers import RisingEdge
-
-        edge = RisingEdge(self._clock)
-        while True:
-            await edge
-            self.sample()
+    def on_edge(self) -> None:
+        self.sample()
 
     def _set_ack(self, v: int) -> None:
         if v != self._cur_ack:
