@@ -35,7 +35,7 @@ from casperfpga_ext import addressing
 from casperfpga_ext import fhg_regmap as regmap
 from verification import stream_check
 
-from . import checkout, sim
+from . import checkout, demo_report, sim
 
 DEMO_CONFIG = {
     "mac": "02:00:0a:00:00:0a",
@@ -126,15 +126,14 @@ def run_registers(console: Console, verbose: bool, cfg: dict) -> int:
         f"gateway {cfg['gateway']}, port {cfg['port']}, {len(cfg['arp'])} ARP entries, fabric on"
     )
     t0 = time.monotonic()
-    try:
-        dump = sim.run_job(
-            dut,
-            "verification.cocotb_demo_regs",
-            {"CASPER400G_DEMO_CONFIG": json.dumps(cfg)},
-            verbose=verbose,
-        )
-    except sim.SimulationError as exc:
-        console.print(f"[red]simulation failed: {exc}")
+    dump = demo_report.run_job(
+        console,
+        dut,
+        "verification.cocotb_demo_regs",
+        {"CASPER400G_DEMO_CONFIG": json.dumps(cfg)},
+        verbose,
+    )
+    if dump is None:
         return 1
     console.print(f"      simulated in {time.monotonic() - t0:.1f} s")
 
@@ -207,19 +206,18 @@ def run_tx(console: Console, verbose: bool, cfg: dict, count: int) -> int:
         "core's receive path through an echoing peer"
     )
     t0 = time.monotonic()
-    try:
-        stats = sim.run_job(
-            dut,
-            "verification.cocotb_demo_tx",
-            {
-                "CASPER400G_DEMO_CONFIG": json.dumps(cfg),
-                "CASPER400G_DEMO_FRAMES": str(count),
-                "CASPER400G_DEMO_PCAP": str(pcap),
-            },
-            verbose=verbose,
-        )
-    except sim.SimulationError as exc:
-        console.print(f"[red]simulation failed: {exc}")
+    stats = demo_report.run_job(
+        console,
+        dut,
+        "verification.cocotb_demo_tx",
+        {
+            "CASPER400G_DEMO_CONFIG": json.dumps(cfg),
+            "CASPER400G_DEMO_FRAMES": str(count),
+            "CASPER400G_DEMO_PCAP": str(pcap),
+        },
+        verbose,
+    )
+    if stats is None:
         return 1
     console.print(f"      simulated in {time.monotonic() - t0:.1f} s")
 
@@ -231,10 +229,6 @@ def run_tx(console: Console, verbose: bool, cfg: dict, count: int) -> int:
         if why:
             problems.append(f"frame {n}: {why}")
     frame_bytes = sum(len(bytes(p)) for p in packets)
-    table = Table(title="TX summary")
-    table.add_column("quantity")
-    table.add_column("value", justify="right")
-    table.add_column("check")
     rows = [
         ("frames in tx.pcap", len(packets), len(packets) == count),
         ("frame bytes (FCS excluded)", frame_bytes, True),
@@ -264,16 +258,7 @@ def run_tx(console: Console, verbose: bool, cfg: dict, count: int) -> int:
         k: v for k, v in stats.items() if k.startswith("rx_drop_") or k == "rx_bad_udp_checksum"
     }
     rows += [(f"looped back: {k}", v, v == 0) for k, v in drops.items()]
-    bad = 0
-    for name, value, ok in rows:
-        bad += not ok
-        table.add_row(name, f"{value:,}", "[green]ok" if ok else "[red]mismatch")
-    table.add_row("goodput at the MAC model (Gb/s)", f"{stats['goodput_bps'] / 1e9:.1f}", "")
-    console.print(table)
-    for p in problems[:5]:
-        console.print(f"[red]{p}")
-    if bad:
-        console.print(f"[red bold]{bad} check(s) failed")
+    if demo_report.print_checks(console, "TX summary", rows, stats["goodput_bps"], problems):
         return 1
     console.print(
         f"[green bold]{count} frames sent and verified (checksums, payload, IP id), and "
@@ -383,19 +368,18 @@ def run_katcp(console: Console, verbose: bool, cfg: dict) -> int:
     python, library = casperfpga_python()
     console.print(f"[2/3] running {example.relative_to(checkout.ROOT)} against it, with {library}")
     t0 = time.monotonic()
-    try:
-        result = sim.run_job(
-            dut,
-            "verification.cocotb_demo_katcp",
-            {
-                "CASPER400G_DEMO_CONFIG": json.dumps(cfg),
-                "CASPER400G_PYTHON": python,
-                "CASPER400G_EXAMPLE": str(example),
-            },
-            verbose=verbose,
-        )
-    except sim.SimulationError as exc:
-        console.print(f"[red]simulation failed: {exc}")
+    result = demo_report.run_job(
+        console,
+        dut,
+        "verification.cocotb_demo_katcp",
+        {
+            "CASPER400G_DEMO_CONFIG": json.dumps(cfg),
+            "CASPER400G_PYTHON": python,
+            "CASPER400G_EXAMPLE": str(example),
+        },
+        verbose,
+    )
+    if result is None:
         return 1
     console.print(f"      $ {result['command']}", soft_wrap=True, markup=False)
     for line in result["output"].rstrip().splitlines():

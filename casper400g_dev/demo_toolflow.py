@@ -24,7 +24,7 @@ from casperfpga_ext.fpg import find_gbes, parse_fpg
 from mlib_devel_400g.toolflow import BuildResult, ToolflowError
 from verification import stream_check
 
-from . import checkout, sim, toolflow_sim
+from . import checkout, demo_report, sim, toolflow_sim
 
 BUILD_DIR = checkout.ROOT / "build" / "pktgen_400g"
 SHOWN_GBE_REGS = (
@@ -154,10 +154,6 @@ def run_top(
     ]
     counters = result["counters"]
     frame_bytes = sum(len(f) for f in frames)
-    table = Table(title="TX summary (generated top)")
-    table.add_column("quantity")
-    table.add_column("value", justify="right")
-    table.add_column("check")
     n = len(frames)
     rows = [
         ("frames in tx.pcap", n, n == count),
@@ -168,16 +164,8 @@ def run_top(
         ("tx_udp_bytes register", counters["tx_udp_bytes"], counters["tx_udp_bytes"] == 8192 * n),
         ("tx_arp_miss register", counters["tx_arp_miss"], counters["tx_arp_miss"] == 0),
     ]
-    bad = 0
-    for name, value, ok in rows:
-        bad += not ok
-        table.add_row(name, f"{value:,}", "[green]ok" if ok else "[red]mismatch")
-    table.add_row("goodput at the MAC model (Gb/s)", f"{result['goodput_bps'] / 1e9:.1f}", "")
-    console.print(table)
-    for p in problems[:5]:
-        console.print(f"[red]{p}")
-    if bad:
-        console.print(f"[red bold]{bad} check(s) failed")
+    title = "TX summary (generated top)"
+    if demo_report.print_checks(console, title, rows, result["goodput_bps"], problems):
         return 1, n
     console.print(
         f"[green bold]{n} frames from the generated design verified (byte for byte against "

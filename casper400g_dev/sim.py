@@ -265,14 +265,8 @@ def cocotb_test_names(module_path: Path) -> list[str]:
 
 
 def core_sources() -> list[Path]:
-    """Every synthesizable source of fhg_core, package first."""
-    hdl = paths.FHG_HDL
-    return [
-        paths.REGS_DIR / "fhg_regs_pkg.sv",
-        paths.REGS_DIR / "fhg_regs.sv",
-        # packages before the modules that import them
-        *sorted(hdl.glob("fhg_*.sv"), key=lambda p: (not p.stem.endswith("_pkg"), p.name)),
-    ]
+    """Every synthesizable source of the 400GbE block, packages first (``fhg_core.f``)."""
+    return paths.core_sources()
 
 
 def build_core(

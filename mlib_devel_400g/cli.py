@@ -4,29 +4,42 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any, Protocol
 
 from . import __version__
 from .paths import NotACheckout
+
+
+class _Generator(Protocol):
+    """A module that renders committed files (``regs_gen``, ``simulink_gen``)."""
+
+    def stale_files(self, files: dict[Any, str]) -> list[Any]: ...
+
+    def write_files(self, files: dict[Any, str]) -> list[Any]: ...
+
+
+def _regenerate(command: str, gen: _Generator, files: dict[Any, str], check: bool) -> int:
+    """Write ``files`` where they changed, or with ``check`` only report the stale ones."""
+    if check:
+        stale = gen.stale_files(files)
+        if stale:
+            print(f"stale generated files (run `casper400g {command}` and commit them):")
+            for rel in stale:
+                print(f"  {rel}")
+            return 1
+        print(f"{len(files)} generated files are up to date")
+        return 0
+    changed = gen.write_files(files)
+    for rel in files:
+        print(f"  {'wrote' if rel in changed else 'same '} {rel}")
+    return 0
 
 
 def _cmd_simulink_gen(args: argparse.Namespace) -> int:
     from . import paths, simulink_gen
 
     paths.require_source_tree()
-    files = simulink_gen.render_all()
-    if args.check:
-        stale = simulink_gen.stale_files(files)
-        if stale:
-            print("stale generated files (run `casper400g simulink-gen` and commit them):")
-            for rel in stale:
-                print(f"  {rel}")
-            return 1
-        print(f"{len(files)} generated files are up to date")
-        return 0
-    changed = simulink_gen.write_files(files)
-    for rel in files:
-        print(f"  {'wrote' if rel in changed else 'same '} {rel}")
-    return 0
+    return _regenerate("simulink-gen", simulink_gen, simulink_gen.render_all(), args.check)
 
 
 def _dev_tools() -> None:
@@ -43,20 +56,7 @@ def _cmd_regs(args: argparse.Namespace) -> int:
     from . import paths
 
     print(f"compiling {paths.REGS_RDL.relative_to(checkout.ROOT)}", flush=True)
-    files = regs_gen.render_all()
-    if args.check:
-        stale = regs_gen.stale_files(files)
-        if stale:
-            print("stale generated files (run `casper400g regs` and commit them):")
-            for rel in stale:
-                print(f"  {rel}")
-            return 1
-        print(f"{len(files)} generated files are up to date")
-        return 0
-    changed = regs_gen.write_files(files)
-    for rel in files:
-        print(f"  {'wrote' if rel in changed else 'same '} {rel}")
-    return 0
+    return _regenerate("regs", regs_gen, regs_gen.render_all(), args.check)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -87,6 +87,8 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 
     from . import synth
 
+    if args.timing:
+        return _synth_timing(args)
     try:
         result = synth.run(top=args.top, flatten=args.flatten)
     except synth.SynthError as exc:
@@ -98,6 +100,31 @@ def _cmd_synth(args: argparse.Namespace) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=2) + "\n")
     return 0
+
+
+def _synth_timing(args: argparse.Namespace) -> int:
+    """`synth --timing`: logic levels between registers in the flattened netlist."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from . import synth, timing
+
+    with tempfile.TemporaryDirectory(prefix="casper400g-timing-") as tmp:
+        net = Path(tmp) / "netlist.json"
+        try:
+            result = synth.run(top=args.top, flatten=True, netlist_out=net)
+            report = timing.analyse_file(net, limit=args.limit or timing.LIMIT)
+        except (synth.SynthError, timing.TimingError) as exc:
+            print(f"synth: {exc}", file=sys.stderr)
+            return 1
+    synth.print_table(result)
+    timing.print_report(report)
+    if args.json:
+        out = Path(args.json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"synth": result, "timing": report}, indent=2) + "\n")
+    return 0 if not report["over_limit"] else 1
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
@@ -308,6 +335,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--flatten", action="store_true", help="optimise across modules (total only)"
     )
     synth_p.add_argument("--json", help="also write the full results to this JSON file")
+    synth_p.add_argument(
+        "--timing",
+        action="store_true",
+        help="timing estimate: logic levels on every register-to-register path of the "
+        "flattened netlist, worst 20 named, per module, carry chains (docs/resources.md)",
+    )
+    synth_p.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="with --timing: most logic levels a path may have (default 6); exit 1 above it",
+    )
     synth_p.set_defaults(func=_cmd_synth)
 
     build_p = sub.add_parser(

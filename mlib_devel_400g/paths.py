@@ -34,12 +34,28 @@ RUNTIME_HDL = JASPER_RUNTIME / "hdl_sources"
 FHG_HDL = HDL_ROOT / "fourhundred_gbe"
 REGS_DIR = FHG_HDL / "regs"
 REGS_RDL = REGS_DIR / "fhg_regs.rdl"
+# The 400GbE block's one source list (Verilator -F style, paths relative to it).
+CORE_FILE_LIST = FHG_HDL / "fhg_core.f"
 
 # A sibling package both in a checkout and in site-packages.
 CASPERFPGA_EXT = PACKAGE_DIR.parent / "casperfpga_ext"
 
 # What marks a casper400g checkout: the developer tools, which never ship in the wheel.
 DEV_PACKAGE = "casper400g_dev"
+
+
+def core_sources(file_list: Path = CORE_FILE_LIST) -> list[Path]:
+    """The sources ``file_list`` names, in compile order, read with the yellow block's own
+    reader (``fourhundred_gbe_hdl.file_list``) so the toolflow, the simulations and an
+    mlib_devel build all see the same list."""
+    import importlib.util
+
+    helper = JASPER_LIBRARY / "yellow_blocks" / "fourhundred_gbe_hdl.py"
+    spec = importlib.util.spec_from_file_location("_fhg_file_list", helper)
+    assert spec is not None and spec.loader is not None, helper
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return [Path(p).resolve() for p in module.file_list(file_list)]
 
 
 class NotACheckout(FileNotFoundError):

@@ -16,7 +16,7 @@ jasper_imports()
 from yellow_blocks import vpk180_ip  # noqa: E402 - after jasper_imports()
 
 HDL = paths.FHG_HDL
-WRAPPER = HDL / "fhg_dcmac_vpk180.v"
+WRAPPER = HDL / "link/fhg_dcmac_vpk180.v"
 
 _PORT = re.compile(
     r"^\s*(input|output)\s+(?:wire|logic|reg)?\s*(?:\[(\d+):0\])?\s*([\w\s,]+?)\s*,?\s*(?://.*)?$"
@@ -51,8 +51,8 @@ def test_wrapper_lints_against_the_block_design_black_box(tmp_path: Path) -> Non
         "-Wno-DECLFILENAME",
         "--top-module",
         "fhg_dcmac_vpk180",
-        str(HDL / "fhg_sync_bits.sv"),
-        str(HDL / "fhg_link_bringup.sv"),
+        str(HDL / "cdc/fhg_sync_bits.sv"),
+        str(HDL / "link/fhg_link_bringup.sv"),
         str(WRAPPER),
         str(stub),
     ]
@@ -71,8 +71,8 @@ def test_lint_catches_a_port_the_block_design_lacks(tmp_path: Path) -> None:
             "--lint-only",
             "--top-module",
             "fhg_dcmac_vpk180",
-            str(HDL / "fhg_sync_bits.sv"),
-            str(HDL / "fhg_link_bringup.sv"),
+            str(HDL / "cdc/fhg_sync_bits.sv"),
+            str(HDL / "link/fhg_link_bringup.sv"),
             str(WRAPPER),
             str(stub),
         ],

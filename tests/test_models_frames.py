@@ -162,7 +162,7 @@ def test_example_payload_first_packet_truncation_and_wrap():
             example_payload(1, bad)
 
 
-# --- throughput table of CORE_SPEC section 2 ---------------------------------------------
+# --- throughput table of docs/design/core.md §2 ---------------------------------------------
 
 # payload B: (line goodput Gb/s, Mpps, one-frame-per-beat ceiling Gb/s), as printed there.
 SPEC_TABLE = {

@@ -144,3 +144,63 @@ def test_installed_toolflow_builds_outside_a_checkout(installed: Path, tmp_path:
     assert not [s for s in sources if not s.startswith(str(installed)) and "pktgen" not in s]
     assert "demo rc 1" in proc.stdout
     assert "needs a casper400g source checkout" in proc.stderr
+
+
+# Packages whose modules must not import each other in a circle (lazy imports included).
+ACYCLIC = {
+    "mlib_devel_400g": "mlib_devel_400g",
+    "casper400g_dev": "casper400g_dev",
+    "verification": "verification",
+}
+
+
+def _module_graph() -> dict[str, set[str]]:
+    modules: dict[str, Path] = {}
+    for pkg, src in ACYCLIC.items():
+        for path in (ROOT / src).rglob("*.py"):
+            parts = [pkg, *path.relative_to(ROOT / src).with_suffix("").parts]
+            modules[".".join(p for p in parts if p != "__init__")] = path
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, *([node.module] if node.module else [])])
+                targets = [base, *(f"{base}.{a.name}" for a in node.names)]
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def test_no_import_cycles() -> None:
+    graph = _module_graph()
+    assert len(graph) > 20
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            node = todo.pop()
+            if node == goal:
+                return True
+            if node not in seen:
+                seen.add(node)
+                todo.extend(graph[node])
+        return False
+
+    # A package's __init__ importing its own modules is not a cycle of the code.
+    cycles = [
+        f"{a} <-> {b}"
+        for a in graph
+        for b in graph[a]
+        if reaches(b, a) and not a.startswith(b + ".") and not b.startswith(a + ".")
+    ]
+    assert cycles == []

@@ -1,4 +1,5 @@
-"""The register map: generated files in sync with the RDL, and the map matches CORE_SPEC §4."""
+"""The register map: generated files in sync with the RDL, and the map matches
+docs/design/core.md §4."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def test_stale_check_detects_a_changed_file(rendered: dict[Path, str], tmp_path:
     assert set(regs_gen.stale_files(rendered, tmp_path)) == {regs_gen.PY_MAP, regs_gen.MD_DOC}
 
 
-# Offsets CORE_SPEC §4 fixes (casperfpga's unified GbE map), typed from the spec.
+# Offsets docs/design/core.md §4 fixes (casperfpga's unified GbE map), typed from the spec.
 SPEC_OFFSETS = {
     "core_type": 0x00,
     "buffer_sizes": 0x04,
@@ -79,7 +80,7 @@ def test_ctrl_bits_where_casperfpga_has_them() -> None:
     assert ctrl.field("fabric_en").lsb == 0
     assert ctrl.field("promisc_en").lsb == 8
     assert ctrl.field("soft_rst").lsb == 16 and ctrl.field("soft_rst").singlepulse
-    assert ctrl.field("udp_checksum_en").reset == 1  # CORE_SPEC §2: default on
+    assert ctrl.field("udp_checksum_en").reset == 1  # docs/design/core.md §2: default on
 
 
 def test_400g_additions_live_above_0x80() -> None:
@@ -99,7 +100,7 @@ def test_regions() -> None:
     assert regmap.BLOCK_SIZE == 0x10000
 
 
-# One counter per RX drop reason of CORE_SPEC §3 (names chosen for the map).
+# One counter per RX drop reason of docs/design/core.md §3 (names chosen for the map).
 SPEC_DROP_REASONS = [
     "rx_drop_fcs",
     "rx_drop_dst_mac",

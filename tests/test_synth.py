@@ -89,7 +89,9 @@ def test_sources_outside_the_yosys_subset_are_refused_by_line() -> None:
 def test_project_rtl_is_in_the_yosys_subset() -> None:
     from mlib_devel_400g import paths
 
-    for src in sorted(paths.FHG_HDL.glob("fhg_*.sv")):
+    for src in paths.core_sources():
+        if src.parent == paths.REGS_DIR:
+            continue  # PeakRDL's output, read by Vivado and Verilator only
         synth.check_yosys_subset(src.read_text(), src.name)
 
 

@@ -2,8 +2,8 @@
 every call (tests/tcl/vivado_bd_stub.tcl).
 
 `test_lists_every_ip_property` prints the whole IP configuration (run with -s to see it); the
-other tests check the values CORE_SPEC §5 names, the lane wiring, the ports the HDL wrapper
-uses and the parameter checks.
+other tests check the values docs/design/core.md §5 names, the lane wiring, the ports the HDL
+wrapper uses and the parameter checks.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """cocotb side of `casper400g demo` (TX part): the core sends the example stream.
 
 Configures fhg_core over AXI4-Lite, streams $CASPER400G_DEMO_FRAMES datagrams of the
-example stream (ARCHITECTURE.md) through the user port into the DCMAC model paced at
+example stream (docs/design/architecture.md) through the user port into the DCMAC model paced at
 400GbE, and writes every frame leaving the core to $CASPER400G_DEMO_PCAP.
 
 Then the same frames come back into the core's receive path through an echoing peer

@@ -1,7 +1,7 @@
 """cocotb harness for ``fhg_core``: clocks, resets, AXI4-Lite configuration, counters.
 
 Runs inside the simulator. Clock frequencies are the design's: user_clk 390.625 MHz, the
-DCMAC TX AXI clock 391.03 MHz (CORE_SPEC §5) and a 250 MHz register clock.
+DCMAC TX AXI clock 391.03 MHz (docs/design/core.md §5) and a 250 MHz register clock.
 """
 
 from __future__ import annotations

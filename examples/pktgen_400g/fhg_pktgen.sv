@@ -1,4 +1,5 @@
-// fhg_pktgen — the example design's user logic: sends the example stream (ARCHITECTURE.md)
+// SPDX-License-Identifier: GPL-3.0-or-later
+// fhg_pktgen — the example design's user logic: sends the example stream (docs/design/architecture.md)
 // into a 400GbE block at a rate and size set by software registers.
 //
 // Contract

@@ -1,6 +1,6 @@
 """``xps:fourhundred_gbe``: the casper400g 400GbE UDP/IPv4 core as a yellow block.
 
-* User ports (CORE_SPEC §1) are the gateways ``<fullname>_<port>`` (``USER_PORTS``).
+* User ports (docs/design/core.md §1) are the gateways ``<fullname>_<port>`` (``USER_PORTS``).
 * Mask parameters (``PARAMETERS``) become the start-up configuration: ``fhg_gbe_boot``
   writes FABRIC_MAC/IP/GATEWAY/NETMASK/PORT/TTL/CTRL into the core's registers after
   reset and enables the fabric when ``fab_en`` is set. Register offsets come from the
@@ -29,7 +29,7 @@ from . import fourhundred_gbe_addressing as addressing
 from . import fourhundred_gbe_regmap as regmap
 from .fhg_axi4lite import ADDRESS_SIGNALS, AXIL_SIGNALS, PROT_SIGNALS, RAW_DEVICE_SIGNALS
 from .fhg_platform import clock_groups
-from .fourhundred_gbe_hdl import module_ports
+from .fourhundred_gbe_hdl import CORE_FILE_LIST, file_list, module_ports
 from .yellow_block import YellowBlock
 from .yellow_block_typecodes import TYPECODE_ETHCORE
 
@@ -40,7 +40,7 @@ CORE_HDL = "fourhundred_gbe/fhg_core.sv"
 
 # --- the block's interface, from the one description the Simulink block shares ---
 # fourhundred_gbe.json (next to this file; the overlay installer copies it) lists the user
-# ports (CORE_SPEC §1, direction seen from the block) and the mask parameters with their
+# ports (docs/design/core.md §1, direction seen from the block) and the mask parameters with their
 # kinds, ranges, defaults and prompts; xps_library/fourhundred_gbe_interface.m is its
 # generated copy (`casper400g simulink-gen`).
 INTERFACE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fourhundred_gbe.json")
@@ -212,9 +212,9 @@ class fourhundred_gbe(YellowBlock):
         params.update({k: v for k, v in self.blk.items() if k in self.PARAMETERS})
         self.params = params
         self.memory_map = self._memory_map()
-        self.add_source("fourhundred_gbe/regs/fhg_regs_pkg.sv")
-        self.add_source("fourhundred_gbe/regs/fhg_regs.sv")
-        self.add_source("fourhundred_gbe/fhg_*.sv")
+        hdl_root = self.hdl_root or "."
+        for src in file_list(os.path.join(hdl_root, CORE_FILE_LIST)):
+            self.add_source(os.path.relpath(src, hdl_root))
         self.provides = ["ethernet"]
         # Parameters are normalised here, where every runtime builds the block (mlib_devel
         # never calls drc()): the mask's text becomes numbers, or a clear error.

@@ -104,3 +104,24 @@ def blackbox_stub(path: Path, module: str) -> str:
     lines.append("(\n" + ",\n".join(decl) + "\n);")
     lines.append("endmodule")
     return "\n".join(lines) + "\n"
+
+
+# The 400GbE block's one source list, relative to hdl_sources/.
+CORE_FILE_LIST = "fourhundred_gbe/fhg_core.f"
+
+
+def file_list(path: Path) -> list[Path]:
+    """The sources a Verilator ``-F`` style list names, in order: one path per line,
+    relative to the list's folder; ``//`` comments and blank lines are skipped. A missing
+    source raises ValueError naming the list's line."""
+    path = Path(path)
+    sources = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        entry = line.split("//", 1)[0].strip()
+        if not entry:
+            continue
+        src = path.parent / entry
+        if not src.is_file():
+            raise ValueError(f"{path}:{number}: {entry}: no such file")
+        sources.append(src)
+    return sources

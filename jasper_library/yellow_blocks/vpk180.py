@@ -265,7 +265,7 @@ class vpk180(YellowBlock):
             "user_rst",
             "M_AXI",
         ]
-        self.add_source("fourhundred_gbe/fhg_sync_bits.sv")
+        self.add_source("fourhundred_gbe/cdc/fhg_sync_bits.sv")
         # mlib_devel's software registers and system block cross clocks with its
         # cdc_synchroniser, which each platform adds (the stand-in runtime has its own RTL).
         if os.path.isfile(os.path.join(self.hdl_root or "", "utils", "cdc_synchroniser.vhd")):

@@ -29,7 +29,7 @@ from .fhg_platform import instantiated_modules
 from .fourhundred_gbe import MacAttachment
 from .fourhundred_gbe_hdl import module_ports
 
-WRAPPER_HDL = "fourhundred_gbe/fhg_dcmac_vpk180.v"
+WRAPPER_HDL = "fourhundred_gbe/link/fhg_dcmac_vpk180.v"
 WRAPPER = "fhg_dcmac_vpk180"
 # fhg_core port -> fhg_dcmac_vpk180 port, where the names differ.
 RENAMED = {
@@ -53,7 +53,7 @@ class vpk180_dcmac(MacAttachment):
         return self.gbe._error(f"vpk180_dcmac: {message}")
 
     def sources(self) -> list[str]:
-        return [WRAPPER_HDL, "fourhundred_gbe/fhg_sync_bits.sv"]
+        return [WRAPPER_HDL, "fourhundred_gbe/cdc/fhg_sync_bits.sv"]
 
     # ------------------------------------------------------------------ parameters
     def params(self) -> Any:

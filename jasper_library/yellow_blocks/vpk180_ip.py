@@ -9,8 +9,8 @@ AXI4-Stream clock. Its external ports (:func:`bd_wrapper_ports`) are what the HD
 ``fhg_dcmac_vpk180`` connects to; :func:`bd_wrapper_stub` writes a port-only Verilog module of
 the same name for linting without Vivado.
 
-Sources: the IP configuration names and values are those of CORE_SPEC §5 (public VPK180 and
-AMD example designs, PG369/PG331 names). Values marked UNCONFIRMED in
+Sources: the IP configuration names and values are those of docs/design/core.md §5 (public
+VPK180 and AMD example designs, PG369/PG331 names). Values marked UNCONFIRMED in
 :data:`UNCONFIRMED` are assumptions this code cannot check without Vivado or the board: the
 DCMAC site and the QSFP-DD lane -> (quad, channel) map, the GT pin names used for loopback
 and the serdes user clocks, and the FCS-strip choice. Everything is a field of
@@ -41,7 +41,7 @@ LINE_RATE_GBPS = 106.25
 SEGMENTS = 8
 NUM_LANES = 4
 
-# Names CORE_SPEC §5 gives for the DCMAC and the quads (checked by the tests).
+# Names docs/design/core.md §5 gives for the DCMAC and the quads (checked by the tests).
 SPEC_DCMAC_CONFIG: dict[str, str] = {
     "DCMAC_MODE_C0": "Coupled MAC+PCS",
     "DCMAC_DATA_PATH_INTERFACE_C0": "391MHz Upto 6 Ports",
@@ -53,8 +53,8 @@ SPEC_DCMAC_CONFIG: dict[str, str] = {
 
 UNCONFIRMED: dict[str, str] = {
     "dcmac_location": "DCMAC site wired to the QSFP-DD cage's quads (VPK180 schematic not public)",
-    "lane_map": "DCMAC lane -> (quad, channel): CORE_SPEC says ch0/ch2 of each quad; the order "
-    "across the cage's lanes is not confirmed",
+    "lane_map": "DCMAC lane -> (quad, channel): docs/design/core.md says ch0/ch2 of each quad; "
+    "the order across the cage's lanes is not confirmed",
     "rx_strip_fcs": "whether the DCMAC strips the RX FCS by default",
     "gt_pin_names": "gt_quad_base pin names for loopback (chN_loopback), power good "
     "(gtpowergood) and the user clocks (chN_txoutclk/chN_rxoutclk)",

@@ -18,7 +18,7 @@ HOST_AXIL = AXIL_SIGNALS
 class generic400g(YellowBlock):
     def initialize(self) -> None:
         self.provides = ["user_clk", "axil_clk", "M_AXI"]
-        self.add_source("fourhundred_gbe/fhg_sync_bits.sv")
+        self.add_source("fourhundred_gbe/cdc/fhg_sync_bits.sv")
 
     def gen_children(self) -> list[YellowBlock]:
         return [system_block(self)]

@@ -33,8 +33,8 @@ class sw_reg(YellowBlock):
         self.io_dir = str(self.blk.get("io_dir", "From Processor"))
         self.to_processor = self.io_dir == "To Processor"
         self.add_source("fhg_toolflow/fhg_sw_reg.sv")
-        self.add_source("fourhundred_gbe/fhg_cfg_sync.sv")
-        self.add_source("fourhundred_gbe/fhg_sync_bits.sv")
+        self.add_source("fourhundred_gbe/cdc/fhg_cfg_sync.sv")
+        self.add_source("fourhundred_gbe/cdc/fhg_sync_bits.sv")
 
     def drc(self) -> None:
         if self.io_dir not in IO_DIRS:

@@ -1,4 +1,5 @@
-"""The example stream (ARCHITECTURE.md) computed with NumPy, independently of the C++ code.
+"""The example stream (docs/design/architecture.md) computed with NumPy, independently of the
+C++ code.
 
 UDP payload = big-endian uint64 words; word 0 is the packet sequence n, word k is (n << 10) | k.
 """

@@ -2,7 +2,7 @@
 
 Every frame leaving the core is checked by the DCMAC TX model (all PG369 segment rules,
 paced at the 400GbE line rate) and compared byte for byte with the frame scapy builds
-for the same datagram; the next hop comes from an independent model of CORE_SPEC §2.
+for the same datagram; the next hop comes from an independent model of docs/design/core.md §2.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def compare(got: list, want: list[bytes]) -> None:
 
 @cocotb.test()
 async def byte_order_on_the_wire(dut) -> None:  # noqa: ANN001
-    """tx_data[1023:1016] is the first payload byte on the wire (CORE_SPEC §1)."""
+    """tx_data[1023:1016] is the first payload byte on the wire (docs/design/core.md §1)."""
     _, mon, drv = await start(dut)
     payload = bytes(range(128)) + bytes(range(128, 256))
     dst = int(ipaddress.IPv4Address("10.0.0.20"))

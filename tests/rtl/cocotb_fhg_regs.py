@@ -1,6 +1,6 @@
 """cocotb tests of the generated AXI4-Lite register block (``fhg_regs`` via ``fhg_regs_flat``).
 
-Expected values come from CORE_SPEC §4 written out by hand where the spec states them, and
+Expected values come from docs/design/core.md §4 written out by hand where the spec states them, and
 otherwise from the generated Python map, which a separate pytest compares with the RDL.
 """
 
@@ -31,7 +31,7 @@ async def _start(dut) -> RegsHarness:  # noqa: ANN001
 @cocotb.test()
 async def reset_values_match_spec(dut) -> None:  # noqa: ANN001
     h = await _start(dut)
-    # Values CORE_SPEC §4 fixes, typed independently of the generated map.
+    # Values docs/design/core.md §4 fixes, typed independently of the generated map.
     assert await h.read32(0x08) & 0xFFFF == 128, "word_len must be 128 bytes"
     assert await h.read32(0x44) == 256, "arp_size must be 256"
     assert (await h.read32(0x00)) >> 24 == 6, "core_type speed code must be 6 (400 GbE)"
@@ -64,7 +64,7 @@ async def rw_registers_read_back_and_drive_hardware(dut) -> None:  # noqa: ANN00
                 if h.has_port(port):
                     hw = int(getattr(dut, port).value)
                     assert hw == f.get(pattern), f"{port} = {hw:#x}, want {f.get(pattern):#x}"
-    # The configuration words the datapath needs, by their CORE_SPEC offsets.
+    # The configuration words the datapath needs, by their docs/design/core.md offsets.
     await h.write32(0x0C, 0x0202)
     await h.write32(0x10, 0x0A0B0C0D)
     await h.write32(0x14, 0x0A000001)

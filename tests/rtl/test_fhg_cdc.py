@@ -14,13 +14,13 @@ COCOTB_MODULE = Path(__file__).with_name("cocotb_fhg_cdc.py")
 NAMES = sim.cocotb_test_names(COCOTB_MODULE)
 HDL = paths.FHG_HDL
 SOURCES = [
-    HDL / "fhg_sync_bits.sv",
-    HDL / "fhg_pulse_sync.sv",
-    HDL / "fhg_async_fifo.sv",
-    HDL / "fhg_ram_sdp.sv",
-    HDL / "fhg_ram_tdp.sv",
-    HDL / "fhg_cdc_delta.sv",
-    HDL / "fhg_cfg_sync.sv",
+    HDL / "cdc/fhg_sync_bits.sv",
+    HDL / "cdc/fhg_pulse_sync.sv",
+    HDL / "cdc/fhg_async_fifo.sv",
+    HDL / "common/fhg_ram_sdp.sv",
+    HDL / "common/fhg_ram_tdp.sv",
+    HDL / "cdc/fhg_cdc_delta.sv",
+    HDL / "cdc/fhg_cfg_sync.sv",
     Path(__file__).with_name("hdl") / "fhg_cdc_tb.sv",
 ]
 

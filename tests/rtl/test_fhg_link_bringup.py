@@ -14,7 +14,7 @@ from mlib_devel_400g import paths
 COCOTB_MODULE = Path(__file__).with_name("cocotb_fhg_link_bringup.py")
 NAMES = sim.cocotb_test_names(COCOTB_MODULE)
 HDL = paths.FHG_HDL
-SOURCES = [HDL / "fhg_sync_bits.sv", HDL / "fhg_link_bringup.sv"]
+SOURCES = [HDL / "cdc/fhg_sync_bits.sv", HDL / "link/fhg_link_bringup.sv"]
 
 # Cycle counts scaled down from the hardware defaults so every scenario takes a few thousand
 # cycles; the sequence and its decisions are the same.

@@ -9,8 +9,8 @@ from mlib_devel_400g import paths
 
 COCOTB_MODULE = Path(__file__).with_name("cocotb_fhg_sys_block.py")
 SOURCES = [
-    paths.FHG_HDL / "fhg_sync_bits.sv",
-    paths.FHG_HDL / "fhg_cfg_sync.sv",
+    paths.FHG_HDL / "cdc" / "fhg_sync_bits.sv",
+    paths.FHG_HDL / "cdc" / "fhg_cfg_sync.sv",
     paths.RUNTIME_HDL / "fhg_toolflow" / "fhg_sys_block.sv",
 ]
 IDENTITY = {"BOARD_ID": 0x180, "REV": 0x00010002, "REV_RCS": 0x7}

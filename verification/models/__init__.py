@@ -15,7 +15,7 @@ work in an environment without the simulation extras.
   FCS kept or stripped, err, line-rate pacing), bus reassembly, cocotb driver.
 * :mod:`.user_rx` - the core's user RX port: datagram reassembly, rx_ack patterns, cocotb
   monitor.
-* :mod:`.rx_expect` - independent model of the RX filter (CORE_SPEC §3) with per-reason
+* :mod:`.rx_expect` - independent model of the RX filter (docs/design/core.md §3) with per-reason
   verdicts, and a labelled random frame mix.
 * :mod:`.dcmac_regs` - DCMAC register port, latching status registers, GT reset-done flags
   and a link partner, with an AXI4-Lite slave adapter: the counterpart of fhg_link_bringup.

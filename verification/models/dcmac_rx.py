@@ -1,6 +1,6 @@
 """Model of the DCMAC RX client interface (400G, port 0, 8 x 128-bit segments).
 
-The RX bus mirrors the TX bus (CORE_SPEC section 5) but has no ``tready``: the MAC
+The RX bus mirrors the TX bus (docs/design/core.md §5) but has no ``tready``: the MAC
 presents a cycle and the core must take it. Pure-Python parts:
 
 * :class:`RxSegmentPacker` turns queued frames into per-cycle bus states the way the MAC
@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .clocked import ClockedDriver
 from .dcmac_tx import (
     BUS_BYTES,
     DEFAULT_MAC_CLK_HZ,
@@ -42,7 +43,6 @@ from .dcmac_tx import (
 
 if TYPE_CHECKING:
     from cocotb.handle import SimHandleBase
-    from cocotb.triggers import Event
 
 RX_MODES = ("line", "fast")
 
@@ -300,7 +300,7 @@ def strip_checked(data: bytes) -> tuple[bytes, bool]:
     return body, rx_fcs(body) == data[-FCS_BYTES:]
 
 
-class DcmacRxDriver:
+class DcmacRxDriver(ClockedDriver):
     """cocotb adapter: plays the DCMAC's RX port 0 towards the DUT.
 
     At every rising edge of ``clock`` (default ``<prefix>rx_axi_clk``) it puts the next
@@ -339,7 +339,6 @@ class DcmacRxDriver:
         # Last values written, so that a cycle only schedules the writes that change.
         self._cur = [[0] * SEGMENTS for _ in range(5)]  # ena, sop, eop, err, mty
         self._cur_tvalid = 0
-        self._idle_event: Event | None = None
         self._task: Any = None
         self._tvalid.value = 0
         for group in (self._h_ena, self._h_sop, self._h_eop, self._h_err, self._h_mty):
@@ -354,38 +353,16 @@ class DcmacRxDriver:
     def stats(self) -> RxStats:
         return self.packer.stats
 
-    def start(self) -> None:
-        import cocotb
-
-        if self._task is None:
-            self._task = cocotb.start_soon(self._run())
-
-    def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
-
     def send_nowait(self, frame: bytes, err: bool = False) -> None:
         """Queue a frame (without FCS) for the background stream."""
         self.packer.push(frame, err)
 
-    async def wait_idle(self) -> None:
-        """Return once every queued frame has been put on the bus."""
-        from cocotb.triggers import Event
+    def busy(self) -> bool:
+        """Frames are still queued or on the bus (``await wait_idle()`` for the end)."""
+        return bool(self.packer.busy)
 
-        if not self.packer.busy:
-            return
-        if self._idle_event is None:
-            self._idle_event = Event()
-        await self._idle_event.wait()
-
-    async def _run(self) -> None:
-        from cocotb.triggers import RisingEdge
-
-        edge = RisingEdge(self._clock)
-        while True:
-            await edge
-            self.tick()
+    def on_edge(self) -> None:
+        self.tick()
 
     def tick(self) -> None:
         """Drive the cycle that starts at this rising edge."""
@@ -394,9 +371,8 @@ class DcmacRxDriver:
         else:
             cyc = self.packer.next_cycle()
         self._put(cyc)
-        if not self.packer.busy and self._idle_event is not None:
-            self._idle_event.set()
-            self._idle_event = None
+        if not self.packer.busy:
+            self.went_idle()
 
     def _put(self, cyc: TxCycle | None) -> None:
         if cyc is None:

@@ -1,8 +1,8 @@
 """Golden frames and reference formulas for the TX path.
 
 Frames are built with scapy so that headers and checksums come from an implementation
-independent of the RTL. Next-hop selection re-implements CORE_SPEC section 2 with
-:mod:`ipaddress`. The example stream payload follows ARCHITECTURE.md.
+independent of the RTL. Next-hop selection re-implements docs/design/core.md §2 with
+:mod:`ipaddress`. The example stream payload follows docs/design/architecture.md.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def expected_udp_frame(
     """The frame the core must hand to the MAC (no FCS), zero-padded to 60 bytes.
 
     With ``udp_checksum`` the UDP checksum is computed by scapy (which sends a computed 0
-    as 0xFFFF, as RFC 768 and CORE_SPEC require); without it the field is 0.
+    as 0xFFFF, as RFC 768 and docs/design/core.md require); without it the field is 0.
     """
     udp = UDP(sport=src_port, dport=dst_port)
     if not udp_checksum:

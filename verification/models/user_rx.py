@@ -1,8 +1,9 @@
-"""Monitor of the core's user RX port (CORE_SPEC section 1).
+"""Monitor of the core's user RX port (docs/design/core.md §1).
 
 Word format is that of the TX port (:mod:`.user_tx`): 128 bytes per ``rx_data[1023:0]``
 word, the first payload byte in ``rx_data[1023:1016]``, ``rx_byte_enable[127:0]`` marking
-the valid bytes of the last word contiguous from the MSB end and all-ones before it.
+the valid bytes of the last word contiguous from the MSB end and all-ones before it. A
+datagram without payload (UDP length 8) is one word with ``rx_byte_enable`` all zero.
 ``rx_source_ip/port`` and ``rx_dest_ip/port`` are valid with ``rx_valid`` and must stay the
 same for every word of a datagram; ``rx_bad_frame`` counts only with ``rx_end_of_frame``.
 
@@ -19,6 +20,7 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .clocked import QueueMonitor
 from .dcmac_tx import int_reader
 from .user_tx import ALL_BYTES, WORD_BYTES, words_to_payload
 
@@ -44,7 +46,8 @@ class RxDatagram:
 
     @property
     def words(self) -> int:
-        return -(-len(self.payload) // WORD_BYTES)
+        """Words the datagram took on the port (an empty one still takes one)."""
+        return max(1, -(-len(self.payload) // WORD_BYTES))
 
 
 class RxWordAssembler:
@@ -97,8 +100,11 @@ class RxWordAssembler:
         if not eof:
             return None
         try:
-            payload = words_to_payload(self._words)
+            # the empty datagram: one word, no byte enabled
+            empty = n == 0 and byte_enable == 0
+            payload = b"" if empty else words_to_payload(self._words)
         except ValueError as exc:
+            self._words = []
             raise UserRxProtocolError(f"{where}: {exc}") from None
         self._words = []
         self.datagrams += 1
@@ -183,7 +189,7 @@ class UserRxStats:
     overrun_acks: int = 0
 
 
-class UserRxMonitor:
+class UserRxMonitor(QueueMonitor[RxDatagram]):
     """cocotb adapter: takes words from ``<prefix>rx_*`` on ``clock`` (default
     ``<prefix>user_clk``), drives ``rx_ack`` from an :class:`AckPattern` and, with
     ``auto_overrun_ack``, a one-cycle ``rx_overrun_ack`` pulse whenever ``rx_overrun`` is
@@ -238,32 +244,8 @@ class UserRxMonitor:
         if start:
             self.start()
 
-    def start(self) -> None:
-        import cocotb
-        from cocotb.queue import Queue
-
-        if self.queue is None:
-            self.queue = Queue()
-        if self._task is None:
-            self._task = cocotb.start_soon(self._run())
-
-    def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
-
-    async def recv(self) -> RxDatagram:
-        if self.queue is None:
-            raise RuntimeError("monitor not started")
-        return await self.queue.get()
-
-    async def _run(self) -> None:
-        from cocotb.triggers import RisingEdge
-
-        edge = RisingEdge(self._clock)
-        while True:
-            await edge
-            self.sample()
+    def on_edge(self) -> None:
+        self.sample()
 
     def _set_ack(self, v: int) -> None:
         if v != self._cur_ack:

@@ -1,4 +1,4 @@
-"""Driver for the core's user TX port (CORE_SPEC section 1).
+"""Driver for the core's user TX port (docs/design/core.md §1).
 
 Word format: 128 bytes per ``tx_data[1023:0]`` word, the first byte on the wire in
 ``tx_data[1023:1016]``; ``tx_byte_enable[127:0]`` marks the valid bytes of the last word,
@@ -17,6 +17,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .clocked import ClockedDriver
 from .dcmac_tx import int_reader
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ class _Job:
         self.done = done
 
 
-class UserTxDriver:
+class UserTxDriver(ClockedDriver):
     """Streams datagrams into ``<prefix>tx_*`` of the DUT on ``clock``.
 
     ``idle_prob`` inserts seeded random idle cycles (``tx_valid`` low) between frames and,
@@ -148,7 +149,6 @@ class UserTxDriver:
         self._valid_now = 0
         self._be_now = -1
         self.stats = UserTxStats()
-        self._idle_event: Event | None = None
         self._task: Any = None
         self._valid.value = 0
         self._eof.value = 0
@@ -156,17 +156,6 @@ class UserTxDriver:
         self._be_now = ALL_BYTES
         if start:
             self.start()
-
-    def start(self) -> None:
-        import cocotb
-
-        if self._task is None:
-            self._task = cocotb.start_soon(self._run())
-
-    def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
 
     @property
     def pending(self) -> int:
@@ -185,23 +174,12 @@ class UserTxDriver:
         self._jobs.append(_Job(payload, dst_ip, dst_port, done))
         await done.wait()
 
-    async def wait_idle(self) -> None:
-        """Return once every queued datagram has been driven."""
-        from cocotb.triggers import Event
+    def busy(self) -> bool:
+        """Datagrams are still queued (``await wait_idle()`` for the end)."""
+        return bool(self.pending)
 
-        if not self.pending:
-            return
-        if self._idle_event is None:
-            self._idle_event = Event()
-        await self._idle_event.wait()
-
-    async def _run(self) -> None:
-        from cocotb.triggers import RisingEdge
-
-        edge = RisingEdge(self._clock)
-        while True:
-            await edge
-            self.tick()
+    def on_edge(self) -> None:
+        self.tick()
 
     def _idle(self) -> None:
         if self._valid_now:
@@ -260,6 +238,5 @@ class UserTxDriver:
             self._cur = None
             if job.done is not None:
                 job.done.set()
-            if not self._jobs and self._idle_event is not None:
-                self._idle_event.set()
-                self._idle_event = None
+            if not self._jobs:
+                self.went_idle()

@@ -1,5 +1,6 @@
-// fhg_core — the casper400g 400GbE UDP/IPv4 core: user ports (CORE_SPEC §1), AXI4-Lite
-// register block (fhg_regs, CORE_SPEC §4) and the DCMAC port-0 TX and RX client interfaces.
+// SPDX-License-Identifier: GPL-3.0-or-later
+// fhg_core — the casper400g 400GbE UDP/IPv4 core: user ports (docs/design/core.md §1), AXI4-Lite
+// register block (fhg_regs, docs/design/core.md §4) and the DCMAC port-0 TX and RX client interfaces.
 //
 // Clock domains
 //   user_clk    the design's clock (tx_*/rx_* user ports), typically 390.625 MHz

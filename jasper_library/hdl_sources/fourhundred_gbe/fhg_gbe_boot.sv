@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fhg_gbe_boot — puts the 400GbE block's mask parameters (FABRIC_*) into the core's
 // registers after reset, then passes the AXI4-Lite bus through untouched.
 //

@@ -1,4 +1,4 @@
-// The example stream of the project (ARCHITECTURE.md): payload = big-endian
+// The example stream of the project (docs/design/architecture.md): payload = big-endian
 // 64-bit words; word 0 is the packet sequence n, word k is (n << 10) | k.
 #pragma once
 

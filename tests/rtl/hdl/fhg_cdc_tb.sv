@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Test-only top for the CDC and RAM primitives: one Verilator build serves every test.
 // Everything written by "a" runs on clk_a and everything read on "b" runs on clk_b; each
 // test picks the two clock periods. Both SDP instances share their inputs so one stimulus

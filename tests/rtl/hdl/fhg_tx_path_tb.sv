@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Test top for fhg_tx_path: DCMAC port names as on the real IP, the ARP-reply input and
 // the configuration as plain ports, the CPU frame source idle. Not for synthesis.
 module fhg_tx_path_tb (

@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// fhg_rx_path — the receive path (docs/design/core.md §3): DCMAC RX bus -> three lanes -> merger ->
+// RX frame FIFO -> user port, with the CPU RX buffer's writer and the ARP event queue.
+//
+// Contract
+//   * MAC side (mac_clk): the DCMAC RX client bus, every cycle taken (no backpressure). At
+//     most two frames start per cycle; every frame is given exactly one verdict (st_*).
+//   * User side (user_clk): docs/design/core.md §1 rx_* ports. Payload bytes MSB-first
+//     (rx_data[1023:1016] is the first), rx_byte_enable contiguous from bit 127 on the last
+//     word, all ones before; a datagram without payload (UDP length 8) is one word with
+//     rx_byte_enable all zero; addresses/ports valid with rx_valid; rx_end_of_frame and
+//     rx_bad_frame (UDP checksum failed) on the last word; `rx_ack` pops the shown word.
+//     Frames appear whole or not at all; when the FIFO is full a frame is dropped whole,
+//     counted (st_cnt[V_OVERRUN]) and `rx_overrun` stays set until `rx_overrun_ack`.
+//     `user_rst` empties the FIFO (at a frame boundary).
+//   * CPU RX: frames the filter sends to the CPU are written through cpu_we*/cpu_row*/
+//     cpu_data*; `cpu_placed` (with a stable `cpu_len`) hands one over; a frame for the CPU
+//     that arrives before `cpu_released` is dropped (V_CPU_BUSY).
+//   * ARP: consumed ARP frames leave through the arp queue ({reply, sha, spa}); while it
+//     is nearly full further ARP frames are not consumed (V_ARP_DROP or to the CPU).
+//   * Statistics (mac_clk, one cycle each): st_cnt holds, per verdict code of fhg_rx_pkg, the
+//     number of frames that got it this cycle (3 bits each; code V_PEND is not used: the
+//     merger's st_delivered counts those), st_frames/st_bytes all frames and their bytes
+//     (no FCS), st_delivered/st_udp_bytes/st_words/st_bad from the merger.
+module fhg_rx_path #(
+    parameter bit FCS_ON_BUS = 1'b0,
+    parameter int FIFO_WORDS = 512,
+    localparam int NL = 3,
+    localparam int NC = fhg_rx_pkg::NCODES,
+    localparam int MW = 117,
+    localparam int LW = 1024 + 1 + 1 + 8,
+    localparam int EW = 1 + 96 + 1 + 1 + 7 + 1024
+) (
+    input  wire                 mac_clk,
+    input  wire                 mac_rst,
+    input  wire                 rx_tvalid,
+    input  wire  [1023:0]       rx_data_bus,
+    input  wire  [7:0]          rx_ena,
+    input  wire  [7:0]          rx_sop,
+    input  wire  [7:0]          rx_eop,
+    input  wire  [7:0]          rx_err,
+    input  wire  [31:0]         rx_mty,
+
+    input  wire  [47:0]         cfg_mac,
+    input  wire  [31:0]         cfg_ip,
+    input  wire  [31:0]         cfg_netmask,
+    input  wire  [31:0]         cfg_mc_ip,
+    input  wire  [31:0]         cfg_mc_mask,
+    input  wire  [15:0]         cfg_port,
+    input  wire                 cfg_promisc,
+    input  wire                 cfg_cpu_rx_en,
+    input  wire                 cfg_fabric_en,
+    input  wire                 cfg_arp_reply_en,
+    input  wire                 cfg_arp_learn_en,
+
+    // user side
+    input  wire                 user_clk,
+    input  wire                 user_rst,
+    output logic [1023:0]       rx_data,
+    output logic                rx_valid,
+    output logic [127:0]        rx_byte_enable,
+    output logic [31:0]         rx_source_ip,
+    output logic [31:0]         rx_dest_ip,
+    output logic [15:0]         rx_source_port,
+    output logic [15:0]         rx_dest_port,
+    output logic                rx_end_of_frame,
+    output logic                rx_bad_frame,
+    input  wire                 rx_ack,
+    output logic                rx_overrun,
+    input  wire                 rx_overrun_ack,
+    output logic                rx_empty,
+
+    // CPU RX buffer writer
+    output logic                cpu_we0,
+    output logic [6:0]          cpu_row0,
+    output logic [1023:0]       cpu_data0,
+    output logic                cpu_we1,
+    output logic [6:0]          cpu_row1,
+    output logic [1023:0]       cpu_data1,
+    output logic                cpu_placed,
+    output logic [13:0]         cpu_len,
+    input  wire                 cpu_released,
+
+    // ARP events
+    output logic                arp_q_valid,
+    output logic [80:0]         arp_q_data,      // {reply, sha, spa}
+    input  wire                 arp_q_pop,
+
+    output logic [3*NC-1:0]     st_cnt,
+    output logic [1:0]          st_frames,
+    output logic [15:0]         st_bytes,
+    output logic                st_delivered,
+    output logic [13:0]         st_udp_bytes,
+    output logic [7:0]          st_words,
+    output logic                st_bad
+);
+    // ================================================================ unpacker
+    logic [1023:0]   u_data;
+    logic [NL-1:0]   u_valid, u_sop, u_eop, u_err;
+    logic [3*NL-1:0] u_lo, u_tag;
+    logic [4*NL-1:0] u_n, u_mty;
+    fhg_rx_unpack u_unpack (
+        .clk(mac_clk), .rst(mac_rst), .rx_tvalid(rx_tvalid), .rx_data(rx_data_bus),
+        .rx_ena(rx_ena), .rx_sop(rx_sop), .rx_eop(rx_eop), .rx_err(rx_err), .rx_mty(rx_mty),
+        .out_data(u_data), .ln_valid(u_valid), .ln_lo(u_lo), .ln_n(u_n), .ln_sop(u_sop),
+        .ln_eop(u_eop), .ln_err(u_err), .ln_mty(u_mty), .ln_tag(u_tag)
+    );
+
+    // ================================================================ lanes
+    logic [NL-1:0]    hdr_evt, acc_push, cpu_want, lf_valid, lf_pop;
+    logic [NL-1:0]    cpu_grant;
+    logic [NL-1:0]    l_we0, l_we1, l_end, l_end_ok, l_rel, arp_evt, arp_reply, vd_valid;
+    logic [2:0]       hdr_tag [NL];
+    logic [MW-1:0]    acc_meta [NL];
+    logic [LW-1:0]    lf_data [NL];
+    logic [6:0]       l_row0 [NL], l_row1 [NL];
+    logic [1023:0]    l_data0 [NL], l_data1 [NL];
+    logic [13:0]      l_len [NL];
+    logic [47:0]      arp_sha [NL];
+    logic [31:0]      arp_spa [NL];
+    logic [4:0]       vd_code [NL];
+    logic [14:0]      vd_bytes [NL];
+    logic             acc_room, arp_room;
+
+    for (genvar l = 0; l < NL; l++) begin : g_lane
+        fhg_rx_lane #(.FCS_ON_BUS(FCS_ON_BUS)) u_lane (
+            .clk(mac_clk), .rst(mac_rst),
+            .in_valid(u_valid[l]), .in_data(u_data), .in_lo(u_lo[3*l +: 3]),
+            .in_n(u_n[4*l +: 4]), .in_sop(u_sop[l]), .in_eop(u_eop[l]), .in_err(u_err[l]),
+            .in_mty(u_mty[4*l +: 4]), .in_tag(u_tag[3*l +: 3]),
+            .cfg_mac(cfg_mac), .cfg_ip(cfg_ip), .cfg_netmask(cfg_netmask),
+            .cfg_mc_ip(cfg_mc_ip), .cfg_mc_mask(cfg_mc_mask), .cfg_port(cfg_port),
+            .cfg_promisc(cfg_promisc), .cfg_cpu_rx_en(cfg_cpu_rx_en),
+            .cfg_fabric_en(cfg_fabric_en), .cfg_arp_reply_en(cfg_arp_reply_en),
+            .cfg_arp_learn_en(cfg_arp_learn_en),
+            .hdr_evt(hdr_evt[l]), .hdr_tag(hdr_tag[l]), .acc_push(acc_push[l]),
+            .acc_meta(acc_meta[l]), .acc_room(acc_room), .cpu_want(cpu_want[l]),
+            .cpu_grant(cpu_grant[l]), .arp_room(arp_room),
+            .lf_valid(lf_valid[l]), .lf_data(lf_data[l]), .lf_pop(lf_pop[l]),
+            .cpu_we0(l_we0[l]), .cpu_row0(l_row0[l]), .cpu_data0(l_data0[l]),
+            .cpu_we1(l_we1[l]), .cpu_row1(l_row1[l]), .cpu_data1(l_data1[l]),
+            .cpu_end(l_end[l]), .cpu_end_ok(l_end_ok[l]), .cpu_rel(l_rel[l]),
+            .cpu_len(l_len[l]),
+            .arp_evt(arp_evt[l]), .arp_evt_reply(arp_reply[l]), .arp_sha(arp_sha[l]),
+            .arp_spa(arp_spa[l]),
+            .vd_valid(vd_valid[l]), .vd_code(vd_code[l]), .vd_bytes(vd_bytes[l])
+        );
+    end
+
+    // Frames decided in the same cycle are ordered by their arrival tags (at most three
+    // consecutive frames are in flight at one stage, so a 3-bit tag distance tells them apart).
+    function automatic logic older(input logic [2:0] a, input logic [2:0] b);
+        logic [2:0] d;
+        d = b - a;
+        older = d != 3'd0 && d <= 3'd3;
+    endfunction
+    function automatic logic [1:0] rank_of(input int l, input logic [NL-1:0] ev,
+                                           input logic [3*NL-1:0] tags);
+        logic [1:0] r;
+        r = '0;
+        for (int m = 0; m < NL; m++)
+            if (m != l && ev[m] && older(tags[3*m +: 3], tags[3*l +: 3])) r = r + 2'd1;
+        rank_of = r;
+    endfunction
+
+    logic [3*NL-1:0] tags;
+    always_comb for (int l = 0; l < NL; l++) tags[3*l +: 3] = hdr_tag[l];
+
+    // ================================================================ order queue
+    localparam int OQ = 8;
+    logic [$clog2(OQ):0]   oq_count;
+    logic [NL*(MW+2)-1:0]  oq_in;
+    logic [2*NL-1:0]       oq_rank;
+    logic                  oq_valid, oq_pop;
+    logic [MW+1:0]         oq_head;
+    always_comb begin
+        for (int l = 0; l < NL; l++) begin
+            oq_in[(MW+2)*l +: MW+2] = {2'(l), acc_meta[l]};
+            oq_rank[2*l +: 2] = rank_of(l, acc_push, tags);
+        end
+    end
+    assign acc_room = oq_count <= ($clog2(OQ)+1)'(OQ - NL);
+    fhg_mpush_fifo #(.WIDTH(MW + 2), .DEPTH(OQ), .NP(NL)) u_order (
+        .clk(mac_clk), .rst(mac_rst), .push(acc_push), .data(oq_in), .rank(oq_rank),
+        .count(oq_count), .valid(oq_valid), .head(oq_head), .pop(oq_pop)
+    );
+
+    // ================================================================ merger + RX FIFO
+    logic [3*LW-1:0] lf_flat;
+    always_comb for (int l = 0; l < NL; l++) lf_flat[LW*l +: LW] = lf_data[l];
+    logic          f_wr, f_end, f_keep, f_room, m_overrun;
+    logic [EW-1:0] f_data;
+    fhg_rx_merge u_merge (
+        .clk(mac_clk), .rst(mac_rst),
+        .ord_valid(oq_valid), .ord_lane(oq_head[MW +: 2]), .ord_meta(oq_head[MW-1:0]),
+        .ord_pop(oq_pop),
+        .lf_valid(lf_valid), .lf_data(lf_flat), .lf_pop(lf_pop),
+        .fifo_wr(f_wr), .fifo_data(f_data), .fifo_end(f_end), .fifo_keep(f_keep),
+        .fifo_room(f_room),
+        .st_delivered(st_delivered), .st_bytes(st_udp_bytes), .st_words(st_words),
+        .st_bad(st_bad), .st_overrun(m_overrun)
+    );
+
+    logic          r_valid;
+    logic [EW-1:0] r_data;
+    fhg_rx_frame_fifo #(.WIDTH(EW), .DEPTH(FIFO_WORDS)) u_fifo (
+        .wr_clk(mac_clk), .wr_rst(mac_rst), .wr_en(f_wr), .wr_data(f_data),
+        .wr_end(f_end), .wr_keep(f_keep), .wr_room(f_room),
+        .rd_clk(user_clk), .rd_rst(1'b0), .rd_flush(user_rst), .rd_valid(r_valid),
+        .rd_data(r_data), .rd_pop(rx_ack), .rd_empty(rx_empty)
+    );
+
+    // User port: bytes MSB-first, byte enables from the last word's byte count.
+    logic [6:0] r_cnt;
+    logic       r_last, r_empty;
+    assign r_cnt   = r_data[1030:1024];
+    assign r_last  = r_data[1031];
+    assign r_empty = r_data[EW-1];
+    always_comb begin
+        for (int k = 0; k < 128; k++) begin
+            rx_data[1023 - 8*k -: 8] = r_data[8*k +: 8];
+            rx_byte_enable[127 - k]  = !r_last || (!r_empty && 7'(k) <= r_cnt);
+        end
+        rx_valid        = r_valid;
+        rx_end_of_frame = r_valid && r_last;
+        rx_bad_frame    = r_valid && r_last && r_data[1032];
+        rx_source_ip    = r_data[1033 + 64 +: 32];
+        rx_dest_ip      = r_data[1033 + 32 +: 32];
+        rx_source_port  = r_data[1033 + 16 +: 16];
+        rx_dest_port    = r_data[1033 +: 16];
+    end
+
+    // ================================================================ CPU RX buffer owner
+    localparam logic [1:0] C_FREE = 2'd0, C_WRITING = 2'd1, C_FULL = 2'd2;
+    logic [1:0]    c_st;
+    logic [1:0]    c_owner;
+    logic          c_avail, c_granted;
+    logic [1:0]    c_new;
+    always_comb begin
+        c_avail = c_st == C_FREE || (c_st == C_WRITING && l_rel[c_owner]);
+        cpu_grant = '0; c_granted = 1'b0; c_new = c_owner;
+        for (int l = 0; l < NL; l++)
+            if (cpu_want[l] && rank_of(l, cpu_want, tags) == 2'd0 && c_avail) begin
+                cpu_grant[l] = 1'b1; c_granted = 1'b1; c_new = 2'(l);
+            end
+    end
+    always_comb begin
+        // the writer: a frame granted now (its first words may come at once), else the owner
+        cpu_we0   = l_we0[c_new] && (c_granted || c_st == C_WRITING);
+        cpu_row0  = l_row0[c_new];
+        cpu_data0 = l_data0[c_new];
+        cpu_we1   = l_we1[c_new] && (c_granted || c_st == C_WRITING);
+        cpu_row1  = l_row1[c_new];
+        cpu_data1 = l_data1[c_new];
+    end
+    always_ff @(posedge mac_clk) begin
+        cpu_placed <= 1'b0;
+        if (c_st == C_FULL && cpu_released) c_st <= C_FREE;
+        if (c_st == C_WRITING && l_end[c_owner]) begin
+            c_st <= l_end_ok[c_owner] ? C_FULL : C_FREE;
+            if (l_end_ok[c_owner]) begin
+                cpu_placed <= 1'b1; cpu_len <= l_len[c_owner];
+            end
+        end
+        if (c_granted) begin
+            c_owner <= c_new;
+            c_st <= C_WRITING;
+            if (l_end[c_new]) begin
+                c_st <= l_end_ok[c_new] ? C_FULL : C_FREE;
+                if (l_end_ok[c_new]) begin
+                    cpu_placed <= 1'b1; cpu_len <= l_len[c_new];
+                end
+            end
+        end
+        if (mac_rst) begin
+            c_st <= C_FREE; cpu_placed <= 1'b0;
+        end
+    end
+
+    // ================================================================ ARP event queue
+    localparam int AQ = 8;
+    logic [$clog2(AQ):0] aq_count;
+    logic [NL*81-1:0]    aq_in;
+    logic [2*NL-1:0]     aq_rank;
+    logic [NL-1:0]       arp_tags_ev;
+    always_comb begin
+        arp_tags_ev = arp_evt;
+        for (int l = 0; l < NL; l++) begin
+            aq_in[81*l +: 81] = {arp_reply[l], arp_sha[l], arp_spa[l]};
+            aq_rank[2*l +: 2] = rank_of(l, arp_tags_ev, tags);
+        end
+    end
+    assign arp_room = aq_count <= ($clog2(AQ)+1)'(AQ - NL);
+    fhg_mpush_fifo #(.WIDTH(81), .DEPTH(AQ), .NP(NL)) u_arpq (
+        .clk(mac_clk), .rst(mac_rst), .push(arp_evt), .data(aq_in), .rank(aq_rank),
+        .count(aq_count), .valid(arp_q_valid), .head(arp_q_data), .pop(arp_q_pop)
+    );
+
+    // ================================================================ statistics
+    logic [2:0]  cnt_n [NC];
+    logic [1:0]  fr_n;
+    logic [15:0] by_n;
+    always_comb begin
+        for (int c = 0; c < NC; c++) cnt_n[c] = '0;
+        fr_n = '0; by_n = '0;
+        for (int l = 0; l < NL; l++)
+            if (vd_valid[l]) begin
+                cnt_n[vd_code[l]] = cnt_n[vd_code[l]] + 3'd1;
+                fr_n = fr_n + 2'd1;
+                by_n = by_n + 16'(vd_bytes[l]);
+            end
+        cnt_n[fhg_rx_pkg::V_OVERRUN] = cnt_n[fhg_rx_pkg::V_OVERRUN] + 3'(m_overrun);
+        cnt_n[fhg_rx_pkg::V_PEND] = '0;
+    end
+    always_ff @(posedge mac_clk) begin
+        for (int c = 0; c < NC; c++) st_cnt[3*c +: 3] <= cnt_n[c];
+        st_frames <= fr_n;
+        st_bytes  <= by_n;
+    end
+
+    // ================================================================ overrun flag
+    logic ovr_u, ovr_busy;
+    fhg_pulse_sync u_ovr (
+        .clk_a(mac_clk), .rst_a(mac_rst), .pulse_a(cnt_n[fhg_rx_pkg::V_OVERRUN] != 0),
+        .busy_a(ovr_busy), .clk_b(user_clk), .rst_b(1'b0), .pulse_b(ovr_u)
+    );
+    always_ff @(posedge user_clk) begin
+        if (rx_overrun_ack) rx_overrun <= 1'b0;
+        if (ovr_u) rx_overrun <= 1'b1;
+        if (user_rst) rx_overrun <= 1'b0;
+    end
+
+    logic unused_ok;
+    assign unused_ok = &{1'b0, hdr_evt, ovr_busy};
+endmodule

@@ -1,0 +1,93 @@
+"""The background task of the models' cocotb adapters: one call per rising clock edge.
+
+The adapters (:class:`~.dcmac_tx.DcmacTxMonitor`, :class:`~.dcmac_rx.DcmacRxDriver`,
+:class:`~.user_tx.UserTxDriver`, :class:`~.user_rx.UserRxMonitor`) keep their pure-Python
+cores free of cocotb; this is the one place that starts, stops and clocks them. cocotb is
+imported only when a task starts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from cocotb.queue import Queue
+
+T = TypeVar("T")
+
+
+class ClockedTask:
+    """Calls :meth:`on_edge` after every rising edge of ``self._clock`` once started."""
+
+    _clock: Any  # a cocotb clock handle, set by the adapter
+    _task: Any = None
+
+    def on_edge(self) -> None:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        import cocotb
+
+        if self._task is None:
+            self._task = cocotb.start_soon(self._run())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    async def _run(self) -> None:
+        from cocotb.triggers import RisingEdge
+
+        edge = RisingEdge(self._clock)
+        while True:
+            await edge
+            self.on_edge()
+
+
+class QueueMonitor(ClockedTask, Generic[T]):
+    """A :class:`ClockedTask` that hands what it observes to ``await recv()`` as well."""
+
+    queue: Queue[T] | None = None
+
+    def start(self) -> None:
+        from cocotb.queue import Queue
+
+        if self.queue is None:
+            self.queue = Queue()
+        super().start()
+
+    async def recv(self) -> T:
+        if self.queue is None:
+            raise RuntimeError("monitor not started")
+        return await self.queue.get()
+
+    def deliver(self, item: T) -> None:
+        """Queue ``item`` for :meth:`recv` (once started)."""
+        if self.queue is not None:
+            self.queue.put_nowait(item)
+
+
+class ClockedDriver(ClockedTask):
+    """A :class:`ClockedTask` that drives queued work; ``await wait_idle()`` until done."""
+
+    _idle_event: Any = None  # a cocotb Event while someone waits
+
+    def busy(self) -> bool:
+        raise NotImplementedError
+
+    async def wait_idle(self) -> None:
+        """Return once everything queued has been driven."""
+        from cocotb.triggers import Event
+
+        if not self.busy():
+            return
+        if self._idle_event is None:
+            self._idle_event = Event()
+        await self._idle_event.wait()
+
+    def went_idle(self) -> None:
+        """Called by the driver when its queue ran empty: wake the waiters."""
+        if self._idle_event is not None:
+            self._idle_event.set()
+            self._idle_event = None
