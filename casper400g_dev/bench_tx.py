@@ -3,7 +3,10 @@
 The theoretical figure for each payload size is the lower of the 400GbE line goodput
 (wire bytes per frame = payload + 66, runts padded to 64 + 20) and the user interface's
 own ceiling (one 1024-bit word per user_clk cycle, user_clk / ceil(P/128) frames/s). The
-core must reach at least 0.995 of it for every size.
+core must reach at least 0.995 of it for every size (tests/rtl/test_fhg_core_perf.py
+asserts it on the same run). "gapless" is the fraction of frames whose SOP came in the
+segment right after the previous EOP, "seg fill" the segments carrying data per segment of
+the bus cycles used (both from simulated bus cycles, see verification.models.dcmac_tx.PackingStats).
 """
 
 from __future__ import annotations
@@ -59,6 +62,8 @@ def run(
         "user-port Gb/s",
         "theory Gb/s",
         "binds",
+        "gapless",
+        "seg fill",
         "ratio",
     ):
         table.add_column(col, justify="right")
@@ -75,6 +80,8 @@ def run(
             f"{r['user_bps'] / 1e9:.1f}",
             f"{r['theory_bps'] / 1e9:.1f}",
             r["binds"],
+            f"{r['gapless']:.3f}",
+            f"{r['fill']:.3f}",
             f"[{style}]{ratio:.4f}",
         )
     console.print(table)

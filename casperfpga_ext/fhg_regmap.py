@@ -339,7 +339,7 @@ REGISTERS: dict[str, Register] = {
     ),
     'rx_overflow_counter': Register(
         'rx_overflow_counter', 'rx_overflow_counter', 0x0070, 32, 'r',
-        'Frames dropped whole because the RX FIFO was full.',
+        'Datagrams dropped whole for lack of room (32-bit, wraps): the same count as rx_drop_overrun, which says where the drops happen.',
         (
             Field('count', 0, 32, 'r', '-', 0x0, False, True,
                   'Count; wraps at 2^32.'),
@@ -675,7 +675,7 @@ REGISTERS: dict[str, Register] = {
     ),
     'rx_drop_overrun': Register(
         'rx_drop_overrun', 'rx_drop_overrun', 0x0258, 64, 'r',
-        'Dropped whole: the RX FIFO to the user clock had no room.',
+        "Datagrams that passed every check, dropped whole for lack of room at one of three places: (1) at header time in a receive lane, when the order queue or the lane FIFO has no room (datagrams arriving faster than the merger's one word per MAC cycle, e.g. many small datagrams at the line rate); (2) in the lane FIFO, when it fills while the datagram is still arriving; (3) in the merger, when the RX FIFO to the user clock has no room (the user port not keeping up: rx_ack low, or more than one word per user_clk cycle arriving for long).",
         (
             Field('count', 0, 64, 'r', '-', 0x0, False, True,
                   'Count; read the low word first.'),

@@ -87,6 +87,8 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 
     from . import synth
 
+    if args.timing:
+        return _synth_timing(args)
     try:
         result = synth.run(top=args.top, flatten=args.flatten)
     except synth.SynthError as exc:
@@ -98,6 +100,31 @@ def _cmd_synth(args: argparse.Namespace) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=2) + "\n")
     return 0
+
+
+def _synth_timing(args: argparse.Namespace) -> int:
+    """`synth --timing`: logic levels between registers in the flattened netlist."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from . import synth, timing
+
+    with tempfile.TemporaryDirectory(prefix="casper400g-timing-") as tmp:
+        net = Path(tmp) / "netlist.json"
+        try:
+            result = synth.run(top=args.top, flatten=True, netlist_out=net)
+            report = timing.analyse_file(net, limit=args.limit or timing.LIMIT)
+        except (synth.SynthError, timing.TimingError) as exc:
+            print(f"synth: {exc}", file=sys.stderr)
+            return 1
+    synth.print_table(result)
+    timing.print_report(report)
+    if args.json:
+        out = Path(args.json)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"synth": result, "timing": report}, indent=2) + "\n")
+    return 0 if not report["over_limit"] else 1
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
@@ -308,6 +335,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--flatten", action="store_true", help="optimise across modules (total only)"
     )
     synth_p.add_argument("--json", help="also write the full results to this JSON file")
+    synth_p.add_argument(
+        "--timing",
+        action="store_true",
+        help="timing estimate: logic levels on every register-to-register path of the "
+        "flattened netlist, worst 20 named, per module, carry chains (docs/resources.md)",
+    )
+    synth_p.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="with --timing: most logic levels a path may have (default 6); exit 1 above it",
+    )
     synth_p.set_defaults(func=_cmd_synth)
 
     build_p = sub.add_parser(

@@ -363,6 +363,7 @@ def _script(
     params: Mapping[str, int | str],
     blackboxes: Sequence[str],
     flatten: bool,
+    netlist: bool = False,
 ) -> tuple[str, list[str]]:
     """The Yosys script and the names of its steps, in order."""
     steps: list[tuple[str, list[str]]] = []
@@ -379,6 +380,9 @@ def _script(
         nxt = SYNTH_STAGES[i + 1] if i + 1 < len(SYNTH_STAGES) else ""
         steps.append((f"synth_xilinx {stage}", [f"synth_xilinx {opts} -run {stage}:{nxt}"]))
     steps.append(("stat", ["tee -q -o stat.json stat -json", "tee -q -o stat.txt stat"]))
+    if netlist:
+        # The mapped netlist, for the logic-level analysis (mlib_devel_400g.timing).
+        steps.append(("write_json", ["write_json netlist.json"]))
     lines: list[str] = []
     for name, cmds in steps:
         lines.append(f"log {_MARK} {name}")
@@ -397,6 +401,7 @@ def run(
     progress: Callable[[str], None] | None = print,
     log_file: Path | None = None,
     files: Sequence[Path] | None = None,
+    netlist_out: Path | None = None,
 ) -> dict[str, Any]:
     """Synthesise `top` with Yosys and return its resource counts.
 
@@ -407,7 +412,8 @@ def run(
     split). Returns a dict with "total" (the counts for the whole of `top`), "modules"
     (per base module name: "instances", "local" and per-instance "total" counts), the raw
     "cells" of the whole design, and how it was obtained ("yosys_version", "script",
-    "command", "elapsed_s").
+    "command", "elapsed_s"). `netlist_out` also writes the mapped netlist there (Yosys
+    JSON), as the logic-level analysis reads it.
     """
     say = progress or (lambda _msg: None)
     files = list(files) if files is not None else source_files(src_dir)
@@ -437,7 +443,9 @@ def run(
             check_yosys_subset(text, f.name)
             dst.write_text(text)
             copies.append(Path("src") / f.name)
-        script, step_names = _script(top, copies, params, blackboxes, flatten)
+        script, step_names = _script(
+            top, copies, params, blackboxes, flatten, netlist=netlist_out is not None
+        )
         (work / "synth.ys").write_text(script)
         # Progress and failures are read from Yosys's log file, not its stdout: in the
         # WebAssembly build, stdout goes dead once ABC has run (the run itself carries on),
@@ -507,6 +515,9 @@ def run(
             raise SynthError(
                 "`stat` reported no modules; last lines of the log:\n" + _tail(log_text)
             )
+        if netlist_out is not None:
+            netlist_out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(work / "netlist.json"), netlist_out)
 
     mods = hierarchy_counts(local, top)
     whole = mods.pop("__top__")

@@ -20,6 +20,7 @@ from verification.models.dcmac_tx import (
     crc32_ethernet,
     ethernet_fcs,
     int_reader,
+    packing_stats,
 )
 
 MAC_HZ = 391.03e6
@@ -535,3 +536,43 @@ def test_int_reader_paths():
         rd()
     s = Sig(7)
     assert int_reader(s)() == 7
+
+
+# --- packing figures -----------------------------------------------------------------------
+
+
+def test_packing_stats_of_a_gapless_packer():
+    """SegmentPacker packs without gaps: every start follows the previous end, two SOPs
+    share a cycle where the sizes allow, and the figures equal the ideal ones."""
+    sizes = [106, 107, 170, 64, 60, 300, 106]  # 7, 7, 11, 4, 4, 19, 7 segments
+    packer = SegmentPacker()
+    for i, n in enumerate(sizes * 6):
+        packer.push(frame_bytes(n, i))
+    chk = DcmacTxChecker()
+    while packer.busy:
+        chk.step_cycle(packer.present(0), 1, 0)
+        packer.taken(1)
+    st = packing_stats(chk.frames)
+    assert st.frames == len(sizes) * 6 and st.pairs == st.frames - 1
+    assert st.gapless == st.pairs and st.gapless_fraction == 1.0
+    assert st.same_cycle > 0 and st.two_sop_cycles > 0
+    assert st.two_sop_cycles == st.two_sop_ideal
+    assert st.fill == pytest.approx(st.fill_ideal) and st.fill > 0.95
+    # positions as written out by hand: 7 segments from 0, then 7 from 7, then 11 from 6
+    f = chk.frames
+    assert [(x.first_seg, x.last_seg) for x in f[:3]] == [(0, 6), (7, 5), (6, 0)]
+    assert [(x.first_dcycle, x.last_dcycle) for x in f[:3]] == [(0, 0), (0, 1), (1, 3)]
+
+
+def test_packing_stats_when_every_frame_starts_on_segment_0():
+    """The figures see a client that never packs (each frame alone from segment 0)."""
+    chk = DcmacTxChecker()
+    frames_ = [frame_bytes(170, i) for i in range(10)]  # 11 segments each
+    for fr in frames_:
+        for cyc in simple_cycles(fr):
+            chk.step_cycle(cyc, 1, 0)
+    st = packing_stats(chk.frames)
+    assert st.gapless == 0 and st.same_cycle == 0 and st.two_sop_cycles == 0
+    assert st.fill == pytest.approx(11 / 16)
+    assert st.fill_ideal == pytest.approx(110 / (8 * 14))
+    assert chk.stats.segments == 110 and chk.data_cycle == 20

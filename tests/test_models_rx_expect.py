@@ -170,7 +170,9 @@ def test_lengths():
     assert classify(udp(bytes(100), udp_kw={"len": 107}), CFG).verdict == "rx_drop_length"
     assert classify(udp(bytes(100), udp_kw={"len": 109}), CFG).verdict == "rx_drop_length"
     assert classify(udp(bytes(100), ip_kw={"len": 27}), CFG).verdict == "rx_drop_length"
-    assert classify(udp(b""), CFG).verdict == "rx_drop_length"  # empty datagram
+    empty = classify(udp(b""), CFG)  # UDP length 8: an empty datagram, delivered
+    assert empty.verdict == "delivered" and empty.payload == b""
+    assert classify(udp(b"", udp_kw={"len": 7}), CFG).verdict == "rx_drop_length"
     assert classify(f[:30], CFG).verdict == "rx_drop_length"  # no full IP header
     assert classify(f[:10], CFG).verdict == "rx_drop_length"
 

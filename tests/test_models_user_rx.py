@@ -81,8 +81,13 @@ def test_byte_enable_rules():
         asm.word(0, ALL_BYTES >> 1 << 1, 0, 0, *META)
     with pytest.raises(UserRxProtocolError, match="contiguous"):
         RxWordAssembler().word(0, 0b101 << 125, 1, 0, *META)
-    with pytest.raises(UserRxProtocolError):
-        RxWordAssembler().word(0, 0, 1, 0, *META)
+    # no byte enabled: only as the single word of an empty datagram (UDP length 8)
+    empty = RxWordAssembler().word(0, 0, 1, 0, *META)
+    assert empty is not None and empty.payload == b"" and empty.words == 1
+    asm = RxWordAssembler()
+    asm.word(*payload_to_words(bytes(200))[0], 0, 0, *META)
+    with pytest.raises(UserRxProtocolError, match="selects no byte"):
+        asm.word(0, 0, 1, 0, *META)
 
 
 def test_bad_without_eof():

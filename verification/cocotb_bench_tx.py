@@ -18,7 +18,7 @@ from cocotb.triggers import ClockCycles, Timer
 
 from verification.core_harness import USER_CLK_HZ, CoreHarness, simulated_hz
 from verification.models import frames
-from verification.models.dcmac_tx import DcmacTxMonitor
+from verification.models.dcmac_tx import DcmacTxMonitor, packing_stats
 from verification.models.user_tx import UserTxDriver
 
 MIX_SIZES = (64, 128, 256, 512, 1024, 1472, 4096, 8192, 8972)
@@ -76,6 +76,7 @@ async def bench_tx(dut) -> None:  # noqa: ANN001
         line_time = sum(8 * frames.wire_bytes_per_frame(s) for s in counted) / 400e9
         user_time = sum(math.ceil(s / 128) for s in counted) / user_hz
         theory_time = max(line_time, user_time)
+        pk = packing_stats(mon.frames[measured_from:])
         results.append(
             {
                 "size": size,
@@ -85,6 +86,13 @@ async def bench_tx(dut) -> None:  # noqa: ANN001
                 "user_bps": payload_bits / user_time,
                 "theory_bps": payload_bits / theory_time,
                 "binds": "line" if line_time >= user_time else "user port",
+                # where frames started (simulated bus cycles; see PackingStats)
+                "gapless": pk.gapless_fraction,
+                "same_cycle_starts": pk.same_cycle,
+                "two_sop_cycles": pk.two_sop_cycles,
+                "two_sop_ideal": pk.two_sop_ideal,
+                "fill": pk.fill,
+                "fill_ideal": pk.fill_ideal,
             }
         )
         await Timer(100, unit="ns")

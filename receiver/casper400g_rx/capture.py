@@ -15,6 +15,7 @@ from . import _core
 from .endpoint import parse_endpoint
 from .ibv import open_ibv, open_split_emulation
 from .sizing import CapacityWarning, Sizing, size_for_rate
+from .sources import Chunking, Delivery, Source
 
 __all__ = ["Capture", "RcvbufWarning", "Stats", "parse_endpoint"]
 
@@ -230,6 +231,25 @@ class Capture:
             self._cap = gpu.HostToGpu(self._cap, device, gpu_chunks)
         self._t0: float | None = None
         self._t1: float | None = None
+
+    @classmethod
+    def open(
+        cls,
+        source: Source,
+        *,
+        fmt: _core.Format | None = None,
+        chunking: Chunking | None = None,
+        delivery: Delivery | None = None,
+        rate_gbps: float | None = None,
+    ) -> Capture:
+        """A capture from declared pieces (sources.py): one source object per backend,
+        the chunking and the delivery settings."""
+        if not hasattr(source, "capture_kwargs") or not hasattr(source, "backend"):
+            raise TypeError(f"source must be one of sources.py's source objects, got {source!r}")
+        kw: dict[str, Any] = dict(source.capture_kwargs())
+        kw.update((chunking or Chunking()).capture_kwargs())
+        kw.update((delivery or Delivery()).capture_kwargs())
+        return cls(source.backend, fmt=fmt, rate_gbps=rate_gbps, **kw)
 
     @property
     def config(self) -> _core.EngineConfig:

@@ -18,16 +18,13 @@ from . import _core
 
 CudaError = _core.CudaError
 
-# The defaults carry a 400 Gb/s stream on 2 SMs (740 Gb/s measured on an H100). For the
+# blocks (scatter thread blocks: the SM footprint), batch (packets per parse/walk/scatter
+# launch group), ring_packets (GPU arrival ring slots), headroom (bytes before each frame),
+# slots (launches in flight). Their one home is gpudirect_config in cuda_gpudirect.h: the
+# defaults carry a 400 Gb/s stream on 2 SMs (740 Gb/s measured on an H100). For the
 # highest rate, e.g. {"blocks": 128, "batch": 65536, "ring_packets": 262144}: 0.83 of the
 # GPU's device-to-device copy rate (docs/benchmarks.md, 5.2).
-GPUDIRECT_DEFAULTS: dict[str, int] = {
-    "blocks": 2,  # scatter thread blocks: the SM footprint
-    "batch": 4096,  # packets per parse/walk/scatter launch group
-    "ring_packets": 32768,  # GPU arrival ring slots
-    "headroom": 6,  # bytes before each frame: puts a 42-byte-header payload on 16 B
-    "slots": 8,  # launches in flight
-}
+GPUDIRECT_DEFAULTS: dict[str, int] = dict(_core.gpudirect_defaults())
 
 
 def parse_device(device: str) -> int | None:

@@ -368,6 +368,9 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
         },
         py::arg("ordinal"));
 
+    // Declared before GpuChunk, whose present_gpu returns it (signatures name the type).
+    py::class_<py_gpu_mask> gpu_mask(m, "GpuMask", "A GPU chunk's present mask on the GPU");
+
     py::class_<py_gpu_chunk>(m, "GpuChunk",
                              "A chunk in GPU memory; export with DLPack or __cuda_array_interface__")
         .def_property_readonly("chunk_id", [](const py_gpu_chunk &c) { return c.get().chunk_id; })
@@ -435,7 +438,7 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
             return false;
         });
 
-    py::class_<py_gpu_mask>(m, "GpuMask", "A GPU chunk's present mask on the GPU")
+    gpu_mask
         .def(
             "__dlpack__",
             [](py::object self, const py::kwargs &kwargs) {
@@ -519,9 +522,25 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
         py::arg("fmt"), py::arg("config"), py::arg("device"), py::arg("frames") = py::none(),
         py::arg("sizes") = py::none(), py::arg("repeat") = 1, py::arg("first") = 0,
         py::arg("count") = 0, py::arg("schedule") = py::none(), py::arg("udp_port") = 7148,
-        py::arg("ring_packets") = 32768, py::arg("batch") = 4096, py::arg("headroom") = 6,
-        py::arg("blocks") = 2, py::arg("slots") = 8,
+        // The defaults' one home is gpudirect_config (cuda_gpudirect.h).
+        py::arg("ring_packets") = gpudirect_config{}.ring_packets,
+        py::arg("batch") = gpudirect_config{}.batch,
+        py::arg("headroom") = gpudirect_config{}.headroom,
+        py::arg("blocks") = gpudirect_config{}.blocks, py::arg("slots") = gpudirect_config{}.slots,
         "GPUDirect capture fed by the NIC emulation (frames written into a GPU arrival ring)");
+    m.def(
+        "gpudirect_defaults",
+        [] {
+            const gpudirect_config g{};
+            py::dict d;
+            d["blocks"] = g.blocks;
+            d["batch"] = g.batch;
+            d["ring_packets"] = g.ring_packets;
+            d["headroom"] = g.headroom;
+            d["slots"] = g.slots;
+            return d;
+        },
+        "The GPUDirect options' defaults (gpudirect_config), without loading CUDA");
 
     m.def(
         "emu_capture",

@@ -347,7 +347,9 @@ def test_a_delayed_packet_costs_about_two_queue_depths_of_copies(depth: int) -> 
     assert s.in_place >= len(seqs) - 2 * depth - 4
 
 
-def paced(count: int, ppc: int, max_chunks: int, queues: int, rate: float, **kw: object):
+def paced(
+    count: int, ppc: int, max_chunks: int, queues: int, rate: float, depth: int = 64, **kw: object
+):
     return rx.Capture(
         "mem",
         emulate="ibv",
@@ -356,7 +358,7 @@ def paced(count: int, ppc: int, max_chunks: int, queues: int, rate: float, **kw:
         max_chunks=max_chunks,
         first_chunk=0,
         queues=queues,
-        depth=64,
+        depth=depth,
         nic_rate_gbps=rate,
         **kw,  # type: ignore[arg-type]
     )
@@ -366,11 +368,12 @@ def test_paced_queues_equal_the_copying_engine() -> None:
     # Two queue threads at a set total rate; the window spans the whole stream, so
     # however the threads interleave nothing can be late and the outcome is exact.
     ppc, n = 128, 16
-    # A queue thread that the shared CI cores leave unscheduled for longer than its 64
-    # posted receives last makes the emulated NIC drop (as a NIC would): that run says
-    # nothing about placement, so it is repeated (at most three runs).
+    # A queue thread that the shared CI cores leave unscheduled for longer than its
+    # posted receives last (256 of them: 67 ms at this rate) makes the emulated NIC drop,
+    # as a NIC would: that run says nothing about placement, so it is repeated (at most
+    # three runs).
     for _ in range(3):
-        cap = paced(ppc * n, ppc, n, 2, 0.5)
+        cap = paced(ppc * n, ppc, n, 2, 0.5, depth=256)
         got = drain(cap)
         s = cap.stats
         if s.nic_drops == 0:

@@ -14,7 +14,7 @@ import random
 
 import cocotb
 from cocotb.triggers import ClockCycles, Timer
-from scapy.layers.inet import IP, UDP
+from scapy.layers.inet import IP, UDP, IPOption_NOP
 from scapy.layers.l2 import ARP, Ether
 
 from casperfpga_ext import fhg_regmap as regmap
@@ -43,6 +43,15 @@ RX_COUNTERS = [
     *rx_expect.DROP_REASONS,
     "rx_drop_overrun",
     "rx_drop_cpu_busy",
+]
+# Totals and casperfpga's 32-bit counters, checked against the traffic.
+RX_TOTALS = [
+    "rx_bytes",
+    "rx_udp_bytes",
+    "rx_packet_counter",
+    "rx_valid_counter",
+    "rx_bad_counter",
+    "rx_overflow_counter",
 ]
 
 
@@ -92,7 +101,25 @@ async def drain(h: CoreHarness, rx: DcmacRxDriver) -> None:
 
 
 async def rx_counters(h: CoreHarness) -> dict[str, int]:
-    return await h.counters(RX_COUNTERS)
+    return await h.counters(RX_COUNTERS + RX_TOTALS)
+
+
+def check_totals(c: dict[str, int], sent: list[bytes], got: list) -> None:
+    """The byte, word and 32-bit counters against the frames sent and datagrams delivered
+    (`got`: the user port's RxDatagram list)."""
+    drops = sum(c[r] for r in rx_expect.DROP_REASONS) + c["rx_drop_overrun"]
+    drops += c["rx_drop_cpu_busy"]
+    want = {
+        "rx_bytes": sum(len(f) for f in sent),
+        "rx_udp_bytes": sum(len(d.payload) for d in got),
+        "rx_packet_counter": len(got),
+        "rx_valid_counter": sum(d.words for d in got),
+        "rx_bad_counter": drops,
+        "rx_overflow_counter": c["rx_drop_overrun"],
+    }
+    assert c["rx_udp_packets"] == len(got), (c["rx_udp_packets"], len(got))
+    for name, value in want.items():
+        assert c[name] == value, f"{name}: counted {c[name]}, traffic gives {value}"
 
 
 def check_identity(c: dict[str, int]) -> None:
@@ -134,12 +161,21 @@ def check_delivered(expected: list[rx_expect.RxVerdict], got: list, overruns: in
     )
 
 
+async def log_progress(dut, user: UserRxMonitor, n: int, every_us: int = 500) -> None:  # noqa: ANN001
+    """How far a long mix got (datagrams delivered so far), in the simulation log."""
+    while True:
+        await Timer(every_us, unit="us")
+        dut._log.info("mix of %d frames: %d datagrams delivered so far", n, len(user.datagrams))
+
+
 async def run_mix(dut, n: int, cfg: rx_expect.RxConfig, seed: int, **rx_kw) -> dict[str, int]:  # noqa: ANN001
     mix = rx_expect.make_mix(n, cfg, seed=seed)
     h, tx, rx, user = await start(dut, cfg, seed=seed, **rx_kw)
     for mf in mix:
         rx.send_nowait(mf.frame, mf.err)
+    progress = cocotb.start_soon(log_progress(dut, user, n))
     await drain(h, rx)
+    progress.cancel()
     c = await rx_counters(h)
     want = rx_expect.tally([mf.verdict for mf in mix])
     dut._log.info("mix of %d frames: %s", n, {k: v for k, v in c.items() if v})
@@ -153,6 +189,7 @@ async def run_mix(dut, n: int, cfg: rx_expect.RxConfig, seed: int, **rx_kw) -> d
     delivered = [mf.verdict for mf in mix if mf.verdict.delivered]
     check_delivered(delivered, user.datagrams, c["rx_drop_overrun"])
     assert c["rx_bad_udp_checksum"] == sum(d.bad for d in user.datagrams)
+    check_totals(c, [mf.frame for mf in mix], user.datagrams)
     # every consumed ARP request was answered on the TX side
     replies = [f for f in tx.frames if f.body[12:14] == b"\x08\x06"]
     requests = sum(1 for mf in mix if mf.verdict.verdict == "arp" and ARP(mf.frame[14:42]).op == 1)
@@ -408,3 +445,249 @@ async def rx_over_user_ceiling(dut) -> None:  # noqa: ANN001
     dut.rx_overrun_ack.value = 0
     await ClockCycles(dut.user_clk, 2)
     assert int(dut.rx_overrun.value) == 0
+
+
+@cocotb.test()
+async def rx_mix_fabric_disabled(dut) -> None:  # noqa: ANN001
+    """fabric_en = 0: the datagrams that pass every check are counted as rx_drop_disabled,
+    every other frame keeps its own reason; nothing reaches the user port."""
+    cfg = config(fabric_en=False)
+    want = rx_expect.tally([mf.verdict for mf in rx_expect.make_mix(600, cfg, seed=17)])
+    assert want["rx_drop_disabled"] > 0 and want["delivered"] == 0
+    c = await run_mix(dut, 600, cfg, seed=17)
+    assert c["rx_drop_disabled"] == want["rx_drop_disabled"]
+    assert c["rx_udp_packets"] == c["rx_drop_overrun"] == 0, c
+
+
+@cocotb.test()
+async def rx_mix_cpu_buffer_never_released(dut) -> None:  # noqa: ANN001
+    """Frames for the CPU at line rate while software never acknowledges: the first one is
+    placed (rx_to_cpu = 1), every later one is rx_drop_cpu_busy; the buffer holds the first."""
+    cfg = config(promiscuous=True, cpu_rx_en=True)
+    mix = rx_expect.make_mix(400, cfg, seed=23)
+    cpu_frames = [mf.frame for mf in mix if mf.verdict.verdict == "to_cpu"]
+    assert len(cpu_frames) > 10
+    h, _tx, rx, user = await start(dut, cfg, seed=23)
+    for mf in mix:
+        rx.send_nowait(mf.frame, mf.err)
+    await drain(h, rx)
+    c = await rx_counters(h)
+    check_identity(c)
+    assert c["rx_to_cpu"] == 1, c
+    assert c["rx_drop_cpu_busy"] == len(cpu_frames) - 1, c
+    assert await read_cpu_frame(h) == cpu_frames[0]
+    check_totals(c, [mf.frame for mf in mix], user.datagrams)
+
+
+def _udp(
+    payload: bytes = b"precedence" * 4,
+    *,
+    dst_mac: int = OWN_MAC,
+    etype: int | None = None,
+    ip_kw: dict | None = None,
+    udp_kw: dict | None = None,
+    cut: int | None = None,
+) -> bytes:
+    """A scapy UDP frame for us with the given header fields overridden (faults)."""
+    eth = Ether(dst=dst_mac.to_bytes(6, "big"), src=PEER_MAC.to_bytes(6, "big"))
+    if etype is not None:
+        eth.type = etype
+    ip = IP(**{"src": "10.0.0.20", "dst": OWN_IP, **(ip_kw or {})})
+    pkt = bytes(eth / ip / UDP(**{"sport": 4000, "dport": PORT, **(udp_kw or {})}) / payload)
+    return pkt[:cut] if cut is not None else pkt
+
+
+OTHER_MAC = 0x0C42A1000099
+# Frames with two or more faults at once, and the one reason CORE_SPEC §3's order gives.
+# The order: FCS, length < 14, destination MAC, EtherType (ARP apart), length < 34, IP
+# version, IP options, fragment, IP checksum, protocol, destination IP, length < 42,
+# destination port, lengths, fabric_en, room (overrun).
+MULTI_FAULT: list[tuple[str, bool, bytes, str]] = [
+    ("bad FCS + wrong MAC", True, _udp(dst_mac=OTHER_MAC), "rx_drop_fcs"),
+    ("bad FCS + 12-byte runt", True, _udp()[:12], "rx_drop_fcs"),
+    ("12-byte runt + wrong MAC", False, _udp(dst_mac=OTHER_MAC)[:12], "rx_drop_length"),
+    (
+        "wrong MAC + bad IP checksum",
+        False,
+        _udp(dst_mac=OTHER_MAC, ip_kw={"chksum": 1}),
+        "rx_drop_dst_mac",
+    ),
+    ("wrong MAC + IPv6 EtherType", False, _udp(dst_mac=OTHER_MAC, etype=0x86DD), "rx_drop_dst_mac"),
+    (
+        "wrong MAC + ARP request for another IP",
+        False,
+        OTHER_MAC.to_bytes(6, "big") + arp_request("10.0.0.99")[6:],
+        "rx_drop_dst_mac",
+    ),
+    ("IPv6 EtherType + 30 bytes", False, _udp(etype=0x86DD, cut=30), "rx_drop_ethertype"),
+    (
+        "IPv4 cut to 30 bytes + version 6",
+        False,
+        _udp(ip_kw={"version": 6}, cut=30),
+        "rx_drop_length",
+    ),
+    (
+        "version 6 + bad IP checksum + fragment",
+        False,
+        _udp(ip_kw={"version": 6, "chksum": 1, "flags": "MF"}),
+        "rx_drop_ip_version",
+    ),
+    (
+        "IP options + fragment + bad checksum",
+        False,
+        _udp(ip_kw={"options": [IPOption_NOP()] * 4, "frag": 3, "chksum": 1}),
+        "rx_drop_ip_options",
+    ),
+    (
+        "fragment + bad UDP length",
+        False,
+        _udp(ip_kw={"flags": "MF"}, udp_kw={"len": 9}),
+        "rx_drop_ip_fragment",
+    ),
+    (
+        "fragment offset + bad IP checksum + wrong port",
+        False,
+        _udp(ip_kw={"frag": 100, "chksum": 1}, udp_kw={"dport": 9}),
+        "rx_drop_ip_fragment",
+    ),
+    (
+        "bad IP checksum + not UDP",
+        False,
+        _udp(ip_kw={"chksum": 1, "proto": 6}),
+        "rx_drop_ip_checksum",
+    ),
+    (
+        "not UDP + wrong IP",
+        False,
+        _udp(ip_kw={"proto": 6, "dst": "10.0.0.99"}),
+        "rx_drop_ip_protocol",
+    ),
+    (
+        "wrong IP + wrong port + bad UDP length",
+        False,
+        _udp(ip_kw={"dst": "10.0.0.99"}, udp_kw={"dport": 9, "len": 9}),
+        "rx_drop_dst_ip",
+    ),
+    (
+        "wrong IP + cut to 38 bytes",
+        False,
+        _udp(ip_kw={"dst": "10.0.0.99"}, cut=38),
+        "rx_drop_dst_ip",
+    ),
+    ("cut to 38 bytes + wrong port", False, _udp(udp_kw={"dport": 9}, cut=38), "rx_drop_length"),
+    ("wrong port + bad UDP length", False, _udp(udp_kw={"dport": 9, "len": 9}), "rx_drop_dst_port"),
+    (
+        "wrong port + IP length beyond the frame",
+        False,
+        _udp(ip_kw={"len": 400}, udp_kw={"dport": 9}),
+        "rx_drop_dst_port",
+    ),
+    (
+        "bad UDP length + bad UDP checksum",
+        False,
+        _udp(udp_kw={"len": 20, "chksum": 1}),
+        "rx_drop_length",
+    ),
+    ("bad UDP checksum alone: delivered, flagged", False, _udp(udp_kw={"chksum": 1}), "delivered"),
+]
+
+
+async def one_frame_verdict(h: CoreHarness, rx: DcmacRxDriver, frame: bytes, err: bool) -> str:
+    """Send one frame and name the single counter it moved."""
+    before = await rx_counters(h)
+    rx.send_nowait(frame, err)
+    await drain(h, rx)
+    after = await rx_counters(h)
+    moved = {k: after[k] - before[k] for k in RX_COUNTERS if after[k] != before[k]}
+    assert moved.pop("rx_frames", 0) == 1, moved
+    if moved.get("rx_udp_packets") == 1:
+        moved.pop("rx_bad_udp_checksum", None)
+        moved.pop("rx_udp_packets")
+        assert not moved, moved
+        return "delivered"
+    assert len(moved) == 1 and set(moved.values()) == {1}, moved
+    counter = next(iter(moved))
+    return {"rx_to_cpu": "to_cpu", "rx_arp_requests": "arp"}.get(counter, counter)
+
+
+@cocotb.test()
+async def rx_filter_precedence_multi_fault(dut) -> None:  # noqa: ANN001
+    """Frames with two or more faults at once are counted under the first failing check of
+    CORE_SPEC §3 (the reference model agrees with the table before the RTL is asked)."""
+    cfg = config()
+    h, _tx, rx, user = await start(dut, cfg)
+    for name, err, frame, want in MULTI_FAULT:
+        assert rx_expect.classify(frame, cfg, err=err).verdict == want, f"model: {name}"
+        got = await one_frame_verdict(h, rx, frame, err)
+        assert got == want, f"{name}: counted as {got}, precedence gives {want}"
+    assert len(user.datagrams) == 1 and user.datagrams[0].bad
+
+
+@cocotb.test()
+async def rx_filter_precedence_cpu_and_disabled(dut) -> None:  # noqa: ANN001
+    """With the CPU path on, a fault that sends to the CPU still yields to an earlier
+    check; with fabric_en = 0, rx_drop_disabled comes after every header check."""
+    cfg = config(cpu_rx_en=True)
+    h, _tx, rx, _user = await start(dut, cfg)
+    cases = [
+        (
+            "IP options + fragment",
+            _udp(ip_kw={"options": [IPOption_NOP()] * 4, "flags": "MF"}),
+            "to_cpu",
+        ),
+        ("fragment + not UDP", _udp(ip_kw={"flags": "MF", "proto": 6}), "rx_drop_ip_fragment"),
+        ("not UDP + wrong IP", _udp(ip_kw={"proto": 6, "dst": "10.0.0.99"}), "to_cpu"),
+        (
+            "wrong IP + wrong port",
+            _udp(ip_kw={"dst": "10.0.0.99"}, udp_kw={"dport": 9}),
+            "rx_drop_dst_ip",
+        ),
+    ]
+    for name, frame, want in cases:
+        assert rx_expect.classify(frame, cfg).verdict == want, f"model: {name}"
+        got = await one_frame_verdict(h, rx, frame, False)
+        assert got == want, f"{name}: counted as {got}, precedence gives {want}"
+        if got == "to_cpu":
+            assert await read_cpu_frame(h) == frame
+    await h.set_field("ctrl", "cpu_rx_en", 0)
+    await h.set_field("ctrl", "fabric_en", 0)
+    await h.settle_config()
+    off = rx_expect.with_config(cfg, cpu_rx_en=False, fabric_en=False)
+    for name, frame, want in [
+        ("disabled + wrong port", _udp(udp_kw={"dport": 9}), "rx_drop_dst_port"),
+        ("disabled + bad UDP length", _udp(udp_kw={"len": 9}), "rx_drop_length"),
+        ("disabled + bad UDP checksum", _udp(udp_kw={"chksum": 1}), "rx_drop_disabled"),
+        ("disabled alone", _udp(), "rx_drop_disabled"),
+    ]:
+        assert rx_expect.classify(frame, off).verdict == want, f"model: {name}"
+        got = await one_frame_verdict(h, rx, frame, False)
+        assert got == want, f"{name}: counted as {got}, precedence gives {want}"
+
+
+@cocotb.test()
+async def rx_zero_length_datagram(dut) -> None:  # noqa: ANN001
+    """A UDP datagram without payload (UDP length 8, RFC 768) is delivered as one word with
+    no byte enabled, between ordinary datagrams, its checksum verified like any other."""
+    cfg = config()
+    h, _tx, rx, user = await start(dut, cfg)
+    sent = [
+        _udp(b""),
+        _udp(b"x" * 100),
+        _udp(b""),
+        _udp(b"", udp_kw={"chksum": 1}),  # wrong checksum: delivered, flagged bad
+        _udp(b"y"),
+        _udp(b"", udp_kw={"chksum": 0}),  # no checksum
+        _udp(b"", udp_kw={"len": 7}),  # shorter than its own header
+    ]
+    want = [rx_expect.classify(f, cfg) for f in sent]
+    assert [w.verdict for w in want] == ["delivered"] * 6 + ["rx_drop_length"]
+    for f in sent:
+        rx.send_nowait(f)
+    await drain(h, rx)
+    got = [(d.payload, d.bad) for d in user.datagrams]
+    assert got == [(w.payload, w.bad_udp_checksum) for w in want[:6]], got
+    assert [w.bad_udp_checksum for w in want[:6]] == [False, False, False, True, False, False]
+    c = await rx_counters(h)
+    check_identity(c)
+    assert (c["rx_udp_packets"], c["rx_drop_length"], c["rx_bad_udp_checksum"]) == (6, 1, 1), c
+    check_totals(c, sent, user.datagrams)

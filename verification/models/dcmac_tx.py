@@ -22,6 +22,7 @@ required to pad to 60 bytes itself.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -115,15 +116,44 @@ def wire_bytes(frame_len: int) -> int:
 
 
 class TxFrame:
-    """One frame leaving the MAC: ``body`` as the client sent it, ``data`` with the FCS."""
+    """One frame leaving the MAC: ``body`` as the client sent it, ``data`` with the FCS.
 
-    __slots__ = ("_fcs", "body", "err", "first_cycle", "last_cycle")
+    Where it lay on the bus: ``first_seg``/``last_seg`` are its SOP and EOP segments,
+    ``first_dcycle``/``last_dcycle`` the indices of those cycles among the consumed cycles
+    (stalls and idle cycles are not counted), so packing can be checked whatever the pacing.
+    """
 
-    def __init__(self, body: bytes, err: bool, first_cycle: int, last_cycle: int) -> None:
+    __slots__ = (
+        "_fcs",
+        "body",
+        "err",
+        "first_cycle",
+        "first_dcycle",
+        "first_seg",
+        "last_cycle",
+        "last_dcycle",
+        "last_seg",
+    )
+
+    def __init__(
+        self,
+        body: bytes,
+        err: bool,
+        first_cycle: int,
+        last_cycle: int,
+        first_seg: int = 0,
+        last_seg: int = 0,
+        first_dcycle: int = 0,
+        last_dcycle: int = 0,
+    ) -> None:
         self.body = body
         self.err = err
         self.first_cycle = first_cycle
         self.last_cycle = last_cycle
+        self.first_seg = first_seg
+        self.last_seg = last_seg
+        self.first_dcycle = first_dcycle
+        self.last_dcycle = last_dcycle
         self._fcs: bytes | None = None
 
     @property
@@ -205,6 +235,7 @@ class TxStats:
 
     cycles: int = 0
     data_cycles: int = 0  # cycles in which at least one segment was consumed
+    segments: int = 0  # active segments consumed
     idle_cycles: int = 0  # tready high but nothing offered
     stall_cycles: int = 0  # tready low
     frames: int = 0
@@ -274,6 +305,9 @@ class DcmacTxChecker:
         self._in_frame = False
         self._buf = bytearray()
         self._first_cycle = 0
+        self._first_seg = 0
+        self._first_dcycle = 0
+        self.data_cycle = 0  # consumed cycles so far (stalls and idle cycles excluded)
         self._prev_taf = 0
         # No fall can be seen in cycle 0: the port comes out of reset with tready low.
         self._prev_tready = 0
@@ -332,7 +366,10 @@ class DcmacTxChecker:
                     )
                 return 0
             st.data_cycles += 1
-            return self._consume(c, ena, sop, eop, err, mty, data)
+            try:
+                return self._consume(c, ena, sop, eop, err, mty, data)
+            finally:
+                self.data_cycle += 1
         finally:
             self._prev_tready = tready
             self._prev_taf = taf
@@ -421,8 +458,11 @@ class DcmacTxChecker:
                 in_frame = True
                 buf = bytearray()
                 self._first_cycle = c
+                self._first_seg = i
+                self._first_dcycle = self.data_cycle
             elif not in_frame:
                 raise DcmacProtocolError("eop_outside_frame" if e else "data_outside_frame", c, i)
+            self.stats.segments += 1
             try:
                 chunk = data[i].to_bytes(SEG_BYTES, "little")
             except OverflowError:
@@ -433,7 +473,7 @@ class DcmacTxChecker:
                 n = SEG_BYTES - m
                 buf += chunk[:n]
                 cost += n
-                cost += self._finish(bytes(buf), bool(err[i]), c)
+                cost += self._finish(bytes(buf), bool(err[i]), c, i)
                 in_frame = False
             else:
                 buf += chunk
@@ -442,9 +482,18 @@ class DcmacTxChecker:
         self._buf = buf
         return cost
 
-    def _finish(self, body: bytes, err: bool, c: int) -> int:
+    def _finish(self, body: bytes, err: bool, c: int, seg: int) -> int:
         st = self.stats
-        frame = TxFrame(body, err, self._first_cycle, c)
+        frame = TxFrame(
+            body,
+            err,
+            self._first_cycle,
+            c,
+            self._first_seg,
+            seg,
+            self._first_dcycle,
+            self.data_cycle,
+        )
         st.frames += 1
         st.bytes += len(body)
         w = wire_bytes(len(body))
@@ -463,6 +512,69 @@ class DcmacTxChecker:
 
 
 _ZEROS: tuple[int, ...] = (0,) * SEGMENTS
+
+
+@dataclass
+class PackingStats:
+    """Where consecutive frames started relative to the previous frame's end.
+
+    ``gapless``: the next SOP is in the segment right after the previous EOP (the same
+    cycle, or segment 0 of the next consumed cycle after an EOP on segment 7).
+    ``same_cycle``: the next SOP follows the EOP inside the same cycle. ``two_sop_cycles``:
+    consumed cycles with two SOPs; ``two_sop_ideal``: how many the same frames would have
+    with gapless packing from the same first segment. ``fill``: segments carrying data per
+    segment of the consumed cycles the frames span; ``fill_ideal``: the same for gapless
+    packing.
+    """
+
+    frames: int = 0
+    pairs: int = 0
+    gapless: int = 0
+    same_cycle: int = 0
+    two_sop_cycles: int = 0
+    two_sop_ideal: int = 0
+    fill: float = 0.0
+    fill_ideal: float = 0.0
+
+    @property
+    def gapless_fraction(self) -> float:
+        return self.gapless / self.pairs if self.pairs else 0.0
+
+
+def segments_of(frame_len: int) -> int:
+    return -(-frame_len // SEG_BYTES)
+
+
+def packing_stats(frames: Sequence[TxFrame]) -> PackingStats:
+    """Packing figures of frames sent back to back (see :class:`PackingStats`)."""
+    st = PackingStats(frames=len(frames))
+    if not frames:
+        return st
+    sops: dict[int, int] = {}
+    for f in frames:
+        sops[f.first_dcycle] = sops.get(f.first_dcycle, 0) + 1
+    st.two_sop_cycles = sum(1 for n in sops.values() if n >= 2)
+    for a, b in itertools.pairwise(frames):
+        st.pairs += 1
+        if a.last_seg < SEGMENTS - 1:
+            same = b.first_dcycle == a.last_dcycle and b.first_seg == a.last_seg + 1
+            st.same_cycle += int(same)
+            st.gapless += int(same)
+        else:
+            st.gapless += int(b.first_dcycle == a.last_dcycle + 1 and b.first_seg == 0)
+    segs = [segments_of(len(f)) for f in frames]
+    span = frames[-1].last_dcycle - frames[0].first_dcycle + 1
+    st.fill = sum(segs) / (SEGMENTS * span)
+    # The same frames packed without gaps from the same first segment.
+    pos = frames[0].first_seg
+    ideal_sops: dict[int, int] = {}
+    for n in segs:
+        ideal_sops[pos // SEGMENTS] = ideal_sops.get(pos // SEGMENTS, 0) + 1
+        pos += n
+    st.two_sop_ideal = sum(1 for n in ideal_sops.values() if n >= 2)
+    st.fill_ideal = sum(segs) / (SEGMENTS * -(-pos // SEGMENTS))
+    return st
+
 
 PACER_MODES = ("line", "random", "always")
 
@@ -792,4 +904,5 @@ def _restart_checker(old: DcmacTxChecker, on_frame: Callable[[TxFrame], None]) -
     new = DcmacTxChecker(on_frame=on_frame, keep_frames=False)
     new.stats = old.stats
     new.cycle = old.cycle
+    new.data_cycle = old.data_cycle
     return new

@@ -26,8 +26,9 @@ Interpretations of the specification (the register descriptions are the referenc
   ``rx_drop_length`` (IPv4 needs a full 20-byte header before its first check, UDP its
   8-byte header before the port check).
 * Lengths: IP total length >= 28, the frame holds at least 14 + total length bytes
-  (anything beyond is padding), UDP length == total length - 20, and at least one byte
-  of payload (the user port cannot express an empty datagram).
+  (anything beyond is padding), UDP length == total length - 20. A UDP length of 8 (no
+  payload, RFC 768 allows it) is delivered as an empty datagram (one user word with no
+  byte enabled).
 * ``fabric_en == 0`` drops, as ``rx_drop_disabled``, only frames that passed every
   other check, so the other counters keep their meaning while the fabric is off.
 * The UDP checksum is verified over the UDP length from the header when non-zero; a
@@ -209,7 +210,7 @@ def classify(frame: bytes, cfg: RxConfig, *, err: bool = False, has_fcs: bool = 
         return _cpu_or("rx_drop_dst_port", cfg)
     ip_len = ip.len
     udp_len = udp.len
-    if ip_len < 28 or 14 + ip_len > n or udp_len != ip_len - 20 or udp_len <= 8:
+    if ip_len < 28 or 14 + ip_len > n or udp_len != ip_len - 20 or udp_len < 8:
         return RxVerdict("rx_drop_length")
     if not cfg.fabric_en:
         return RxVerdict("rx_drop_disabled")

@@ -2,7 +2,8 @@
 
 Word format is that of the TX port (:mod:`.user_tx`): 128 bytes per ``rx_data[1023:0]``
 word, the first payload byte in ``rx_data[1023:1016]``, ``rx_byte_enable[127:0]`` marking
-the valid bytes of the last word contiguous from the MSB end and all-ones before it.
+the valid bytes of the last word contiguous from the MSB end and all-ones before it. A
+datagram without payload (UDP length 8) is one word with ``rx_byte_enable`` all zero.
 ``rx_source_ip/port`` and ``rx_dest_ip/port`` are valid with ``rx_valid`` and must stay the
 same for every word of a datagram; ``rx_bad_frame`` counts only with ``rx_end_of_frame``.
 
@@ -45,7 +46,8 @@ class RxDatagram:
 
     @property
     def words(self) -> int:
-        return -(-len(self.payload) // WORD_BYTES)
+        """Words the datagram took on the port (an empty one still takes one)."""
+        return max(1, -(-len(self.payload) // WORD_BYTES))
 
 
 class RxWordAssembler:
@@ -98,8 +100,11 @@ class RxWordAssembler:
         if not eof:
             return None
         try:
-            payload = words_to_payload(self._words)
+            # the empty datagram: one word, no byte enabled
+            empty = n == 0 and byte_enable == 0
+            payload = b"" if empty else words_to_payload(self._words)
         except ValueError as exc:
+            self._words = []
             raise UserRxProtocolError(f"{where}: {exc}") from None
         self._words = []
         self.datagrams += 1

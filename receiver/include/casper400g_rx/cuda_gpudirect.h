@@ -22,10 +22,12 @@
 
 namespace casper400g_rx {
 
+// The one home of these defaults: the bindings and gpu.py (GPUDIRECT_DEFAULTS) read them
+// from here. They carry a 400 Gb/s stream on 2 SMs (740 Gb/s measured on an H100).
 struct gpudirect_config {
     std::size_t ring_packets = 32768;  // arrival ring slots (a multiple of batch)
-    std::size_t batch = 4096;          // packets per control/scatter launch pair
-    std::size_t headroom = 6;          // bytes before each frame (aligns the payload)
+    std::size_t batch = 4096;          // packets per parse/walk/scatter launch group
+    std::size_t headroom = 6;          // bytes before each frame: a 42-byte header's payload on 16 B
     unsigned blocks = 2;               // scatter thread blocks: the SM footprint
     std::size_t slots = 8;             // launches in flight
 };

@@ -145,11 +145,11 @@ package fhg_regs_pkg;
     typedef struct {
         logic incr;
         logic [15:0] incrvalue;
-    } fhg_regs__cnt32_r_count_50b45443_desc_3472c2f0__count_hwclr_4411c4f5__in_t;
+    } fhg_regs__cnt32_r_count_50b45443_desc_fa0b3d33__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
-        fhg_regs__cnt32_r_count_50b45443_desc_3472c2f0__count_hwclr_4411c4f5__in_t count;
-    } fhg_regs__cnt32_r_count_50b45443_desc_3472c2f0__in_t;
+        fhg_regs__cnt32_r_count_50b45443_desc_fa0b3d33__count_hwclr_4411c4f5__in_t count;
+    } fhg_regs__cnt32_r_count_50b45443_desc_fa0b3d33__in_t;
 
     typedef struct {
         logic incr;
@@ -491,11 +491,11 @@ package fhg_regs_pkg;
     typedef struct {
         logic incr;
         logic [23:0] incrvalue;
-    } fhg_regs__cnt64_r_count_50b45443_desc_ce4e1820__count_hwclr_4411c4f5__in_t;
+    } fhg_regs__cnt64_r_count_50b45443_desc_9023be79__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
-        fhg_regs__cnt64_r_count_50b45443_desc_ce4e1820__count_hwclr_4411c4f5__in_t count;
-    } fhg_regs__cnt64_r_count_50b45443_desc_ce4e1820__in_t;
+        fhg_regs__cnt64_r_count_50b45443_desc_9023be79__count_hwclr_4411c4f5__in_t count;
+    } fhg_regs__cnt64_r_count_50b45443_desc_9023be79__in_t;
 
     typedef struct {
         logic incr;
@@ -555,7 +555,7 @@ package fhg_regs_pkg;
         fhg_regs__cnt32_r_count_50b45443_desc_6ac62f67__in_t rx_packet_counter;
         fhg_regs__rate_r_desc_f5b95eaa__in_t rx_valid_rate;
         fhg_regs__cnt32_r_count_50b45443_desc_6d00622e__in_t rx_valid_counter;
-        fhg_regs__cnt32_r_count_50b45443_desc_3472c2f0__in_t rx_overflow_counter;
+        fhg_regs__cnt32_r_count_50b45443_desc_fa0b3d33__in_t rx_overflow_counter;
         fhg_regs__cnt32_r_count_50b45443_desc_4718d31e__in_t rx_bad_counter;
         fhg_regs__ip_id__in_t ip_id;
         fhg_regs__link_status__in_t link_status;
@@ -589,7 +589,7 @@ package fhg_regs_pkg;
         fhg_regs__cnt64_r_count_50b45443_desc_610f4b00__in_t rx_drop_dst_ip;
         fhg_regs__cnt64_r_count_50b45443_desc_6039089a__in_t rx_drop_dst_port;
         fhg_regs__cnt64_r_count_50b45443_desc_ff8cef89__in_t rx_drop_length;
-        fhg_regs__cnt64_r_count_50b45443_desc_ce4e1820__in_t rx_drop_overrun;
+        fhg_regs__cnt64_r_count_50b45443_desc_9023be79__in_t rx_drop_overrun;
         fhg_regs__cnt64_r_count_50b45443_desc_b0d4adef__in_t rx_drop_cpu_busy;
         fhg_regs__cnt64_r_count_50b45443_desc_189b0bf0__in_t rx_drop_arp;
         fhg_regs__cnt64_r_count_50b45443_desc_24dfc78e__in_t rx_drop_disabled;

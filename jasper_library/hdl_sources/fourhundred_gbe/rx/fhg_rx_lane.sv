@@ -240,7 +240,7 @@ module fhg_rx_lane #(
     logic        mac_ok, is_arp, is_ipv4, ver_ok, ihl_ok, frag, csum_ok, proto_ok, dip_ok, port_ok;
     logic        lenh_ok, arp_ok_req, arp_ok_rep;
     logic [8:0]  h_m;           // payload words
-    logic [7:0]  h_lastb;       // bytes in the last payload word, minus one
+    logic [7:0]  h_lastb;       // bytes in the last payload word, minus one (8'h80: none)
     logic [15:0] plen;
     logic [7:0]  h_b14, h_b20;
     logic        arp_base;
@@ -279,7 +279,8 @@ module fhg_rx_lane #(
         dip_ok  = h_dip == cfg_ip || h_dip == 32'hFFFF_FFFF || h_dip == (cfg_ip | ~cfg_netmask) ||
                   (cfg_mc_mask != 0 && (h_dip & cfg_mc_mask) == (cfg_mc_ip & cfg_mc_mask));
         port_ok = cfg_promisc || h_dport == cfg_port;
-        lenh_ok = h_iplen >= 16'd28 && h_udplen == h_iplen - 16'd20 && h_udplen > 16'd8;
+        // UDP length 8 (no payload, RFC 768 allows it) is delivered as an empty datagram.
+        lenh_ok = h_iplen >= 16'd28 && h_udplen == h_iplen - 16'd20 && h_udplen >= 16'd8;
         arp_base   = {hb(s1_hdr,14), hb(s1_hdr,15)} == 16'd1 && {hb(s1_hdr,16), hb(s1_hdr,17)} == 16'h0800 &&
                      hb(s1_hdr,18) == 8'd6 && hb(s1_hdr,19) == 8'd4 && h_tpa == cfg_ip;
         arp_ok_rep = arp_base && h_op == 16'd2 && cfg_arp_learn_en;
@@ -291,7 +292,8 @@ module fhg_rx_lane #(
             h_usum = h_usum + 20'({hb(s1_hdr, 26 + 2*k), hb(s1_hdr, 27 + 2*k)});
         plen    = h_udplen - 16'd8;
         h_m     = 9'((plen + 16'd127) >> 7);
-        h_lastb = 8'((plen - 16'd1) & 16'h7F);
+        // bit 7 set on a last entry: no payload byte at all (the empty datagram)
+        h_lastb = plen == 16'd0 ? 8'h80 : 8'((plen - 16'd1) & 16'h7F);
     end
 
     // ================================================================ stage 2

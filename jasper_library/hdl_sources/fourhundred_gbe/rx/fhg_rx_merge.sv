@@ -16,11 +16,12 @@
 //     dropped and the whole datagram discarded: st_overrun.
 //   * Statistics, one cycle each: st_delivered with the payload length (st_bytes) and word
 //     count (st_words), st_bad (delivered with a bad checksum), st_overrun.
-//   * FIFO entry (ENTRY_W bits): {meta[95:0], bad, last, byte count - 1 [6:0], data}.
+//   * FIFO entry (ENTRY_W bits): {empty, meta[95:0], bad, last, byte count - 1 [6:0], data};
+//     `empty` marks the one word of a datagram without payload (UDP length 8).
 module fhg_rx_merge #(
     localparam int LW = 1024 + 1 + 1 + 8,   // lane FIFO entry {cnt-1[7:0], last, ok, data}
     localparam int MW = 117,
-    localparam int ENTRY_W = 96 + 1 + 1 + 7 + 1024
+    localparam int ENTRY_W = 1 + 96 + 1 + 1 + 7 + 1024
 ) (
     input  wire                 clk,
     input  wire                 rst,
@@ -82,7 +83,8 @@ module fhg_rx_merge #(
         m1_cnt <= word[1033:1026];
         m1_meta <= meta_s;
         for (int b = 0; b < 128; b++)
-            m1_data[8*b +: 8] <= (!word[1025] || 8'(b) <= word[1033:1026]) ? word[8*b +: 8] : 8'd0;
+            m1_data[8*b +: 8] <= (!word[1025] || (!word[1033] && 8'(b) <= word[1033:1026]))
+                                 ? word[8*b +: 8] : 8'd0;
         if (rst) m1_v <= 1'b0;
     end
 
@@ -143,14 +145,15 @@ module fhg_rx_merge #(
     assign fifo_wr   = ow;
     assign fifo_end  = oend;
     assign fifo_keep = okeep;
-    assign fifo_data = {d_meta[3][116:21], bad_q && d_last[3], d_last[3], d_cnt[3][6:0], d_data[3]};
+    assign fifo_data = {d_last[3] && d_cnt[3][7], d_meta[3][116:21], bad_q && d_last[3], d_last[3],
+                        d_cnt[3][6:0], d_data[3]};
 
     always_ff @(posedge clk) begin
         st_delivered <= okeep;
         st_bad       <= okeep && bad_q;
         st_overrun   <= oend && d_ok[3] && ovr;
         st_words     <= nwords + 8'd1;
-        st_bytes     <= 14'({nwords[6:0], 7'd0}) + 14'(d_cnt[3]) + 14'd1;
+        st_bytes     <= 14'({nwords[6:0], 7'd0}) + (d_cnt[3][7] ? 14'd0 : 14'(d_cnt[3][6:0]) + 14'd1);
         if (d_v[3]) nwords <= oend ? 8'd0 : nwords + 8'd1;
         if (ovr) dropping <= 1'b1;
         if (oend) dropping <= 1'b0;

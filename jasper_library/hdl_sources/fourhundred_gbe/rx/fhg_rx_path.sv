@@ -7,7 +7,8 @@
 //     most two frames start per cycle; every frame is given exactly one verdict (st_*).
 //   * User side (user_clk): docs/design/core.md §1 rx_* ports. Payload bytes MSB-first
 //     (rx_data[1023:1016] is the first), rx_byte_enable contiguous from bit 127 on the last
-//     word, all ones before; addresses/ports valid with rx_valid; rx_end_of_frame and
+//     word, all ones before; a datagram without payload (UDP length 8) is one word with
+//     rx_byte_enable all zero; addresses/ports valid with rx_valid; rx_end_of_frame and
 //     rx_bad_frame (UDP checksum failed) on the last word; `rx_ack` pops the shown word.
 //     Frames appear whole or not at all; when the FIFO is full a frame is dropped whole,
 //     counted (st_cnt[V_OVERRUN]) and `rx_overrun` stays set until `rx_overrun_ack`.
@@ -28,7 +29,7 @@ module fhg_rx_path #(
     localparam int NC = fhg_rx_pkg::NCODES,
     localparam int MW = 117,
     localparam int LW = 1024 + 1 + 1 + 8,
-    localparam int EW = 96 + 1 + 1 + 7 + 1024
+    localparam int EW = 1 + 96 + 1 + 1 + 7 + 1024
 ) (
     input  wire                 mac_clk,
     input  wire                 mac_rst,
@@ -211,13 +212,14 @@ module fhg_rx_path #(
 
     // User port: bytes MSB-first, byte enables from the last word's byte count.
     logic [6:0] r_cnt;
-    logic       r_last;
-    assign r_cnt  = r_data[1030:1024];
-    assign r_last = r_data[1031];
+    logic       r_last, r_empty;
+    assign r_cnt   = r_data[1030:1024];
+    assign r_last  = r_data[1031];
+    assign r_empty = r_data[EW-1];
     always_comb begin
         for (int k = 0; k < 128; k++) begin
             rx_data[1023 - 8*k -: 8] = r_data[8*k +: 8];
-            rx_byte_enable[127 - k]  = !r_last || 7'(k) <= r_cnt;
+            rx_byte_enable[127 - k]  = !r_last || (!r_empty && 7'(k) <= r_cnt);
         end
         rx_valid        = r_valid;
         rx_end_of_frame = r_valid && r_last;
