@@ -498,7 +498,7 @@ def _udp(
 
 
 OTHER_MAC = 0x0C42A1000099
-# Frames with two or more faults at once, and the one reason CORE_SPEC §3's order gives.
+# Frames with two or more faults at once, and the one reason docs/design/core.md §3's order gives.
 # The order: FCS, length < 14, destination MAC, EtherType (ARP apart), length < 34, IP
 # version, IP options, fragment, IP checksum, protocol, destination IP, length < 42,
 # destination port, lengths, fabric_en, room (overrun).
@@ -613,7 +613,7 @@ async def one_frame_verdict(h: CoreHarness, rx: DcmacRxDriver, frame: bytes, err
 @cocotb.test()
 async def rx_filter_precedence_multi_fault(dut) -> None:  # noqa: ANN001
     """Frames with two or more faults at once are counted under the first failing check of
-    CORE_SPEC §3 (the reference model agrees with the table before the RTL is asked)."""
+    docs/design/core.md §3 (the reference model agrees with the table before the RTL is asked)."""
     cfg = config()
     h, _tx, rx, user = await start(dut, cfg)
     for name, err, frame, want in MULTI_FAULT:
