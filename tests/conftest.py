@@ -129,7 +129,8 @@ def casperfpga_python() -> str:
     casperfpga_ext comes from this checkout through PYTHONPATH (see ``casperfpga_env``)."""
     tree = reference_tree("casperfpga")
     commit = reference_commit(tree)[:12]
-    return str(cached_venv(f"casperfpga-{commit}", sys.executable, [KATCP_PIN], tree))
+    version = "{}.{}".format(*sys.version_info[:2])
+    return str(cached_venv(f"casperfpga-{commit}-py{version}", sys.executable, [KATCP_PIN], tree))
 
 
 @pytest.fixture(scope="session")

@@ -234,7 +234,6 @@ py::tuple make_spead2_place(std::size_t heaps_per_chunk, std::size_t heap_payloa
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "casper400g receiver engine (C++): placement, sources, sender";
-    register_ibv(m);
 
     py::register_exception_translator([](std::exception_ptr p) {
         try {
@@ -316,6 +315,9 @@ PYBIND11_MODULE(_core, m) {
                                [](const engine_config &c) { return policy_name(c.policy); })
         .def_readonly("first_chunk", &engine_config::first_chunk)
         .def_readonly("stall_timeout_ms", &engine_config::stall_timeout_ms);
+
+    // After Format and EngineConfig, so that signatures (and the type stubs) name them.
+    register_ibv(m);
 
     py::class_<py_chunk>(m, "Chunk", py::buffer_protocol(),
                          "Packets [chunk_id * packets_per_chunk, ...) placed by sequence number")

@@ -368,6 +368,9 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
         },
         py::arg("ordinal"));
 
+    // Declared before GpuChunk, whose present_gpu returns it (signatures name the type).
+    py::class_<py_gpu_mask> gpu_mask(m, "GpuMask", "A GPU chunk's present mask on the GPU");
+
     py::class_<py_gpu_chunk>(m, "GpuChunk",
                              "A chunk in GPU memory; export with DLPack or __cuda_array_interface__")
         .def_property_readonly("chunk_id", [](const py_gpu_chunk &c) { return c.get().chunk_id; })
@@ -435,7 +438,7 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
             return false;
         });
 
-    py::class_<py_gpu_mask>(m, "GpuMask", "A GPU chunk's present mask on the GPU")
+    gpu_mask
         .def(
             "__dlpack__",
             [](py::object self, const py::kwargs &kwargs) {
