@@ -74,6 +74,7 @@ class Window(Protocol):
 
 if TYPE_CHECKING:  # aliases for annotations only: Python 3.8 cannot subscript these
     WindowFactory = Callable[[Iterable[FpgDevice]], Window]
+    ProgramFn = Callable[[Path, Path], Awaitable[None]]
 
 
 class MmapWindow:
@@ -202,7 +203,9 @@ class BoardServer:
     ``window`` is either a mapped bus (``MmapTransport``-like; then ``?progdev`` cannot
     remap) or a factory that maps a design's devices (``MmapWindow``). ``program_cmd`` is
     run to load a bitstream, ``{pdi}`` replaced by the extracted bitstream's path and
-    ``{fpg}`` by the ``.fpg``'s (e.g. ``fpgautil -b {pdi}``); None skips that step.
+    ``{fpg}`` by the ``.fpg``'s (e.g. ``fpgautil -b {pdi}``); None skips that step. It may
+    also be an async callable ``program(pdi, fpg)`` (a simulated board's loader); its
+    ``RequestError`` or ``OSError`` fails the request, and no timeout applies.
     """
 
     def __init__(
@@ -210,7 +213,7 @@ class BoardServer:
         window: Window | WindowFactory,
         host: str = "0.0.0.0",
         port: int = DEFAULT_PORT,
-        program_cmd: str | None = None,
+        program_cmd: str | ProgramFn | None = None,
         fpg: str | os.PathLike[str] | None = None,
         fpg_dir: str | os.PathLike[str] = ".",
         program_timeout: float = 120.0,
@@ -327,7 +330,10 @@ class BoardServer:
                     # so nothing is served from the old design from here on.
                     self._unmap()
                     try:
-                        await self._run_program(self.program_cmd, pdi, fpg)
+                        if callable(self.program_cmd):
+                            await self.program_cmd(pdi, fpg)
+                        else:
+                            await self._run_program(self.program_cmd, pdi, fpg)
                     except RequestError:
                         await self._broadcast(format_message(b"#", b"fpga", ["down"]))
                         raise

@@ -66,6 +66,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return demo.run(verbose=args.verbose)
 
 
+def _cmd_twin(args: argparse.Namespace) -> int:
+    _dev_tools()
+    from casper400g_dev.twin import run
+
+    return run.run(args)
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -289,6 +296,18 @@ def _cmd_board_server(args: argparse.Namespace) -> int:
     return asyncio.run(serve())
 
 
+def _dev_tools_args(p: argparse.ArgumentParser) -> None:
+    """The twin's options; they live with the twin (a checkout's developer tool)."""
+    try:
+        _dev_tools()
+    except NotACheckout:
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        return
+    from casper400g_dev.twin import run
+
+    run.add_arguments(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="casper400g", description="casper400g: the CASPER 400GbE block library toolflow."
@@ -318,6 +337,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("-v", "--verbose", action="store_true", help="show simulator output")
     demo.set_defaults(func=_cmd_demo)
+
+    twin = sub.add_parser(
+        "twin",
+        help="run a build's design as a live board: Verilated top.v behind board-server "
+        "(KATCP), its MAC on a TAP device in a network namespace",
+    )
+    _dev_tools_args(twin)
+    twin.set_defaults(func=_cmd_twin)
 
     bench = sub.add_parser("bench", help="benchmarks (tx: the core's TX goodput vs theory)")
     bench.add_argument("what", choices=["tx"], help="which benchmark")
