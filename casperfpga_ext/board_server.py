@@ -239,6 +239,7 @@ class BoardServer:
         self._clients: set[Connection] = set()
         self._busy = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._client_tasks: set[asyncio.Task[object]] = set()
         self._handlers: dict[bytes, tuple[Handler, str]] = {
             b"listdev": (self._listdev, "?listdev [size|detail]: the design's devices"),
             b"meta": (self._meta, "?meta [block]: the design's ?meta lines"),
@@ -709,6 +710,10 @@ class BoardServer:
     async def _serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         conn = Connection(writer)
         self._clients.add(conn)
+        task = asyncio.current_task()
+        if task is not None:
+            self._client_tasks.add(task)
+            task.add_done_callback(self._client_tasks.discard)
         for item in self._versions():
             await conn.send(format_message(b"#", b"version-connect", item))
         buffer = b""
@@ -774,6 +779,10 @@ class BoardServer:
             self._server.close()
             for c in list(self._clients):
                 c.writer.close()
+            # Each client's handler sees its connection end and returns (a handler still
+            # running when the loop stops would be cancelled mid-read, and logged).
+            if self._client_tasks:
+                await asyncio.wait(list(self._client_tasks), timeout=2.0)
             await self._server.wait_closed()
             self._server = None
         for task in list(self._tasks):

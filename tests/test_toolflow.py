@@ -43,6 +43,9 @@ SW_REGS = [
     "pkt_count",
     "pkt_dest_ip",
     "pkt_dest_port",
+    "pkt_mode",
+    "tone_step",
+    "tone_shape",
     "pkt_sent",
 ]
 

@@ -88,8 +88,15 @@ class Netns:
         ns = self.name
         _run("ip", "-n", ns, "tuntap", "add", "dev", host.ifname, "mode", "tap")
         _run("ip", "-n", ns, "link", "set", host.ifname, "address", host.mac, "mtu", str(host.mtu))
-        _run("ip", "netns", "exec", ns, "sysctl", "-qw",
-             f"net.ipv6.conf.{host.ifname}.disable_ipv6=1")  # fmt: skip
+        _run(
+            "ip",
+            "netns",
+            "exec",
+            ns,
+            "sysctl",
+            "-qw",
+            f"net.ipv6.conf.{host.ifname}.disable_ipv6=1",
+        )
         _run("ip", "-n", ns, "addr", "add", host.ip, "dev", host.ifname)
         _run("ip", "-n", ns, "link", "set", host.ifname, "up")
 

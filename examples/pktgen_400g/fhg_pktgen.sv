@@ -1,12 +1,20 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// fhg_pktgen — the example design's user logic: sends the example stream (docs/design/architecture.md)
-// into a 400GbE block at a rate and size set by software registers.
+// fhg_pktgen — the example design's user logic: sends the example stream (docs/design/architecture.md),
+// or a tone, into a 400GbE block at a rate and size set by software registers.
 //
 // Contract
-//   * Packet n carries `size` bytes of big-endian 64-bit words: word 0 = n, word k =
-//     (n << 10) | k; the first payload byte is tx_data[1023:1016]. n starts at 0 and counts
-//     every packet sent; `ctrl[1]` (reset) sets it back to 0 and holds the 400GbE block's
-//     `rst`.
+//   * Every packet starts with its sequence number n, a big-endian 64-bit word; the first
+//     payload byte is tx_data[1023:1016]. n starts at 0 and counts every packet sent;
+//     `ctrl[1]` (reset) sets it back to 0, restarts the tone source and holds the 400GbE
+//     block's `rst`.
+//   * `mode` (sampled at each packet start) chooses what follows the header:
+//       MODE_EXAMPLE (0, and any mode not listed): the example stream, `size` bytes of
+//         big-endian 64-bit words: word k (1..) = (n << 10) | k;
+//       MODE_TONE (1): int8 complex samples (I, Q) of a tone plus noise (fhg_tone_gen,
+//         contract there): packet n carries samples n*spp .. n*spp + spp - 1 of the
+//         stream, spp = (size - 8) / 2; `tone_step` is the phase step per sample (2^32 =
+//         one turn), `tone_shape` [3:0] the amplitude shift, [11:8] the noise bits,
+//         [31:16] the noise seed.
 //   * `ctrl[0]` enables sending. A packet starts when the previous one has ended (at the
 //     earliest right after its last word, no idle cycle), at least `period` user_clk cycles
 //     after the previous start (0: back to back), and only while `tx_afull` is low (the
@@ -24,6 +32,9 @@ module fhg_pktgen (
     input  wire  [31:0]    size,
     input  wire  [31:0]    dest_ip,
     input  wire  [31:0]    dest_port,
+    input  wire  [31:0]    mode,
+    input  wire  [31:0]    tone_step,
+    input  wire  [31:0]    tone_shape,
     output logic [31:0]    sent,
     output logic           gbe_rst,
     output logic [1023:0]  tx_data,
@@ -36,6 +47,9 @@ module fhg_pktgen (
     input  wire            tx_overflow
 );
     localparam int MAX_BYTES = 8192;
+    localparam int HEADER_BYTES = 8;
+    localparam logic [31:0] MODE_EXAMPLE = 32'd0;
+    localparam logic [31:0] MODE_TONE    = 32'd1;
 
     logic        enable, reset;
     logic [63:0] seq;            // n of the packet being sent (or next)
@@ -50,6 +64,8 @@ module fhg_pktgen (
     logic        burst_done;
     logic [31:0] burst_next;     // burst_sent counting a packet that ends this cycle
     logic        start;          // a packet starts next cycle (possibly right after EOF)
+    logic [31:0] pkt_mode;       // mode of the packet being sent (sampled at its start)
+    logic [1023:0] example_data, tone_data, tone_samples;
 
     assign enable  = ctrl[0];
     assign reset   = ctrl[1];
@@ -58,13 +74,37 @@ module fhg_pktgen (
     assign burst_next = burst_sent + {31'd0, tx_end_of_frame};
     assign burst_done = (count != 32'd0) && (burst_next >= count);
 
-    // Words 16*beat .. 16*beat+15 of packet `seq`, word 16*beat first (at the top).
+    // Example stream: words 16*beat .. 16*beat+15 of packet `seq`, word 16*beat first.
     always_comb begin
         for (int j = 0; j < 16; j++) begin
             logic [63:0] k;
             k = 64'({beat, 4'(j)});
-            tx_data[1023 - 64*j -: 64] = (k == 64'd0) ? seq : ((seq << 10) | k);
+            example_data[1023 - 64*j -: 64] = (k == 64'd0) ? seq : ((seq << 10) | k);
         end
+    end
+
+    // Tone: the source computes the beat of the next cycle (it is registered), so it is
+    // told now whether a beat follows and whether that beat starts a packet.
+    fhg_tone_gen u_tone (
+        .clk        (clk),
+        .rst        (reset),
+        .advance    ((start ? mode : pkt_mode) == MODE_TONE && (start || (busy && !tx_end_of_frame))),
+        .first      (start),
+        .spp        (size_c >= 14'(HEADER_BYTES) ? 13'((size_c - 14'(HEADER_BYTES)) >> 1) : 13'd0),
+        .step       (tone_step),
+        .amp_shift  (tone_shape[3:0]),
+        .noise_bits (tone_shape[11:8]),
+        .seed       (tone_shape[31:16]),
+        .out        (tone_samples)
+    );
+    assign tone_data = (beat == 10'd0) ? {seq, tone_samples[1023 - 8*HEADER_BYTES:0]} : tone_samples;
+
+    // The mode selects the payload; further modes add a case here.
+    always_comb begin
+        case (pkt_mode)
+            MODE_TONE: tx_data = tone_data;
+            default:   tx_data = example_data;
+        endcase
     end
 
     always_comb begin
@@ -92,6 +132,7 @@ module fhg_pktgen (
             tx_dest_port <= '0;
             enable_q     <= 1'b0;
             burst_sent   <= '0;
+            pkt_mode     <= MODE_EXAMPLE;
         end else begin
             enable_q <= enable;
             if (enable && !enable_q) burst_sent <= '0;
@@ -109,6 +150,7 @@ module fhg_pktgen (
                 last_bytes   <= 8'(size_c - {(size_c - 14'd1) >> 7, 7'd0});
                 tx_dest_ip   <= dest_ip;
                 tx_dest_port <= dest_port[15:0];
+                pkt_mode     <= mode;
             end else if (busy && tx_end_of_frame) begin
                 busy <= 1'b0;
                 beat <= '0;
@@ -120,5 +162,5 @@ module fhg_pktgen (
 
     // Overflow is visible to software through the core's counters.
     logic unused_inputs;
-    assign unused_inputs = ^{ctrl[31:2], dest_port[31:16], tx_overflow};
+    assign unused_inputs = ^{ctrl[31:2], dest_port[31:16], tone_shape[15:12], tone_shape[7:4], tx_overflow};
 endmodule

@@ -1,6 +1,7 @@
 """The example design's generated top.v simulated whole (generic400g platform): host bus,
-interconnect, start-up configuration, software registers, packet generator, core and the
-DCMAC model. One simulation, one pytest result per cocotb test."""
+interconnect, start-up configuration, software registers, packet generator (example stream
+and tone, the tone against verification/tone_model.py), core and the DCMAC model. One
+simulation, one pytest result per cocotb test."""
 
 from __future__ import annotations
 
@@ -25,7 +26,11 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, sim.TestOutc
 
 
 def test_every_cocotb_test_was_collected() -> None:
-    assert set(NAMES) == {"bus_errors_and_read_only_registers", "sends_the_example_stream"}
+    assert set(NAMES) == {
+        "bus_errors_and_read_only_registers",
+        "sends_the_example_stream",
+        "sends_the_tone",
+    }
 
 
 @pytest.mark.parametrize("name", NAMES)

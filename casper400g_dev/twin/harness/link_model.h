@@ -55,11 +55,15 @@ class LinkModel {
     std::size_t held() const { return held_.size(); }
 
     void carry(const std::vector<std::uint8_t> &frame) {
-        if (!is_udp_datagram(frame) || !faults_.any()) {
+        if (!is_udp_datagram(frame)) {
             forward(frame, false);
             return;
         }
         const std::uint64_t k = stats_.datagrams++;
+        if (!faults_.any()) {
+            forward(frame, true);
+            return;
+        }
         // One draw per fault kind per datagram, whatever the outcome: the schedule of a
         // seed does not depend on the other rates.
         const double u_drop = uniform_(rng_), u_dup = uniform_(rng_), u_delay = uniform_(rng_);
