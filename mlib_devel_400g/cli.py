@@ -187,7 +187,11 @@ def _cmd_build(args: argparse.Namespace) -> int:
         from .toolflow import synth
 
         try:
-            res = synth(result.build_dir, progress=lambda m: print(f"[synth]  {m}", flush=True))
+            res = synth(
+                result.build_dir,
+                progress=lambda m: print(f"[synth]  {m}", flush=True),
+                blackboxes=args.synth_blackbox or (),
+            )
         except ToolflowError as exc:
             print(f"build: {exc}", file=sys.stderr)
             return 1
@@ -403,6 +407,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--synth",
         action="store_true",
         help="also synthesise top.v with Yosys (synth_xilinx -family xcup; core blackboxed)",
+    )
+    build_p.add_argument(
+        "--synth-blackbox",
+        action="append",
+        metavar="MODULE",
+        help="with --synth: keep this module of the design as an empty box too",
     )
     build_p.set_defaults(func=_cmd_build)
 
