@@ -77,6 +77,15 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     _dev_tools()
+    if args.what == "twin":
+        from casper400g_dev.twin import bench as bench_twin
+
+        return bench_twin.run(
+            seconds=args.seconds,
+            threads=args.threads,
+            network=args.network,
+            out_json=Path(args.json) if args.json else None,
+        )
     from casper400g_dev import bench_tx
 
     sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else None
@@ -350,8 +359,15 @@ def build_parser() -> argparse.ArgumentParser:
     _dev_tools_args(twin)
     twin.set_defaults(func=_cmd_twin)
 
-    bench = sub.add_parser("bench", help="benchmarks (tx: the core's TX goodput vs theory)")
-    bench.add_argument("what", choices=["tx"], help="which benchmark")
+    bench = sub.add_parser("bench", help="benchmarks: tx (the core's TX goodput), twin")
+    bench.add_argument(
+        "what", choices=["tx", "twin"], help="tx: the core's TX goodput; twin: the twin's speed"
+    )
+    bench.add_argument("--seconds", type=float, default=20.0, help="twin: measuring time")
+    bench.add_argument("--threads", type=int, default=1, help="twin: Verilator threads")
+    bench.add_argument(
+        "--network", default="auto", help="twin: auto, tap, pcap (see casper400g twin)"
+    )
     bench.add_argument("--frames", type=int, default=200, help="frames per payload size")
     bench.add_argument("--sizes", help="comma-separated payload sizes (0 = random mix)")
     bench.add_argument("--json", help="also write the results to this JSON file")

@@ -206,7 +206,8 @@ def compile_twin(
     options = {"threads": threads, "design": design}
     key = digest(sources, glue, options)
     cache = cache_dir or checkout.SIM_CACHE
-    name = f"twin_{design}"
+    # One cached build per design and thread count (a new build evicts older ones of it).
+    name = f"twin_{design}" if threads == 1 else f"twin_{design}_t{threads}"
     out = cache / f"{name}-{key}"
     exe = out / "obj" / EXE_NAME
     with _locked(cache / f"{name}.lock"):
