@@ -547,6 +547,10 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
         [wrap](const format &fmt, const engine_config &cfg, std::uint64_t first,
                std::uint64_t count, double rate_gbps, std::size_t ring_slots, bool fill,
                std::vector<int> cpus, std::size_t queues) {
+            if (fmt.spead)
+                throw std::invalid_argument(
+                    "the NIC emulation sends the example stream, not SPEAD: replay SPEAD "
+                    "packets (packets=) or capture them from udp, pcap or ibv");
             emu_config e;
             e.queues = queues;
             e.payload_size = fmt.payload_size;
