@@ -126,7 +126,9 @@ def spead2_trial(rate_gbps: float, seconds: float) -> tuple[bool, float, dict]:
     port = _free_port()
     pool = spead2.ThreadPool(1)
     chunk_config = spead2.recv.ChunkStreamConfig(
-        items=[spead2.HEAP_CNT_ID], max_chunks=4, place=_core._spead2_place(PPC, HEAP_PAYLOAD)
+        items=[spead2.HEAP_CNT_ID, spead2.HEAP_LENGTH_ID],
+        max_chunks=4,
+        place=_core._spead2_place(PPC, HEAP_PAYLOAD),
     )
     data_ring = spead2.recv.ChunkRingbuffer(16)
     free_ring = spead2.recv.ChunkRingbuffer(16)

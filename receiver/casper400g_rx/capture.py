@@ -146,6 +146,12 @@ class Capture:
         if gpudirect:
             from . import gpu
 
+            if self.fmt.spead_config is not None:
+                raise ValueError(
+                    "gpudirect places fixed-size packets by a sequence number in the payload; "
+                    "SPEAD heaps (Format.spead) are placed on the CPU path: device='cuda:N' "
+                    "without gpudirect copies their chunks to the GPU"
+                )
             if backend != "mem" or device == "cpu":
                 raise ValueError(
                     "gpudirect=True needs device='cuda:N' and the mem backend's NIC emulation, "

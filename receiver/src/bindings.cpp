@@ -187,52 +187,6 @@ std::unique_ptr<py_capture> make_capture(const format &fmt, const engine_config 
     return std::make_unique<py_capture>(std::make_unique<capture>(fmt, cfg, std::move(src)));
 }
 
-// For the peer benchmark only: spead2's chunk stream needs its place callback as
-// compiled code. This mirrors the chunk_place_data layout spead2 documents.
-struct spead2_place_data {
-    const std::uint8_t *packet;
-    std::size_t packet_size;
-    const std::uint64_t *items;
-    std::int64_t chunk_id;
-    std::size_t heap_index;
-    std::size_t heap_offset;
-};
-
-struct spead2_place_params {
-    std::size_t heaps_per_chunk;
-    std::size_t heap_payload;
-};
-
-extern "C" void spead2_place(void *data, std::size_t size, void *context) {
-    auto *d = static_cast<spead2_place_data *>(data);
-    const auto *p = static_cast<const spead2_place_params *>(context);
-    if (size < sizeof(spead2_place_data)) return;
-    const std::uint64_t cnt = d->items[0];  // the heap counter, as requested in `items`
-    if (cnt == ~std::uint64_t{0}) return;   // absent: chunk_id stays -1 and spead2 drops it
-    d->chunk_id = static_cast<std::int64_t>(cnt / p->heaps_per_chunk);
-    d->heap_index = cnt % p->heaps_per_chunk;
-    d->heap_offset = d->heap_index * p->heap_payload;
-}
-
-constexpr const char *spead2_place_signature = "void (void *, size_t, void *)";
-
-py::tuple make_spead2_place(std::size_t heaps_per_chunk, std::size_t heap_payload) {
-    if (heaps_per_chunk == 0) throw std::invalid_argument("heaps_per_chunk must be > 0, got 0");
-    auto params = std::make_unique<spead2_place_params>(spead2_place_params{heaps_per_chunk, heap_payload});
-    PyObject *cap = PyCapsule_New(reinterpret_cast<void *>(&spead2_place), spead2_place_signature,
-                                  [](PyObject *capsule) {
-                                      delete static_cast<spead2_place_params *>(
-                                          PyCapsule_GetContext(capsule));
-                                  });
-    if (cap == nullptr) throw py::error_already_set();
-    if (PyCapsule_SetContext(cap, params.get()) != 0) {
-        Py_DECREF(cap);
-        throw py::error_already_set();
-    }
-    params.release();  // owned by the capsule from here on
-    return py::make_tuple(py::reinterpret_steal<py::object>(cap));
-}
-
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -554,9 +508,7 @@ PYBIND11_MODULE(_core, m) {
         },
         py::arg("frame"), py::arg("linktype") = 1, py::arg("udp_port") = 0,
         "(payload offset, payload size, IPv4 id) of a frame, or None when it is rejected");
-    m.def("_spead2_place", &make_spead2_place, py::arg("heaps_per_chunk"),
-          py::arg("heap_payload"),
-          "spead2 chunk-stream place callback (heap counter -> chunk, slot), for benchmarks");
+    bind_spead2_place(m);
     m.def(
         "example_payload",
         [](std::uint64_t seq, std::size_t size) {

@@ -380,9 +380,10 @@ void engine::close_chunk_locked(std::uint64_t id) {
     n_open_--;
     c->n_present = count_present(c->present, ppc);
     c_.lost = add_sat(c_.lost, ppc - c->n_present);
-    if (c->heap_bytes != nullptr)
-        c_.heaps_partial += count_partial_heaps(*c, ppc);
-    if (c->n_present == 0) {
+    // SPEAD: a chunk of incomplete heaps still holds their bytes, and goes out.
+    const std::size_t partial = c->heap_bytes != nullptr ? count_partial_heaps(*c, ppc) : 0;
+    c_.heaps_partial += partial;
+    if (c->n_present == 0 && partial == 0) {
         free_.push(c);
         return;
     }

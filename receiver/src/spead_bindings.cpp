@@ -3,7 +3,10 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,7 +44,77 @@ format make_spead_format(std::size_t heap_size, unsigned heap_address_bits,
     return f;
 }
 
+// spead2's chunk_place_data as its documentation lays it out (spead2 >= 4.1).
+struct spead2_place_data {
+    const std::uint8_t *packet;
+    std::size_t packet_size;
+    const std::int64_t *items;  // the requested items' immediate values, -1 when absent
+    std::int64_t chunk_id;
+    std::size_t heap_index;
+    std::size_t heap_offset;
+    std::uint64_t *batch_stats;
+    std::uint8_t *extra;
+    std::size_t extra_offset;
+    std::size_t extra_size;
+};
+
+struct spead2_place_params {
+    std::size_t heaps_per_chunk;
+    std::size_t heap_size;
+    std::uint64_t index_step;
+    std::size_t n_items;
+};
+
+// Requested items: [index item, heap size (0x2), named items...]. A heap of another
+// size, or whose index is absent or not a multiple of the step, is left out (chunk_id
+// stays -1); the named items go to the chunk's `extra`, n_items values per heap.
+extern "C" void spead2_place(void *data, std::size_t size, void *context) {
+    auto *d = static_cast<spead2_place_data *>(data);
+    const auto *p = static_cast<const spead2_place_params *>(context);
+    if (size < offsetof(spead2_place_data, extra)) return;
+    const std::int64_t value = d->items[0];
+    if (value < 0 || d->items[1] != static_cast<std::int64_t>(p->heap_size)) return;
+    if (static_cast<std::uint64_t>(value) % p->index_step != 0) return;
+    const std::uint64_t index = static_cast<std::uint64_t>(value) / p->index_step;
+    d->chunk_id = static_cast<std::int64_t>(index / p->heaps_per_chunk);
+    d->heap_index = index % p->heaps_per_chunk;
+    d->heap_offset = d->heap_index * p->heap_size;
+    if (p->n_items != 0 && size >= sizeof(spead2_place_data)) {
+        std::memcpy(d->extra, d->items + 2, p->n_items * sizeof(std::int64_t));
+        d->extra_offset = d->heap_index * p->n_items * sizeof(std::int64_t);
+        d->extra_size = p->n_items * sizeof(std::int64_t);
+    }
+}
+
+py::tuple make_spead2_place(std::size_t heaps_per_chunk, std::size_t heap_size,
+                            std::uint64_t index_step, std::size_t n_items) {
+    if (heaps_per_chunk == 0) throw std::invalid_argument("heaps_per_chunk must be > 0, got 0");
+    if (index_step == 0) throw std::invalid_argument("index_step must be > 0, got 0");
+    auto params = std::make_unique<spead2_place_params>(
+        spead2_place_params{heaps_per_chunk, heap_size, index_step, n_items});
+    PyObject *cap = PyCapsule_New(reinterpret_cast<void *>(&spead2_place),
+                                  "void (void *, size_t, void *)", [](PyObject *capsule) {
+                                      delete static_cast<spead2_place_params *>(
+                                          PyCapsule_GetContext(capsule));
+                                  });
+    if (cap == nullptr) throw py::error_already_set();
+    if (PyCapsule_SetContext(cap, params.get()) != 0) {
+        Py_DECREF(cap);
+        throw py::error_already_set();
+    }
+    params.release();  // owned by the capsule from here on
+    return py::make_tuple(py::reinterpret_steal<py::object>(cap));
+}
+
 }  // namespace
+
+void bind_spead2_place(py::module_ &m) {
+    m.def("_spead2_place", &make_spead2_place, py::arg("heaps_per_chunk"), py::arg("heap_size"),
+          py::arg("index_step") = 1, py::arg("n_items") = 0,
+          "spead2 ChunkStreamConfig place callback placing as Format.spead does; request the "
+          "items [index item, spead2.HEAP_LENGTH_ID, named items...] and max_heap_extra = "
+          "8 * n_items");
+}
 
 void bind_spead_format(py::class_<format> &cls) {
     cls.def_static("spead", &make_spead_format, py::arg("heap_size") = 8192, py::kw_only(),

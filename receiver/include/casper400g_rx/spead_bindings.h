@@ -23,6 +23,9 @@ pybind11::object heap_bytes_array(pybind11::handle owner, const std::uint64_t *h
 // {item id: (packets_per_chunk,) uint64 view} of the format's named items.
 pybind11::dict items_arrays(pybind11::handle owner, const std::uint64_t *items, const format &fmt,
                             std::size_t ppc);
+// _spead2_place: a place callback for spead2's chunk stream that places as Format.spead
+// does, so that spead2 can serve as the reference (tests, benchmarks).
+void bind_spead2_place(pybind11::module_ &m);
 // heaps_partial and rejected_by (a dict by reason), for SPEAD formats.
 void add_spead_stats(pybind11::dict &d, const counters &c, const format &fmt);
 
