@@ -325,7 +325,9 @@ PYBIND11_MODULE(_core, m) {
             "items",
             [](py::object self) {
                 auto &c = self.cast<py_chunk &>();
-                return items_arrays(self, c.get().items, c.fmt(), c.packets());
+                const format &f = c.fmt();
+                return items_arrays(self, c.get().items, f.spead ? f.spead->items.data() : nullptr,
+                                    f.spead ? f.spead->n_items : 0, c.packets());
             },
             "SPEAD: {item id: uint64 per heap slot} of the format's named immediate items "
             "(2**64 - 1 where no packet carrying it arrived; no copy); else {}")

@@ -163,12 +163,12 @@ py::object heap_bytes_array(py::handle owner, const std::uint64_t *heap_bytes, s
     return py::array_t<std::uint64_t>({ppc}, {sizeof(std::uint64_t)}, heap_bytes, owner);
 }
 
-py::dict items_arrays(py::handle owner, const std::uint64_t *items, const format &fmt,
-                      std::size_t ppc) {
+py::dict items_arrays(py::handle owner, const std::uint64_t *items, const std::uint64_t *ids,
+                      std::size_t n, std::size_t ppc) {
     py::dict d;
-    if (!fmt.spead || items == nullptr) return d;
-    for (std::size_t k = 0; k < fmt.spead->n_items; k++)
-        d[py::int_(fmt.spead->items[k])] =
+    if (items == nullptr) return d;
+    for (std::size_t k = 0; k < n; k++)
+        d[py::int_(ids[k])] =
             py::array_t<std::uint64_t>({ppc}, {sizeof(std::uint64_t)}, items + k * ppc, owner);
     return d;
 }

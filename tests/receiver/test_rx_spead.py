@@ -34,6 +34,7 @@ from spead_reference import (
 )
 
 import casper400g_rx as rx
+from casper400g_rx import gpu
 
 PORT = 7148
 
@@ -553,3 +554,49 @@ def test_heap_size_limits_and_repr() -> None:
 def test_paths_without_spead_say_so(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         rx.Capture("mem", fmt=rx.Format.spead(8192), **kwargs)
+
+
+# ------------------------------------------------------------------ GPU delivery
+CUDA_OK, CUDA_WHY = gpu.cuda_status()
+
+
+@pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CUDA_WHY}")
+def test_host_staged_gpu_delivery_equals_cpu() -> None:
+    """device='cuda:0': the heaps on the GPU, presence, heap bytes and items as on the CPU."""
+    cupy = pytest.importorskip("cupy", reason="cupy reads the GPU chunks back")
+    rng = np.random.default_rng(11)
+    pkts = []
+    for cnt in range(64):
+        payload = rng.integers(0, 256, 300, dtype=np.uint8).tobytes()
+        for off in range(0, 300, 96):
+            if rng.random() > 0.1:
+                extra = (ptr(TIMESTAMP, cnt * 7),) if off == 0 else ()
+                pkts.append(good(cnt, payload[off : off + 96], offset=off, heap=300, extra=extra))
+    rows, sizes = rows_of(pkts)
+    fmt = rx.Format.spead(300, items=[TIMESTAMP])
+    kw = dict(fmt=fmt, packets=rows, sizes=sizes, packets_per_chunk=16, max_chunks=4)
+    cpu = rx.Capture("mem", **kw)  # type: ignore[arg-type]
+    with cpu:
+        want = our_chunks(cpu)
+    cap = rx.Capture("mem", device="cuda:0", **kw)  # type: ignore[arg-type]
+    got = {}
+    with cap:
+        for chunk in cap.chunks(timeout=20):
+            data = cupy.asnumpy(cupy.from_dlpack(chunk))
+            got[chunk.chunk_id] = Got(
+                chunk.present.copy(),
+                data,
+                {k: v.copy() for k, v in chunk.items.items()},
+                chunk.heap_bytes.copy(),
+            )
+            chunk.release()
+    assert sorted(got) == sorted(want)
+    for cid, w in want.items():
+        g = got[cid]
+        assert np.array_equal(g.present, w.present) and np.array_equal(g.heap_bytes, w.heap_bytes)
+        assert np.array_equal(g.items[TIMESTAMP], w.items[TIMESTAMP])
+        for slot in range(16):
+            n = int(w.heap_bytes[slot])
+            if w.present[slot]:
+                assert np.array_equal(g.data[slot], w.data[slot]), (cid, slot, n)
+    assert cap.stats["heaps_partial"] == cpu.stats.heaps_partial > 0

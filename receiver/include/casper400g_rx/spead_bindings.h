@@ -20,9 +20,9 @@ std::string spead_repr(const format &f);
 // None for formats without heaps.
 pybind11::object heap_bytes_array(pybind11::handle owner, const std::uint64_t *heap_bytes,
                                   std::size_t ppc);
-// {item id: (packets_per_chunk,) uint64 view} of the format's named items.
-pybind11::dict items_arrays(pybind11::handle owner, const std::uint64_t *items, const format &fmt,
-                            std::size_t ppc);
+// {item id: (packets_per_chunk,) uint64 view} of the named items `ids` (n of them).
+pybind11::dict items_arrays(pybind11::handle owner, const std::uint64_t *items,
+                            const std::uint64_t *ids, std::size_t n, std::size_t ppc);
 // _spead2_place: a place callback for spead2's chunk stream that places as Format.spead
 // does, so that spead2 can serve as the reference (tests, benchmarks).
 void bind_spead2_place(pybind11::module_ &m);
