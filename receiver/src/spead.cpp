@@ -24,20 +24,17 @@ std::string hex(std::uint64_t v) {
 }
 
 // The cells whose first byte lies in [offset, offset + length): distinct packets of a
-// heap never share one. A final packet too short to start a cell takes the extra cell
-// past the heap's last.
+// heap never share one. The packet that ends the heap also takes the extra cell past the
+// heap's last, so that a final packet too short to start a cell has one, and a repeat
+// of it is seen.
 struct cell_range {
     std::size_t first, end;
 };
 
 cell_range cells_of(std::uint64_t offset, std::uint64_t length, std::size_t heap_size) noexcept {
-    cell_range r{static_cast<std::size_t>((offset + spead_cell - 1) / spead_cell),
-                 static_cast<std::size_t>((offset + length + spead_cell - 1) / spead_cell)};
-    if (r.first == r.end) {
-        r.first = (heap_size + spead_cell - 1) / spead_cell;
-        r.end = r.first + 1;
-    }
-    return r;
+    const std::uint64_t stop = offset + length;
+    return {static_cast<std::size_t>((offset + spead_cell - 1) / spead_cell),
+            static_cast<std::size_t>((stop + spead_cell - 1) / spead_cell + (stop == heap_size))};
 }
 
 std::uint64_t word_mask(std::size_t w, const cell_range &r) noexcept {
