@@ -3,7 +3,8 @@
 The testbench drives the software registers as the design's sw_regs would and reads the
 user-side TX interface beat by beat. Expected payloads are built here with `struct`
 alone: the example stream (big-endian 64-bit words, word 0 = n, word k = (n << 10) | k)
-and, in SPEAD mode, a SPEAD-64-48 header of seven item pointers before it. The SPEAD
+and, in SPEAD mode, a SPEAD-64-48 header of seven item pointers before it
+(verification/models/spead.py, also `struct` from the specification). The SPEAD
 payloads go to $CASPER400G_JOB_OUT (JSON) for spead2 to decode (test_fhg_pktgen.py).
 """
 
@@ -19,7 +20,8 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
-TIMESTAMP, CHANNEL, DATA = 0x1600, 0x4103, 0x3300
+from verification.models import spead
+
 BEAT = 128
 
 
@@ -32,19 +34,7 @@ def example_payload(n: int, size: int) -> bytes:
 
 
 def spead_payload(n: int, size: int, timestamp: int, channel: int) -> bytes:
-    imm = 1 << 63
-    mask = (1 << 48) - 1
-    pointers = [
-        imm | (0x1 << 48) | (n & mask),
-        imm | (0x2 << 48) | size,
-        imm | (0x3 << 48),
-        imm | (0x4 << 48) | size,
-        imm | (TIMESTAMP << 48) | (timestamp & mask),
-        imm | (CHANNEL << 48) | channel,
-        (DATA << 48),  # the data item, at heap address 0
-    ]
-    header = struct.pack(">BBBBHH", 0x53, 4, 2, 6, 0, len(pointers))
-    return header + struct.pack(">7Q", *pointers) + example_payload(n, size)
+    return spead.heap_packet(n, example_payload(n, size), timestamp, channel)
 
 
 class TxMonitor:
