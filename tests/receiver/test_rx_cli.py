@@ -186,3 +186,7 @@ def test_spead2_place_callback_and_trials() -> None:
         ok, _achieved, stats = trial(0.3, 0.2)
         assert ok, stats
         assert stats["placed"] == bench_spead2._count(0.3, 0.2)
+    # From memory: both capture every heap of every shape (each raises otherwise).
+    rows = bench_spead2.compare_spead_from_memory(2 << 20, trials=1)
+    assert [r[0] for r in rows] == [s[0] for s in bench_spead2.SPEAD_SHAPES]
+    assert all(ours > 0 and theirs > 0 for _, ours, theirs in rows)
