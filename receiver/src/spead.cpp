@@ -191,7 +191,7 @@ heap_deposit deposit_heap_packet(chunk &c, std::size_t slot, const spead_packet 
             return heap_deposit::duplicate;
         for (std::size_t w = w0 + 1; w <= w1; w++)
             __atomic_fetch_or(&words[w], word_mask(w, r), __ATOMIC_RELAXED);
-        copy_payload(heap + p.offset, p.payload, p.length);
+        copy_into_chunk(heap + p.offset, p.payload, p.length);
         complete = __atomic_add_fetch(bytes, p.length, __ATOMIC_RELAXED) == heap_size;
     }
     // A packet without payload still carries items.

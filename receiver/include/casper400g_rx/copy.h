@@ -35,6 +35,23 @@ inline void copy_payload(std::uint8_t *dst, const std::uint8_t *src, std::size_t
     std::memcpy(dst, src, size);
 }
 
+// The same for pieces of a slot at any offset and of any size (the packets of a SPEAD
+// heap): plain copies up to the first 16-byte boundary and after the last whole 64 bytes,
+// streaming stores in between. Pieces under 4 KiB are copied plainly: their cache lines
+// at both ends are shared with the neighbouring packets, and mixing streaming and plain
+// stores in one line costs more than it saves (a third of the rate for 1472-B packets).
+inline void copy_into_chunk(std::uint8_t *dst, const std::uint8_t *src, std::size_t size) noexcept {
+    const std::size_t head = (16 - (reinterpret_cast<std::uintptr_t>(dst) & 15)) & 15;
+    if (size < 4096 + head) {
+        std::memcpy(dst, src, size);
+        return;
+    }
+    std::memcpy(dst, src, head);
+    const std::size_t bulk = (size - head) / 64 * 64;
+    copy_payload(dst + head, src + head, bulk);
+    std::memcpy(dst + head + bulk, src + head + bulk, size - head - bulk);
+}
+
 // Streaming stores are weakly ordered: this makes them visible before anything that
 // may hand their chunk on (a window move, the end of a batch).
 inline void order_payload_stores() noexcept {
