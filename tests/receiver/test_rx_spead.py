@@ -600,3 +600,10 @@ def test_host_staged_gpu_delivery_equals_cpu() -> None:
             if w.present[slot]:
                 assert np.array_equal(g.data[slot], w.data[slot]), (cid, slot, n)
     assert cap.stats["heaps_partial"] == cpu.stats.heaps_partial > 0
+
+
+def test_ibv_split_refuses_spead_before_touching_rdma() -> None:
+    with pytest.raises(ValueError, match="need rq='striding'"):
+        rx.Capture(
+            "ibv", fmt=rx.Format.spead(8192), bind="10.0.0.2:7148", interface="x", rq="split"
+        )
