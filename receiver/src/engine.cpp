@@ -208,29 +208,6 @@ void engine::place(queue_state &s, std::size_t q, const packet_ref &pkt) {
     s.c.received++;
 }
 
-chunk *engine::window_chunk(queue_state &s, std::size_t q, std::uint64_t id) {
-    const std::size_t w = cfg_.max_chunks;
-    for (;;) {
-        if (s.discarding) {
-            s.c.discarded++;
-            s.c.received++;
-            return nullptr;
-        }
-        if (s.synced) {
-            if (id < s.head) {
-                s.c.late++;
-                s.c.received++;
-                return nullptr;
-            }
-            if (id - s.head < w) {
-                const cached &e = s.cache[id % w];
-                if (e.c != nullptr && e.id == id) return e.c;
-            }
-        }
-        if (!slow_path(s, q, id)) s.discarding = true;
-    }
-}
-
 chunk *engine::try_take_locked() {
     if (chunk *c = free_.try_pop()) return c;
     if (cfg_.policy == slow_consumer_policy::drop_oldest) {

@@ -177,4 +177,28 @@ private:
     std::chrono::steady_clock::time_point blocked_since_{};
 };
 
+// Per packet, on both placement paths (engine.cpp, engine_spead.cpp): inline.
+inline chunk *engine::window_chunk(queue_state &s, std::size_t q, std::uint64_t id) {
+    const std::size_t w = cfg_.max_chunks;
+    for (;;) {
+        if (s.discarding) {
+            s.c.discarded++;
+            s.c.received++;
+            return nullptr;
+        }
+        if (s.synced) {
+            if (id < s.head) {
+                s.c.late++;
+                s.c.received++;
+                return nullptr;
+            }
+            if (id - s.head < w) {
+                const cached &e = s.cache[id % w];
+                if (e.c != nullptr && e.id == id) return e.c;
+            }
+        }
+        if (!slow_path(s, q, id)) s.discarding = true;
+    }
+}
+
 }  // namespace casper400g_rx
