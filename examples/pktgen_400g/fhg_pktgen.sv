@@ -3,18 +3,19 @@
 // or a tone, into a 400GbE block at a rate and size set by software registers.
 //
 // Contract
-//   * Every packet starts with its sequence number n, a big-endian 64-bit word; the first
-//     payload byte is tx_data[1023:1016]. n starts at 0 and counts every packet sent;
-//     `ctrl[1]` (reset) sets it back to 0, restarts the tone source and holds the 400GbE
-//     block's `rst`.
-//   * `mode` (sampled at each packet start) chooses what follows the header:
+//   * Every packet's payload starts with its sequence number n, a big-endian 64-bit word;
+//     the first payload byte is tx_data[1023:1016]. n starts at 0 and counts every packet
+//     sent; `ctrl[1]` (reset) sets it back to 0, restarts the tone source and holds the
+//     400GbE block's `rst`.
+//   * `mode` (sampled at each packet start) chooses the payload after the header:
 //       MODE_EXAMPLE (0, and any mode not listed): the example stream, `size` bytes of
-//         big-endian 64-bit words: word k (1..) = (n << 10) | k;
+//         big-endian 64-bit words, word k (1..) = (n << 10) | k;
 //       MODE_TONE (1): int8 complex samples (I, Q) of a tone plus noise (fhg_tone_gen,
 //         contract there): packet n carries samples n*spp .. n*spp + spp - 1 of the
 //         stream, spp = (size - 8) / 2; `tone_step` is the phase step per sample (2^32 =
 //         one turn), `tone_shape` [3:0] the amplitude shift, [11:8] the noise bits,
 //         [31:16] the noise seed.
+//     The framing (`spead_ctrl`, below) is independent of the mode.
 //   * `ctrl[0]` enables sending. A packet starts when the previous one has ended (at the
 //     earliest right after its last word, no idle cycle), at least `period` user_clk cycles
 //     after the previous start (0: back to back), and only while `tx_afull` is low (the
@@ -24,6 +25,10 @@
 //   * `size` is sampled at each packet start: 0 sends nothing, above 8192 sends 8192.
 //     `dest_ip`/`dest_port` are sampled at the start too and held through the packet.
 //   * `sent` counts packets whose last word was handed to the core.
+//   * `spead_ctrl[0]` (sampled at each packet start) sends the packet as a SPEAD heap
+//     instead (fhg_pktgen_spead.sv): a 64-byte SPEAD header before the same payload (of
+//     either mode), heap counter n, a timestamp advancing by `spead_ts_step` per packet
+//     and `spead_channel`.
 module fhg_pktgen (
     input  wire            clk,
     input  wire  [31:0]    ctrl,
@@ -35,6 +40,9 @@ module fhg_pktgen (
     input  wire  [31:0]    mode,
     input  wire  [31:0]    tone_step,
     input  wire  [31:0]    tone_shape,
+    input  wire  [31:0]    spead_ctrl,
+    input  wire  [31:0]    spead_channel,
+    input  wire  [31:0]    spead_ts_step,
     output logic [31:0]    sent,
     output logic           gbe_rst,
     output logic [1023:0]  tx_data,
@@ -64,8 +72,11 @@ module fhg_pktgen (
     logic        burst_done;
     logic [31:0] burst_next;     // burst_sent counting a packet that ends this cycle
     logic        start;          // a packet starts next cycle (possibly right after EOF)
-    logic [31:0] pkt_mode;       // mode of the packet being sent (sampled at its start)
+    logic [1023:0] payload;      // the payload beat; SPEAD framing wraps it
     logic [1023:0] example_data, tone_data, tone_samples;
+    logic [31:0] pkt_mode;       // mode of the packet being sent (sampled at its start)
+    logic [9:0]  last_payload_beat;  // of the packet being sent (SPEAD adds a frame beat)
+    logic [14:0] frame_c;        // UDP payload bytes of the packet starting
 
     assign enable  = ctrl[0];
     assign reset   = ctrl[1];
@@ -74,7 +85,7 @@ module fhg_pktgen (
     assign burst_next = burst_sent + {31'd0, tx_end_of_frame};
     assign burst_done = (count != 32'd0) && (burst_next >= count);
 
-    // Example stream: words 16*beat .. 16*beat+15 of packet `seq`, word 16*beat first.
+    // Words 16*beat .. 16*beat+15 of packet `seq`, word 16*beat first (at the top).
     always_comb begin
         for (int j = 0; j < 16; j++) begin
             logic [63:0] k;
@@ -83,12 +94,13 @@ module fhg_pktgen (
         end
     end
 
-    // Tone: the source computes the beat of the next cycle (it is registered), so it is
-    // told now whether a beat follows and whether that beat starts a packet.
+    // Tone: the source computes the payload beat of the next cycle (its output is
+    // registered), so it is told now whether one follows and whether it starts a packet.
     fhg_tone_gen u_tone (
         .clk        (clk),
         .rst        (reset),
-        .advance    ((start ? mode : pkt_mode) == MODE_TONE && (start || (busy && !tx_end_of_frame))),
+        .advance    ((start ? mode : pkt_mode) == MODE_TONE &&
+                     (start || (busy && !tx_end_of_frame && beat < last_payload_beat))),
         .first      (start),
         .spp        (size_c >= 14'(HEADER_BYTES) ? 13'((size_c - 14'(HEADER_BYTES)) >> 1) : 13'd0),
         .step       (tone_step),
@@ -102,8 +114,8 @@ module fhg_pktgen (
     // The mode selects the payload; further modes add a case here.
     always_comb begin
         case (pkt_mode)
-            MODE_TONE: tx_data = tone_data;
-            default:   tx_data = example_data;
+            MODE_TONE: payload = tone_data;
+            default:   payload = example_data;
         endcase
     end
 
@@ -111,6 +123,14 @@ module fhg_pktgen (
         tx_byte_enable = '1;
         if (tx_end_of_frame) tx_byte_enable = ~(128'(-1) >> last_bytes);
     end
+
+    assign frame_c = {1'b0, size_c} + (spead_ctrl[0] ? 15'd64 : 15'd0);
+    fhg_pktgen_spead u_spead (
+        .clk(clk), .rst(reset), .start(start), .spead_en(spead_ctrl[0]),
+        .channel(spead_channel), .ts_step(spead_ts_step), .heap_size(size_c), .heap_cnt(seq[47:0]),
+        .first_beat(beat == 10'd0), .frame_end(tx_end_of_frame), .payload(payload),
+        .data(tx_data)
+    );
 
     assign tx_valid        = busy;
     assign tx_end_of_frame = busy && (beat == last_beat);
@@ -133,6 +153,7 @@ module fhg_pktgen (
             enable_q     <= 1'b0;
             burst_sent   <= '0;
             pkt_mode     <= MODE_EXAMPLE;
+            last_payload_beat <= '0;
         end else begin
             enable_q <= enable;
             if (enable && !enable_q) burst_sent <= '0;
@@ -146,11 +167,12 @@ module fhg_pktgen (
                 busy         <= 1'b1;
                 beat         <= '0;
                 since_start  <= 32'd1;
-                last_beat    <= 10'((size_c - 14'd1) >> 7);
-                last_bytes   <= 8'(size_c - {(size_c - 14'd1) >> 7, 7'd0});
+                last_beat    <= 10'((frame_c - 15'd1) >> 7);
+                last_bytes   <= 8'(frame_c - {(frame_c - 15'd1) >> 7, 7'd0});
                 tx_dest_ip   <= dest_ip;
                 tx_dest_port <= dest_port[15:0];
                 pkt_mode     <= mode;
+                last_payload_beat <= 10'((size_c - 14'd1) >> 7);
             end else if (busy && tx_end_of_frame) begin
                 busy <= 1'b0;
                 beat <= '0;
@@ -162,5 +184,6 @@ module fhg_pktgen (
 
     // Overflow is visible to software through the core's counters.
     logic unused_inputs;
-    assign unused_inputs = ^{ctrl[31:2], dest_port[31:16], tone_shape[15:12], tone_shape[7:4], tx_overflow};
+    assign unused_inputs = ^{ctrl[31:2], dest_port[31:16], tx_overflow, spead_ctrl[31:1],
+                             tone_shape[15:12], tone_shape[7:4]};
 endmodule
