@@ -44,4 +44,8 @@ def test_the_notebook_runs_top_to_bottom():
     assert "peak at +0.15625 fs, configured tone +0.15625 fs" in text, text[-2000:]
     if os.geteuid() == 0:
         assert "from the udp backend" in text
+    from casper400g_dev.demo_twin import gpu_device
+
+    device, _why = gpu_device()
+    assert f"device {device}:" in text  # on a GPU machine with CuPy: cuda:0
     assert Path(out).is_file()

@@ -134,6 +134,24 @@ def test_1024_tone_datagrams_through_the_interface_accounted_exactly(board: Twin
     assert stats["violations"] == 0, stats["violation"]
 
 
+def test_the_chain_into_gpu_chunks(board: TwinBoard):
+    """The capture into GPU memory (host-staged delivery), the spectrum taken there with
+    CuPy; skipped without a GPU (scripts/gpu_check.sh runs it on one)."""
+    from casper400g_dev.demo_twin import gpu_device
+
+    device, why = gpu_device()
+    if device == "cpu":
+        pytest.skip(f"no GPU capture here: {why}")
+    cfg = chain.StreamConfig(packets_per_chunk=256, chunks=4)
+    proc = chain.configure(board, cfg)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = chain.capture(board, cfg, device=device, timeout=600)
+    verdict = chain.verify(board, cfg, got)
+    assert verdict.ok, "\n".join(verdict.table())
+    assert got.spectrum_blocks > 0 and cfg.tone is not None
+    assert verdict.peak == pytest.approx(cfg.tone.frequency, abs=1e-9)
+
+
 def test_link_faults_are_counted_exactly_by_the_receiver(board: TwinBoard):
     # The example stream this time; drops, duplicates and delays by a seeded schedule
     # plus some at fixed places (first and last datagram dropped, a delay across a chunk).
