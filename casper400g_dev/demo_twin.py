@@ -105,7 +105,8 @@ def _run(
         f"{cfg.count:,} x {cfg.size} B)"
     )
     argv = chain.configure_argv(board, cfg, python)
-    console.print(f"      $ {' '.join(argv[1:])}", markup=False, soft_wrap=True)
+    shown = [str(chain.CONFIGURE_SCRIPT.relative_to(checkout.ROOT)), *argv[2:]]
+    console.print(f"      $ python {' '.join(shown)}", markup=False, soft_wrap=True)
     t0 = time.monotonic()
     proc = chain.configure(board, cfg, python)
     for line in proc.stdout.strip().splitlines():
