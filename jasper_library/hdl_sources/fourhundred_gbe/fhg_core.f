@@ -8,6 +8,7 @@
 
 regs/fhg_regs_pkg.sv
 rx/fhg_rx_pkg.sv
+tx/fhg_icrc_pkg.sv
 regs/fhg_regs.sv
 
 fhg_core.sv
@@ -35,6 +36,7 @@ tx/fhg_tx_csum_tree.sv
 tx/fhg_tx_packer.sv
 tx/fhg_tx_writer.sv
 tx/fhg_tx_cpu.sv
+tx/fhg_tx_icrc.sv
 
 rx/fhg_rx_path.sv
 rx/fhg_rx_unpack.sv
