@@ -37,6 +37,11 @@ tx/fhg_tx_packer.sv
 tx/fhg_tx_writer.sv
 tx/fhg_tx_cpu.sv
 tx/fhg_tx_icrc.sv
+tx/fhg_rdma_ctl.sv
+tx/fhg_rdma_tx.sv
+tx/fhg_rdma_sf.sv
+tx/fhg_rdma_framer.sv
+tx/fhg_rdma_writer.sv
 
 rx/fhg_rx_path.sv
 rx/fhg_rx_unpack.sv
@@ -46,5 +51,6 @@ rx/fhg_rx_merge.sv
 rx/fhg_rx_frame_fifo.sv
 rx/fhg_rx_cpu.sv
 rx/fhg_arp_responder.sv
+rx/fhg_rx_rdma_credit.sv
 
 link/fhg_link_bringup.sv

@@ -339,19 +339,19 @@ module fhg_tx_icrc (
     // crc7/q7/m7/ok7 describe the frames ending in the cycle now in D7.
     logic [1023:0] d8, d8_next, out_next;
     logic [SB-1:0] s8;
+    // Positions in the 256 bytes {this cycle, the cycle before}: the previous cycle's bytes
+    // are 0..127, this cycle's 128..255; the ICRC starts at 128 + 16 q + m - 4.
+    logic [8:0] icrc_at [2];
+    always_comb for (int f = 0; f < 2; f++) icrc_at[f] = 9'(16 * q7[f]) + 9'(m7[f]) + 9'd124;
+
     always_comb begin
-        d8_next  = dd[7];
-        out_next = d8;
-        for (int f = 0; f < 2; f++) begin
-            if (ok7[f]) begin
-                for (int j = 0; j < 4; j++) begin
-                    int pos;
-                    pos = 16 * int'(q7[f]) + int'(m7[f]) - 4 + j;    // byte in the cycle
-                    if (pos >= 0) d8_next[8*pos +: 8] = crc7[f][8*j +: 8];
-                    else          out_next[8*(128 + pos) +: 8] = crc7[f][8*j +: 8];
-                end
-            end
-        end
+        logic [2047:0] pair;
+        pair = {dd[7], d8};
+        for (int f = 0; f < 2; f++)
+            for (int b = 0; b < 256; b++)
+                if (ok7[f] && 9'(b) >= icrc_at[f] && 9'(b) < icrc_at[f] + 9'd4)
+                    pair[8*b +: 8] = crc7[f][8 * (b - int'(icrc_at[f])) +: 8];
+        {d8_next, out_next} = pair;
     end
 
     always_ff @(posedge clk) begin
