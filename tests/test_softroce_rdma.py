@@ -111,8 +111,14 @@ def test_core_writes_into_the_receiver_through_rdma_rxe(tmp_path: Path) -> None:
         "--credit-port", str(CREDIT_PORT), "--mtu", "4096", "--psn", str(PSN),
         "--payload", str(PAYLOAD), "--slots", str(SLOTS), "--chunks", str(CHUNKS),
     ]  # fmt: skip
-    commands = f"mkdir -p {VM_XCHG_DIR}/{sub} && cd {shlex.quote(str(REPO_ROOT))} && " + shlex.join(
-        guest
+    # First the first-contact check a user runs on new hardware, then the receiver.
+    hwcheck = [
+        str(Path(sys.executable).with_name("casper400g")), "rx", "hwcheck", "--rdma", "--json",
+        "--peer-ip", PEER_IP, "--ip", VM_IP, "--payload", str(PAYLOAD), "--seconds", "0",
+    ]  # fmt: skip
+    commands = (
+        f"mkdir -p {VM_XCHG_DIR}/{sub} && cd {shlex.quote(str(REPO_ROOT))} && "
+        f"{{ {shlex.join(hwcheck)} > {VM_XCHG_DIR}/{sub}/hwcheck.json; }}; " + shlex.join(guest)
     )
     with SoftRoceVm(image, commands) as vm:
         text = vm.wait_for(f"{sub}/{rdma_guest.PARAMS_FILE}", timeout=240).read_text()
@@ -187,7 +193,13 @@ def test_core_writes_into_the_receiver_through_rdma_rxe(tmp_path: Path) -> None:
         from_vm.extend(vm.received())
         counters = vm.counters()
         got = np.load(vm.xchg / sub / rdma_guest.CHUNKS_FILE)
+        hw = json.loads(vm.read(f"{sub}/hwcheck.json"))
         stats = json.loads(vm.read(f"{sub}/{rdma_guest.STATS_FILE}"))
+
+    # hwcheck --rdma set up the same queue pair and ring on rxe0.
+    assert hw["status"] == 0 and not hw["problems"], hw
+    assert hw["rdma"]["params"]["device"] == "rxe0" and hw["rdma"]["params"]["ip"] == VM_IP, hw
+    assert hw["rdma"]["params"]["gid"] == f"::ffff:{VM_IP}", hw
 
     # Every chunk the core wrote, in order, every byte right, exactly the faulty slots missing.
     assert list(got["ids"]) == delivered

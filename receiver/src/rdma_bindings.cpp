@@ -300,7 +300,7 @@ void register_rdma(py::module_ &m) {
                 py::dict d;
                 d["shape"] = py::make_tuple(c.packets(), c.payload());
                 d["typestr"] = "|u1";
-                d["data"] = py::make_tuple(static_cast<std::uintptr_t>(c.data_address()), true);
+                d["data"] = py::make_tuple(static_cast<std::uintptr_t>(c.data_address()), false);
                 d["strides"] = py::make_tuple(c.slot_size(), 1);
                 d["version"] = 3;
                 d["stream"] = py::none();
