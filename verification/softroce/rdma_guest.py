@@ -5,8 +5,8 @@ Run in the VM (host root shared, so the checkout's .venv and tree are there):
 ``Capture.open(RdmaSource(...))`` over Linux's rdma_rxe, writes ``params.json`` (the
 ``cap.rdma_params`` the core needs), takes every chunk (saving its id, present mask and
 data, then releasing it, which sends the core a credit datagram), keeps ``progress``
-(JSON: the chunks taken so far, their ids and the capture's counters) up to date, and when ``stop`` appears writes ``chunks.npz`` and
-``stats.json``.
+(JSON: the chunks taken so far, their ids and the capture's counters) up to date, and
+when ``stop`` appears writes ``chunks.npz`` and ``stats.json``.
 """
 
 from __future__ import annotations
