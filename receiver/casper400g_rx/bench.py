@@ -249,6 +249,10 @@ def run_benchmarks(args: argparse.Namespace) -> int:
             f"(ratio to {k} x one queue {scale[k] / (k * scale[1]):.2f}, "
             f"to memcpy {scale[k] / ref:.2f})"
         )
+    if args.spead2:
+        from .bench_spead2 import compare_spead_from_memory
+
+        compare_spead_from_memory()
     if args.skip_udp:
         return 0
     alone = sender_alone_gbps(args.udp_seconds)
