@@ -473,6 +473,16 @@ class RdmaChunk:
     @property
     def first_seq(self) -> int: ...
     @property
+    def heap_bytes(self) -> None:
+        """
+        None (SPEAD metadata; the RDMA mode carries plain datagrams)
+        """
+    @property
+    def items(self) -> dict:
+        """
+        {} (SPEAD metadata; the RDMA mode carries plain datagrams)
+        """
+    @property
     def lost(self) -> int: ...
     @property
     def n_present(self) -> int: ...

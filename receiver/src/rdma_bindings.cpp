@@ -244,6 +244,13 @@ void register_rdma(py::module_ &m) {
         .def_property_readonly("payload_size", &py_rdma_chunk::payload)
         .def_property_readonly("slot_size", &py_rdma_chunk::slot_size)
         .def_property_readonly("released", &py_rdma_chunk::released)
+        // The SPEAD per-slot metadata of Chunk: the RDMA mode carries plain datagrams.
+        .def_property_readonly(
+            "heap_bytes", [](const py_rdma_chunk &) { return py::none(); },
+            "None (SPEAD metadata; the RDMA mode carries plain datagrams)")
+        .def_property_readonly(
+            "items", [](const py_rdma_chunk &) { return py::dict(); },
+            "{} (SPEAD metadata; the RDMA mode carries plain datagrams)")
         .def_property_readonly("device",
                                [](const py_rdma_chunk &c) -> std::optional<int> {
                                    if (!c.cap().on_gpu()) return std::nullopt;
