@@ -12,12 +12,9 @@ restarts the ring at datagram 0 (docs/design/core.md §6). Every value is checke
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .addressing import parse_ip, parse_mac
-
-if TYPE_CHECKING:
-    from .gbe import FourHundredGbe
 
 PATH_MTUS = {1024: 0, 2048: 1, 4096: 2}
 NO_CREDIT = 0xFFFFFFFF
@@ -65,7 +62,8 @@ def check_params(params: Any) -> dict[str, int]:
     }
 
 
-def connect(gbe: FourHundredGbe, params: Any, flow_control: bool = True) -> None:
+def connect(gbe: Any, params: Any, flow_control: bool = True) -> None:
+    """``gbe``: a FourHundredGbe (this module is imported by gbe.py, not the other way)."""
     v = check_params(params)
     if gbe.read_field("rdma_ctrl", "en"):
         gbe.write_field("rdma_ctrl", "en", 0)
@@ -85,7 +83,7 @@ def connect(gbe: FourHundredGbe, params: Any, flow_control: bool = True) -> None
     gbe.write_reg("rdma_ctrl", ctrl)
 
 
-def status(gbe: FourHundredGbe) -> dict[str, int]:
+def status(gbe: Any) -> dict[str, int]:
     names = ("rdma_next_psn", "rdma_chunk", "rdma_credit", "rdma_chunks_sent",
              "rdma_chunks_dropped", "rdma_datagrams", "rdma_datagrams_dropped", "rdma_oversize",
              "rdma_credit_frames", "rdma_icrc_frames")  # fmt: skip
