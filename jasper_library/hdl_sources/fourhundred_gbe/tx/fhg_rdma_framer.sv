@@ -69,6 +69,19 @@ module fhg_rdma_framer #(
 );
     // ------------------------------------------------------------------ ring state
     logic [63:0] seq, va_slot, va_pkt;
+    logic [63:0] va_slot_next;            // va_slot + slot size, kept ready
+
+    // Configuration derived once (it is quasi-static), off the per-datagram paths.
+    logic [23:0] slots_m1, chunks_m1;
+    logic [63:0] va_plus;                 // the base VA + slot size
+    always_ff @(posedge clk) begin
+        slots_m1  <= cfg_slots - 24'd1;
+        chunks_m1 <= cfg_chunks - 24'd1;
+        va_plus   <= cfg_va + 64'(cfg_slot_size);
+    end
+    logic slot_last, ring_last;
+    assign slot_last = slot == slots_m1;
+    assign ring_last = ring == chunks_m1;
     logic [23:0] slot, ring, psn;
     logic [31:0] chunk;
     logic [7:0]  drop_cum;
@@ -151,7 +164,7 @@ module fhg_rdma_framer #(
         last_pkt = lf <= (LEN_W+1)'(mtu);
         dma_len  = last_pkt ? 13'(lf) : mtu;
         pad      = 2'(-dma_len);
-        imm      = last_pkt && (slot == cfg_slots - 24'd1);
+        imm      = last_pkt && slot_last;
         imm_val  = {drop_cum, chunk[23:0]};
         be = {8'(imm ? 8'h2B : 8'h2A), imm, 1'b0, pad, 4'd0, 16'hFFFF, 8'd0, cfg_qpn,
               8'd0, psn, starting ? va_slot : va_pkt, cfg_rkey, 32'(dma_len), imm_val};
@@ -218,25 +231,26 @@ module fhg_rdma_framer #(
             stat_dgram         <= !(starting ? start_skip : skip);
             stat_dgram_dropped <= starting ? start_skip : skip;
             seq <= seq + 64'd1;
-            if (slot == cfg_slots - 24'd1) begin
+            if (slot_last && ring_last) begin
+                va_slot      <= cfg_va;
+                va_slot_next <= va_plus;
+            end else begin
+                va_slot      <= va_slot_next;
+                va_slot_next <= va_slot_next + 64'(cfg_slot_size);
+            end
+            if (slot_last) begin
                 slot  <= '0;
                 chunk <= chunk + 32'd1;
-                if (ring == cfg_chunks - 24'd1) begin
-                    ring    <= '0;
-                    va_slot <= cfg_va;
-                end else begin
-                    ring    <= ring + 24'd1;
-                    va_slot <= va_slot + 64'(cfg_slot_size);
-                end
+                ring  <= ring_last ? '0 : ring + 24'd1;
             end else begin
-                slot    <= slot + 24'd1;
-                va_slot <= va_slot + 64'(cfg_slot_size);
+                slot  <= slot + 24'd1;
             end
         end
 
         if (rst) begin
             seq <= '0; slot <= '0; ring <= '0; chunk <= '0; psn <= cfg_psn;
-            va_slot <= cfg_va; drop_cum <= '0; chunk_drop <= 1'b0;
+            va_slot <= cfg_va; va_slot_next <= cfg_va + 64'(cfg_slot_size);
+            drop_cum <= '0; chunk_drop <= 1'b0;
             active <= 1'b0; w_valid <= 1'b0;
             stat_chunk_done <= 1'b0; stat_chunk_dropped <= 1'b0;
             stat_dgram <= 1'b0; stat_dgram_dropped <= 1'b0;
