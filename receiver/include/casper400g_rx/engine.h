@@ -80,7 +80,7 @@ public:
 
     // Consistent lock-free snapshot of each queue's and the window's counters,
     // refreshed after every batch and before any wait.
-    counters stats() const noexcept;
+    virtual counters stats() const noexcept;
 
     chunk_queue &ready() noexcept { return ready_; }
     void release(chunk *c);  // consumer hands a chunk back
