@@ -7,6 +7,8 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 
 namespace casper400g_rx {
 
@@ -123,7 +125,7 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
       depth_(depth),
       wsize_(window_size(cfg, lanes, depth)),
       lanes_(lanes),
-      win_(wsize_, nullptr),
+      win_(pool_.size(), nullptr),
       slot_state_(new std::atomic<std::uint8_t>[pool_.size() * cfg_.packets_per_chunk]),
       retired_flag_(new std::atomic<std::uint8_t>[pool_.size()]),
       pending_(pool_.size() * cfg_.packets_per_chunk, -1),
@@ -135,6 +137,7 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
     for (std::size_t i = 0; i < pool_.size(); i++) retired_flag_[i].store(0);
     head_ = cfg_.first_chunk.value_or(0);
     top_ = head_;
+    passed_ = head_;
     whead_.store(head_);
     const std::int64_t t = now_ns();
     for (std::size_t q = 0; q < lanes; q++) {
@@ -147,6 +150,8 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
         l.res.reset(new std::atomic<std::uint32_t>[pool_.size()]);
         for (std::size_t i = 0; i < pool_.size(); i++) l.res[i].store(0);
         l.last_ns.store(t);
+        l.head = head_;
+        l.post_base = head_;
         const std::uint64_t base = head_ * ppc;
         l.next = base + (q + lanes - base % lanes) % lanes;
         l.pub.store(l.c);
@@ -174,7 +179,8 @@ chunk *hds_engine::try_acquire() {
 }
 
 chunk *hds_engine::open_chunk(std::uint64_t id, bool may_wait) {
-    chunk *&w = win_[id % wsize_];
+    if (id - head_ >= win_.size()) return nullptr;  // the slowest lane holds the window back
+    chunk *&w = win_[id % win_.size()];
     if (w != nullptr) return w;
     chunk *c = may_wait ? acquire() : try_acquire();
     if (c == nullptr) return nullptr;
@@ -242,8 +248,8 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
             continue;
         }
         const std::uint64_t p = l.next;
-        const std::uint64_t h = whead_.load(std::memory_order_acquire);
-        if (l.hold == nullptr || p / ppc != l.hold_id || p < h * ppc || p / ppc >= h + wsize_) {
+        if (l.hold == nullptr || p / ppc != l.hold_id || p < l.post_base * ppc ||
+            p / ppc >= l.post_base + wsize_) {
             // A new chunk (once per chunk and lane), or the window moved: under the mutex.
             if (!post_slow(l, lane)) break;
             continue;
@@ -290,15 +296,19 @@ bool hds_engine::post_slow(lane_state &l, std::size_t lane) {
     std::lock_guard<std::mutex> lock(mutex_);
     const std::size_t ppc = cfg_.packets_per_chunk;
     const std::uint64_t n_lanes = lanes_.size();
+    check_lagging_locked();
     std::uint64_t p = l.next;
-    const std::uint64_t floor = head_ * ppc;
-    if (p < floor || p / ppc >= head_ + wsize_) {
+    // A lane passed over posts from the window's head; it rejoins with its next packet.
+    const std::uint64_t base = l.attached ? l.head : std::max(l.head, head_);
+    l.post_base = base;
+    const std::uint64_t floor = base * ppc;
+    if (p < floor || p / ppc >= base + wsize_) {
         if (p >= floor && l.posted != l.completed) return false;  // wait for the window to move
         // Predictions behind the window, or far ahead with nothing posted: start
         // again at the window's head (the lane's next slot of its own residue).
         p = floor + (lane + n_lanes - floor % n_lanes) % n_lanes;
         l.next = p;
-        if (p / ppc >= head_ + wsize_) return false;
+        if (p / ppc >= base + wsize_) return false;
     }
     const std::uint64_t id = p / ppc;
     if (l.hold != nullptr && l.hold_id == id && l.hold->chunk_id == id) return true;
@@ -351,15 +361,15 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         l.completed++;
         // The common case without the mutex: a packet in its predicted slot inside the
         // window, or one older than the window.
-        if (rc.ok && d.c != nullptr && !d.orphan && wstarted_.load(std::memory_order_acquire) &&
-            !wdone_.load(std::memory_order_relaxed)) {
+        if (rc.ok && d.c != nullptr && !d.orphan && l.attached &&
+            wstarted_.load(std::memory_order_acquire) && !wdone_.load(std::memory_order_relaxed)) {
             const std::int32_t ip_id = check_split_headers(hdr, rc.byte_len, fmt());
             const std::optional<std::uint64_t> seq =
                 ip_id < 0 ? std::nullopt
                           : decoder_.decode(
                                 packet_ref{hdr + split_layout::headers, layout_.payload, ip_id});
             if (seq) {
-                const std::uint64_t h = whead_.load(std::memory_order_acquire);
+                const std::uint64_t h = l.head;
                 const std::uint64_t id = *seq / ppc;
                 const std::size_t slot = *seq % ppc;
                 if (id >= h && id - h < cfg_.max_chunks && d.c->chunk_id == id && d.slot == slot) {
@@ -416,7 +426,7 @@ void hds_engine::complete_locked(lane_state &l, const desc &d, const std::uint8_
         l.c.received++;
     } else {
         if (d.c != nullptr && !d.orphan) resync(l, d, *seq);
-        place_locked(l, *seq, hdr + split_layout::headers, d, landing(l, d));
+        place_locked(l, *seq, hdr + split_layout::headers, d, landing(l, d), lock);
     }
     retire_desc(l, d, lock);
 }
@@ -462,13 +472,20 @@ void hds_engine::start(std::uint64_t seq) {
     // Chunks opened by posts before the stream's position was known hold no packets:
     // those outside the real window are dropped without counting anything.
     for (auto &w : win_) {
-        if (w != nullptr && (w->chunk_id < new_head || w->chunk_id >= new_head + wsize_)) {
+        if (w != nullptr && (w->chunk_id < new_head || w->chunk_id - new_head >= win_.size())) {
             retire(w, true);
             w = nullptr;
         }
     }
+    // Re-index the rest by their ids relative to the new head.
+    std::vector<chunk *> open;
+    for (auto &w : win_)
+        if (w != nullptr) open.push_back(std::exchange(w, nullptr));
+    for (chunk *c : open) win_[c->chunk_id % win_.size()] = c;
     head_ = new_head;
     top_ = head_;
+    passed_ = head_;
+    for (auto &l : lanes_) l.head = l.post_base = head_;
     whead_.store(head_, std::memory_order_release);
     started_ = true;
     wstarted_.store(true, std::memory_order_release);
@@ -506,19 +523,39 @@ void hds_engine::placed(lane_state &l, std::uint64_t id) noexcept {
 }
 
 void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const std::uint8_t *prefix,
-                              const desc &d, const std::uint8_t *landed) {
+                              const desc &d, const std::uint8_t *landed,
+                              std::unique_lock<std::mutex> &lock) {
     const std::size_t ppc = cfg_.packets_per_chunk;
     const std::size_t size = layout_.payload;
     const std::size_t pre = layout_.prefix;
     if (!started_) start(seq);
+    if (!l.attached) {
+        // Passed over as stalled, or cancelled: it rejoins at the window's head.
+        l.attached = true;
+        l.head = std::max(l.head, head_);
+    }
     const std::uint64_t id = seq / ppc;
     const std::size_t slot = seq % ppc;
-    if (id < head_) {
+    if (id < l.head) {
         l.c.late++;
         l.c.received++;
         return;
     }
-    if (id - head_ >= cfg_.max_chunks) advance(id - cfg_.max_chunks + 1);
+    if (id - l.head >= cfg_.max_chunks) move_lane_head(l, id - cfg_.max_chunks + 1);
+    check_lagging_locked();
+    // Far ahead of the slowest lane: wait for it (or for it to be passed over).
+    while (id - head_ >= win_.size() && id >= l.head) {
+        if (!wait_for_window(l, lock)) {
+            l.c.discarded++;
+            l.c.received++;
+            return;
+        }
+    }
+    if (id < l.head) {  // passed over while waiting, and the window moved on
+        l.c.late++;
+        l.c.received++;
+        return;
+    }
     chunk *c = open_chunk(id, false);
     if (c == nullptr) {
         drain_retired();
@@ -623,18 +660,27 @@ void hds_engine::fill_pending_locked(lane_state &l, chunk *c, std::size_t slot) 
     bounce_free_.push_back(b);
 }
 
+void hds_engine::move_lane_head(lane_state &l, std::uint64_t new_head) {
+    if (new_head <= l.head) return;
+    l.head = new_head;
+    passed_ = std::max(passed_, new_head);
+    const std::uint64_t m = min_attached_head();
+    if (m > head_) advance(m);
+}
+
+std::uint64_t hds_engine::min_attached_head() const noexcept {
+    std::uint64_t m = UINT64_MAX;
+    for (const auto &l : lanes_)
+        if (l.attached) m = std::min(m, l.head);
+    // With every lane passed over or done, the window follows the furthest one.
+    return m == UINT64_MAX ? passed_ : m;
+}
+
 void hds_engine::advance(std::uint64_t new_head) {
-    const std::uint64_t end = std::min<std::uint64_t>(new_head, head_ + cfg_.max_chunks);
+    // Every lane has moved past these chunks: they leave the window (and go to the
+    // consumer once no posted receive points into them).
+    const std::uint64_t end = std::min<std::uint64_t>(new_head, head_ + win_.size());
     for (std::uint64_t id = head_; id < end; id++) flush(id);
-    // Chunks opened ahead of the window by posts hold no packets yet.
-    const std::uint64_t ahead = std::min<std::uint64_t>(new_head, head_ + wsize_);
-    for (std::uint64_t id = end; id < ahead; id++) {
-        chunk *&w = win_[id % wsize_];
-        if (w != nullptr) {
-            retire(w, true);
-            w = nullptr;
-        }
-    }
     if (new_head > end) {
         const std::uint64_t chunks = new_head - end;
         const std::uint64_t ppc = cfg_.packets_per_chunk;
@@ -642,12 +688,67 @@ void hds_engine::advance(std::uint64_t new_head) {
         c_.lost = add_sat(c_.lost, missing);
     }
     head_ = new_head;
+    lag_since_ns_ = 0;
     whead_.store(head_, std::memory_order_release);
 }
 
+void hds_engine::check_lagging_locked() {
+    // Lanes have moved past the window's head and another has not: past the stall
+    // timeout, lanes that completed nothing in that time are passed over.
+    if (passed_ <= head_) {
+        lag_since_ns_ = 0;
+        return;
+    }
+    const std::int64_t now = now_ns();
+    if (lag_since_ns_ == 0) {
+        lag_since_ns_ = now;
+        return;
+    }
+    if (now - lag_since_ns_ >= std::int64_t{cfg_.stall_timeout_ms} * 1000000) pass_lagging_locked();
+}
+
+bool hds_engine::pass_lagging_locked() {
+    const std::int64_t now = now_ns();
+    const std::int64_t timeout = std::int64_t{cfg_.stall_timeout_ms} * 1000000;
+    bool any = false;
+    for (auto &l : lanes_) {
+        if (!l.attached || l.head > head_) continue;
+        if (now - l.last_ns.load(std::memory_order_relaxed) < timeout) continue;
+        l.gen.fetch_add(1, std::memory_order_seq_cst);
+        if (l.busy.load(std::memory_order_seq_cst)) continue;  // inside a call: not stalled
+        l.attached = false;
+        c_.queue_stalls++;
+        any = true;
+    }
+    lag_since_ns_ = 0;
+    if (any) {
+        const std::uint64_t m = min_attached_head();
+        if (m > head_) advance(m);
+        publish();
+    }
+    return any;
+}
+
+bool hds_engine::wait_for_window(lane_state &l, std::unique_lock<std::mutex> &lock) {
+    if (wdone_.load(std::memory_order_relaxed)) return false;
+    check_lagging_locked();
+    if (lag_since_ns_ != 0 && !l.stalled) {
+        c_.waits++;
+        publish();
+    }
+    // Not placing while it waits: the others may pass it over, or edit its receives.
+    l.busy.store(false, std::memory_order_seq_cst);
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    l.busy.store(true, std::memory_order_seq_cst);
+    lock.lock();
+    l.seen_gen = l.gen.load(std::memory_order_relaxed);
+    return !wdone_.load(std::memory_order_relaxed);
+}
+
 void hds_engine::flush(std::uint64_t id) {
-    chunk *&w = win_[id % wsize_];
-    if (w == nullptr) {
+    chunk *&w = win_[id % win_.size()];
+    if (w == nullptr || w->chunk_id != id) {
         c_.lost += cfg_.packets_per_chunk;
         return;
     }
@@ -771,6 +872,14 @@ void hds_engine::cancel_locked(lane_state &l, std::unique_lock<std::mutex> &lock
     }
     l.scratch_due = 0;
     release_hold_locked(l);
+    // Its queue is gone: the window no longer waits for it.
+    if (l.attached) {
+        l.attached = false;
+        if (started_) {
+            const std::uint64_t m = min_attached_head();
+            if (m > head_) advance(m);
+        }
+    }
 }
 
 void hds_engine::cancel(std::size_t lane) {
@@ -812,6 +921,10 @@ void hds_engine::finish() {
     }
     for (const auto &l : lanes_)
         if (l.placed_any && l.top > top_) top_ = l.top;
+    if (started_ && head_ <= top_ && top_ - head_ >= win_.size()) {
+        // Chunks beyond the ring were never opened: they count lost in advance().
+        advance(top_ - win_.size() + 1);
+    }
     if (started_ && head_ <= top_) {
         for (std::uint64_t id = head_;; id++) {
             flush(id);

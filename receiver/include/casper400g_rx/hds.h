@@ -20,19 +20,23 @@
 // receives scratch ones that absorb the extra packets (a delayed packet arrived), so a
 // gap or a delay costs about one queue depth of copies, not the rest of the stream.
 //
-// Several lanes (receive queues) share one window and one chunk stream without a lock
-// per batch: each lane posts into and completes from the chunks it holds on its own
-// thread. Slots are disjoint by prediction (lane q owns the slots of its residue); a
+// Several lanes (receive queues) share one chunk stream without a lock per batch, each
+// with its own window of max_chunks chunks that only its own packets move (as the
+// copying engine's queues): each lane posts into and completes from the chunks it holds
+// on its own thread, and a chunk leaves once every lane has moved past it. Slots are disjoint by prediction (lane q owns the slots of its residue); a
 // slot's state (posted / bounce waiting / being filled by copy) is one atomic byte, so
 // a fix-up copy by another lane and the slot's own receive never collide; presence is
 // taken by atomic exchange; counters belong to the lane. The engine's mutex is taken
 // per chunk, not per packet: to open a chunk or move a lane's hold to the next one, to
 // move the window, for the fix-up copies of mispredicted packets, and to hand chunks
 // on. Each lane counts the receives it has posted into each pool chunk; a chunk that
-// left the window goes to the consumer once no lane counts any, or, when a lane has
-// completed nothing for `stall_timeout_ms` (a queue without traffic), past that lane:
-// its receives there are orphaned (their slots stay unusable until they complete, and
-// what lands there is placed by copy), counted `queue_stalls`.
+// left the window goes to the consumer once no lane counts any. A lane that has
+// completed nothing for `stall_timeout_ms` (a queue without traffic) and holds the
+// stream back -- its window behind the others', or its receives pinning a chunk that
+// left the window -- is passed over, counted `queue_stalls`: the window moves on
+// without it (it rejoins at its next packet; older ones count late), and its receives
+// are orphaned (their slots stay unusable until they complete; what lands there is
+// placed by copy).
 #pragma once
 
 #include <atomic>
@@ -153,6 +157,9 @@ private:
         std::uint64_t scratch_done = 0;
         std::uint64_t posted = 0;
         std::uint64_t completed = 0;
+        std::uint64_t head = 0;   // this lane's window: chunk ids head .. head + max_chunks - 1
+        bool attached = true;     // the window waits for this lane (not passed over, not done)
+        std::uint64_t post_base = 0;  // posts go to chunks post_base .. post_base + lookahead
         std::uint64_t next = 0;   // next predicted sequence number
         std::uint64_t shift = 0;  // sum of forward resyncs
         std::int64_t candidate = 0;  // an offset seen once, applied when the next packet agrees
@@ -190,7 +197,12 @@ private:
     chunk *open_chunk(std::uint64_t id, bool may_wait);
     chunk *try_acquire();
     void start(std::uint64_t seq);
+    void move_lane_head(lane_state &l, std::uint64_t new_head);
     void advance(std::uint64_t new_head);
+    std::uint64_t min_attached_head() const noexcept;
+    bool pass_lagging_locked();
+    void check_lagging_locked();
+    bool wait_for_window(lane_state &l, std::unique_lock<std::mutex> &lock);
     void flush(std::uint64_t id);
     void retire(chunk *c, bool discard);
     void drain_retired();
@@ -200,7 +212,8 @@ private:
     void complete_locked(lane_state &l, const desc &d, const std::uint8_t *hdr,
                          std::uint32_t byte_len, bool ok, std::unique_lock<std::mutex> &lock);
     void place_locked(lane_state &l, std::uint64_t seq, const std::uint8_t *prefix,
-                      const desc &d, const std::uint8_t *landed);
+                      const desc &d, const std::uint8_t *landed,
+                      std::unique_lock<std::mutex> &lock);
     const std::uint8_t *landing(const lane_state &l, const desc &d) const noexcept;
     void retire_desc(lane_state &l, const desc &d, std::unique_lock<std::mutex> &lock);
     void placed(lane_state &l, std::uint64_t id) noexcept;
@@ -211,7 +224,9 @@ private:
     std::size_t depth_;
     std::size_t wsize_;  // window ring: max_chunks + lookahead
     std::vector<lane_state> lanes_;
-    std::vector<chunk *> win_;  // by chunk_id % wsize_ (under mutex_)
+    std::vector<chunk *> win_;  // open chunks by chunk_id % pool size (under mutex_)
+    std::uint64_t passed_ = 0;  // the furthest head of any lane
+    std::int64_t lag_since_ns_ = 0;  // since when a lane holds the window's head back
     std::atomic<std::uint64_t> whead_{0};  // head_, readable without the mutex
     std::atomic<bool> wstarted_{false};
     std::atomic<bool> wdone_{false};
