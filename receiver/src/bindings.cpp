@@ -107,6 +107,7 @@ public:
         d["discarded"] = c.discarded;
         d["waits"] = c.waits;
         d["queue_stalls"] = c.queue_stalls;
+        d["queue_skips"] = c.queue_skips;
         d["queues"] = cap_->eng().queues();
         d["chunks_in_use"] = cap_->eng().chunks_in_use();
         d["n_chunks"] = cap_->eng().pool().size();

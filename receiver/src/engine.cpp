@@ -185,10 +185,26 @@ bool engine::sync_locked(queue_state &s, std::size_t q) {
         r.done = false;
         if (started_) r.head = std::max(r.head, head_);
     }
+    if (started_ && r.attached && r.skip_to > r.head) {
+        // The others waited too long for this queue: its window jumps forward (between
+        // its batches, so no chunk it is writing can leave meanwhile).
+        c_.queue_skips++;
+        move_head_locked(q, r.skip_to);
+        publish();
+    }
     std::fill(s.cache.begin(), s.cache.end(), cached{});
     s.synced = started_;
     s.head = r.head;
     return true;
+}
+
+void engine::skip_lagging_locked(std::uint64_t target) {
+    for (std::size_t q = 0; q < records_.size(); q++) {
+        queue_record &r = records_[q];
+        if (!r.attached || r.head >= target || r.skip_to >= target) continue;
+        r.skip_to = target;
+        queues_[q]->gen.fetch_add(1, std::memory_order_seq_cst);
+    }
 }
 
 void engine::start_locked(std::uint64_t id) {
@@ -319,6 +335,10 @@ bool engine::slow_path(queue_state &s, std::size_t q, std::uint64_t id) {
         } else if (clock::now() - wait_start >= stall && pass_stalled_locked()) {
             publish();
             continue;
+        } else if (id - head_ >= open_.size() && clock::now() - wait_start >= stall / 5) {
+            // Too far ahead of a queue that keeps placing (so is not stalled) but lags:
+            // move it forward rather than run at its pace.
+            skip_lagging_locked(id - open_.size() + 1);
         }
         // Take a free chunk only when this queue may open one: one that is too far ahead
         // of the slowest queue waits without holding a chunk the slowest queue needs.

@@ -199,6 +199,7 @@ void hds_engine::enter(lane_state &l) {
         // those edits visible here.
         std::lock_guard<std::mutex> lock(mutex_);
         l.seen_gen = l.gen.load(std::memory_order_relaxed);
+        apply_skip_locked(l);
     }
 }
 
@@ -317,6 +318,17 @@ bool hds_engine::post_slow(lane_state &l, std::size_t lane) {
     if (c == nullptr) {
         drain_retired();  // chunks held back by stalled lanes may be passed on now
         c = open_chunk(id, false);
+    }
+    if (c == nullptr && id - head_ >= win_.size()) {
+        // The slowest lane holds the window back: this lane cannot post, and its queue
+        // runs dry (a NIC drops what then arrives). A lane that lags while it keeps
+        // completing is moved forward after a fifth of the stall timeout.
+        const std::int64_t now = now_ns();
+        if (!l.stalled || l.span_wait_ns == 0) l.span_wait_ns = now;
+        if (now - l.span_wait_ns >= std::int64_t{cfg_.stall_timeout_ms} * 200000)
+            skip_lagging_locked(id - win_.size() + 1);
+    } else {
+        l.span_wait_ns = 0;
     }
     if (c == nullptr) {
         if (!l.stalled) c_.waits++;
@@ -543,8 +555,12 @@ void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const std::uint8
     }
     if (id - l.head >= cfg_.max_chunks) move_lane_head(l, id - cfg_.max_chunks + 1);
     check_lagging_locked();
-    // Far ahead of the slowest lane: wait for it (or for it to be passed over).
+    // Far ahead of the slowest lane: wait for it (or for it to be passed over, or moved
+    // forward when it keeps placing but lags).
+    const std::int64_t wait_start = now_ns();
     while (id - head_ >= win_.size() && id >= l.head) {
+        if (now_ns() - wait_start >= std::int64_t{cfg_.stall_timeout_ms} * 200000)
+            skip_lagging_locked(id - win_.size() + 1);
         if (!wait_for_window(l, lock)) {
             l.c.discarded++;
             l.c.received++;
@@ -727,6 +743,23 @@ bool hds_engine::pass_lagging_locked() {
         publish();
     }
     return any;
+}
+
+void hds_engine::skip_lagging_locked(std::uint64_t target) {
+    for (auto &l : lanes_) {
+        if (!l.attached || l.head >= target || l.skip_to >= target) continue;
+        l.skip_to = target;
+        l.gen.fetch_add(1, std::memory_order_seq_cst);
+    }
+}
+
+void hds_engine::apply_skip_locked(lane_state &l) {
+    if (!l.attached || l.skip_to <= l.head) return;
+    // Between the lane's calls: nothing it places in is in flight. Its receives into
+    // the chunks it skips complete as late packets.
+    c_.queue_skips++;
+    move_lane_head(l, l.skip_to);
+    publish();
 }
 
 bool hds_engine::wait_for_window(lane_state &l, std::unique_lock<std::mutex> &lock) {

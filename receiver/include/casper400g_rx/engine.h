@@ -11,7 +11,12 @@
 // queue has moved past it. A queue that holds chunks back without placing packets (a
 // stalled queue) is passed over after `stall_timeout_ms` or when the others run out
 // of chunks; that is counted (`queue_stalls`), its later packets for chunks already
-// handed on count `late`, and it rejoins the window at its next packet.
+// handed on count `late`, and it rejoins the window at its next packet. A queue that
+// keeps placing but lags so far behind (a slower core, an overloaded NIC ring full of
+// old packets) that the others wait for it longer than a fifth of the stall timeout is
+// moved forward at its next batch: its older packets count `late` (skipped at no copy
+// cost), counted `queue_skips`, so that under overload the capture runs at the sum of
+// its queues' rates rather than K times the slowest one's.
 #pragma once
 
 #include <atomic>
@@ -56,6 +61,7 @@ struct counters {
     std::uint64_t discarded = 0;        // packets arriving while stopping (no chunk available)
     std::uint64_t waits = 0;            // times the engine waited for a free chunk
     std::uint64_t queue_stalls = 0;     // times chunks were handed on past a stalled queue
+    std::uint64_t queue_skips = 0;      // times a lagging queue's window was moved forward
 };
 
 class engine {
@@ -143,6 +149,7 @@ private:
     // The window's record of each queue (under mutex_).
     struct queue_record {
         std::uint64_t head = 0;
+        std::uint64_t skip_to = 0;  // the others waited too long for it: move to here
         bool attached = true;  // chunks wait for this queue
         bool done = false;
     };
@@ -157,6 +164,7 @@ private:
     void close_ready_locked();
     void close_chunk_locked(std::uint64_t id);
     bool pass_stalled_locked();
+    void skip_lagging_locked(std::uint64_t target);
     std::uint64_t min_attached_head() const noexcept;
 
     std::vector<std::unique_ptr<queue_state>> queues_;

@@ -36,7 +36,9 @@
 // left the window -- is passed over, counted `queue_stalls`: the window moves on
 // without it (it rejoins at its next packet; older ones count late), and its receives
 // are orphaned (their slots stay unusable until they complete; what lands there is
-// placed by copy).
+// placed by copy). A lane that keeps completing but lags so far that another waits for
+// it longer than a fifth of the stall timeout is moved forward between its calls (its
+// older packets count late), counted `queue_skips`.
 #pragma once
 
 #include <atomic>
@@ -160,10 +162,12 @@ private:
         std::uint64_t head = 0;   // this lane's window: chunk ids head .. head + max_chunks - 1
         bool attached = true;     // the window waits for this lane (not passed over, not done)
         std::uint64_t post_base = 0;  // posts go to chunks post_base .. post_base + lookahead
+        std::uint64_t skip_to = 0;    // the others waited too long for it: move to here
         std::uint64_t next = 0;   // next predicted sequence number
         std::uint64_t shift = 0;  // sum of forward resyncs
         std::int64_t candidate = 0;  // an offset seen once, applied when the next packet agrees
         bool stalled = false;     // counted one `waits` for the current lack of chunks
+        std::int64_t span_wait_ns = 0;  // since when it cannot post for the slowest lane
         chunk *hold = nullptr;    // the chunk this lane posts into (counted in `res`)
         std::uint64_t hold_id = 0;
         std::uint64_t top = 0;    // newest chunk id placed in place
@@ -203,6 +207,8 @@ private:
     bool pass_lagging_locked();
     void check_lagging_locked();
     bool wait_for_window(lane_state &l, std::unique_lock<std::mutex> &lock);
+    void skip_lagging_locked(std::uint64_t target);
+    void apply_skip_locked(lane_state &l);
     void flush(std::uint64_t id);
     void retire(chunk *c, bool discard);
     void drain_retired();
