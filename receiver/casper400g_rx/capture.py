@@ -59,9 +59,11 @@ class Capture:
     device="cuda:N" delivers the chunks into GPU memory (gpu.py); gpudirect=True places
     frames already in GPU memory with the reorder kernels (mem backend: NIC emulation).
 
-    rate_gbps: the rate the capture must take; the queues (`threads` for udp) and the chunk
-    pool not given are sized for it by the rule in sizing.py, and a CapacityWarning says
-    when this machine has too few CPUs for them (`sizing` holds the outcome).
+    rate_gbps: the rate the capture must take; the queues (`threads` for udp), the chunk
+    pool and, for GPU delivery, packets_per_chunk not given are sized for it by the rule
+    in sizing.py (per path: copying, header-data split, its emulation), and a
+    CapacityWarning says when this machine has too few CPUs for them (`sizing` holds the
+    outcome). Without it packets_per_chunk is 1024.
     """
 
     def __init__(
@@ -69,7 +71,7 @@ class Capture:
         backend: Backend = "udp",
         *,
         fmt: _core.Format | None = None,
-        packets_per_chunk: int = 1024,
+        packets_per_chunk: int | None = None,
         max_chunks: int = 4,
         n_chunks: int = 0,
         policy: Policy = "block",
@@ -110,6 +112,9 @@ class Capture:
         split = backend == "ibv" or (backend == "mem" and emulate is not None)
         self.sizing: Sizing | None = None
         if rate_gbps is not None:
+            path = "copy"
+            if split:
+                path = "split_emulated" if backend == "mem" and fill else "split"
             self.sizing = size_for_rate(
                 rate_gbps,
                 self.fmt.payload_size,
@@ -117,8 +122,13 @@ class Capture:
                 to_gpu=device != "cpu",
                 queues=threads if backend == "udp" else queues,
                 n_chunks=n_chunks,
-                helper_threads=1 if backend == "mem" and nic_rate_gbps is not None else 0,
+                helper_threads=(
+                    1 if backend == "mem" and nic_rate_gbps is not None and not split else 0
+                ),
+                path=path,
             )
+            if packets_per_chunk is None and self.sizing.packets_per_chunk is not None:
+                packets_per_chunk = self.sizing.packets_per_chunk
             if backend == "udp":
                 threads = self.sizing.queues
             else:
@@ -127,6 +137,8 @@ class Capture:
                 n_chunks = self.sizing.n_chunks
             for note in self.sizing.warnings:
                 warnings.warn(note, CapacityWarning, stacklevel=2)
+        if packets_per_chunk is None:
+            packets_per_chunk = 1024
         threads = 1 if threads is None else threads
         queues = 1 if queues is None else queues
         k = threads if backend == "udp" else queues

@@ -218,7 +218,7 @@ class Chunking:
     """How packets are grouped: chunk geometry, the reorder window, the pool, and what
     happens when the consumer falls behind."""
 
-    packets_per_chunk: int = 1024
+    packets_per_chunk: int | None = None  # None: 1024, or sized for GPU delivery (sizing.py)
     max_chunks: int = 4
     n_chunks: int = 0  # 0: sized (see sizing.py)
     policy: Literal["block", "drop_oldest"] = "block"

@@ -126,14 +126,16 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
       wsize_(window_size(cfg, lanes, depth)),
       lanes_(lanes),
       win_(pool_.size(), nullptr),
-      slot_state_(new std::atomic<std::uint8_t>[pool_.size() * cfg_.packets_per_chunk]),
+      state_stride_((cfg_.packets_per_chunk + lanes - 1) / lanes),
+      slot_state_(new std::atomic<std::uint8_t>[pool_.size() * state_stride_ * lanes]),
       retired_flag_(new std::atomic<std::uint8_t>[pool_.size()]),
       pending_(pool_.size() * cfg_.packets_per_chunk, -1),
       chunk_pending_(pool_.size(), 0),
       chunk_discard_(pool_.size(), 0),
       retired_(pool_.size(), nullptr) {
     const std::size_t ppc = cfg_.packets_per_chunk;
-    for (std::size_t g = 0; g < pool_.size() * ppc; g++) slot_state_[g].store(0);
+    for (std::size_t i = 0; i < pool_.size() * state_stride_ * lanes; i++)
+        slot_state_[i].store(0);
     for (std::size_t i = 0; i < pool_.size(); i++) retired_flag_[i].store(0);
     head_ = cfg_.first_chunk.value_or(0);
     top_ = head_;
@@ -262,10 +264,10 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
         std::uint8_t expect = 0;
         // Never post over placed data (the NIC would overwrite it), nor over a slot
         // another lane is filling by copy or whose old receive is still posted.
-        if (!slot_state_[g].compare_exchange_strong(expect, slot_posted,
+        if (!state(g).compare_exchange_strong(expect, slot_posted,
                                                     std::memory_order_acq_rel) ||
             __atomic_load_n(&c->present[slot], __ATOMIC_ACQUIRE) != 0) {
-            if (expect == 0) slot_state_[g].store(0, std::memory_order_release);
+            if (expect == 0) state(g).store(0, std::memory_order_release);
             if (++skips > wsize_ * ppc) break;
             continue;
         }
@@ -388,12 +390,11 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                     resync(l, d, *seq);
                     std::memcpy(d.c->data + slot * layout_.payload, hdr + split_layout::headers,
                                 pre);
-                    if (take_present(d.c, slot)) {
-                        l.s.in_place++;
-                        placed(l, id);
-                    } else {
-                        l.c.duplicate++;
-                    }
+                    // The slot is posted (ours): no other copy of this packet can have
+                    // gone in (it would wait in a bounce buffer), so a plain store.
+                    __atomic_store_n(&d.c->present[slot], std::uint8_t{1}, __ATOMIC_RELEASE);
+                    l.s.in_place++;
+                    placed(l, id);
                     l.c.received++;
                     retire_desc(l, d, lock);
                     continue;
@@ -514,7 +515,7 @@ void hds_engine::retire_desc(lane_state &l, const desc &d, std::unique_lock<std:
         return;
     }
     const std::size_t g = gslot(d.c, d.slot);
-    const std::uint8_t old = slot_state_[g].exchange(0, std::memory_order_acq_rel);
+    const std::uint8_t old = state(g).exchange(0, std::memory_order_acq_rel);
     if (old & slot_pending) {
         // A copy of a packet waits for this slot: it goes in now (the chunk is still
         // held back by this receive's count below).
@@ -594,10 +595,10 @@ void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const std::uint8
     const std::size_t g = gslot(c, slot);
     std::uint8_t *dst = c->data + slot * size;
     for (;;) {
-        std::uint8_t st = slot_state_[g].load(std::memory_order_acquire);
+        std::uint8_t st = state(g).load(std::memory_order_acquire);
         if (st == 0) {
             // Nobody's receive points here: copy it in, holding the slot against a post.
-            if (!slot_state_[g].compare_exchange_strong(st, slot_claimed,
+            if (!state(g).compare_exchange_strong(st, slot_claimed,
                                                         std::memory_order_acq_rel))
                 continue;
             if (take_present(c, slot)) {
@@ -609,7 +610,7 @@ void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const std::uint8
                 l.c.duplicate++;
             }
             l.c.received++;
-            slot_state_[g].store(0, std::memory_order_release);
+            state(g).store(0, std::memory_order_release);
             return;
         }
         if (st & slot_pending) {  // the same packet already waits for this slot
@@ -642,7 +643,7 @@ void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const std::uint8
         std::memcpy(buf, prefix, pre);
         std::memcpy(buf + pre, landed + pre, size - pre);
         pending_[g] = b;
-        if (!slot_state_[g].compare_exchange_strong(st, st | slot_pending,
+        if (!state(g).compare_exchange_strong(st, st | slot_pending,
                                                     std::memory_order_acq_rel)) {
             pending_[g] = -1;
             continue;  // the receive completed meanwhile
@@ -849,8 +850,8 @@ bool hds_engine::pass_stalled_locked(chunk *c) {
         const std::size_t g = gslot(c, slot);
         const std::int32_t b = pending_[g];
         if (b < 0) continue;
-        std::uint8_t st = slot_state_[g].load(std::memory_order_acquire);
-        while (!slot_state_[g].compare_exchange_weak(
+        std::uint8_t st = state(g).load(std::memory_order_acquire);
+        while (!state(g).compare_exchange_weak(
             st, static_cast<std::uint8_t>(st & ~slot_pending), std::memory_order_acq_rel)) {
         }
         pending_[g] = -1;
@@ -900,7 +901,7 @@ void hds_engine::cancel_locked(lane_state &l, std::unique_lock<std::mutex> &lock
             continue;
         }
         // Finishing: waiting packets are not placed any more.
-        slot_state_[gslot(d.c, d.slot)].store(0, std::memory_order_relaxed);
+        state(gslot(d.c, d.slot)).store(0, std::memory_order_relaxed);
         if (!d.orphan) l.res[d.c->index].fetch_sub(1, std::memory_order_seq_cst);
     }
     l.scratch_due = 0;

@@ -236,7 +236,14 @@ private:
     std::atomic<std::uint64_t> whead_{0};  // head_, readable without the mutex
     std::atomic<bool> wstarted_{false};
     std::atomic<bool> wdone_{false};
-    std::unique_ptr<std::atomic<std::uint8_t>[]> slot_state_;  // per pool slot
+    // Per pool slot, grouped by slot % lanes within each chunk: in any one chunk the
+    // slots of a group belong to one lane, so lanes do not share the lines they write.
+    std::size_t state_stride_;
+    std::unique_ptr<std::atomic<std::uint8_t>[]> slot_state_;
+    std::atomic<std::uint8_t> &state(std::size_t g) noexcept {
+        const std::size_t ppc = cfg_.packets_per_chunk, n = lanes_.size(), slot = g % ppc;
+        return slot_state_[(g / ppc) * state_stride_ * n + (slot % n) * state_stride_ + slot / n];
+    }
     std::unique_ptr<std::atomic<std::uint8_t>[]> retired_flag_;  // per pool chunk
     std::vector<std::int32_t> pending_;          // per pool slot: bounce buffer, or -1
     std::vector<std::uint32_t> chunk_pending_;  // per pool chunk (under mutex_)
