@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from . import _core
+from . import _core, multisend
 from .capture import Capture
 
 PAYLOAD = 8192
@@ -135,18 +135,25 @@ def split_rate(
     return s.received / s.elapsed, dict(s)
 
 
-def sender_alone_gbps(seconds: float) -> float:
+def sender_alone_gbps(seconds: float, sender_threads: int = 1) -> float:
     """Rate the sender reaches with nobody reading (datagrams to a bound, idle socket)."""
     cap = Capture("udp", bind="127.0.0.1:0", rcvbuf=1 << 20)
     assert cap.port is not None
+    if sender_threads > 1:
+        count = int(seconds * 40e9 / (PAYLOAD * 8))
+        return multisend.send(cap.port, 0, count, 0.0, sender_threads)[0]
     count = int(seconds * 20e9 / (PAYLOAD * 8))
     sender = _core.Sender(port=cap.port, count=count)
     sender.run(seconds)
     return sender.packets_sent * PAYLOAD * 8 / sender.elapsed / 1e9
 
 
-def udp_trial(rate_gbps: float, seconds: float, threads: int = 1) -> tuple[bool, float, dict]:
-    """Send `seconds` worth of packets at `rate_gbps`; (lossless, achieved Gb/s, stats)."""
+def udp_trial(
+    rate_gbps: float, seconds: float, threads: int = 1, sender_threads: int = 1
+) -> tuple[bool, float, dict]:
+    """Send `seconds` worth of packets at `rate_gbps`; (lossless, achieved Gb/s, stats).
+    With several sender threads each has its own socket (source port), so SO_REUSEPORT
+    spreads them over the receive threads."""
     ppc = 1024
     count = max(ppc, int(seconds * rate_gbps * 1e9 / (PAYLOAD * 8)) // ppc * ppc)
     cap = Capture(
@@ -155,13 +162,26 @@ def udp_trial(rate_gbps: float, seconds: float, threads: int = 1) -> tuple[bool,
         threads=threads,
         packets_per_chunk=ppc,
         max_chunks=4,
-        n_chunks=16,
+        n_chunks=16 + 2 * threads,
         first_chunk=0,
     )
+    result: dict[str, float] = {}
     with cap:
         assert cap.port is not None
-        sender = _core.Sender(port=cap.port, count=count, rate_gbps=rate_gbps, streams=threads)
-        thread = threading.Thread(target=sender.run, daemon=True)
+        port = cap.port
+        if sender_threads > 1:
+
+            def run() -> None:
+                result["achieved"] = multisend.send(port, 0, count, rate_gbps, sender_threads)[0]
+
+        else:
+            sender = _core.Sender(port=port, count=count, rate_gbps=rate_gbps, streams=threads)
+
+            def run() -> None:
+                sender.run()
+                result["achieved"] = count * PAYLOAD * 8 / sender.elapsed / 1e9
+
+        thread = threading.Thread(target=run, daemon=True)
         thread.start()
         deadline = time.monotonic() + seconds * 4 + 2
         while time.monotonic() < deadline:
@@ -176,8 +196,7 @@ def udp_trial(rate_gbps: float, seconds: float, threads: int = 1) -> tuple[bool,
             chunk.release()
     s = cap.stats
     lossless = s.packets == count and s.lost == 0 and s.kernel_drops == 0
-    achieved = count * PAYLOAD * 8 / sender.elapsed / 1e9 if sender.elapsed else 0.0
-    return lossless, achieved, dict(s)
+    return lossless, result.get("achieved", 0.0), dict(s)
 
 
 def highest_lossless_rate(
@@ -251,9 +270,12 @@ def run_benchmarks(args: argparse.Namespace) -> int:
         )
     if args.skip_udp:
         return 0
-    alone = sender_alone_gbps(args.udp_seconds)
-    print(f"loopback sender alone (C++ sendmmsg): {alone:.2f} Gb/s")
-    best, achieved = highest_lossless_rate(udp_trial, args.udp_seconds)
+    st = getattr(args, "sender_threads", 1)
+    alone = sender_alone_gbps(args.udp_seconds, st)
+    print(f"loopback sender alone (C++ sendmmsg, {st} thread(s)): {alone:.2f} Gb/s")
+    best, achieved = highest_lossless_rate(
+        lambda rate, seconds: udp_trial(rate, seconds, sender_threads=st), args.udp_seconds
+    )
     print(
         f"casper400g_rx udp (recvmmsg, 1 thread): highest zero-loss rate {best:.2f} Gb/s offered, "
         f"{achieved:.2f} Gb/s achieved"
@@ -261,15 +283,17 @@ def run_benchmarks(args: argparse.Namespace) -> int:
     print(f"ratio zero-loss receive / sender alone: {achieved / alone:.2f}")
     for k in ks[1:]:
         best_k, achieved_k = highest_lossless_rate(
-            lambda rate, seconds, k=k: udp_trial(rate, seconds, threads=k), args.udp_seconds
+            lambda rate, seconds, k=k: udp_trial(rate, seconds, threads=k, sender_threads=st),
+            args.udp_seconds,
         )
         print(
             f"casper400g_rx udp, {k} SO_REUSEPORT threads, one capture: highest zero-loss "
             f"{best_k:.2f} Gb/s offered, {achieved_k:.2f} Gb/s achieved "
-            f"(ratio to 1 thread {achieved_k / achieved:.2f})"
+            f"(ratio to 1 thread {achieved_k / achieved:.2f}, to {k} x 1 thread "
+            f"{achieved_k / (k * achieved):.2f}; {st} sender threads, alone {alone:.2f})"
         )
     if args.spead2:
         from .bench_spead2 import compare_with_spead2
 
-        compare_with_spead2(args.udp_seconds)
+        compare_with_spead2(args.udp_seconds, sender_threads=st)
     return 0
