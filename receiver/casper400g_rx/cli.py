@@ -222,6 +222,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--spead2", action="store_true", help="also measure spead2 (if installed)")
     bench.add_argument(
+        "--overload-queues",
+        type=int,
+        nargs="*",
+        default=[],
+        help="queue counts of one capture fed by the emulated NIC (copying and header-split "
+        "paths): the zero-loss ladder, then 1.25x overload",
+    )
+    bench.add_argument(
+        "--overload-rates",
+        type=float,
+        nargs="+",
+        default=[2, 4, 8, 12, 16, 24, 32, 48, 64],
+        help="offered Gb/s of the overload ladder, tried in order until one loses packets",
+    )
+    bench.add_argument(
         "--sender-threads",
         type=int,
         default=max(1, (os.cpu_count() or 1) // 4),
