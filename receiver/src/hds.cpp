@@ -205,7 +205,11 @@ void hds_engine::enter(lane_state &l) {
     }
 }
 
-void hds_engine::leave(lane_state &l) noexcept {
+void hds_engine::leave(lane_state &l, bool publish_counters) noexcept {
+    if (!publish_counters) {
+        l.busy.store(false, std::memory_order_release);
+        return;
+    }
     l.pub.store(l.c);
     std::uint64_t raw[n_split];
     std::memcpy(raw, &l.s, sizeof(raw));
@@ -291,7 +295,8 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
         drain_retired();
         publish();
     }
-    leave(l);
+    // A busy-polling queue with nothing to post has no counters to publish.
+    leave(l, n > 0);
     return n;
 }
 
@@ -498,7 +503,9 @@ void hds_engine::start(std::uint64_t seq) {
     head_ = new_head;
     top_ = head_;
     passed_ = head_;
-    for (auto &l : lanes_) l.head = l.post_base = head_;
+    // Lanes' post_base is theirs (read without the mutex): each sets it again at its next
+    // chunk; until then it may post into chunks this start retired (placed by copy).
+    for (auto &l : lanes_) l.head = head_;
     whead_.store(head_, std::memory_order_release);
     started_ = true;
     wstarted_.store(true, std::memory_order_release);

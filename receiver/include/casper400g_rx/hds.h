@@ -195,7 +195,7 @@ private:
         return c->index * cfg_.packets_per_chunk + slot;
     }
     void enter(lane_state &l);
-    void leave(lane_state &l) noexcept;
+    void leave(lane_state &l, bool publish_counters = true) noexcept;
     bool post_slow(lane_state &l, std::size_t lane);
     void release_hold_locked(lane_state &l);
     chunk *open_chunk(std::uint64_t id, bool may_wait);
