@@ -272,7 +272,7 @@ def test_a_lagging_busy_queue_is_moved_forward_not_waited_for(backend: str) -> N
     # queue, which is busy (never stalled) but lagging. After a fifth of the stall
     # timeout its window is moved forward: the stream flows, the rest of its copies
     # count late, and every packet is counted exactly.
-    ppc, n, copies = 64, 40, 1_500_000
+    ppc, n, copies = 64, 40, 4_000_000
     fmt = rx.Format(payload_size=64)
     schedule, queue_of = lagging_schedule(ppc, n, copies)
     if backend == "mem":
