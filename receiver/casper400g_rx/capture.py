@@ -53,7 +53,10 @@ class Capture:
     stream: each queue places its packets straight into the shared chunks and has its own
     window of `max_chunks`; a chunk is handed on once every queue has moved past it, or
     once a queue that stopped placing packets has held it back for `stall_timeout_ms`
-    (counted `queue_stalls`). The mem generator spreads packets round-robin over its
+    (counted `queue_stalls`); a queue that keeps placing but lags so far that the others
+    wait for it a fifth of that time is moved forward, its older packets late (counted
+    `queue_skips`). The same holds for the header-split lanes (ibv, emulate="ibv").
+    The mem generator spreads packets round-robin over its
     queues, or as `queue_of` (one queue index per packet) says.
 
     device="cuda:N" delivers the chunks into GPU memory (gpu.py); gpudirect=True places
