@@ -829,7 +829,6 @@ bool hds_engine::pass_stalled_locked(chunk *c) {
     }
     if (now - blocked_since_ns_ < timeout) return false;
     const std::size_t idx = c->index;
-    const std::size_t ppc = cfg_.packets_per_chunk;
     bool any = false;
     for (auto &l : lanes_) {
         if (l.res[idx].load(std::memory_order_seq_cst) == 0) continue;
@@ -850,9 +849,15 @@ bool hds_engine::pass_stalled_locked(chunk *c) {
         c_.queue_stalls++;
         any = true;
     }
-    if (reservations(c) != 0) return any;
-    // Packets waiting in bounce buffers for the orphaned receives: their chunk leaves
-    // before they can go in.
+    return any;
+}
+
+void hds_engine::drop_orphan_pending_locked(chunk *c) {
+    // Packets waiting in bounce buffers for receives no lane counts any more (orphaned:
+    // their lane was passed over) would hold the chunk for as long as that lane stays
+    // idle: their chunk leaves before they can go in, and they count late.
+    const std::size_t idx = c->index;
+    const std::size_t ppc = cfg_.packets_per_chunk;
     for (std::size_t slot = 0; chunk_pending_[idx] != 0 && slot < ppc; slot++) {
         const std::size_t g = gslot(c, slot);
         const std::int32_t b = pending_[g];
@@ -867,7 +872,6 @@ bool hds_engine::pass_stalled_locked(chunk *c) {
         c_.received++;
         c_.late++;
     }
-    return true;
 }
 
 void hds_engine::drain_retired() {
@@ -876,10 +880,13 @@ void hds_engine::drain_retired() {
     while (retired_count_ > 0) {
         chunk *c = retired_[retired_head_];
         const std::size_t idx = c->index;
-        if (reservations(c) != 0 || chunk_pending_[idx] != 0) {
+        if (reservations(c) != 0) {
             if (!pass_stalled_locked(c)) break;
             continue;
         }
+        // Every receive into it has completed (waiting packets went in then), or was
+        // orphaned: what still waits waits for an orphan.
+        if (chunk_pending_[idx] != 0) drop_orphan_pending_locked(c);
         blocked_since_ns_ = 0;
         retired_head_ = (retired_head_ + 1) % retired_.size();
         retired_count_--;

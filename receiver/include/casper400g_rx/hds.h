@@ -213,6 +213,7 @@ private:
     void retire(chunk *c, bool discard);
     void drain_retired();
     bool pass_stalled_locked(chunk *c);
+    void drop_orphan_pending_locked(chunk *c);
     std::uint32_t reservations(const chunk *c) const noexcept;
     void resync(lane_state &l, const desc &d, std::uint64_t seq);
     void complete_locked(lane_state &l, const desc &d, const std::uint8_t *hdr,
