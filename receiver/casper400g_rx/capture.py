@@ -55,7 +55,8 @@ class Capture:
     once a queue that stopped placing packets has held it back for `stall_timeout_ms`
     (counted `queue_stalls`); a queue that keeps placing but lags so far that the others
     wait for it a fifth of that time is moved forward, its older packets late (counted
-    `queue_skips`). The same holds for the header-split lanes (ibv, emulate="ibv").
+    `queue_skips`; `skip_lagging`, by default for live sources: udp, ibv, an emulated NIC
+    at a rate). The same holds for the header-split lanes (ibv, emulate="ibv").
     The mem generator spreads packets round-robin over its
     queues, or as `queue_of` (one queue index per packet) says.
 
@@ -80,6 +81,7 @@ class Capture:
         policy: Policy = "block",
         first_chunk: int | None = None,
         stall_timeout_ms: int = 50,
+        skip_lagging: bool | None = None,
         bind: str = "127.0.0.1:0",
         threads: int | None = None,
         cpus: Sequence[int] | None = None,
@@ -147,6 +149,10 @@ class Capture:
         k = threads if backend == "udp" else queues
         if k > 1 and not n_chunks and not split:
             n_chunks = max_chunks + 4 + 2 * k  # the rule of sizing.py without a rate
+        if skip_lagging is None:
+            # Live sources (a NIC, a socket, an emulated NIC at a rate) drop while their
+            # queues wait for a lagging one; replays lose nothing by waiting.
+            skip_lagging = backend in ("udp", "ibv") or nic_rate_gbps is not None
         config = _core.EngineConfig(
             packets_per_chunk=packets_per_chunk,
             max_chunks=max_chunks,
@@ -154,6 +160,7 @@ class Capture:
             policy=policy,
             first_chunk=first_chunk,
             stall_timeout_ms=stall_timeout_ms,
+            skip_lagging=skip_lagging,
         )
         self.backend = backend
         self.device = device

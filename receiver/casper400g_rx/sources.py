@@ -224,6 +224,7 @@ class Chunking:
     policy: Literal["block", "drop_oldest"] = "block"
     first_chunk: int | None = None
     stall_timeout_ms: int = 50
+    skip_lagging: bool | None = None  # None: for live sources (udp, ibv, emulated NIC)
 
     def __post_init__(self) -> None:
         _positive("packets_per_chunk", self.packets_per_chunk)

@@ -754,8 +754,13 @@ bool hds_engine::pass_lagging_locked() {
 }
 
 void hds_engine::skip_lagging_locked(std::uint64_t target) {
+    if (!cfg_.skip_lagging) return;
+    // Only lanes that are completing (one within a fifth of the stall timeout): an idle
+    // one is waited for, and passed over as stalled after the timeout.
+    const std::int64_t recent = now_ns() - std::int64_t{cfg_.stall_timeout_ms} * 200000;
     for (auto &l : lanes_) {
         if (!l.attached || l.head >= target || l.skip_to >= target) continue;
+        if (l.last_ns.load(std::memory_order_relaxed) < recent) continue;
         l.skip_to = target;
         l.gen.fetch_add(1, std::memory_order_seq_cst);
     }

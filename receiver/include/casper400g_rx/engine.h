@@ -43,6 +43,10 @@ struct engine_config {
     std::optional<std::uint64_t> first_chunk;  // default: the first packet's chunk
     // How long chunks wait for a queue that has stopped placing packets (several queues).
     std::uint32_t stall_timeout_ms = 50;
+    // Move a queue that keeps placing but lags forward (its older packets late) rather
+    // than wait for it: for live sources, whose other queues drop while they wait; a
+    // replay (pcap, mem generator) waits, losing nothing.
+    bool skip_lagging = true;
 
     void validate() const;
 };
