@@ -131,6 +131,7 @@ class Capture:
                     1 if backend == "mem" and nic_rate_gbps is not None and not split else 0
                 ),
                 path=path,
+                packets_per_chunk=packets_per_chunk,
             )
             if packets_per_chunk is None and self.sizing.packets_per_chunk is not None:
                 packets_per_chunk = self.sizing.packets_per_chunk

@@ -80,6 +80,7 @@ def size_for_rate(
     helper_threads: int = 0,
     cpus: int | None = None,
     path: Path = "copy",
+    packets_per_chunk: int | None = None,
 ) -> Sizing:
     """Queues and chunk pool for `rate_gbps` (see the module's rule); `queues` or
     `n_chunks` given by the caller are kept. `helper_threads`: threads besides the queues
@@ -119,4 +120,11 @@ def size_for_rate(
             f"about {max(1, have - threads + k) * per:.0f} Gb/s"
         )
     ppc = chunk_packets(rate_gbps, payload_size) if to_gpu else None
-    return Sizing(k, pool, per, tuple(notes), ppc)
+    if ppc is not None and packets_per_chunk is not None and packets_per_chunk < ppc:
+        per_s = rate_gbps * 1e9 / 8 / (packets_per_chunk * payload_size)
+        notes.append(
+            f"{packets_per_chunk}-packet chunks at {rate_gbps:g} Gb/s are {per_s:.0f} chunks/s "
+            f"into the GPU; above {1 / MIN_CHUNK_SECONDS:.0f}/s the per-chunk costs (copies, "
+            f"events, the consumer's launches) limit the rate: packets_per_chunk >= {ppc}"
+        )
+    return Sizing(k, pool, per, tuple(notes), ppc if packets_per_chunk is None else None)

@@ -90,3 +90,13 @@ def test_split_capture_sized_from_the_rate() -> None:
         for c in cap.chunks(timeout=10):
             c.release()
     assert cap.stats.packets == 64 * 8 and cap.stats.queues == 2
+
+
+def test_small_chunks_into_a_gpu_at_a_high_rate_are_named() -> None:
+    s = sizing.size_for_rate(400, 8192, 4, to_gpu=True, cpus=64, packets_per_chunk=1024)
+    (note,) = s.warnings
+    assert "1024-packet chunks at 400 Gb/s are 5960 chunks/s" in note
+    assert "packets_per_chunk >= 4096" in note
+    assert s.packets_per_chunk is None  # given: kept
+    ok = sizing.size_for_rate(400, 8192, 4, to_gpu=True, cpus=64, packets_per_chunk=8192)
+    assert ok.warnings == ()
