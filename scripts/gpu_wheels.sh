@@ -15,5 +15,5 @@ mkdir -p "$dir"
   --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
   --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$dir" \
   spead2==4.5.1 "scikit-build-core==1.1.2" "pybind11==3.1.0" pathspec packaging \
-  "pytest==9.2.0" pluggy iniconfig "scapy==2.8.0"
+  "pytest==9.2.0" pluggy iniconfig pygments "scapy==2.8.0"
 ls -1 "$dir"
