@@ -362,6 +362,10 @@ def run_benchmarks(args: argparse.Namespace) -> int:
     for k in getattr(args, "overload_queues", None) or []:
         for path in ("copy", "split"):
             overload(path, k, args.overload_rates, args.udp_seconds)
+    if args.spead2:
+        from .bench_spead2 import compare_spead_from_memory
+
+        compare_spead_from_memory()
     if args.skip_udp:
         return 0
     st = getattr(args, "sender_threads", 1)

@@ -60,6 +60,9 @@ class Capture:
     The mem generator spreads packets round-robin over its
     queues, or as `queue_of` (one queue index per packet) says.
 
+    fmt=Format.spead(...) makes each slot a SPEAD heap (receiver/README.md, "SPEAD heaps");
+    the ibv backend then receives with rq="striding" (rq=None picks it).
+
     device="cuda:N" delivers the chunks into GPU memory (gpu.py); gpudirect=True places
     frames already in GPU memory with the reorder kernels (mem backend: NIC emulation).
 
@@ -101,7 +104,7 @@ class Capture:
         interface: str = "",
         queues: int | None = None,
         depth: int | None = None,
-        rq: str = "split",
+        rq: str | None = None,
         busy_poll: bool = True,
         emulate: str | None = None,
         bad: npt.ArrayLike | None = None,
@@ -169,6 +172,12 @@ class Capture:
         if gpudirect:
             from . import gpu
 
+            if self.fmt.spead_config is not None:
+                raise ValueError(
+                    "gpudirect places fixed-size packets by a sequence number in the payload; "
+                    "SPEAD heaps (Format.spead) are placed on the CPU path: device='cuda:N' "
+                    "without gpudirect copies their chunks to the GPU"
+                )
             if backend != "mem" or device == "cpu":
                 raise ValueError(
                     "gpudirect=True needs device='cuda:N' and the mem backend's NIC emulation, "
@@ -223,6 +232,14 @@ class Capture:
                 raise ValueError("backend 'pcap' needs path=")
             self._cap = _core.Capture.pcap(self.fmt, config, str(path))
         elif backend == "ibv":
+            # SPEAD heaps need the copying receive queue (the split places fixed payloads).
+            spead = self.fmt.spead_config is not None
+            if spead and rq == "split":
+                raise ValueError(
+                    "rq='split' places fixed-size payloads at a fixed offset; SPEAD heaps "
+                    "(Format.spead) need rq='striding' (the default for SPEAD formats)"
+                )
+            rq = rq or ("striding" if spead else "split")
             self._cap = open_ibv(
                 self.fmt, config, bind, interface, queues, depth, list(cpus or []), rq, busy_poll
             )

@@ -185,7 +185,7 @@ class IbvSource:
     queues: int | None = None
     depth: int | None = None
     cpus: Sequence[int] | None = None
-    rq: Literal["split", "striding"] = "split"
+    rq: Literal["split", "striding"] | None = None  # None: split, striding for SPEAD
     busy_poll: bool = True
 
     backend = "ibv"
@@ -194,7 +194,7 @@ class IbvSource:
         parse_endpoint(self.bind)
         _positive("queues", self.queues)
         _positive("depth", self.depth)
-        if self.rq not in ("split", "striding"):
+        if self.rq not in (None, "split", "striding"):
             raise ValueError(f"rq must be 'split' or 'striding', got {self.rq!r}")
         object.__setattr__(self, "cpus", _cpus(self.cpus))
 

@@ -60,6 +60,10 @@ void hds_engine::aligned_free::operator()(std::uint8_t *p) const noexcept { std:
 
 split_layout split_layout::for_format(const format &fmt) {
     fmt.validate();
+    if (fmt.spead)
+        throw std::invalid_argument(
+            "the header-data split places fixed-size payloads at a fixed offset; SPEAD heaps "
+            "(Format.spead) need the copying path: rq='striding' on the ibv backend");
     split_layout l;
     std::size_t prefix = 0;
     if (fmt.source == seq_source::payload) prefix = fmt.seq.offset + fmt.seq.width;

@@ -30,6 +30,7 @@
 
 #include "casper400g_rx/chunk.h"
 #include "casper400g_rx/format.h"
+#include "casper400g_rx/spead.h"
 
 namespace casper400g_rx {
 
@@ -66,6 +67,10 @@ struct counters {
     std::uint64_t waits = 0;            // times the engine waited for a free chunk
     std::uint64_t queue_stalls = 0;     // times chunks were handed on past a stalled queue
     std::uint64_t queue_skips = 0;      // times a lagging queue's window was moved forward
+    // SPEAD formats (spead.h): heaps with some bytes but not all when their chunk left,
+    // and `rejected` by reason (spead_reject - 1).
+    std::uint64_t heaps_partial = 0;
+    std::uint64_t rejected_by[n_spead_rejects] = {};
 };
 
 class engine {
@@ -159,6 +164,10 @@ private:
     };
 
     bool enter(queue_state &s, std::size_t q);  // false: the engine has finished
+    // The open chunk of id `id` for queue `q`, or nullptr once the packet was counted
+    // (`late`, or `discarded` while finishing).
+    chunk *window_chunk(queue_state &s, std::size_t q, std::uint64_t id);
+    void place_spead(queue_state &s, std::size_t q, const packet_ref &pkt);  // engine_spead.cpp
     bool sync_locked(queue_state &s, std::size_t q);
     void start_locked(std::uint64_t id);
     void place(queue_state &s, std::size_t q, const packet_ref &pkt);
@@ -179,5 +188,29 @@ private:
     bool blocked_ = false;       // head_ waits for a queue another queue has passed
     std::chrono::steady_clock::time_point blocked_since_{};
 };
+
+// Per packet, on both placement paths (engine.cpp, engine_spead.cpp): inline.
+inline chunk *engine::window_chunk(queue_state &s, std::size_t q, std::uint64_t id) {
+    const std::size_t w = cfg_.max_chunks;
+    for (;;) {
+        if (s.discarding) {
+            s.c.discarded++;
+            s.c.received++;
+            return nullptr;
+        }
+        if (s.synced) {
+            if (id < s.head) {
+                s.c.late++;
+                s.c.received++;
+                return nullptr;
+            }
+            if (id - s.head < w) {
+                const cached &e = s.cache[id % w];
+                if (e.c != nullptr && e.id == id) return e.c;
+            }
+        }
+        if (!slow_path(s, q, id)) s.discarding = true;
+    }
+}
 
 }  // namespace casper400g_rx
