@@ -646,19 +646,21 @@ def bench_dlpack(n_chunks: int = 64, ppc: int = 1024) -> dict[str, Any]:
 
 
 def loopback_benchmarks(args: argparse.Namespace) -> list[str]:
-    """The CPU-side loopback figures on this host: spead2 side by side (one receive thread
-    each, a multi-threaded sender), and the udp backend's SO_REUSEPORT scaling."""
+    """The CPU-side figures on this host: spead2 side by side (SPEAD heaps from memory, the
+    engines alone; then over loopback, one receive thread each, a multi-threaded sender),
+    and the udp backend's SO_REUSEPORT scaling."""
     import contextlib
     import io
 
     from . import bench
-    from .bench_spead2 import compare_with_spead2
+    from .bench_spead2 import compare_spead_from_memory, compare_with_spead2
 
     st = args.sender_threads
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         alone = bench.sender_alone_gbps(args.udp_seconds, st)
         print(f"loopback sender alone ({st} threads): {alone:.2f} Gb/s")
+        compare_spead_from_memory()  # the engines alone, SPEAD heaps from memory
         compare_with_spead2(args.udp_seconds, attempts=2, sender_threads=st)
         base = None
         for k in [1, *args.udp_queues]:
