@@ -25,8 +25,8 @@ status=0
 tests="tests/receiver/test_rx_gpu.py tests/receiver/test_rx_spead.py::test_host_staged_gpu_delivery_equals_cpu"
 if [ "${PRESET:-}" = shared ]; then
   SANITIZE=${SANITIZE:-0}
-  TEST_TIMEOUT=${TEST_TIMEOUT:-150}
-  BENCH_TIMEOUT=${BENCH_TIMEOUT:-420}
+  TEST_TIMEOUT=${TEST_TIMEOUT:-120}
+  BENCH_TIMEOUT=${BENCH_TIMEOUT:-330}
   tests="$tests tests/receiver/test_rx_shared_accounting.py tests/receiver/test_rx_queues.py"
   BENCH_ARGS=${BENCH_ARGS:-"--skip-split --skip-copy-path --skip-gpudirect --seconds 1.0 \
     --queues 4 8 12 --shared-queues 4 8 12 --shared-capture-rates 150 200 250 300 350 375 400 \

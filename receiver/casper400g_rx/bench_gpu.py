@@ -754,6 +754,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
 
+    def save(lines: list[str]) -> None:
+        # After every section, so that a run cut short by a time limit keeps what it has.
+        if args.out:
+            with open(args.out, "w") as f:
+                f.write("\n".join(lines) + "\n")
+
     info = _core.cuda_device_info(0)
     lines = [f"# GPU benchmarks on {info['name']} ({info['sm_count']} SMs), {os.cpu_count()} CPUs"]
     print(lines[0], flush=True)
@@ -772,75 +778,7 @@ def main(argv: list[str] | None = None) -> int:
         + ".",
     ]
 
-    if not args.skip_host and not args.skip_split:
-        print("1a. into one GPU through host memory, header-data split", flush=True)
-        split_rows = bench_split_path(args, peak)
-        lines += [
-            "",
-            "## 1a. Header-data split: emulated NIC queues -> pinned chunk slots -> H2D -> "
-            "GPU chunk ring",
-            "",
-            "| captures | emulated DMA | NIC queues (pinned threads) | highest zero-loss offered "
-            "Gb/s | achieved Gb/s | ratio to pinned H2D peak | CPU cores busy |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for r in split_rows:
-            b = r["best"]
-            what = "whole payload" if r["fill"] == "payload" else "headers + prefix"
-            caps = "one per queue" if r["mode"] == "per-queue" else "one, shared engine"
-            if b is None:
-                lines.append(f"| {caps} | {what} | {r['queues']} | none of the rates tried | | | |")
-            else:
-                lines.append(
-                    f"| {caps} | {what} | {r['queues']} | {b['rate']:.0f} | {b['achieved']:.1f} | "
-                    f"{b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} |"
-                )
-    if not args.skip_host and not args.skip_copy_path:
-        print("1b. into one GPU through host memory, copying path", flush=True)
-        rows = bench_host_path(args, peak)
-        lines += [
-            "",
-            "## 1b. Copying host path: NIC emulation -> placement -> H2D -> GPU chunk ring",
-            "",
-            "| NIC queues (captures) | highest zero-loss offered Gb/s | achieved Gb/s | "
-            "ratio to pinned H2D peak | CPU cores busy |",
-            "|---|---|---|---|---|",
-        ]
-        for r in rows:
-            b = r["best"]
-            if b is None:
-                lines.append(f"| {r['queues']} | none of the rates tried | | | |")
-            else:
-                lines.append(
-                    f"| {r['queues']} | {b['rate']:.0f} | {b['achieved']:.1f} | "
-                    f"{b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} |"
-                )
-
-    if not args.skip_host and not args.skip_shared:
-        print("1c. one capture, K queues sharing its chunks, into one GPU", flush=True)
-        rows = bench_shared_capture(args, peak)
-        lines += [
-            "",
-            "## 1c. One capture, K queues sharing its chunks (copying path) -> H2D -> GPU; "
-            "consumer sums every chunk with CuPy",
-            "",
-            "| queues of ONE capture | highest zero-loss offered Gb/s | achieved Gb/s | ratio to "
-            "pinned H2D peak | CPU cores busy | overload 1.25x: delivered Gb/s (ratio to "
-            "zero-loss) | placed + NIC drops + late = offered |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for r in rows:
-            b, o = r["best"], r["over"]
-            if b is None:
-                lines.append(f"| {r['queues']} | none of the rates tried | | | | | |")
-            else:
-                lines.append(
-                    f"| {r['queues']} | {b['rate']:.0f} | {b['achieved']:.1f} | "
-                    f"{b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} | "
-                    f"{o['achieved']:.1f} ({o['achieved'] / b['achieved']:.2f}) | "
-                    f"{o['accounted']} |"
-                )
-
+    save(lines)
     if not args.skip_host and not args.skip_default:
         print("1d. one capture with its defaults (header-data split), into one GPU", flush=True)
         rows = bench_default_capture(args, peak)
@@ -868,11 +806,85 @@ def main(argv: list[str] | None = None) -> int:
                     f"{o['nic_drops']}, {o['late']}, {o['queue_skips']} | {o['accounted']} |"
                 )
 
+    save(lines)
+    if not args.skip_host and not args.skip_split:
+        print("1a. into one GPU through host memory, header-data split", flush=True)
+        split_rows = bench_split_path(args, peak)
+        lines += [
+            "",
+            "## 1a. Header-data split: emulated NIC queues -> pinned chunk slots -> H2D -> "
+            "GPU chunk ring",
+            "",
+            "| captures | emulated DMA | NIC queues (pinned threads) | highest zero-loss offered "
+            "Gb/s | achieved Gb/s | ratio to pinned H2D peak | CPU cores busy |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in split_rows:
+            b = r["best"]
+            what = "whole payload" if r["fill"] == "payload" else "headers + prefix"
+            caps = "one per queue" if r["mode"] == "per-queue" else "one, shared engine"
+            if b is None:
+                lines.append(f"| {caps} | {what} | {r['queues']} | none of the rates tried | | | |")
+            else:
+                lines.append(
+                    f"| {caps} | {what} | {r['queues']} | {b['rate']:.0f} | {b['achieved']:.1f} | "
+                    f"{b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} |"
+                )
+    save(lines)
+    if not args.skip_host and not args.skip_copy_path:
+        print("1b. into one GPU through host memory, copying path", flush=True)
+        rows = bench_host_path(args, peak)
+        lines += [
+            "",
+            "## 1b. Copying host path: NIC emulation -> placement -> H2D -> GPU chunk ring",
+            "",
+            "| NIC queues (captures) | highest zero-loss offered Gb/s | achieved Gb/s | "
+            "ratio to pinned H2D peak | CPU cores busy |",
+            "|---|---|---|---|---|",
+        ]
+        for r in rows:
+            b = r["best"]
+            if b is None:
+                lines.append(f"| {r['queues']} | none of the rates tried | | | |")
+            else:
+                lines.append(
+                    f"| {r['queues']} | {b['rate']:.0f} | {b['achieved']:.1f} | "
+                    f"{b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} |"
+                )
+
+    save(lines)
+    if not args.skip_host and not args.skip_shared:
+        print("1c. one capture, K queues sharing its chunks, into one GPU", flush=True)
+        rows = bench_shared_capture(args, peak)
+        lines += [
+            "",
+            "## 1c. One capture, K queues sharing its chunks (copying path) -> H2D -> GPU; "
+            "consumer sums every chunk with CuPy",
+            "",
+            "| queues of ONE capture | highest zero-loss offered Gb/s | achieved Gb/s | ratio to "
+            "pinned H2D peak | CPU cores busy | overload 1.25x: delivered Gb/s (ratio to "
+            "zero-loss) | placed + NIC drops + late = offered |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in rows:
+            b, o = r["best"], r["over"]
+            if b is None:
+                lines.append(f"| {r['queues']} | none of the rates tried | | | | | |")
+            else:
+                lines.append(
+                    f"| {r['queues']} | {b['rate']:.0f} | {b['achieved']:.1f} | "
+                    f"{b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} | "
+                    f"{o['achieved']:.1f} ({o['achieved'] / b['achieved']:.2f}) | "
+                    f"{o['accounted']} |"
+                )
+
+    save(lines)
     if args.spead2:
         print("4. loopback CPU benchmarks: spead2 side by side, udp SO_REUSEPORT", flush=True)
         lines += ["", "## 4. Loopback (CPU): spead2 side by side, udp SO_REUSEPORT scaling", ""]
         lines += loopback_benchmarks(args)
 
+    save(lines)
     if not args.skip_gpudirect:
         print("2. GPUDirect reorder kernels", flush=True)
         sm = int(info["sm_count"])
@@ -913,6 +925,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         lines += ["", f"Fewest scatter blocks sustaining 400 Gb/s: {fewest} (of {sm} SMs)."]
 
+    save(lines)
     print("3. DLPack hand-off", flush=True)
     d = bench_dlpack()
     lines += [
@@ -926,9 +939,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     text = "\n".join(lines) + "\n"
     print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+    save(lines)
     return 0
 
 
