@@ -11,8 +11,8 @@
 // queue has moved past it. A queue that holds chunks back without placing packets (a
 // stalled queue) is passed over after `stall_timeout_ms` or when the others run out
 // of chunks; that is counted (`queue_stalls`), its later packets for chunks already
-// handed on count `late`, and it rejoins the window at its next packet. A queue that
-// keeps placing but lags so far behind (a slower core, an overloaded NIC ring full of
+// handed on count `late`, and it rejoins the window at its next packet. With
+// `skip_lagging` (live sources), a queue that keeps placing but lags so far behind (a slower core, an overloaded NIC ring full of
 // old packets) that the others wait for it longer than a fifth of the stall timeout is
 // moved forward at its next batch: its older packets count `late` (skipped at no copy
 // cost), counted `queue_skips`, so that under overload the capture runs at the sum of
