@@ -267,12 +267,13 @@ class Chunking:
     """How packets are grouped: chunk geometry, the reorder window, the pool, and what
     happens when the consumer falls behind."""
 
-    packets_per_chunk: int = 1024
+    packets_per_chunk: int | None = None  # None: 1024, or sized for GPU delivery (sizing.py)
     max_chunks: int = 4
     n_chunks: int = 0  # 0: sized (see sizing.py)
     policy: Literal["block", "drop_oldest"] = "block"
     first_chunk: int | None = None
     stall_timeout_ms: int = 50
+    skip_lagging: bool | None = None  # None: for live sources (udp, ibv, emulated NIC)
 
     def __post_init__(self) -> None:
         _positive("packets_per_chunk", self.packets_per_chunk)
