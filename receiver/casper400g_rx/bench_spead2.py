@@ -15,8 +15,10 @@ Over loopback UDP (`compare_with_spead2`):
 The common stream is SPEAD, spead2's own protocol: one heap per packet, each heap one
 8192-B item (an example-stream payload), laid out as spead2's sender does it: the 8-B
 SPEAD header, five item pointers and the payload (8240 B). One sender serves both
-receivers: the project's C++ sendmmsg sender, rate-limited, to 127.0.0.1 (spead2's own
-Python-driven sender tops out near 2 Gb/s on a small machine, below either receiver).
+receivers: the project's C++ sendmmsg sender, rate-limited, to 127.0.0.1, on several
+threads where the machine has the cores (multisend.py: each thread its own socket and
+a share of the rate), so that the sender outruns both receivers and the figure measures
+the receivers (spead2's own Python-driven sender tops out near 2 Gb/s on a small machine).
 
 spead2 receives the stream with its chunk stream (one receive thread; a compiled place
 callback maps the heap counter to chunk and slot, as a CASPER receiver would).
@@ -40,7 +42,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import _core
+from . import _core, multisend
 from .capture import Capture
 
 HEAP_PAYLOAD = 8192
@@ -72,9 +74,22 @@ SPEAD_PREFIX = bytes.fromhex(
 )
 
 
-def _send_spead(port: int, count: int, rate_gbps: float) -> float:
-    """Send heaps cnt = PPC .. with the C++ sender; returns achieved payload Gb/s."""
+def _send_spead(port: int, count: int, rate_gbps: float, sender_threads: int = 1) -> float:
+    """Send heaps cnt = PPC .. with the C++ sender (`sender_threads` of them, each its own
+    socket, multisend.py); returns achieved payload Gb/s."""
     total = count + 4 * PPC  # the tail pushes the counted chunks out of both windows
+    if sender_threads > 1:
+        return multisend.send(
+            port,
+            PPC,
+            total,
+            rate_gbps,
+            sender_threads,
+            payload_size=HEAP_PAYLOAD,
+            prefix=SPEAD_PREFIX,
+            prefix_seq_offset=10,
+            prefix_seq_width=6,
+        )[0]
     sender = _core.Sender(
         port=port,
         first=PPC,
@@ -92,7 +107,9 @@ def _count(rate_gbps: float, seconds: float) -> int:
     return max(PPC, int(seconds * rate_gbps * 1e9 / (HEAP_PAYLOAD * 8)) // PPC * PPC)
 
 
-def casper_trial(rate_gbps: float, seconds: float) -> tuple[bool, float, dict]:
+def casper_trial(
+    rate_gbps: float, seconds: float, sender_threads: int = 1
+) -> tuple[bool, float, dict]:
     count = _count(rate_gbps, seconds)
     last_chunk = count // PPC  # counted chunks: 1 .. last_chunk
     fmt = _core.Format.spead(HEAP_PAYLOAD, max_packet=PACKET)
@@ -121,7 +138,7 @@ def casper_trial(rate_gbps: float, seconds: float) -> tuple[bool, float, dict]:
         consumer = threading.Thread(target=consume)
         consumer.start()
         try:
-            achieved = _send_spead(cap.port, count, rate_gbps)
+            achieved = _send_spead(cap.port, count, rate_gbps, sender_threads)
             deadline = time.monotonic() + 1.5
             while placed < count and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -131,7 +148,9 @@ def casper_trial(rate_gbps: float, seconds: float) -> tuple[bool, float, dict]:
     return placed == count, achieved, {"placed": placed, **cap.stats}
 
 
-def spead2_trial(rate_gbps: float, seconds: float) -> tuple[bool, float, dict]:
+def spead2_trial(
+    rate_gbps: float, seconds: float, sender_threads: int = 1
+) -> tuple[bool, float, dict]:
     import spead2
     import spead2.recv
 
@@ -168,7 +187,7 @@ def spead2_trial(rate_gbps: float, seconds: float) -> tuple[bool, float, dict]:
     consumer = threading.Thread(target=consume)
     consumer.start()
     try:
-        achieved = _send_spead(port, count, rate_gbps)
+        achieved = _send_spead(port, count, rate_gbps, sender_threads)
         deadline = time.monotonic() + 1.5
         while placed < count and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -178,10 +197,33 @@ def spead2_trial(rate_gbps: float, seconds: float) -> tuple[bool, float, dict]:
     return placed == count, achieved, {"placed": placed}
 
 
-LADDER = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 16.0)
+LADDER = (
+    0.5,
+    1.0,
+    1.5,
+    2.0,
+    2.5,
+    3.0,
+    4.0,
+    5.0,
+    6.0,
+    8.0,
+    10.0,
+    12.0,
+    16.0,
+    20.0,
+    24.0,
+    28.0,
+    32.0,
+    40.0,
+    48.0,
+    64.0,
+)
 
 
-def compare_with_spead2(seconds: float, attempts: int = 3) -> tuple[float, float] | None:
+def compare_with_spead2(
+    seconds: float, attempts: int = 3, sender_threads: int = 1
+) -> tuple[float, float] | None:
     """Offers both receivers the same rates, alternating between them at every step.
 
     A rate counts as zero-loss for a receiver when any of `attempts` trials places every
@@ -195,11 +237,12 @@ def compare_with_spead2(seconds: float, attempts: int = 3) -> tuple[float, float
     except ImportError:
         print("spead2 is not installed (pip install spead2): peer comparison skipped")
         return None
-    trials: dict[str, Callable[[float, float], tuple[bool, float, dict]]] = {
+    trials: dict[str, Callable[[float, float, int], tuple[bool, float, dict]]] = {
         "casper400g_rx": casper_trial,
         "spead2": spead2_trial,
     }
     best = {name: 0.0 for name in trials}
+    print(f"sender: {sender_threads} thread(s) (C++ sendmmsg, each its own socket)")
     print("offered Gb/s | casper400g_rx: zero-loss, achieved | spead2: zero-loss, achieved")
     for step, rate in enumerate(LADDER):
         row: dict[str, tuple[bool, float]] = {}
@@ -207,7 +250,7 @@ def compare_with_spead2(seconds: float, attempts: int = 3) -> tuple[float, float
         for name, trial in order if step % 2 == 0 else order[::-1]:
             ok, achieved = False, 0.0
             for _ in range(attempts):
-                ok, achieved, _stats = trial(rate, seconds)
+                ok, achieved, _stats = trial(rate, seconds, sender_threads)
                 if ok:
                     break
             row[name] = (ok, achieved)

@@ -19,6 +19,7 @@
 #include "casper400g_rx/mem_source.h"
 #include "casper400g_rx/pcap_source.h"
 #include "casper400g_rx/py_wait.h"
+#include "casper400g_rx/rdma_bindings.h"
 #include "casper400g_rx/sender.h"
 #include "casper400g_rx/spead_bindings.h"
 #include "casper400g_rx/udp_source.h"
@@ -109,6 +110,7 @@ public:
         d["discarded"] = c.discarded;
         d["waits"] = c.waits;
         d["queue_stalls"] = c.queue_stalls;
+        d["queue_skips"] = c.queue_skips;
         add_spead_stats(d, c, cap_->eng().fmt());
         d["queues"] = cap_->eng().queues();
         d["chunks_in_use"] = cap_->eng().chunks_in_use();
@@ -254,7 +256,7 @@ PYBIND11_MODULE(_core, m) {
     py::class_<engine_config>(m, "EngineConfig")
         .def(py::init([](std::size_t ppc, std::size_t max_chunks, std::size_t n_chunks,
                          const std::string &policy, std::optional<std::uint64_t> first_chunk,
-                         std::uint32_t stall_timeout_ms) {
+                         std::uint32_t stall_timeout_ms, bool skip_lagging) {
                  engine_config c;
                  c.packets_per_chunk = ppc;
                  c.max_chunks = max_chunks;
@@ -262,22 +264,26 @@ PYBIND11_MODULE(_core, m) {
                  c.policy = parse_policy(policy);
                  c.first_chunk = first_chunk;
                  c.stall_timeout_ms = stall_timeout_ms;
+                 c.skip_lagging = skip_lagging;
                  c.validate();
                  return c;
              }),
              py::kw_only(), py::arg("packets_per_chunk") = 1024, py::arg("max_chunks") = 4,
              py::arg("n_chunks") = 0, py::arg("policy") = "block",
-             py::arg("first_chunk") = py::none(), py::arg("stall_timeout_ms") = 50)
+             py::arg("first_chunk") = py::none(), py::arg("stall_timeout_ms") = 50,
+             py::arg("skip_lagging") = true)
         .def_readonly("packets_per_chunk", &engine_config::packets_per_chunk)
         .def_readonly("max_chunks", &engine_config::max_chunks)
         .def_readonly("n_chunks", &engine_config::n_chunks)
         .def_property_readonly("policy",
                                [](const engine_config &c) { return policy_name(c.policy); })
         .def_readonly("first_chunk", &engine_config::first_chunk)
-        .def_readonly("stall_timeout_ms", &engine_config::stall_timeout_ms);
+        .def_readonly("stall_timeout_ms", &engine_config::stall_timeout_ms)
+        .def_readonly("skip_lagging", &engine_config::skip_lagging);
 
     // After Format and EngineConfig, so that signatures (and the type stubs) name them.
     register_ibv(m);
+    register_rdma(m);
 
     py::class_<py_chunk>(m, "Chunk", py::buffer_protocol(),
                          "Packets [chunk_id * packets_per_chunk, ...) placed by sequence number")

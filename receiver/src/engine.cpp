@@ -168,10 +168,30 @@ bool engine::sync_locked(queue_state &s, std::size_t q) {
         r.done = false;
         if (started_) r.head = std::max(r.head, head_);
     }
+    if (started_ && r.attached && r.skip_to > r.head) {
+        // The others waited too long for this queue: its window jumps forward (between
+        // its batches, so no chunk it is writing can leave meanwhile).
+        c_.queue_skips++;
+        move_head_locked(q, r.skip_to);
+        publish();
+    }
     std::fill(s.cache.begin(), s.cache.end(), cached{});
     s.synced = started_;
     s.head = r.head;
     return true;
+}
+
+void engine::skip_lagging_locked(std::uint64_t target) {
+    // Only queues that are placing (a batch started within a fifth of the stall timeout):
+    // one that is not is waited for, and passed over as stalled after the timeout.
+    const std::int64_t recent = now_ns() - std::int64_t{cfg_.stall_timeout_ms} * 200000;
+    for (std::size_t q = 0; q < records_.size(); q++) {
+        queue_record &r = records_[q];
+        if (!r.attached || r.head >= target || r.skip_to >= target) continue;
+        if (queues_[q]->last_batch_ns.load(std::memory_order_relaxed) < recent) continue;
+        r.skip_to = target;
+        queues_[q]->gen.fetch_add(1, std::memory_order_seq_cst);
+    }
 }
 
 void engine::start_locked(std::uint64_t id) {
@@ -280,6 +300,11 @@ bool engine::slow_path(queue_state &s, std::size_t q, std::uint64_t id) {
         } else if (clock::now() - wait_start >= stall && pass_stalled_locked()) {
             publish();
             continue;
+        } else if (cfg_.skip_lagging && id - head_ >= open_.size() &&
+                   clock::now() - wait_start >= stall / 5) {
+            // Too far ahead of a queue that keeps placing (so is not stalled) but lags:
+            // move it forward rather than run at its pace.
+            skip_lagging_locked(id - open_.size() + 1);
         }
         // Take a free chunk only when this queue may open one: one that is too far ahead
         // of the slowest queue waits without holding a chunk the slowest queue needs.
