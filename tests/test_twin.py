@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 import shutil
+import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -241,3 +242,50 @@ def test_without_a_tap_device_the_frames_go_to_a_pcap_file(build_dir: Path, tmp_
         verdict = chain.verify(board, cfg, got)
     assert verdict.ok, "\n".join(verdict.table())
     assert pcap.stat().st_size > 256 * 8192
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_udp_tunnel_carries_frames_both_ways(build_dir: Path):
+    """No privileges needed: one Ethernet frame per datagram. An ARP request sent into the
+    tunnel is answered by the core; the generator's datagrams come out as frames whose
+    UDP payloads are the example stream."""
+    peer = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    peer.bind(("127.0.0.1", 0))
+    peer.settimeout(60)
+    local = f"127.0.0.1:{free_udp_port()}"
+    net = Network("udp", tunnel_local=local, tunnel_peer=f"127.0.0.1:{peer.getsockname()[1]}")
+    host_mac = bytes.fromhex(net.host.mac.replace(":", ""))
+    with peer, TwinBoard(build_dir, network=net, katcp_port=0, icmp=False) as board:
+        assert any("UDP tunnel" in line for line in board.describe())
+        arp = (
+            b"\xff" * 6 + host_mac + b"\x08\x06"
+            + bytes.fromhex("0001080006040001") + host_mac + bytes([10, 0, 0, 20])
+            + b"\x00" * 6 + bytes([10, 0, 0, 10])
+        )  # fmt: skip
+        host, port = local.split(":")
+        peer.sendto(arp, (host, int(port)))
+        reply = peer.recv(65536)
+        assert reply[12:14] == b"\x08\x06" and reply[20:22] == b"\x00\x02"  # an ARP reply
+        assert reply[22:28] == bytes.fromhex(CORE_MAC.replace(":", "")) and reply[0:6] == host_mac
+        # 1 KiB datagrams: 16 of them fit a default socket buffer, read or not.
+        cfg = chain.StreamConfig(size=1024, packets_per_chunk=8, chunks=2, tone=None)
+        proc = chain.configure(board, cfg)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        fpga = katcp_fpga(board)
+        fpga.write_int("pkt_ctrl", 1)
+        payloads = []
+        while len(payloads) < cfg.count:  # (a gratuitous ARP may come first)
+            try:
+                f = peer.recv(65536)
+            except TimeoutError:
+                raise AssertionError(f"{len(payloads)} datagrams: {board.stats()}") from None
+            if f[12:14] == b"\x08\x00" and f[23] == 17:
+                payloads.append(f[42:])
+        fpga.disconnect()
+    want = chain.expected_payloads(cfg, range(cfg.count))
+    assert [bytes(p) for p in payloads] == [w.tobytes() for w in want]
