@@ -4,9 +4,11 @@ casperfpga; ARP answered by the core, ping by the ICMP helper, both from Linux's
 on the twin's TAP device; >= 1000 datagrams through the interface into the receiver with
 every payload checked and exact accounting; faults injected by the twin's link model
 (this kernel has no netem) counted exactly; the core's counters as KATCP sensors read by
-aiokatcp; ?progdev restarting the design; the pcap fallback without a TAP device.
+aiokatcp; ?progdev restarting the design; the fallbacks without a TAP device (pcap file,
+UDP tunnel).
 
-Needs root (a network namespace and a TAP device): skipped without, failed under CI=true.
+The TAP tests need root (a network namespace and a TAP device): skipped without, failed
+under CI=true; the fallback tests run anywhere.
 The twin is compiled once (cached by source hash) and one board serves the module.
 """
 
