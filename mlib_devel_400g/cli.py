@@ -164,11 +164,11 @@ def _cmd_build(args: argparse.Namespace) -> int:
                 )
                 return 1
             per = src
-            out = Path(args.output or src.parent)
+            out = Path(args.output or src.parent).resolve()
         else:
             design = Design(src, plat_dirs, platform=args.platform)
             default = design.name if not args.platform else f"{design.name}_{args.platform}"
-            out = Path(args.output or Path("build") / default)
+            out = Path(args.output or Path("build") / default).resolve()
             print(f"[design] {src} -> {out / 'jasper.per'}", flush=True)
             per = design.to_jasper_per(out)
         result = Toolflow(per, out, plat_dirs, progress=lambda m: print(m, flush=True)).run(
