@@ -6,7 +6,6 @@ import asyncio
 import ipaddress
 import os
 import random
-import select
 import socket
 import struct
 import subprocess
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import FPG_DEVICES, GBE_BASE, GBE_BLOCK, board_server
 
 from casperfpga_ext import fhg_regmap as regmap
 from casperfpga_ext import transport
@@ -27,17 +27,9 @@ from casperfpga_ext.fpga import Fpga
 from casperfpga_ext.transport import KatcpError, KatcpTransport, MmapTransport
 from mlib_devel_400g import cli
 
-GBE_BASE = 0x10000
 WINDOW = GBE_BASE + regmap.BLOCK_SIZE
-DEVICES = [FpgDevice("sys_scratch", 0x0, 0x4), FpgDevice("gbe0", GBE_BASE, regmap.BLOCK_SIZE)]
-BLOCKS = [
-    FpgBlock(
-        "gbe0",
-        "xps:fourhundred_gbe",
-        {"fab_ip": "10.0.0.10", "fab_mac": "02:00:0a:00:00:0a", "fab_udp": "7148"},
-    ),
-    FpgBlock("scope", "xps:bram", {"names": "a b\\c"}),
-]
+DEVICES = FPG_DEVICES
+BLOCKS = [GBE_BLOCK, FpgBlock("scope", "xps:bram", {"names": "a b\\c"})]
 TIMEOUT = 5.0
 
 
@@ -626,30 +618,12 @@ def test_cli_serves_until_stopped(tmp_path: Path):
     write_fpg(fpg, DEVICES, BLOCKS, b"")
     mem = tmp_path / "mem"
     mem.write_bytes(bytes(WINDOW))
-    argv = [sys.executable, "-m", "mlib_devel_400g.cli", "board-server", "--fpg", str(fpg)]
-    argv += ["--mem", str(mem), "--base", "0", "--host", "127.0.0.1", "--port", "0"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0)
-    try:
-        assert proc.stdout is not None
-        out = b""
-        deadline = time.monotonic() + 3 * TIMEOUT
-        while b"listening on" not in out or not out.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            assert left > 0 and select.select([proc.stdout], [], [], left)[0], out
-            chunk = os.read(proc.stdout.fileno(), 4096)
-            assert chunk, out
-            out += chunk
+    with board_server(fpg, mem, 0, 3 * TIMEOUT) as (port, out):
         assert b"2 devices of" in out and b"gbe0" in out
-        port = int(out.split(b"listening on 127.0.0.1:")[1].split()[0])
         with KatcpTransport("127.0.0.1", port, timeout=TIMEOUT) as t:
             assert t.listdev() == ["sys_scratch", "gbe0"]
             t.blindwrite("sys_scratch", bytes.fromhex("01020304"))
         assert word_at(mem, 0) == 0x01020304
-    finally:
-        proc.terminate()
-        proc.wait(TIMEOUT)
-        if proc.stdout is not None:
-            proc.stdout.close()
 
 
 # ----------------------------------------------------------------- casperfpga's requests
