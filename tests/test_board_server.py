@@ -241,47 +241,47 @@ def test_example_configure_core_script(board: Board):
     assert bad.returncode == 1 and "10.0.0.300" in bad.stderr
 
 
+def in_threads(client: Callable[[int], None], n: int, timeout: float) -> list[BaseException]:
+    """Run ``client(0)`` .. ``client(n - 1)`` in ``n`` threads at once; what they raised."""
+    errors: list[BaseException] = []
+
+    def run(k: int) -> None:
+        try:
+            client(k)
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout)
+    return errors
+
+
 def test_one_transport_shared_by_threads(board: Board):
     """Requests from several threads on one connection stay whole (the tap's case)."""
-    errors: list[BaseException] = []
     with KatcpTransport("127.0.0.1", board.port, timeout=TIMEOUT) as t:
 
         def client(k: int) -> None:
-            try:
-                for i in range(60):
-                    value = (k << 24 | i).to_bytes(4, "big") * 3
-                    t.blindwrite("gbe0", value, 0x2000 + 16 * k)
-                    assert t.read("gbe0", 12, 0x2000 + 16 * k) == value
-            except BaseException as exc:  # reported by the main thread
-                errors.append(exc)
+            for i in range(60):
+                value = (k << 24 | i).to_bytes(4, "big") * 3
+                t.blindwrite("gbe0", value, 0x2000 + 16 * k)
+                assert t.read("gbe0", 12, 0x2000 + 16 * k) == value
 
-        threads = [threading.Thread(target=client, args=(k,)) for k in range(4)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(TIMEOUT * 4)
+        errors = in_threads(client, 4, TIMEOUT * 4)
     assert errors == []
 
 
 def test_several_clients_at_once(board: Board):
-    errors: list[BaseException] = []
-
     def client(k: int) -> None:
-        try:
-            with KatcpTransport("127.0.0.1", board.port, timeout=TIMEOUT) as t:
-                for i in range(40):
-                    value = (k << 24 | i).to_bytes(4, "big")
-                    t.blindwrite("gbe0", value, 0x1000 + 4 * k)
-                    assert t.read("gbe0", 4, 0x1000 + 4 * k) == value
-        except BaseException as exc:  # reported by the main thread
-            errors.append(exc)
+        with KatcpTransport("127.0.0.1", board.port, timeout=TIMEOUT) as t:
+            for i in range(40):
+                value = (k << 24 | i).to_bytes(4, "big")
+                t.blindwrite("gbe0", value, 0x1000 + 4 * k)
+                assert t.read("gbe0", 4, 0x1000 + 4 * k) == value
 
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(6)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(3 * TIMEOUT)
-    assert not errors
+    assert not in_threads(client, 6, 3 * TIMEOUT)
     assert [word_at(board.image, GBE_BASE + 0x1000 + 4 * k) for k in range(6)] == [
         k << 24 | 39 for k in range(6)
     ]
