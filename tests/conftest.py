@@ -201,3 +201,15 @@ GBE_BLOCK = FpgBlock(
     "xps:fourhundred_gbe",
     {"fab_ip": "10.0.0.10", "fab_mac": "02:00:0a:00:00:0a", "fab_udp": "7148"},
 )
+
+
+def fake_vivado(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> Path:
+    """A ``vivado`` running the shell ``script`` (in the build's vivado/ folder), first on
+    PATH for this test: what the toolflow's backend runs when Vivado is installed."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    fake = bindir / "vivado"
+    fake.write_text("#!/bin/sh\n" + script)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    return fake
