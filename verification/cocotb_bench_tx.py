@@ -43,11 +43,9 @@ async def bench_tx(dut) -> None:  # noqa: ANN001
         dut, clock=dut.tx_mac_clk, mac_clk_hz=mac_hz, mode="line", reset=dut.tx_mac_rst
     )
     drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
-    await h.reset()
-    await h.configure(0x02000A00000A, 0x0A00000A, 7148, gateway=0x0A000001)
-    await h.set_arp(DST_IP & 0xFF, 0x0C42A1000014)
-    await h.settle_config()
-    await h.enable()
+    await h.bring_up(
+        0x02000A00000A, 0x0A00000A, 7148, gateway=0x0A000001, arp={DST_IP & 0xFF: 0x0C42A1000014}
+    )
     results = []
     for size in sizes:
         if size:

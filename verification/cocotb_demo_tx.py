@@ -58,14 +58,14 @@ async def send_example_stream(dut) -> None:  # noqa: ANN001
         dut, clock=dut.tx_mac_clk, mac_clk_hz=h.mac_clk_hz, mode="line", reset=dut.tx_mac_rst
     )
     drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
-    await h.reset()
-    await h.configure(
-        cfg["mac"], cfg["ip"], cfg["port"], gateway=cfg["gateway"], netmask=cfg["netmask"]
+    await h.bring_up(
+        cfg["mac"],
+        cfg["ip"],
+        cfg["port"],
+        gateway=cfg["gateway"],
+        netmask=cfg["netmask"],
+        arp={int(ip_text.split(".")[-1]): mac for ip_text, mac in cfg["arp"].items()},
     )
-    for ip_text, mac in cfg["arp"].items():
-        await h.set_arp(int(ip_text.split(".")[-1]), mac)
-    await h.settle_config()
-    await h.enable()
     dst = frames.ip_to_addr(cfg["dest_ip"])
     for n in range(count):
         drv.send_nowait(frames.example_payload(n), int(dst), cfg["dest_port"])

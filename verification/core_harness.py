@@ -6,6 +6,7 @@ DCMAC TX AXI clock 391.03 MHz (docs/design/core.md §5) and a 250 MHz register c
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from cocotb.clock import Clock
@@ -138,6 +139,26 @@ class CoreHarness:
         await self.set_field("ctrl", "fabric_en", int(on))
         if on:
             await self.wait_tx_ready()
+
+    async def bring_up(
+        self,
+        mac: int | str,
+        ip: int | str,
+        port: int,
+        *,
+        gateway: int | str = 0,
+        netmask: int | str = "255.255.255.0",
+        ttl: int = 64,
+        arp: Mapping[int, int | str] | None = None,
+    ) -> None:
+        """Reset, configure, fill the ARP entries ({index: MAC}), let the configuration
+        reach the MAC clock domain and enable the fabric: how every TX bench starts."""
+        await self.reset()
+        await self.configure(mac, ip, port, gateway=gateway, netmask=netmask, ttl=ttl)
+        for index, entry in (arp or {}).items():
+            await self.set_arp(index, entry)
+        await self.settle_config()
+        await self.enable()
 
     async def settle_config(self) -> None:
         """Give the configuration snapshot time to reach the MAC clock domain."""

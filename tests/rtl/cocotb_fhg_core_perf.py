@@ -52,11 +52,7 @@ RX_SMALL_REQUIRED = 0.95
 async def tx_setup(dut):  # noqa: ANN001
     h = CoreHarness(dut)
     drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
-    await h.reset()
-    await h.configure(OWN_MAC, OWN_IP, PORT, gateway="10.0.0.1")
-    await h.set_arp(DST_IP & 0xFF, PEER_MAC)
-    await h.settle_config()
-    await h.enable()
+    await h.bring_up(OWN_MAC, OWN_IP, PORT, gateway="10.0.0.1", arp={DST_IP & 0xFF: PEER_MAC})
     return h, drv
 
 
@@ -174,10 +170,7 @@ async def rx_setup(dut):  # noqa: ANN001
     DcmacTxMonitor(
         dut, clock=dut.tx_mac_clk, mac_clk_hz=h.mac_clk_hz, mode="always", reset=dut.tx_mac_rst
     )
-    await h.reset()
-    await h.configure(OWN_MAC, OWN_IP, PORT)
-    await h.settle_config()
-    await h.enable()
+    await h.bring_up(OWN_MAC, OWN_IP, PORT)
     return h, rx, user
 
 

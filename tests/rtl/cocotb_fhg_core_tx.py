@@ -43,12 +43,7 @@ async def start(
         reset=dut.tx_mac_rst,
     )
     drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
-    await h.reset()
-    await h.configure(OWN_MAC, OWN_IP, PORT, gateway=GATEWAY, netmask=NETMASK, ttl=TTL)
-    for index, mac in ARP.items():
-        await h.set_arp(index, mac)
-    await h.settle_config()
-    await h.enable()
+    await h.bring_up(OWN_MAC, OWN_IP, PORT, gateway=GATEWAY, netmask=NETMASK, ttl=TTL, arp=ARP)
     return h, mon, drv
 
 

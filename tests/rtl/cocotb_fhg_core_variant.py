@@ -39,12 +39,7 @@ async def taf_honoured_frames_whole_and_exact(dut) -> None:  # noqa: ANN001
         taf_prob=0.1,
     )
     drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
-    await h.reset()
-    await h.configure(OWN_MAC, OWN_IP, PORT, gateway=GATEWAY, netmask=NETMASK, ttl=TTL)
-    for index, mac in ARP.items():
-        await h.set_arp(index, mac)
-    await h.settle_config()
-    await h.enable()
+    await h.bring_up(OWN_MAC, OWN_IP, PORT, gateway=GATEWAY, netmask=NETMASK, ttl=TTL, arp=ARP)
     rng = random.Random(6)
     dst = int(ipaddress.IPv4Address("10.0.0.20"))
     payloads = [rng.randbytes(rng.choice([20, 64, 129, 700, 1472, 4000])) for _ in range(60)]
