@@ -21,7 +21,7 @@ from casperfpga_ext import fhg_regmap as regmap
 from casperfpga_ext.gbe import FourHundredGbe
 from verification.core_harness import CoreHarness
 from verification.models import frames
-from verification.models.dcmac_tx import DcmacTxMonitor
+from verification.models.dcmac_tx import DcmacTxMonitor, assert_frames
 from verification.models.user_tx import UserTxDriver
 from verification.sim_bus import DEVICE, SimTransport
 
@@ -69,21 +69,6 @@ def expected(payload: bytes, dst_ip: str, dst_port: int, ip_id: int) -> bytes:
     )
 
 
-async def wait_frames(mon: DcmacTxMonitor, count: int, limit_ns: int = 50_000) -> None:
-    waited = 0
-    while len(mon.frames) < count and waited < limit_ns:
-        await Timer(200, unit="ns")
-        waited += 200
-    assert len(mon.frames) >= count, f"only {len(mon.frames)} of {count} frames arrived"
-
-
-def compare(got: list, want: list[bytes]) -> None:
-    assert len(got) == len(want), f"{len(got)} frames, expected {len(want)}"
-    for k, (g, w) in enumerate(zip(got, want, strict=True)):
-        assert g.body == w, f"frame {k}:\ngot  {g.body[:64].hex()}\nwant {w[:64].hex()}"
-        assert not g.err
-
-
 @cocotb.test()
 async def configured_core_sends_with_configured_addresses(dut) -> None:  # noqa: ANN001
     """configure_core + set_arp_table through the API; frames match scapy's; counters agree."""
@@ -106,8 +91,8 @@ async def configured_core_sends_with_configured_addresses(dut) -> None:  # noqa:
     for ip_id, (payload, dst, dport) in enumerate(sends):
         await drv.send(payload, int(ipaddress.IPv4Address(dst)), dport)
         want.append(expected(payload, dst, dport, ip_id))
-    await wait_frames(mon, len(want))
-    compare(mon.frames, want)
+    await mon.wait_frames(len(want))
+    assert_frames(mon.frames, want)
     assert mon.frames[2].body[:6] == ARP_TABLE[1].to_bytes(6, "big")
 
     await Timer(1, unit="us")  # counters cross into the register clock
@@ -137,8 +122,8 @@ async def fabric_disable_holds_and_soft_reset_keeps_configuration(dut) -> None: 
     assert mon.frames == [], "a frame left the core with the fabric disabled"
 
     await blocking(gbe.fabric_enable)
-    await wait_frames(mon, 1)
-    compare(mon.frames, [expected(b"held back", "10.0.0.30", 6000, 0)])
+    await mon.wait_frames(1)
+    assert_frames(mon.frames, [expected(b"held back", "10.0.0.30", 6000, 0)])
 
     await blocking(gbe.fabric_soft_reset_toggle)
     await h.wait_tx_ready()
@@ -146,5 +131,5 @@ async def fabric_disable_holds_and_soft_reset_keeps_configuration(dut) -> None: 
     assert (mac, ip, port) == (0x02000A00000A, int(ipaddress.IPv4Address(OWN_IP)), PORT)
     ip_id = await blocking(gbe.read_reg, "ip_id")
     await drv.send(b"after reset", int(ipaddress.IPv4Address("10.0.0.31")), 6001)
-    await wait_frames(mon, 2)
-    compare(mon.frames[1:], [expected(b"after reset", "10.0.0.31", 6001, ip_id)])
+    await mon.wait_frames(2)
+    assert_frames(mon.frames[1:], [expected(b"after reset", "10.0.0.31", 6001, ip_id)])

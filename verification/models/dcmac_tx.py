@@ -845,6 +845,17 @@ class DcmacTxMonitor(QueueMonitor[TxFrame]):
         self.frames.append(frame)
         self.deliver(frame)
 
+    async def wait_frames(self, count: int, limit_ns: int = 200_000) -> None:
+        """Wait until :attr:`frames` holds ``count`` frames; fail after ``limit_ns`` of
+        simulated time."""
+        from cocotb.triggers import Timer
+
+        waited = 0
+        while len(self.frames) < count and waited < limit_ns:
+            await Timer(200, unit="ns")
+            waited += 200
+        assert len(self.frames) >= count, f"only {len(self.frames)} of {count} frames arrived"
+
     def _drive(self, tready: int, taf: int, force: bool = False) -> None:
         # Writes are scheduled simulator events: skip the ones that change nothing.
         if force or tready != self._cur_tready:
@@ -898,6 +909,24 @@ class DcmacTxMonitor(QueueMonitor[TxFrame]):
         )
         tready, taf = self.pacer.advance(cost)
         self._drive(tready, taf)
+
+
+def assert_frames(got: Sequence[TxFrame], want: Sequence[bytes]) -> None:
+    """``got`` (frames the monitor took) are exactly ``want`` (expected frames, no FCS),
+    in order, none marked with an error."""
+    assert len(got) == len(want), f"{len(got)} frames, expected {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        if g.body != w:
+            diff = (
+                next(i for i in range(min(len(g.body), len(w))) if g.body[i] != w[i])
+                if len(g.body) == len(w)
+                else None
+            )
+            raise AssertionError(
+                f"frame {k}: length {len(g.body)} vs {len(w)}, first difference at {diff}\n"
+                f"got  {g.body[:64].hex()}\nwant {w[:64].hex()}"
+            )
+        assert not g.err
 
 
 def _restart_checker(old: DcmacTxChecker, on_frame: Callable[[TxFrame], None]) -> DcmacTxChecker:
