@@ -22,8 +22,7 @@ from dataclasses import dataclass
 
 import cocotb
 from cocotb.triggers import ClockCycles, Timer
-from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Ether
+from cocotb_fhg_core_rx import OWN_IP, OWN_MAC, PEER_MAC, PORT, udp_frame
 
 from verification.core_harness import USER_CLK_HZ, CoreHarness, simulated_hz
 from verification.models import frames
@@ -32,10 +31,7 @@ from verification.models.dcmac_tx import DcmacTxMonitor, packing_stats
 from verification.models.user_rx import UserRxMonitor
 from verification.models.user_tx import UserTxDriver
 
-OWN_MAC = 0x02000A00000A
-OWN_IP = "10.0.0.10"
-PORT = 7148
-PEER_MAC = 0x0C42A1000014
+# The core and its peer are the RX tests' (OWN_*, PEER_MAC, udp_frame from there).
 DST_IP = int(ipaddress.IPv4Address("10.0.0.20"))
 WORD = 128
 # Delivered goodput over the binding ceiling (line or user port), measured from the first
@@ -151,16 +147,6 @@ async def tx_packing_from_a_full_buffer(dut) -> None:  # noqa: ANN001
 # ---------------------------------------------------------------------------- RX line rate
 
 
-def udp_frame(payload: bytes, ident: int) -> bytes:
-    pkt = (
-        Ether(dst=OWN_MAC.to_bytes(6, "big"), src=PEER_MAC.to_bytes(6, "big"))
-        / IP(src="10.0.0.20", dst=OWN_IP, id=ident, flags="DF")
-        / UDP(sport=4000, dport=PORT)
-        / payload
-    )
-    return bytes(pkt)
-
-
 async def rx_setup(dut):  # noqa: ANN001
     h = CoreHarness(dut)
     rx = DcmacRxDriver(
@@ -236,6 +222,23 @@ def rx_ceiling_bps(size: int) -> tuple[float, str]:
     return (line, "line") if line <= user else (user, "user port")
 
 
+def log_rx_run(dut, size: int, r: RxRun) -> tuple[float, str]:  # noqa: ANN001
+    """Log a run of `size`-byte datagrams against its binding ceiling; return the ceiling."""
+    ceiling, binds = rx_ceiling_bps(size)
+    dut._log.info(
+        "%d B: line use %.4f, delivered %d, overrun %d, %.2f Gb/s of %.2f (%s): %.4f",
+        size,
+        r.util,
+        r.counters["rx_udp_packets"],
+        r.counters["rx_drop_overrun"],
+        r.goodput / 1e9,
+        ceiling / 1e9,
+        binds,
+        r.goodput / ceiling,
+    )
+    return ceiling, binds
+
+
 def check_overrun_only(r: RxRun, n: int) -> None:
     """Every datagram sent is delivered or counted as overrun, nothing else."""
     c = r.counters
@@ -250,17 +253,7 @@ async def rx_line_rate_8192_no_loss(dut) -> None:  # noqa: ANN001
     """8192-byte datagrams at the line rate: the line binds, all delivered at its goodput."""
     n = 100
     r = await rx_at_line_rate(dut, [8192] * n)
-    ceiling, binds = rx_ceiling_bps(8192)
-    dut._log.info(
-        "8192 B: line use %.4f, delivered %d, overrun %d, %.2f Gb/s of %.2f (%s): %.4f",
-        r.util,
-        r.counters["rx_udp_packets"],
-        r.counters["rx_drop_overrun"],
-        r.goodput / 1e9,
-        ceiling / 1e9,
-        binds,
-        r.goodput / ceiling,
-    )
+    ceiling, binds = log_rx_run(dut, 8192, r)
     assert binds == "line" and r.util > 0.99
     check_overrun_only(r, n)
     assert r.missing == 0
@@ -273,17 +266,7 @@ async def rx_line_rate_8972_user_port_binds(dut) -> None:  # noqa: ANN001
     it stays busy and the excess is dropped whole, counted as overrun."""
     n = 120
     r = await rx_at_line_rate(dut, [8972] * n)
-    ceiling, binds = rx_ceiling_bps(8972)
-    dut._log.info(
-        "8972 B: line use %.4f, delivered %d, overrun %d, %.2f Gb/s of %.2f (%s): %.4f",
-        r.util,
-        r.counters["rx_udp_packets"],
-        r.counters["rx_drop_overrun"],
-        r.goodput / 1e9,
-        ceiling / 1e9,
-        binds,
-        r.goodput / ceiling,
-    )
+    ceiling, binds = log_rx_run(dut, 8972, r)
     assert binds == "user port" and r.util > 0.99
     check_overrun_only(r, n)
     assert r.missing > 0
