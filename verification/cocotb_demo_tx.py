@@ -22,9 +22,7 @@ from scapy.utils import wrpcap
 from verification.core_harness import CoreHarness
 from verification.models import frames
 from verification.models.dcmac_rx import DcmacRxDriver
-from verification.models.dcmac_tx import DcmacTxMonitor
 from verification.models.user_rx import UserRxMonitor
-from verification.models.user_tx import UserTxDriver
 
 RX_STATS = (
     "rx_frames",
@@ -54,10 +52,7 @@ async def send_example_stream(dut) -> None:  # noqa: ANN001
     cfg = json.loads(os.environ["CASPER400G_DEMO_CONFIG"])
     count = int(os.environ["CASPER400G_DEMO_FRAMES"])
     h = CoreHarness(dut)
-    mon = DcmacTxMonitor(
-        dut, clock=dut.tx_mac_clk, mac_clk_hz=h.mac_clk_hz, mode="line", reset=dut.tx_mac_rst
-    )
-    drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
+    mon, drv = h.tx_monitor(), h.user_tx()
     await h.bring_up(
         cfg["mac"],
         cfg["ip"],

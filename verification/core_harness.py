@@ -16,6 +16,9 @@ from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 from casperfpga_ext import addressing
 from casperfpga_ext import fhg_regmap as regmap
 
+from .models.dcmac_tx import DcmacTxMonitor
+from .models.user_tx import UserTxDriver
+
 USER_CLK_HZ = 390.625e6
 MAC_CLK_HZ = 391.03e6
 AXIL_CLK_HZ = 250e6
@@ -59,6 +62,25 @@ class CoreHarness:
         )
         self.axi.write_if.log.setLevel("WARNING")
         self.axi.read_if.log.setLevel("WARNING")
+
+    def tx_monitor(
+        self, mode: str = "line", mac_clk_hz: float | None = None, **kw: Any
+    ) -> DcmacTxMonitor:
+        """The DCMAC TX model on the core's MAC port, paced in ``mode`` (``kw``: the
+        monitor's other options), holding the port while tx_mac_rst is high."""
+        dut = self.dut
+        return DcmacTxMonitor(
+            dut,
+            clock=dut.tx_mac_clk,
+            mac_clk_hz=self.mac_clk_hz if mac_clk_hz is None else mac_clk_hz,
+            mode=mode,
+            reset=dut.tx_mac_rst,
+            **kw,
+        )
+
+    def user_tx(self) -> UserTxDriver:
+        """The user-port driver of the core's TX side, idle while rst is high."""
+        return UserTxDriver(self.dut, clock=self.dut.user_clk, reset=self.dut.rst)
 
     async def reset(self) -> None:
         dut = self.dut

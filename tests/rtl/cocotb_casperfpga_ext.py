@@ -43,10 +43,7 @@ async def blocking(func: Callable[..., T], *args: Any) -> T:
 
 async def start(dut) -> tuple[CoreHarness, DcmacTxMonitor, UserTxDriver, FourHundredGbe]:  # noqa: ANN001
     h = CoreHarness(dut)
-    mon = DcmacTxMonitor(
-        dut, clock=dut.tx_mac_clk, mac_clk_hz=h.mac_clk_hz, mode="line", reset=dut.tx_mac_rst
-    )
-    drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
+    mon, drv = h.tx_monitor(), h.user_tx()
     await h.reset()
     gbe = FourHundredGbe(SimTransport(h.axi), DEVICE)
 

@@ -49,13 +49,11 @@ PEER_IP = "10.0.0.33"
 
 async def start(dut) -> tuple[CoreHarness, DcmacTxMonitor, DcmacRxDriver, UserTxDriver]:  # noqa: ANN001
     h = CoreHarness(dut)
-    mon = DcmacTxMonitor(
-        dut, clock=dut.tx_mac_clk, mac_clk_hz=h.mac_clk_hz, mode="line", reset=dut.tx_mac_rst
-    )
+    mon = h.tx_monitor()
     rx = DcmacRxDriver(
         dut, clock=dut.rx_mac_clk, reset=dut.rx_mac_rst, mode="line", mac_clk_hz=h.mac_clk_hz
     )
-    drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
+    drv = h.user_tx()
     await h.reset()
     return h, mon, rx, drv
 

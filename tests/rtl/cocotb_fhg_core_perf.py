@@ -27,7 +27,7 @@ from cocotb_fhg_core_rx import OWN_IP, OWN_MAC, PEER_MAC, PORT, udp_frame
 from verification.core_harness import USER_CLK_HZ, CoreHarness, simulated_hz
 from verification.models import frames
 from verification.models.dcmac_rx import DcmacRxDriver
-from verification.models.dcmac_tx import DcmacTxMonitor, packing_stats
+from verification.models.dcmac_tx import packing_stats
 from verification.models.user_rx import UserRxMonitor
 from verification.models.user_tx import UserTxDriver
 
@@ -47,7 +47,7 @@ RX_SMALL_REQUIRED = 0.95
 
 async def tx_setup(dut):  # noqa: ANN001
     h = CoreHarness(dut)
-    drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
+    drv = h.user_tx()
     await h.bring_up(OWN_MAC, OWN_IP, PORT, gateway="10.0.0.1", arp={DST_IP & 0xFF: PEER_MAC})
     return h, drv
 
@@ -55,14 +55,7 @@ async def tx_setup(dut):  # noqa: ANN001
 async def drain_round(dut, h: CoreHarness, drv: UserTxDriver, sizes: list[int], seed: int):  # noqa: ANN001
     """Queue `sizes` with the MAC not ready, then let the MAC take every cycle."""
     # A fresh monitor per round: it starts by holding tready low (taf high).
-    mon = DcmacTxMonitor(
-        dut,
-        clock=dut.tx_mac_clk,
-        mac_clk_hz=h.mac_clk_hz,
-        mode="always",
-        reset=dut.tx_mac_rst,
-        start=False,
-    )
+    mon = h.tx_monitor("always", start=False)
     rng = random.Random(seed)
     payloads = [rng.randbytes(n) for n in sizes]
     for p in payloads:
@@ -153,9 +146,7 @@ async def rx_setup(dut):  # noqa: ANN001
         dut, clock=dut.rx_mac_clk, reset=dut.rx_mac_rst, mode="line", mac_clk_hz=h.mac_clk_hz
     )
     user = UserRxMonitor(dut, clock=dut.user_clk, reset=dut.rst)
-    DcmacTxMonitor(
-        dut, clock=dut.tx_mac_clk, mac_clk_hz=h.mac_clk_hz, mode="always", reset=dut.tx_mac_rst
-    )
+    h.tx_monitor("always")
     await h.bring_up(OWN_MAC, OWN_IP, PORT)
     return h, rx, user
 

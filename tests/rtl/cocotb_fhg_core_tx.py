@@ -34,15 +34,7 @@ async def start(
     seed: int = 1,
 ) -> tuple[CoreHarness, DcmacTxMonitor, UserTxDriver]:
     h = CoreHarness(dut)
-    mon = DcmacTxMonitor(
-        dut,
-        clock=dut.tx_mac_clk,
-        mac_clk_hz=h.mac_clk_hz,
-        mode=mode,
-        seed=seed,
-        reset=dut.tx_mac_rst,
-    )
-    drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
+    mon, drv = h.tx_monitor(mode, seed=seed), h.user_tx()
     await h.bring_up(OWN_MAC, OWN_IP, PORT, gateway=GATEWAY, netmask=NETMASK, ttl=TTL, arp=ARP)
     return h, mon, drv
 
