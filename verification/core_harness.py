@@ -168,15 +168,14 @@ class CoreHarness:
         ip: int | str,
         port: int,
         *,
-        gateway: int | str = 0,
-        netmask: int | str = "255.255.255.0",
-        ttl: int = 64,
         arp: Mapping[int, int | str] | None = None,
+        **config: Any,
     ) -> None:
-        """Reset, configure, fill the ARP entries ({index: MAC}), let the configuration
-        reach the MAC clock domain and enable the fabric: how every TX bench starts."""
+        """Reset, :meth:`configure` (``config``: its keyword options), fill the ARP entries
+        ({index: MAC}), let the configuration reach the MAC clock domain and enable the
+        fabric: how every TX bench starts."""
         await self.reset()
-        await self.configure(mac, ip, port, gateway=gateway, netmask=netmask, ttl=ttl)
+        await self.configure(mac, ip, port, **config)
         for index, entry in (arp or {}).items():
             await self.set_arp(index, entry)
         await self.settle_config()
