@@ -44,6 +44,9 @@ SW_REGS = [
     "pkt_dest_ip",
     "pkt_dest_port",
     "pkt_sent",
+    "spead_ctrl",
+    "spead_channel",
+    "spead_ts_step",
 ]
 
 
@@ -224,7 +227,7 @@ def test_fpg_header_round_trips_through_casperfpga_ext(example: BuildResult, tmp
 # ----------------------------------------------------------------- design rule checks
 def _design(tmp_path: Path, edit: dict | None = None, blocks: dict | None = None) -> Path:
     doc = yaml.safe_load(EXAMPLE.read_text())
-    doc["user_module"]["sources"] = [str(EXAMPLE.parent / "fhg_pktgen.sv")]
+    doc["user_module"]["sources"] = [str(EXAMPLE.parent / f) for f in doc["user_module"]["sources"]]
     if blocks:
         doc["blocks"].update(blocks)
     for key, value in (edit or {}).items():

@@ -45,7 +45,7 @@ def build(design: Path, out: Path, platform: str | None = "vpk180") -> BuildResu
 
 def _design(tmp_path: Path, **top: object) -> Path:
     doc = yaml.safe_load(EXAMPLE.read_text())
-    doc["user_module"]["sources"] = [str(EXAMPLE.parent / "fhg_pktgen.sv")]
+    doc["user_module"]["sources"] = [str(EXAMPLE.parent / f) for f in doc["user_module"]["sources"]]
     doc["platform"] = "vpk180"
     doc.update(top)
     path = tmp_path / "design.yaml"

@@ -45,8 +45,22 @@ __all__: list[str] = [
 
 class Format:
     """
-    Packet format descriptor (see Format.counter64)
+    Packet format descriptor (see Format.spead)
     """
+    @staticmethod
+    def spead(
+        heap_size: typing.SupportsInt | typing.SupportsIndex = 8192,
+        *,
+        heap_address_bits: typing.SupportsInt | typing.SupportsIndex = 48,
+        index_item: typing.SupportsInt | typing.SupportsIndex = 1,
+        index_step: typing.SupportsInt | typing.SupportsIndex = 1,
+        items: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [],
+        max_packet: typing.SupportsInt | typing.SupportsIndex = 9000,
+        udp_port: typing.SupportsInt | typing.SupportsIndex = 0,
+    ) -> Format:
+        """
+        SPEAD-64-48 (or 64-40) heaps of heap_size bytes, one per slot: slot index = immediate value of index_item (default the heap counter) // index_step; the named immediate `items` land in per-slot arrays (Chunk.items)
+        """
     def __init__(
         self,
         *,
@@ -79,6 +93,11 @@ class Format:
     @property
     def seq_width(self) -> int: ...
     @property
+    def spead_config(self) -> typing.Any:
+        """
+        None, or the SPEAD descriptor's settings
+        """
+    @property
     def stream_id(self) -> int | None: ...
     @property
     def udp_port(self) -> int: ...
@@ -93,6 +112,7 @@ class EngineConfig:
         policy: str = "block",
         first_chunk: typing.SupportsInt | typing.SupportsIndex | None = None,
         stall_timeout_ms: typing.SupportsInt | typing.SupportsIndex = 50,
+        skip_lagging: bool = True,
     ) -> None: ...
     @property
     def first_chunk(self) -> int | None: ...
@@ -104,6 +124,8 @@ class EngineConfig:
     def packets_per_chunk(self) -> int: ...
     @property
     def policy(self) -> str: ...
+    @property
+    def skip_lagging(self) -> bool: ...
     @property
     def stall_timeout_ms(self) -> int: ...
 
@@ -175,6 +197,16 @@ class Chunk:
     @property
     def first_seq(self) -> int: ...
     @property
+    def heap_bytes(self) -> typing.Any:
+        """
+        SPEAD: uint64 per heap slot, payload bytes received (no copy); else None
+        """
+    @property
+    def items(self) -> dict:
+        """
+        SPEAD: {item id: uint64 per heap slot} of the format's named immediate items (2**64 - 1 where no packet carrying it arrived; no copy); else {}
+        """
+    @property
     def lost(self) -> int: ...
     @property
     def n_present(self) -> int: ...
@@ -185,7 +217,7 @@ class Chunk:
     @property
     def present(self) -> numpy.typing.NDArray[numpy.bool]:
         """
-        bool per packet slot: True where the packet arrived (no copy)
+        bool per packet slot: True where the packet arrived (no copy); SPEAD: where the whole heap arrived
         """
     @property
     def released(self) -> bool: ...
@@ -294,6 +326,16 @@ class GpuChunk:
     def device(self) -> int: ...
     @property
     def first_seq(self) -> int: ...
+    @property
+    def heap_bytes(self) -> typing.Any:
+        """
+        SPEAD: uint64 per heap slot, payload bytes received, in host memory; else None
+        """
+    @property
+    def items(self) -> dict:
+        """
+        SPEAD: {item id: uint64 per heap slot} of the named items, in host memory; else {}
+        """
     @property
     def lost(self) -> int: ...
     @property
@@ -406,10 +448,12 @@ def _frame_header(
 def _parse_cqe(arg0: bytes) -> dict: ...
 def _spead2_place(
     heaps_per_chunk: typing.SupportsInt | typing.SupportsIndex,
-    heap_payload: typing.SupportsInt | typing.SupportsIndex,
+    heap_size: typing.SupportsInt | typing.SupportsIndex,
+    index_step: typing.SupportsInt | typing.SupportsIndex = 1,
+    n_items: typing.SupportsInt | typing.SupportsIndex = 0,
 ) -> tuple:
     """
-    spead2 chunk-stream place callback (heap counter -> chunk, slot), for benchmarks
+    spead2 ChunkStreamConfig place callback placing as Format.spead does; request the items [index item, spead2.HEAP_LENGTH_ID, named items...] and max_heap_extra = 8 * n_items
     """
 
 def _split_layout(arg0: Format) -> dict: ...

@@ -185,7 +185,7 @@ class IbvSource:
     queues: int | None = None
     depth: int | None = None
     cpus: Sequence[int] | None = None
-    rq: Literal["split", "striding"] = "split"
+    rq: Literal["split", "striding"] | None = None  # None: split, striding for SPEAD
     busy_poll: bool = True
 
     backend = "ibv"
@@ -194,7 +194,7 @@ class IbvSource:
         parse_endpoint(self.bind)
         _positive("queues", self.queues)
         _positive("depth", self.depth)
-        if self.rq not in ("split", "striding"):
+        if self.rq not in (None, "split", "striding"):
             raise ValueError(f"rq must be 'split' or 'striding', got {self.rq!r}")
         object.__setattr__(self, "cpus", _cpus(self.cpus))
 
@@ -218,12 +218,13 @@ class Chunking:
     """How packets are grouped: chunk geometry, the reorder window, the pool, and what
     happens when the consumer falls behind."""
 
-    packets_per_chunk: int = 1024
+    packets_per_chunk: int | None = None  # None: 1024, or sized for GPU delivery (sizing.py)
     max_chunks: int = 4
     n_chunks: int = 0  # 0: sized (see sizing.py)
     policy: Literal["block", "drop_oldest"] = "block"
     first_chunk: int | None = None
     stall_timeout_ms: int = 50
+    skip_lagging: bool | None = None  # None: for live sources (udp, ibv, emulated NIC)
 
     def __post_init__(self) -> None:
         _positive("packets_per_chunk", self.packets_per_chunk)
