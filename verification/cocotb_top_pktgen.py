@@ -236,7 +236,7 @@ async def sends_spead_heaps(dut) -> None:  # noqa: ANN001
         await host.write("pkt_count", count)
         start = len(mon.frames)
         await host.write("pkt_ctrl", 1)
-        await wait_frames(mon, start + count, timeout_us=count * 10 + 50)
+        await mon.wait_frames(start + count, limit_ns=(count * 10 + 50) * 1000)
         await Timer(2, unit="us")
         await host.write("pkt_ctrl", 0)
         assert len(mon.frames) == start + count
