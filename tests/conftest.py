@@ -100,9 +100,19 @@ def _cache_lock(name: str) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def cached_venv(name: str, python: str, packages: list[str], source: Path | None = None) -> Path:
+def cached_venv(
+    name: str,
+    python: str,
+    packages: list[str],
+    source: Path | None = None,
+    version: str | None = None,
+) -> Path:
     """``.cache/<name>/bin/python``: a venv of ``python`` with ``packages`` (and the
-    project at ``source``, copied first: pip builds in the tree it installs from)."""
+    project at ``source``, copied first: pip builds in the tree it installs from).
+
+    ``version`` pins the version of a katversion project (casperfpga): without git in the
+    copy katversion falls back to the current minute, and a build that crosses a minute
+    boundary then fails pip's metadata check (its wheel's version differs)."""
     venv = CACHE / name
     stamp = venv / ".installed"
     with _cache_lock(name):
@@ -119,6 +129,8 @@ def cached_venv(name: str, python: str, packages: list[str], source: Path | None
                     shutil.copytree(source, copy, ignore=shutil.ignore_patterns(".git"))
                     for p in copy.rglob("*"):
                         p.chmod(p.stat().st_mode | stat.S_IWUSR)
+                    if version is not None:
+                        (copy / "___version___").write_text(version + "\n")
                     args.append(str(copy))
                 installed = run(args)
             if installed.returncode:
@@ -134,8 +146,17 @@ def casperfpga_python() -> str:
     casperfpga_ext comes from this checkout through PYTHONPATH (see ``casperfpga_env``)."""
     tree = reference_tree("casperfpga")
     commit = reference_commit(tree)[:12]
-    version = "{}.{}".format(*sys.version_info[:2])
-    return str(cached_venv(f"casperfpga-{commit}-py{version}", sys.executable, [KATCP_PIN], tree))
+    python = "{}.{}".format(*sys.version_info[:2])
+    release = re.search(r"^## \[(\d+\.\d+\.\d+)\]", (tree / "CHANGELOG.md").read_text(), re.M)
+    return str(
+        cached_venv(
+            f"casperfpga-{commit}-py{python}",
+            sys.executable,
+            [KATCP_PIN],
+            tree,
+            version=release.group(1) if release else "0.0",
+        )
+    )
 
 
 @pytest.fixture(scope="session")
