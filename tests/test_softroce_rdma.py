@@ -110,6 +110,8 @@ def test_core_writes_into_the_receiver_through_rdma_rxe(tmp_path: Path) -> None:
         "--out", f"{VM_XCHG_DIR}/{sub}", "--ip", VM_IP, "--peer-ip", PEER_IP,
         "--credit-port", str(CREDIT_PORT), "--mtu", "4096", "--psn", str(PSN),
         "--payload", str(PAYLOAD), "--slots", str(SLOTS), "--chunks", str(CHUNKS),
+        # The test ends the guest (STOP_FILE); this deadline only bounds a host that died.
+        "--timeout", "1800",
     ]  # fmt: skip
     # First the first-contact check a user runs on new hardware, then the receiver.
     hwcheck = [
@@ -120,6 +122,9 @@ def test_core_writes_into_the_receiver_through_rdma_rxe(tmp_path: Path) -> None:
         f"mkdir -p {VM_XCHG_DIR}/{sub} && cd {shlex.quote(str(REPO_ROOT))} && "
         f"{{ {shlex.join(hwcheck)} > {VM_XCHG_DIR}/{sub}/hwcheck.json; }}; " + shlex.join(guest)
     )
+    # The core's model is compiled before the VM boots: on a loaded machine the compile
+    # alone can take minutes, time the guest would spend waiting.
+    core_model = sim.build_core()
     with SoftRoceVm(image, commands) as vm:
         text = vm.wait_for(f"{sub}/{rdma_guest.PARAMS_FILE}", timeout=240).read_text()
         params = RdmaParams.from_mapping(json.loads(text))
@@ -133,7 +138,7 @@ def test_core_writes_into_the_receiver_through_rdma_rxe(tmp_path: Path) -> None:
             "udp_port": UDP_PORT,
         }  # fmt: skip
         job = sim.run_job(
-            sim.build_core(),
+            core_model,
             "cocotb_rdma_stream",
             {
                 "CASPER400G_RDMA_PARAMS": json.dumps(params.as_dict()),
