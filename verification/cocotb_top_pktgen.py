@@ -282,7 +282,7 @@ async def sends_the_tone(dut) -> None:  # noqa: ANN001
         await host.write("pkt_count", count)
         start = len(mon.frames)
         await host.write("pkt_ctrl", 1)
-        await wait_frames(mon, start + count, timeout_us=count * 10 + 50)
+        await mon.wait_frames(start + count, limit_ns=(count * 10 + 50) * 1000)
         await host.write("pkt_ctrl", 0)
         want = tone_model.expected_payloads(tone, range(count), size)
         for n, frame in enumerate(mon.frames[start : start + count]):
