@@ -16,7 +16,7 @@ export LIBPYTHON_CHECK := import glob, sys, sysconfig as s; \
 
 .PHONY: demo test test-sanitize lint regs regs-check sysdeps venv clean
 
-demo: $(STAMP)
+demo: $(STAMP) | sysdeps
 	$(VENV)/bin/casper400g demo
 
 test: $(STAMP) | sysdeps
@@ -46,6 +46,10 @@ sysdeps:
 	$(PYTHON) -c "import venv, ensurepip" >/dev/null 2>&1 || need="$$need python3-venv"; \
 	$(PYTHON) -c "$$LIBPYTHON_CHECK" || need="$$need libpython3-dev"; \
 	[ -f /usr/include/infiniband/mlx5dv.h ] || need="$$need libibverbs-dev"; \
+	command -v ip >/dev/null 2>&1 || need="$$need iproute2"; \
+	command -v arping >/dev/null 2>&1 || need="$$need iputils-arping"; \
+	command -v ping >/dev/null 2>&1 || need="$$need iputils-ping"; \
+	command -v sysctl >/dev/null 2>&1 || need="$$need procps"; \
 	if [ -n "$$need" ]; then \
 	  echo "installing Debian packages:$$need"; \
 	  $(SUDO) apt-get update -qq && \
@@ -76,7 +80,7 @@ CUDA_NVCC ?= nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.
 
 $(STAMP): pyproject.toml CMakeLists.txt $(RX_SOURCES) | $(VPY)
 	$(VPY) -m pip install -q "scikit-build-core>=0.10" "pybind11>=2.12" $(CUDA_NVCC)
-	$(VPY) -m pip install -q --no-build-isolation -e ".[sim,dev]"
+	$(VPY) -m pip install -q --no-build-isolation -e ".[sim,dev,twin,metrics]"
 	touch $(STAMP)
 
 clean:

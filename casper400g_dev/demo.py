@@ -20,6 +20,10 @@
    print_gbe_core_details(); a datagram sent afterwards is checked against scapy's frame.
 7. GPU: the example stream captured into GPU memory (host-staged and GPUDirect) and
    checked there with CuPy; without a GPU the stage says that it was skipped and why.
+8. The chain live (demo_twin.py): the design of part 1 as a board (its twin), reached by
+   arping/ping through a TAP device, configured by examples/configure_core.py over KATCP,
+   its tone stream captured by the receiver on that interface into chunks (GPU when
+   there is one), every payload and count checked, the spectrum saved as a PNG.
 """
 
 from __future__ import annotations
@@ -89,6 +93,7 @@ def expected_registers(cfg: dict) -> dict[str, int]:
 def run(verbose: bool = False, config: dict | None = None, tx_frames: int = 100) -> int:
     from . import demo_toolflow
 
+    t_demo = time.monotonic()
     console = Console()
     cfg = config or DEMO_CONFIG
     build = demo_toolflow.run_build(console)
@@ -110,7 +115,18 @@ def run(verbose: bool = False, config: dict | None = None, tx_frames: int = 100)
     status = run_katcp(console, verbose, cfg)
     if status:
         return status
-    return run_gpu(console)
+    status = run_gpu(console)
+    if status:
+        return status
+    from . import demo_twin
+
+    python, library = casperfpga_python()
+    status = demo_twin.run(console, build, python, library)
+    console.rule(
+        f"[bold]casper400g demo: {'done' if status == 0 else 'FAILED'} in "
+        f"{time.monotonic() - t_demo:.0f} s"
+    )
+    return status
 
 
 def run_registers(console: Console, verbose: bool, cfg: dict) -> int:

@@ -5,7 +5,12 @@ core's registers when asked (no cache, no polling thread), through the same wind
 ``?read``. Names are ``<core>.<what>``, with the register map's names (``_`` → ``-``):
 
 * ``<core>.link-up`` (boolean; status ``nominal`` when up, ``error`` when down),
-  ``<core>.link-state`` (integer, the bring-up state), ``<core>.fabric-enabled``;
+  ``<core>.link-state`` (integer, the bring-up state), ``<core>.link-retries``,
+  ``<core>.fabric-enabled``;
+* ``<core>.tx-overflowed`` and ``<core>.rx-overrun`` (booleans, ``error`` when set: the
+  sticky ``status`` flags of a lost TX word and an RX FIFO overrun);
+* the per-second rates ``<core>.tx-packet-rate``, ``tx-valid-rate``, ``rx-packet-rate``,
+  ``rx-valid-rate`` (integer, events in the last complete second);
 * ``<core>.<counter>`` for every counter of the register map (integer, 64-bit counters
   read low word first, as ``FourHundredGbe.read_reg``).
 
@@ -23,6 +28,7 @@ from . import fhg_regmap as regmap
 from .transport import WORD_BYTES
 
 COUNTER_MAX = (1 << 64) - 1
+RATES = ("tx_packet_rate", "tx_valid_rate", "rx_packet_rate", "rx_valid_rate")
 
 
 class WindowReader(Protocol):
@@ -92,13 +98,47 @@ def core_sensors(device: str) -> list[Sensor]:
             _field_reader(device, "link_status", "state"),
         ),
         Sensor(
+            f"{device}.link-retries",
+            regmap.REGISTERS["link_retries"].desc,
+            "",
+            "integer",
+            _reg_reader(device, regmap.REGISTERS["link_retries"]),
+        ),
+        Sensor(
             f"{device}.fabric-enabled",
             "UDP datapath enabled (ctrl.fabric_en)",
             "",
             "boolean",
             _field_reader(device, "ctrl", "fabric_en"),
         ),
+        Sensor(
+            f"{device}.tx-overflowed",
+            "TX buffer lost a word since the last user reset (status.tx_overflow)",
+            "",
+            "boolean",
+            _field_reader(device, "status", "tx_overflow"),
+            nominal_when=0,
+        ),
+        Sensor(
+            f"{device}.rx-overrun",
+            "RX FIFO overran since the last rx_overrun_ack (status.rx_overrun)",
+            "",
+            "boolean",
+            _field_reader(device, "status", "rx_overrun"),
+            nominal_when=0,
+        ),
     ]
+    for name in RATES:
+        reg = regmap.REGISTERS[name]
+        sensors.append(
+            Sensor(
+                f"{device}.{name.replace('_', '-')}",
+                reg.desc,
+                "1/s",
+                "integer",
+                _reg_reader(device, reg),
+            )
+        )
     for name in regmap.COUNTERS:
         reg = regmap.REGISTERS[name]
         units = "B" if name.endswith("_bytes") else ""

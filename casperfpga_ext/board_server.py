@@ -74,6 +74,7 @@ class Window(Protocol):
 
 if TYPE_CHECKING:  # aliases for annotations only: Python 3.8 cannot subscript these
     WindowFactory = Callable[[Iterable[FpgDevice]], Window]
+    ProgramFn = Callable[[Path, Path], Awaitable[None]]
 
 
 class MmapWindow:
@@ -202,7 +203,9 @@ class BoardServer:
     ``window`` is either a mapped bus (``MmapTransport``-like; then ``?progdev`` cannot
     remap) or a factory that maps a design's devices (``MmapWindow``). ``program_cmd`` is
     run to load a bitstream, ``{pdi}`` replaced by the extracted bitstream's path and
-    ``{fpg}`` by the ``.fpg``'s (e.g. ``fpgautil -b {pdi}``); None skips that step.
+    ``{fpg}`` by the ``.fpg``'s (e.g. ``fpgautil -b {pdi}``); None skips that step. It may
+    also be an async callable ``program(pdi, fpg)`` (a simulated board's loader); its
+    ``RequestError`` or ``OSError`` fails the request, and no timeout applies.
     """
 
     def __init__(
@@ -210,7 +213,7 @@ class BoardServer:
         window: Window | WindowFactory,
         host: str = "0.0.0.0",
         port: int = DEFAULT_PORT,
-        program_cmd: str | None = None,
+        program_cmd: str | ProgramFn | None = None,
         fpg: str | os.PathLike[str] | None = None,
         fpg_dir: str | os.PathLike[str] = ".",
         program_timeout: float = 120.0,
@@ -236,6 +239,7 @@ class BoardServer:
         self._clients: set[Connection] = set()
         self._busy = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._client_tasks: set[asyncio.Task[object]] = set()
         self._handlers: dict[bytes, tuple[Handler, str]] = {
             b"listdev": (self._listdev, "?listdev [size|detail]: the design's devices"),
             b"meta": (self._meta, "?meta [block]: the design's ?meta lines"),
@@ -327,7 +331,10 @@ class BoardServer:
                     # so nothing is served from the old design from here on.
                     self._unmap()
                     try:
-                        await self._run_program(self.program_cmd, pdi, fpg)
+                        if callable(self.program_cmd):
+                            await self.program_cmd(pdi, fpg)
+                        else:
+                            await self._run_program(self.program_cmd, pdi, fpg)
                     except RequestError:
                         await self._broadcast(format_message(b"#", b"fpga", ["down"]))
                         raise
@@ -703,6 +710,10 @@ class BoardServer:
     async def _serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         conn = Connection(writer)
         self._clients.add(conn)
+        task = asyncio.current_task()
+        if task is not None:
+            self._client_tasks.add(task)
+            task.add_done_callback(self._client_tasks.discard)
         for item in self._versions():
             await conn.send(format_message(b"#", b"version-connect", item))
         buffer = b""
@@ -768,6 +779,10 @@ class BoardServer:
             self._server.close()
             for c in list(self._clients):
                 c.writer.close()
+            # Each client's handler sees its connection end and returns (a handler still
+            # running when the loop stops would be cancelled mid-read, and logged).
+            if self._client_tasks:
+                await asyncio.wait(list(self._client_tasks), timeout=2.0)
             await self._server.wait_closed()
             self._server = None
         for task in list(self._tasks):

@@ -4,6 +4,10 @@
     python examples/configure_core.py vpk180.local --mac 02:00:0a:00:00:0a \\
         --ip 10.0.0.10 --udp-port 7148 --gateway 10.0.0.1 --arp 10.0.0.20=0c:42:a1:00:00:14
 
+``--write NAME=VALUE`` (repeatable, in order) then writes the design's own registers with
+``fpga.write_int`` — the example design's packet generator, say
+(``--write pkt_mode=1 --write pkt_size=8192``).
+
 The board runs ``casper400g board-server`` (or any KATCP server with casperfpga's
 requests). With casperfpga installed the script uses it (``import casperfpga_ext``
 registers our core for the ``xps:fourhundred_gbe`` tag, so ``fpga.gbes.gbe0`` is a
@@ -44,6 +48,21 @@ def arp_entry(text: str) -> tuple[str, str]:
     return ip, mac
 
 
+def register_write(text: str) -> tuple[str, int]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"register write {text!r}: expected NAME=VALUE")
+    try:
+        number = int(value, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"register write {text!r}: {value!r} is not a number"
+        ) from None
+    if not 0 <= number <= 0xFFFFFFFF:
+        raise argparse.ArgumentTypeError(f"register write {text!r}: not a 32-bit word")
+    return name, number
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("host", help="the board (its KATCP server)")
@@ -61,6 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--arp", type=arp_entry, action="append", default=[], metavar="IP=MAC", help="ARP entry"
     )
+    parser.add_argument(
+        "--write",
+        type=register_write,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="then write a design register (fpga.write_int), in the order given",
+    )
     args = parser.parse_args(argv)
 
     fpga = None
@@ -71,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         gbe.set_arp_table(dict(args.arp))  # every entry written, then read back
         gbe.fabric_enable()
         gbe.print_gbe_core_details(arp=True)
+        for name, value in args.write:
+            fpga.write_int(name, value)
+            print(f"{name} = {value:#x}")
     except (OSError, ValueError, AttributeError, RuntimeError) as exc:
         print(f"configure_core: {exc}", file=sys.stderr)
         return 1

@@ -60,10 +60,26 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return demo.run(verbose=args.verbose)
 
 
+def _cmd_twin(args: argparse.Namespace) -> int:
+    _dev_tools()
+    from casper400g_dev.twin import run
+
+    return run.run(args)
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     _dev_tools()
+    if args.what == "twin":
+        from casper400g_dev.twin import bench as bench_twin
+
+        return bench_twin.run(
+            seconds=args.seconds,
+            threads=args.threads,
+            network=args.network,
+            out_json=Path(args.json) if args.json else None,
+        )
     from casper400g_dev import bench_tx
 
     sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else None
@@ -142,11 +158,11 @@ def _cmd_build(args: argparse.Namespace) -> int:
                 )
                 return 1
             per = src
-            out = Path(args.output or src.parent)
+            out = Path(args.output or src.parent).resolve()
         else:
             design = Design(src, plat_dirs, platform=args.platform)
             default = design.name if not args.platform else f"{design.name}_{args.platform}"
-            out = Path(args.output or Path("build") / default)
+            out = Path(args.output or Path("build") / default).resolve()
             print(f"[design] {src} -> {out / 'jasper.per'}", flush=True)
             per = design.to_jasper_per(out)
         result = Toolflow(per, out, plat_dirs, progress=lambda m: print(m, flush=True)).run(
@@ -174,7 +190,11 @@ def _cmd_build(args: argparse.Namespace) -> int:
         from .toolflow import synth
 
         try:
-            res = synth(result.build_dir, progress=lambda m: print(f"[synth]  {m}", flush=True))
+            res = synth(
+                result.build_dir,
+                progress=lambda m: print(f"[synth]  {m}", flush=True),
+                blackboxes=args.synth_blackbox or (),
+            )
         except ToolflowError as exc:
             print(f"build: {exc}", file=sys.stderr)
             return 1
@@ -283,6 +303,18 @@ def _cmd_board_server(args: argparse.Namespace) -> int:
     return asyncio.run(serve())
 
 
+def _dev_tools_args(p: argparse.ArgumentParser) -> None:
+    """The twin's options; they live with the twin (a checkout's developer tool)."""
+    try:
+        _dev_tools()
+    except NotACheckout:
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        return
+    from casper400g_dev.twin import run
+
+    run.add_arguments(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="casper400g", description="casper400g: the CASPER 400GbE block library toolflow."
@@ -313,8 +345,23 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("-v", "--verbose", action="store_true", help="show simulator output")
     demo.set_defaults(func=_cmd_demo)
 
-    bench = sub.add_parser("bench", help="benchmarks (tx: the core's TX goodput vs theory)")
-    bench.add_argument("what", choices=["tx"], help="which benchmark")
+    twin = sub.add_parser(
+        "twin",
+        help="run a build's design as a live board: Verilated top.v behind board-server "
+        "(KATCP), its MAC on a TAP device in a network namespace",
+    )
+    _dev_tools_args(twin)
+    twin.set_defaults(func=_cmd_twin)
+
+    bench = sub.add_parser("bench", help="benchmarks: tx (the core's TX goodput), twin")
+    bench.add_argument(
+        "what", choices=["tx", "twin"], help="tx: the core's TX goodput; twin: the twin's speed"
+    )
+    bench.add_argument("--seconds", type=float, default=20.0, help="twin: measuring time")
+    bench.add_argument("--threads", type=int, default=1, help="twin: Verilator threads")
+    bench.add_argument(
+        "--network", default="auto", help="twin: auto, tap, pcap (see casper400g twin)"
+    )
     bench.add_argument("--frames", type=int, default=200, help="frames per payload size")
     bench.add_argument("--sizes", help="comma-separated payload sizes (0 = random mix)")
     bench.add_argument("--json", help="also write the results to this JSON file")
@@ -370,6 +417,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--synth",
         action="store_true",
         help="also synthesise top.v with Yosys (synth_xilinx -family xcup; core blackboxed)",
+    )
+    build_p.add_argument(
+        "--synth-blackbox",
+        action="append",
+        metavar="MODULE",
+        help="with --synth: keep this module of the design as an empty box too",
     )
     build_p.set_defaults(func=_cmd_build)
 

@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -616,9 +616,15 @@ SYNTH_BLACKBOXES = (("fourhundred_gbe/fhg_core.sv", "fhg_core"),)
 
 
 def synth(
-    build_dir: Path, progress: Progress | None = print, flatten: bool = True
+    build_dir: Path,
+    progress: Progress | None = print,
+    flatten: bool = True,
+    blackboxes: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Yosys ``synth_xilinx -family xcup`` of a build's ``top.v`` (core blackboxed)."""
+    """Yosys ``synth_xilinx -family xcup`` of a build's ``top.v`` (core blackboxed).
+
+    ``blackboxes`` keeps further modules of the design as empty boxes: an estimate of the
+    rest that does not wait for a large user block (its own figure is a separate run)."""
     from . import synth as yosys
 
     jasper_imports()
@@ -643,6 +649,7 @@ def synth(
             top="top",
             params={},
             flatten=flatten,
+            blackboxes=tuple(blackboxes),
             files=files,
             progress=progress,
             log_file=stub_dir / "yosys.log",

@@ -675,7 +675,8 @@ def test_sensors_read_the_cores_registers(board: Board, raw: Raw):
     raw.send(b"?sensor-list")
     lines = raw.until(b"!sensor-list")
     listed = {line.split(b" ")[1]: line.split(b" ")[2:] for line in lines[:-1]}
-    assert lines[-1] == b"!sensor-list ok %d" % (3 + len(regmap.COUNTERS))
+    # link-up, -state, -retries, fabric-enabled, two status flags, four rates, the counters
+    assert lines[-1] == b"!sensor-list ok %d" % (6 + 4 + len(regmap.COUNTERS))
     assert listed[b"gbe0.link-up"][-1] == b"boolean"
     assert listed[b"gbe0.tx-frames"][-3:] == [b"integer", b"0", str((1 << 64) - 1).encode()]
     assert listed[b"gbe0.tx-bytes"][1] == b"B"
@@ -692,7 +693,12 @@ def test_sensors_read_the_cores_registers(board: Board, raw: Raw):
     put("link_status", 0x85)  # link_up, state 5
     put("tx_frames", 0x1_2345_6789)
     put("rx_drop_fcs", 7)
+    put("tx_packet_rate", 48_000_000)
+    put("status", 1 << regmap.REGISTERS["status"].field("rx_overrun").lsb)
     values = sensor_values(raw)
+    assert values[b"gbe0.tx-packet-rate"] == (b"nominal", b"48000000")
+    assert values[b"gbe0.rx-overrun"] == (b"error", b"1")
+    assert values[b"gbe0.tx-overflowed"] == (b"nominal", b"0")
     assert values[b"gbe0.link-up"] == (b"nominal", b"1")
     assert values[b"gbe0.link-state"] == (b"nominal", b"5")
     assert values[b"gbe0.tx-frames"] == (b"nominal", str(0x1_2345_6789).encode())

@@ -1,12 +1,21 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// fhg_pktgen — the example design's user logic: sends the example stream (docs/design/architecture.md)
-// into a 400GbE block at a rate and size set by software registers.
+// fhg_pktgen — the example design's user logic: sends the example stream (docs/design/architecture.md),
+// or a tone, into a 400GbE block at a rate and size set by software registers.
 //
 // Contract
-//   * Packet n carries `size` bytes of big-endian 64-bit words: word 0 = n, word k =
-//     (n << 10) | k; the first payload byte is tx_data[1023:1016]. n starts at 0 and counts
-//     every packet sent; `ctrl[1]` (reset) sets it back to 0 and holds the 400GbE block's
-//     `rst`.
+//   * Every packet's payload starts with its sequence number n, a big-endian 64-bit word;
+//     the first payload byte is tx_data[1023:1016]. n starts at 0 and counts every packet
+//     sent; `ctrl[1]` (reset) sets it back to 0, restarts the tone source and holds the
+//     400GbE block's `rst`.
+//   * `mode` (sampled at each packet start) chooses the payload after the header:
+//       MODE_EXAMPLE (0, and any mode not listed): the example stream, `size` bytes of
+//         big-endian 64-bit words, word k (1..) = (n << 10) | k;
+//       MODE_TONE (1): int8 complex samples (I, Q) of a tone plus noise (fhg_tone_gen,
+//         contract there): packet n carries samples n*spp .. n*spp + spp - 1 of the
+//         stream, spp = (size - 8) / 2; `tone_step` is the phase step per sample (2^32 =
+//         one turn), `tone_shape` [3:0] the amplitude shift, [11:8] the noise bits,
+//         [31:16] the noise seed.
+//     The framing (`spead_ctrl`, below) is independent of the mode.
 //   * `ctrl[0]` enables sending. A packet starts when the previous one has ended (at the
 //     earliest right after its last word, no idle cycle), at least `period` user_clk cycles
 //     after the previous start (0: back to back), and only while `tx_afull` is low (the
@@ -17,8 +26,9 @@
 //     `dest_ip`/`dest_port` are sampled at the start too and held through the packet.
 //   * `sent` counts packets whose last word was handed to the core.
 //   * `spead_ctrl[0]` (sampled at each packet start) sends the packet as a SPEAD heap
-//     instead (fhg_pktgen_spead.sv): a 64-byte SPEAD header before the same payload, heap
-//     counter n, a timestamp advancing by `spead_ts_step` per packet and `spead_channel`.
+//     instead (fhg_pktgen_spead.sv): a 64-byte SPEAD header before the same payload (of
+//     either mode), heap counter n, a timestamp advancing by `spead_ts_step` per packet
+//     and `spead_channel`.
 module fhg_pktgen (
     input  wire            clk,
     input  wire  [31:0]    ctrl,
@@ -27,6 +37,9 @@ module fhg_pktgen (
     input  wire  [31:0]    size,
     input  wire  [31:0]    dest_ip,
     input  wire  [31:0]    dest_port,
+    input  wire  [31:0]    mode,
+    input  wire  [31:0]    tone_step,
+    input  wire  [31:0]    tone_shape,
     input  wire  [31:0]    spead_ctrl,
     input  wire  [31:0]    spead_channel,
     input  wire  [31:0]    spead_ts_step,
@@ -42,6 +55,9 @@ module fhg_pktgen (
     input  wire            tx_overflow
 );
     localparam int MAX_BYTES = 8192;
+    localparam int HEADER_BYTES = 8;
+    localparam logic [31:0] MODE_EXAMPLE = 32'd0;
+    localparam logic [31:0] MODE_TONE    = 32'd1;
 
     logic        enable, reset;
     logic [63:0] seq;            // n of the packet being sent (or next)
@@ -57,6 +73,9 @@ module fhg_pktgen (
     logic [31:0] burst_next;     // burst_sent counting a packet that ends this cycle
     logic        start;          // a packet starts next cycle (possibly right after EOF)
     logic [1023:0] payload;      // the payload beat; SPEAD framing wraps it
+    logic [1023:0] example_data, tone_data, tone_samples;
+    logic [31:0] pkt_mode;       // mode of the packet being sent (sampled at its start)
+    logic [9:0]  last_payload_beat;  // of the packet being sent (SPEAD adds a frame beat)
     logic [14:0] frame_c;        // UDP payload bytes of the packet starting
 
     assign enable  = ctrl[0];
@@ -71,8 +90,33 @@ module fhg_pktgen (
         for (int j = 0; j < 16; j++) begin
             logic [63:0] k;
             k = 64'({beat, 4'(j)});
-            payload[1023 - 64*j -: 64] = (k == 64'd0) ? seq : ((seq << 10) | k);
+            example_data[1023 - 64*j -: 64] = (k == 64'd0) ? seq : ((seq << 10) | k);
         end
+    end
+
+    // Tone: the source computes the payload beat of the next cycle (its output is
+    // registered), so it is told now whether one follows and whether it starts a packet.
+    fhg_tone_gen u_tone (
+        .clk        (clk),
+        .rst        (reset),
+        .advance    ((start ? mode : pkt_mode) == MODE_TONE &&
+                     (start || (busy && !tx_end_of_frame && beat < last_payload_beat))),
+        .first      (start),
+        .spp        (size_c >= 14'(HEADER_BYTES) ? 13'((size_c - 14'(HEADER_BYTES)) >> 1) : 13'd0),
+        .step       (tone_step),
+        .amp_shift  (tone_shape[3:0]),
+        .noise_bits (tone_shape[11:8]),
+        .seed       (tone_shape[31:16]),
+        .out        (tone_samples)
+    );
+    assign tone_data = (beat == 10'd0) ? {seq, tone_samples[1023 - 8*HEADER_BYTES:0]} : tone_samples;
+
+    // The mode selects the payload; further modes add a case here.
+    always_comb begin
+        case (pkt_mode)
+            MODE_TONE: payload = tone_data;
+            default:   payload = example_data;
+        endcase
     end
 
     always_comb begin
@@ -108,6 +152,8 @@ module fhg_pktgen (
             tx_dest_port <= '0;
             enable_q     <= 1'b0;
             burst_sent   <= '0;
+            pkt_mode     <= MODE_EXAMPLE;
+            last_payload_beat <= '0;
         end else begin
             enable_q <= enable;
             if (enable && !enable_q) burst_sent <= '0;
@@ -125,6 +171,8 @@ module fhg_pktgen (
                 last_bytes   <= 8'(frame_c - {(frame_c - 15'd1) >> 7, 7'd0});
                 tx_dest_ip   <= dest_ip;
                 tx_dest_port <= dest_port[15:0];
+                pkt_mode     <= mode;
+                last_payload_beat <= 10'((size_c - 14'd1) >> 7);
             end else if (busy && tx_end_of_frame) begin
                 busy <= 1'b0;
                 beat <= '0;
@@ -136,5 +184,6 @@ module fhg_pktgen (
 
     // Overflow is visible to software through the core's counters.
     logic unused_inputs;
-    assign unused_inputs = ^{ctrl[31:2], dest_port[31:16], tx_overflow, spead_ctrl[31:1]};
+    assign unused_inputs = ^{ctrl[31:2], dest_port[31:16], tx_overflow, spead_ctrl[31:1],
+                             tone_shape[15:12], tone_shape[7:4]};
 endmodule

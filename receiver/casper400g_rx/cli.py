@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -26,6 +27,9 @@ def _add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--packets-per-chunk", type=int, default=1024)
     p.add_argument("--max-chunks", type=int, default=4)
     p.add_argument("--policy", choices=["block", "drop_oldest"], default="block")
+    p.add_argument(
+        "--metrics-port", type=int, help="serve the counters for Prometheus on this port"
+    )
 
 
 def _open_capture(args: argparse.Namespace) -> Capture:
@@ -43,6 +47,17 @@ def _open_capture(args: argparse.Namespace) -> Capture:
         max_chunks=args.max_chunks,
         policy=args.policy,
     )
+
+
+def _metrics(args: argparse.Namespace, cap: Capture) -> contextlib.AbstractContextManager:
+    """The Prometheus endpoint of --metrics-port, or nothing."""
+    if args.metrics_port is None:
+        return contextlib.nullcontext()
+    from .metrics import serve
+
+    server = serve(cap, args.metrics_port)
+    print(f"metrics on http://0.0.0.0:{server.port}/metrics", flush=True)
+    return server
 
 
 def _print_stats(cap: Capture) -> None:
@@ -79,7 +94,7 @@ def _cmd_capture(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.seconds if args.seconds else None
     last_received, last_change = 0, time.monotonic()
     try:
-        with cap:
+        with cap, _metrics(args, cap):
             where = args.bind if args.backend == "udp" else args.pcap_in
             print(f"capturing from {where}", flush=True)
             while len(ids) < args.chunks and cap.running:
@@ -115,7 +130,9 @@ def _cmd_capture(args: argparse.Namespace) -> int:
 def _cmd_monitor(args: argparse.Namespace) -> int:
     from .monitor import run_monitor
 
-    run_monitor(_open_capture(args), args.seconds, interval=args.interval)
+    cap = _open_capture(args)
+    with _metrics(args, cap):
+        run_monitor(cap, args.seconds, interval=args.interval)
     return 0
 
 

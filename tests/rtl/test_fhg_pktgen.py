@@ -10,6 +10,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+import yaml
 from conftest import need_tool
 
 import casper400g_rx as rx
@@ -24,9 +25,9 @@ TIMESTAMP, CHANNEL, DATA = 0x1600, 0x4103, 0x3300
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, sim.TestOutcome], Path]:
-    dut = sim.build(
-        "fhg_pktgen", [EXAMPLE / "fhg_pktgen_spead.sv", EXAMPLE / "fhg_pktgen.sv"], "fhg_pktgen"
-    )
+    # The design's own source list, so the module is built as the toolflow builds it.
+    user = yaml.safe_load((EXAMPLE / "design.yaml").read_text())["user_module"]
+    dut = sim.build("fhg_pktgen", [EXAMPLE / src for src in user["sources"]], user["module"])
     out = tmp_path_factory.mktemp("pktgen") / "spead.json"
     outcomes = sim.run(dut, COCOTB_MODULE.stem, HERE, extra_env={"CASPER400G_JOB_OUT": str(out)})
     return outcomes, out

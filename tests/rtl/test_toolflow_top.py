@@ -1,7 +1,8 @@
 """The example design's generated top.v simulated whole (generic400g platform): host bus,
-interconnect, start-up configuration, software registers, packet generator, core and the
-DCMAC model. One simulation, one pytest result per cocotb test; the SPEAD frames it sent
-are then decoded by spead2 and captured by the receiver."""
+interconnect, start-up configuration, software registers, packet generator (example stream,
+tone against verification/tone_model.py, SPEAD), core and the DCMAC model. One simulation,
+one pytest result per cocotb test; the SPEAD frames it sent are then decoded by spead2 and
+captured by the receiver."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ def test_every_cocotb_test_was_collected() -> None:
     assert set(NAMES) == {
         "bus_errors_and_read_only_registers",
         "sends_the_example_stream",
+        "sends_the_tone",
         "sends_spead_heaps",
     }
 

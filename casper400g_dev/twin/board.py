@@ -1,0 +1,417 @@
+"""The twin as a board: harness + board server (KATCP) + network + ICMP helper.
+
+:class:`TwinBoard` runs the board server in a thread of its own, like a board's
+``casper400g board-server``; its ``?progdev``/``?progremote`` load a design's ``.fpg``
+(:mod:`.image`) by compiling that design's twin (cached) and starting it in place of the
+running one. The MAC side of every 400GbE block goes to a TAP device in the twin's
+network namespace (:mod:`.netns`), or, without the privileges for one, to a UDP tunnel or
+a pcap file. The core's ARP responder answers ARP; ICMP echo is answered by the software
+helper (``casperfpga_ext.tap``) through the core's CPU buffers, as a board's CPU would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from casperfpga_ext.board_server import BoardServer, RequestError
+from casperfpga_ext.fpg import FpgDevice, FpgHeader
+from casperfpga_ext.fpga import Fpga
+from casperfpga_ext.tap import Tap
+from casperfpga_ext.transport import WORD_BYTES, check_access
+
+from . import image
+from .build import TwinBuild, TwinBuildError, compile_twin, design_name, design_sources
+from .harness import Harness, HarnessError
+from .netns import HostSide, Netns, NetnsError, privileged
+
+NETWORK_MODES = ("auto", "tap", "udp", "pcap", "none")
+
+
+class TwinError(RuntimeError):
+    """The twin could not be started (the cause named)."""
+
+
+class TwinWindow:
+    """The board server's (and casperfpga_ext's) view of a running twin's bus: a design's
+    devices at their ``.fpg`` addresses, 32-bit big-endian words."""
+
+    def __init__(self, board: TwinBoard, devices: Iterable[FpgDevice]) -> None:
+        self.board = board
+        self.devices = {d.name: d for d in devices}
+
+    def _where(self, device_name: str, offset: int, size: int) -> int:
+        dev = self.devices.get(device_name)
+        if dev is None:
+            raise ValueError(f"unknown device {device_name!r}")
+        check_access(device_name, dev.size, offset, size)
+        return dev.address + offset
+
+    def read(self, device_name: str, size: int, offset: int = 0) -> bytes:
+        address = self._where(device_name, offset, size)
+        words = self.board.harness.read_words(address, size // WORD_BYTES)
+        return b"".join(w.to_bytes(WORD_BYTES, "big") for w in words)
+
+    def blindwrite(self, device_name: str, data: bytes, offset: int = 0) -> None:
+        address = self._where(device_name, offset, len(data))
+        words = [int.from_bytes(data[k : k + 4], "big") for k in range(0, len(data), 4)]
+        self.board.harness.write_words(address, words)
+
+    def listdev(self) -> list[str]:
+        return list(self.devices)
+
+    def is_connected(self) -> bool:
+        return self.board.harness_alive
+
+
+@dataclass
+class Network:
+    """Where the twin's MAC frames go. ``mode``: ``tap`` (a TAP device per block in a
+    network namespace the twin creates; root), ``udp`` (frames over a UDP tunnel between
+    ``tunnel_local`` and ``tunnel_peer``), ``pcap`` (frames the FPGA sends, into ``pcap``),
+    ``none``, or ``auto`` (tap when privileged, else pcap)."""
+
+    mode: str = "auto"
+    host: HostSide = field(default_factory=HostSide)
+    tunnel_local: str = "127.0.0.1:0"
+    tunnel_peer: str = ""
+    pcap: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in NETWORK_MODES:
+            raise ValueError(f"network mode {self.mode!r}: one of {NETWORK_MODES}")
+
+
+def status_line(prev: dict[str, Any], now: dict[str, Any]) -> str:
+    """One line: simulated cycles/s, effective Gb/s and frames each way since ``prev``."""
+    dt = max(now["wall_s"] - prev["wall_s"], 1e-9)
+    rate = (now["user_cycles"] - prev["user_cycles"]) / dt
+    parts = [f"{rate / 1e3:7.1f} kcycles/s", f"sim {now['sim_fs'] / 1e12:9.3f} ms"]
+    for name, m in now["macs"].items():
+        p = prev["macs"][name]
+        gbps = 8 * (m["to_host_bytes"] - p["to_host_bytes"]) / dt / 1e9
+        link = m["link"]
+        parts.append(
+            f"{name}: FPGA->host {m['to_host_frames']:,} frames {gbps:6.3f} Gb/s, "
+            f"host->FPGA {m['from_host_frames']:,} frames"
+        )
+        if link["dropped"] or link["duplicated"] or link["delayed"]:
+            parts.append(
+                f"link dropped {link['dropped']} duplicated {link['duplicated']} "
+                f"delayed {link['delayed']}"
+            )
+        if m["violations"]:
+            parts.append(f"DCMAC rule broken x{m['violations']}: {m['violation']}")
+    if now.get("idle"):
+        parts.append("idle")
+    return " | ".join(parts)
+
+
+class TwinBoard:
+    """A twin of ``build_dir``'s design (or of whatever ``.fpg`` is programmed later)
+    behind a KATCP board server on ``katcp_host:katcp_port`` (0: a free port).
+
+    ``icmp``: run the software ICMP helper so ``ping`` of the core's IP is answered.
+    ``progress`` gets one line per step (compiling, network, listening).
+    """
+
+    def __init__(
+        self,
+        build_dir: Path | None,
+        *,
+        network: Network | None = None,
+        katcp_host: str = "127.0.0.1",
+        katcp_port: int = 7147,
+        threads: int = 1,
+        icmp: bool = True,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.build_dir = Path(build_dir) if build_dir is not None else None
+        self.network = network or Network()
+        self.katcp_host, self.katcp_port = katcp_host, katcp_port
+        self.threads = threads
+        self.icmp = icmp
+        self.say = progress or (lambda _m: None)
+        self.fpg: Path | None = None
+        self.netns: Netns | None = None
+        self.mode = ""  # the network mode in use
+        self.fallback_reason: str | None = None
+        self.build: TwinBuild | None = None
+        self.header: FpgHeader | None = None
+        self.ports: dict[str, str] = {}
+        self._harness: Harness | None = None
+        self._taps: list[Tap] = []
+        self._server: BoardServer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+
+    # ---------------------------------------------------------------- properties
+    @property
+    def harness(self) -> Harness:
+        h = self._harness
+        if h is None:
+            raise HarnessError("no design is running on the twin")
+        return h
+
+    @property
+    def harness_alive(self) -> bool:
+        return self._harness is not None and self._harness.alive
+
+    @property
+    def port(self) -> int:
+        return self.katcp_port
+
+    @property
+    def blocks(self) -> tuple[str, ...]:
+        return self.build.blocks if self.build else ()
+
+    def interface(self, block: str | None = None) -> str:
+        """The host-side interface of a block's link (tap mode)."""
+        return self._ifname(self.blocks.index(block) if block else 0)
+
+    def _ifname(self, index: int) -> str:
+        return self.network.host.ifname if index == 0 else f"c4g{index}"
+
+    # ---------------------------------------------------------------- lifetime
+    def start(self) -> TwinBoard:
+        """Program the build's design, bring up the network and serve KATCP."""
+        try:
+            self._setup_network()
+            if self.build_dir is not None:
+                self.fpg = image.write_fpg(self.build_dir)
+                self.say(f"twin image: {self.fpg}")
+                self.program(self.fpg.read_bytes(), str(self.fpg))
+            self._thread = threading.Thread(target=self._serve, name="twin-katcp", daemon=True)
+            self._thread.start()
+            if not self._started.wait(30) or self._error is not None:
+                raise TwinError(f"the board server did not start: {self._error}")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None:
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._stop.set)
+        if self._thread is not None:
+            self._thread.join(15)
+            self._thread = None
+        self._stop_design()
+        if self.netns is not None:
+            self.netns.delete()
+            self.netns = None
+
+    def __enter__(self) -> TwinBoard:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---------------------------------------------------------------- network
+    def _setup_network(self) -> None:
+        net = self.network
+        mode = net.mode
+        if mode in ("auto", "tap"):
+            why = privileged()
+            if why is None:
+                try:
+                    self.netns = Netns.create()
+                    self.mode = "tap"
+                    return
+                except NetnsError as exc:
+                    why = str(exc)
+            if mode == "tap":
+                raise TwinError(f"no TAP device for the twin: {why}")
+            self.fallback_reason = why
+            mode = "pcap"
+            self.say(f"no TAP device ({why}): the FPGA's frames go to a pcap file instead")
+        if mode == "pcap" and net.pcap is None:
+            base = self.build_dir or Path.cwd()
+            net.pcap = base / "twin_tx.pcap"
+        if mode == "udp" and not net.tunnel_peer:
+            raise TwinError("udp mode needs the tunnel's peer (IP:port)")
+        self.mode = mode
+
+    def _port_specs(self, blocks: tuple[str, ...]) -> dict[str, str]:
+        net = self.network
+        specs: dict[str, str] = {}
+        for k, block in enumerate(blocks):
+            if self.mode == "tap":
+                specs[block] = f"tap:{self._ifname(k)}"
+            elif self.mode == "udp" and k == 0:
+                specs[block] = f"udp:{net.tunnel_local},{net.tunnel_peer}"
+            elif self.mode == "pcap":
+                path = net.pcap if k == 0 else net.pcap.with_suffix(f".{block}.pcap")  # type: ignore[union-attr]
+                specs[block] = f"pcap:{path}"
+        return specs
+
+    def _ensure_taps(self, blocks: tuple[str, ...]) -> None:
+        assert self.netns is not None
+        have = self.netns.run("ip", "-o", "link", "show").stdout
+        for k, _block in enumerate(blocks):
+            host = self.network.host
+            if k:  # further blocks: their own interface, no address (configure it yourself)
+                mac = int(host.mac.replace(":", ""), 16) + k
+                text = ":".join(f"{(mac >> s) & 0xFF:02x}" for s in range(40, -8, -8))
+                host = HostSide(ip="", mac=text, ifname=self._ifname(k), mtu=host.mtu)
+            if f" {host.ifname}:" in have:
+                continue
+            if host.ip:
+                self.netns.add_tap(host)
+            else:
+                self.netns.add_tap_bare(host)
+
+    # ---------------------------------------------------------------- programming
+    def program(self, data: bytes, source: str) -> int:
+        """Load a design's ``.fpg`` (twin image, or the hardware image of this twin's own
+        build): compile its twin (cached) and start it in place of the running design."""
+        try:
+            header, payload = image.read_fpg(data, source)
+        except ValueError as exc:
+            raise RequestError(str(exc)) from None
+        try:
+            if image.is_image(payload):
+                unpacked = image.unpack(payload)
+                design, sources = unpacked.design, list(unpacked.sources)
+            elif (
+                self.build_dir is not None
+                and data[: header.bitstream_offset]
+                == (self.build_dir / "fpg_header.txt").read_bytes()
+            ):
+                # A hardware .fpg of this twin's own build: simulate the build's HDL.
+                design = design_name(self.build_dir)
+                packed = image.pack(design, design_sources(self.build_dir))
+                sources = list(image.unpack(packed).sources)
+            else:
+                raise RequestError(
+                    f"{source} holds a hardware device image of another design: the twin "
+                    "runs .fpg files written by `casper400g twin` (their image is the HDL)"
+                )
+            build = compile_twin(sources, header, design, self.threads, progress=self.say)
+        except (TwinBuildError, image.ImageError) as exc:
+            raise RequestError(str(exc)) from None
+        with self._lock:
+            self._stop_design()
+            if self.mode == "tap":
+                self._ensure_taps(build.blocks)
+            self.build, self.header = build, header
+            self.ports = self._port_specs(build.blocks)
+            netns = self.netns.name if self.netns is not None else None
+            self._harness = Harness(build.exe, self.ports, netns=netns)
+            self.say(
+                f"running the twin of {design}: "
+                + ", ".join(f"{b} -> {spec}" for b, spec in self.ports.items())
+            )
+            if self.icmp:
+                self._start_icmp(header)
+        return len(header.devices)
+
+    async def _program_hook(self, pdi: Path, fpg: Path) -> None:
+        data = fpg.read_bytes()
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(None, self.program, data, fpg.name)
+        except (HarnessError, NetnsError) as exc:
+            raise RequestError(str(exc)) from None
+
+    def _start_icmp(self, header: FpgHeader) -> None:
+        fpga = Fpga(TwinWindow(self, header.devices.values()), header)
+        for name in fpga.gbes:
+            tap = Tap(fpga.gbes[name])
+            tap.enable(hardware_arp=None)
+            tap.start()
+            self._taps.append(tap)
+
+    def _stop_design(self) -> None:
+        for tap in self._taps:
+            with contextlib.suppress(Exception):
+                tap.stop()
+        self._taps = []
+        if self._harness is not None:
+            self._harness.close()
+            self._harness = None
+
+    def icmp_counts(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for tap in self._taps:
+            for k, v in tap.counts().items():
+                total[k] = total.get(k, 0) + v
+        return total
+
+    # ---------------------------------------------------------------- KATCP
+    def _serve(self) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            fpg_dir = self.fpg.parent if self.fpg else Path.cwd()
+            server = BoardServer(
+                lambda devices: TwinWindow(self, devices),
+                host=self.katcp_host,
+                port=self.katcp_port,
+                program_cmd=self._program_hook,
+                fpg=self.fpg,
+                fpg_dir=fpg_dir,
+            )
+            self._server = server
+            await server.start()
+            self.katcp_port = server.port
+            self._started.set()
+            await self._stop.wait()
+            await server.close()
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # reported by start()
+            self._error = exc
+            self._started.set()
+
+    # ---------------------------------------------------------------- status
+    def stats(self) -> dict[str, Any]:
+        return self.harness.stats()
+
+    def status(self, prev: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        now = self.stats()
+        return status_line(prev or now, now), now
+
+    def describe(self) -> list[str]:
+        """What the twin is and where to reach it, for the user."""
+        lines = [f"KATCP board server on {self.katcp_host}:{self.katcp_port}"]
+        if self.fpg is not None:
+            lines.append(f"design image {self.fpg} (?progdev {self.fpg.name})")
+        if self.mode == "tap" and self.netns is not None:
+            host = self.network.host
+            lines.append(
+                f"network namespace {self.netns.name}: {host.ifname} {host.ip} {host.mac} "
+                "is the host's NIC, the FPGA behind it"
+            )
+            lines.append(f"  e.g. ip netns exec {self.netns.name} ping <core IP>")
+        elif self.mode == "pcap":
+            lines.append(f"no NIC: the FPGA's frames are written to {self.network.pcap}")
+            if self.fallback_reason:
+                lines.append(f"  (fallback: {self.fallback_reason})")
+        elif self.mode == "udp":
+            lines.append(
+                f"no NIC: frames over a UDP tunnel {self.network.tunnel_local} <-> "
+                f"{self.network.tunnel_peer}, one Ethernet frame per datagram"
+            )
+        return lines
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()

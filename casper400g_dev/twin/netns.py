@@ -1,0 +1,157 @@
+"""The twin's network: a TAP device in a network namespace the twin creates.
+
+The namespace keeps the twin's link (default 10.0.0.0/24, the example design's subnet)
+apart from the machine's own networks and from other twins; the host side of the link is
+the TAP interface in it, with the host's address and MAC, so tools and the receiver run
+there (``ip netns exec <ns> …``, or :func:`entered` for sockets opened in-process) and see
+a NIC with the FPGA behind it. Creating it needs root (CAP_NET_ADMIN and /dev/net/tun);
+:func:`privileged` says why not, and the twin falls back to a UDP tunnel or pcap file.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ipaddress
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+CLONE_NEWNET = 0x40000000
+DEFAULT_IFNAME = "c4g0"
+
+
+class NetnsError(OSError):
+    """A namespace or interface could not be made (the failing command and its output)."""
+
+
+@dataclass(frozen=True)
+class HostSide:
+    """The host's end of the twin's link."""
+
+    ip: str = "10.0.0.20/24"
+    mac: str = "0c:42:a1:00:00:14"
+    ifname: str = DEFAULT_IFNAME
+    mtu: int = 9000
+
+    @property
+    def address(self) -> str:
+        return str(ipaddress.ip_interface(self.ip).ip)
+
+
+def privileged() -> str | None:
+    """None when a namespace with a TAP device can be made here, else why not."""
+    if os.geteuid() != 0:
+        return "not running as root (a network namespace and a TAP device need CAP_NET_ADMIN)"
+    if not os.path.exists("/dev/net/tun"):
+        return "/dev/net/tun is missing (no TUN/TAP support)"
+    if shutil.which("ip") is None:
+        return "the `ip` command (iproute2) is not installed"
+    return None
+
+
+def _run(*cmd: str) -> str:
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise NetnsError(f"`{' '.join(cmd)}` failed: {proc.stderr.strip() or proc.stdout.strip()}")
+    return proc.stdout
+
+
+class Netns:
+    """A network namespace holding the host side of the twin's links (one TAP per block)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        _run("ip", "netns", "add", name)
+        self._alive = True
+        try:
+            _run("ip", "-n", name, "link", "set", "lo", "up")
+        except NetnsError:
+            self.delete()
+            raise
+
+    @classmethod
+    def create(cls, prefix: str = "c4g") -> Netns:
+        """A new namespace named ``<prefix>-<pid>-<n>`` (unique among this machine's twins)."""
+        n = 0
+        while True:
+            name = f"{prefix}-{os.getpid()}-{n}"
+            if not os.path.exists(f"/run/netns/{name}"):
+                return cls(name)
+            n += 1
+
+    def add_tap(self, host: HostSide) -> None:
+        """A persistent TAP device with the host's address and MAC; IPv6 off so the host
+        sends the FPGA only what it is asked to (no router solicitations, no MLD)."""
+        ns = self.name
+        _run("ip", "-n", ns, "tuntap", "add", "dev", host.ifname, "mode", "tap")
+        _run("ip", "-n", ns, "link", "set", host.ifname, "address", host.mac, "mtu", str(host.mtu))
+        _run(
+            "ip",
+            "netns",
+            "exec",
+            ns,
+            "sysctl",
+            "-qw",
+            f"net.ipv6.conf.{host.ifname}.disable_ipv6=1",
+        )
+        _run("ip", "-n", ns, "addr", "add", host.ip, "dev", host.ifname)
+        _run("ip", "-n", ns, "link", "set", host.ifname, "up")
+
+    def add_tap_bare(self, host: HostSide) -> None:
+        """A TAP device with a MAC but no address (a further block's link)."""
+        ns = self.name
+        _run("ip", "-n", ns, "tuntap", "add", "dev", host.ifname, "mode", "tap")
+        _run("ip", "-n", ns, "link", "set", host.ifname, "address", host.mac, "mtu", str(host.mtu))
+        _run("ip", "-n", ns, "link", "set", host.ifname, "up")
+
+    def exec_argv(self, *argv: str) -> list[str]:
+        """A command line that runs ``argv`` inside the namespace."""
+        return ["ip", "netns", "exec", self.name, *argv]
+
+    def run(self, *argv: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.exec_argv(*argv), capture_output=True, text=True, timeout=timeout, check=False
+        )
+
+    def delete(self) -> None:
+        if self._alive:
+            self._alive = False
+            subprocess.run(["ip", "netns", "delete", self.name], capture_output=True, check=False)
+
+    def __enter__(self) -> Netns:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.delete()
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _setns(fd: int) -> None:
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise NetnsError(err, f"setns: {os.strerror(err)}")
+
+
+@contextmanager
+def entered(name: str) -> Iterator[None]:
+    """Run the block with this thread in namespace ``name``: sockets opened inside it
+    (a receiver's ``Capture("udp", …)``) stay there after the block; the thread returns
+    to its own namespace at the end. Other threads are not affected."""
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        target = os.open(f"/run/netns/{name}", os.O_RDONLY)
+        try:
+            _setns(target)
+        finally:
+            os.close(target)
+        try:
+            yield
+        finally:
+            _setns(own)
+    finally:
+        os.close(own)

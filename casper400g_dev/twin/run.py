@@ -1,0 +1,87 @@
+"""``casper400g twin <builddir>``: run a design's twin until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from .board import NETWORK_MODES, Network, TwinBoard, TwinError
+from .build import TwinBuildError
+from .netns import HostSide, NetnsError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("build_dir", help="a `casper400g build` output directory (top.v, .fpg header)")
+    p.add_argument("--katcp-host", default="127.0.0.1", help="board server address")
+    p.add_argument("--port", type=int, default=7147, help="board server KATCP port (0: any)")
+    p.add_argument(
+        "--network",
+        choices=NETWORK_MODES,
+        default="auto",
+        help="tap: a TAP device in a network namespace (root); udp: frames over a UDP "
+        "tunnel; pcap: the FPGA's frames into a file; auto (default): tap, else pcap",
+    )
+    p.add_argument("--host-ip", default="10.0.0.20/24", help="the host side's address (tap)")
+    p.add_argument("--host-mac", default="0c:42:a1:00:00:14", help="the host side's MAC (tap)")
+    p.add_argument("--ifname", default="c4g0", help="the host side's interface name (tap)")
+    p.add_argument("--tunnel", help="udp mode: LOCAL_IP:PORT,PEER_IP:PORT")
+    p.add_argument("--pcap", help="pcap mode: the file (default <build_dir>/twin_tx.pcap)")
+    p.add_argument("--threads", type=int, default=1, help="Verilator threads of the model")
+    p.add_argument(
+        "--no-icmp", action="store_true", help="do not run the software ICMP echo helper"
+    )
+    p.add_argument("--seconds", type=float, help="stop after this long (default: Ctrl-C)")
+    p.add_argument("--interval", type=float, default=1.0, help="status line period (s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    local, peer = "127.0.0.1:0", ""
+    if args.tunnel:
+        local, _, peer = args.tunnel.partition(",")
+    network = Network(
+        mode=args.network,
+        host=HostSide(ip=args.host_ip, mac=args.host_mac, ifname=args.ifname),
+        tunnel_local=local,
+        tunnel_peer=peer,
+        pcap=Path(args.pcap) if args.pcap else None,
+    )
+    board = TwinBoard(
+        Path(args.build_dir),
+        network=network,
+        katcp_host=args.katcp_host,
+        katcp_port=args.port,
+        threads=args.threads,
+        icmp=not args.no_icmp,
+        progress=lambda m: print(m, flush=True),
+    )
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    try:
+        board.start()
+    except (TwinError, TwinBuildError, NetnsError, OSError, ValueError) as exc:
+        print(f"twin: {exc}", file=sys.stderr)
+        return 1
+    try:
+        for line in board.describe():
+            print(line, flush=True)
+        prev = board.stats()
+        elapsed = 0.0
+        tty = sys.stdout.isatty()
+        while not done.wait(args.interval):
+            elapsed += args.interval
+            if not board.harness_alive:
+                print("\ntwin: the design's process ended", file=sys.stderr)
+                return 1
+            line, prev = board.status(prev)
+            print(("\r" if tty else "") + line, end="" if tty else "\n", flush=True)
+            if args.seconds is not None and elapsed >= args.seconds:
+                break
+        if tty:
+            print()
+    finally:
+        board.stop()
+    return 0

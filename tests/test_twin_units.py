@@ -1,0 +1,130 @@
+"""The twin's pieces that need neither root nor a compiled model: the device image, the
+per-design glue, the status line, the network options, the tone's golden model against the
+RTL's own tables, and configure_core.py's register writes."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from casper400g_dev import checkout, toolflow_sim
+from casper400g_dev.twin import build, image
+from casper400g_dev.twin.board import Network, status_line
+from verification import tone_model
+
+TONE_RTL = checkout.EXAMPLES_DIR / "pktgen_400g" / "fhg_tone_gen.sv"
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return toolflow_sim.build_example(tmp_path_factory.mktemp("units") / "b").build_dir
+
+
+def test_the_twin_fpg_carries_the_designs_hdl(example: Path, tmp_path: Path):
+    fpg = image.write_fpg(example)
+    assert fpg.name == "pktgen_400g_twin.fpg"
+    assert fpg.read_bytes() == image.write_fpg(example, tmp_path / "again.fpg").read_bytes()
+    header, payload = image.read_fpg(fpg.read_bytes(), str(fpg))
+    assert header.devices["gbe0"].address == 0xA4000000
+    assert image.is_image(payload)
+    unpacked = image.unpack(payload, cache_dir=tmp_path)
+    sources = build.design_sources(example)
+    assert unpacked.design == "pktgen_400g"
+    assert [p.read_bytes() for p in unpacked.sources] == [p.read_bytes() for p in sources]
+    assert unpacked.sources[-1].name.endswith("_top.v")
+
+
+def test_bad_images_are_refused_with_the_reason(tmp_path: Path):
+    assert not image.is_image(b"\x00" * 512)
+    with pytest.raises(image.ImageError, match="not a twin image"):
+        image.unpack(b"PDI bitstream bytes" * 100, cache_dir=tmp_path)
+    raw = tmp_path / "evil.tar"
+    with tarfile.open(raw, "w") as tar:
+        manifest = tmp_path / "twin.json"
+        manifest.write_text(
+            '{"format": "casper400g-twin", "version": 1, "design": "x", "sources": ["../x.v"]}'
+        )
+        tar.add(manifest, arcname="twin.json")
+    with pytest.raises(image.ImageError, match="bad source name"):
+        image.unpack(raw.read_bytes(), cache_dir=tmp_path)
+    with pytest.raises(image.ImageError, match="not gzip"):
+        image.read_fpg(b"#!/bin/kcpfpg\n?quit\nnot gzip", "x.fpg")
+
+
+def test_the_glue_binds_every_mac_port_and_names_a_missing_one(example: Path):
+    ports = build.parse_ports((example / "top.v").read_text())
+    assert ports["fhg0_tx_axis_tdata7"] == ("output", 128)
+    assert ports["fhg0_rx_axis_tuser_mty3"] == ("input", 4)
+    glue = build.render_glue(ports, {"gbe0": "fhg0_"})
+    assert glue.count("m.tx.tdata[") == 8 and glue.count("m.rx.tdata[") == 8
+    assert "t->fhg0_link_state = up ? 5 : 0;" in glue
+    del ports["fhg0_rx_axis_tuser_sop5"]
+    with pytest.raises(build.TwinBuildError, match="fhg0_rx_axis_tuser_sop5"):
+        build.render_glue(ports, {"gbe0": "fhg0_"})
+
+
+def stats(t: float, cycles: int, frames: int, nbytes: int) -> dict:
+    link = {"datagrams": frames, "dropped": 2, "duplicated": 0, "delayed": 1, "passed": frames}
+    mac = {"to_host_frames": frames, "to_host_bytes": nbytes, "from_host_frames": 3}
+    mac.update(violations=0, violation="", link=link)
+    return {"wall_s": t, "user_cycles": cycles, "sim_fs": cycles * 2_560_000, "macs": {"gbe0": mac}}
+
+
+def test_the_status_line_gives_cycles_per_second_gbps_and_frames():
+    line = status_line(stats(1.0, 0, 0, 0), stats(3.0, 200_000, 100, 100 * 8234))
+    assert "100.0 kcycles/s" in line
+    assert "FPGA->host 100 frames  0.003 Gb/s, host->FPGA 3 frames" in line
+    assert "link dropped 2 duplicated 0 delayed 1" in line
+
+
+def test_network_modes_are_checked():
+    with pytest.raises(ValueError, match="network mode 'wifi'"):
+        Network("wifi")
+
+
+def test_the_golden_models_tables_are_the_rtls():
+    rtl = TONE_RTL.read_text()
+    quarter = dict(re.findall(r"7'd(\d+): quarter_cos = 7'd(\d+);", rtl))
+    table = tone_model.cos_table()
+    assert {int(k): int(v) for k, v in quarter.items()} == {i: int(table[i]) for i in range(65)}
+    assert all(int(table[k]) == round(127 * math.cos(2 * math.pi * k / 256)) for k in range(256))
+    seeds = re.search(r"LANE_SEED_BITS = \{(.*?)\};", rtl, re.S)
+    assert seeds is not None
+    digits = "".join(re.findall(r"256'h([0-9a-f]{64})", seeds.group(1)))
+    words = [int(digits[i : i + 8], 16) for i in range(0, 512, 8)][::-1]  # word j at [32j +: 32]
+    assert words == [int(x) for x in tone_model.lane_seeds()]
+    assert all((w >> 16) != (w & 0xFFFF) for w in words)  # no seed makes a lane's state 0
+
+
+def test_the_tone_models_samples_are_the_configured_tone():
+    cfg = tone_model.ToneConfig.for_frequency(0.15625, noise_bits=0)
+    assert cfg.step == 0x2800_0000 and cfg.shape == 0x0001_0000  # seed 1, no noise
+    payloads = tone_model.expected_payloads(cfg, range(4), 8192)
+    assert payloads[3, :8].tobytes() == (3).to_bytes(8, "big")
+    z = tone_model.samples(payloads).ravel()
+    assert len(z) == 4 * 4092
+    s = np.arange(len(z))
+    want = 127 * np.exp(2j * np.pi * cfg.frequency * s)
+    assert np.max(np.abs(z - want)) < 2.5  # the 8-bit table's rounding
+    with pytest.raises(ValueError, match="step"):
+        tone_model.ToneConfig(step=1 << 32)
+
+
+def test_configure_core_parses_register_writes():
+    spec = importlib.util.spec_from_file_location(
+        "configure_core", checkout.EXAMPLES_DIR / "configure_core.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.register_write("pkt_mode=1") == ("pkt_mode", 1)
+    assert mod.register_write("tone_step=0x28000000") == ("tone_step", 0x28000000)
+    for bad in ("pkt_mode", "=1", "x=one", "x=0x100000000"):
+        with pytest.raises(Exception, match="register write"):
+            mod.register_write(bad)
