@@ -275,6 +275,11 @@ class Capture:
     @property
     def port(self) -> int | None: ...
     @property
+    def queue_received(self) -> list[int]:
+        """
+        Packets each receive queue (thread, lane) offered to the engine
+        """
+    @property
     def rcvbuf(self) -> int | None: ...
     @property
     def running(self) -> bool: ...

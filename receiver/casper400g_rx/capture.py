@@ -355,6 +355,12 @@ class Capture:
         return self.chunks()
 
     @property
+    def queue_received(self) -> list[int]:
+        """Packets each receive queue (udp thread, mem or ibv queue) offered to the engine:
+        how the stream spreads over them."""
+        return list(self._cap.queue_received)
+
+    @property
     def stats(self) -> Stats:
         s = Stats(self._cap.stats)
         end = self._t1 if self._t1 is not None else time.monotonic()

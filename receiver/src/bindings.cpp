@@ -119,6 +119,7 @@ public:
         return d;
     }
 
+    std::vector<std::uint64_t> queue_received() const { return cap_->eng().queue_received(); }
     py::list warnings() const { return py::cast(cap_->src().warnings()); }
     bool finished() const { return cap_->eng().ready().drained(); }
     bool running() const { return cap_->running(); }
@@ -369,6 +370,8 @@ PYBIND11_MODULE(_core, m) {
                 u.cpus = std::move(cpus);
                 u.rcvbuf = rcvbuf;
                 u.max_payload = fmt.max_udp_payload();
+                // Fixed-offset sequence numbers: the sockets share the stream by them.
+                if (!fmt.spead && fmt.source == seq_source::payload) u.steer = fmt.seq;
                 return make_capture(fmt, cfg, std::make_unique<udp_source>(u));
             },
             py::arg("fmt"), py::arg("config"), py::arg("host"), py::arg("port"),
@@ -439,6 +442,8 @@ PYBIND11_MODULE(_core, m) {
         .def("stop", &py_capture::stop)
         .def("next_chunk", &py_capture::next_chunk, py::arg("timeout") = py::none())
         .def_property_readonly("stats", &py_capture::stats)
+        .def_property_readonly("queue_received", &py_capture::queue_received,
+                               "Packets each receive queue (thread, lane) offered to the engine")
         .def_property_readonly("warnings", &py_capture::warnings)
         .def_property_readonly("running", &py_capture::running)
         .def_property_readonly("finished", &py_capture::finished)

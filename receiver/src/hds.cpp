@@ -1211,6 +1211,12 @@ counters hds_engine::stats() const noexcept {
     return out;
 }
 
+std::vector<std::uint64_t> hds_engine::queue_received() const {
+    std::vector<std::uint64_t> out;
+    for (const auto &l : lanes_) out.push_back(l.pub.load().received);
+    return out;
+}
+
 split_counters hds_engine::split_stats() const noexcept {
     std::uint64_t total[n_split] = {};
     for (const auto &l : lanes_)

@@ -408,8 +408,10 @@ def test_udp_queues_overloaded_count_every_datagram() -> None:
 def test_a_replay_waits_for_a_lagging_queue_and_loses_nothing(backend: str) -> None:
     # The same lagging queue in a replay (skip_lagging off by default for the mem
     # generator and the unpaced NIC emulation): the others wait for it, nothing is late.
+    # No stall timeout a loaded machine could reach: a queue thread that gets no CPU
+    # for a while is not what this tests (it would be passed over as stalled).
     ppc, n, copies = 64, 40, 200_000
-    cap = lagging_capture(backend, copies)
+    cap = lagging_capture(backend, copies, stall_timeout_ms=NO_STALL_MS)
     assert cap.config.skip_lagging is False
     got = drain(cap, timeout=60)
     s = cap.stats
@@ -425,8 +427,8 @@ def test_split_lanes_behind_a_slow_consumer_deliver_whole_chunks() -> None:
     # every delivered chunk full, its payloads in place -- rather than stop, lose their
     # place in the stream and fill every chunk partly by fix-up copies (which delivered
     # chunks under half full). Rates, depth and timeouts leave a loaded machine's
-    # scheduling room: a lane thread may sleep 100 ms without its queue running dry.
-    ppc, rate, seconds = 256, 1.0, 2.0
+    # scheduling room: a lane thread may sleep 250 ms without its queue running dry.
+    ppc, rate, seconds = 128, 0.5, 2.0
     count = int(rate * 1e9 * seconds / (PAYLOAD * 8)) // ppc * ppc
     cap = rx.Capture(
         "mem",
@@ -448,10 +450,52 @@ def test_split_lanes_behind_a_slow_consumer_deliver_whole_chunks() -> None:
             chunk.release()
     s = cap.stats
     assert s.packets == sum(fills)
-    assert sum(fills) >= 0.9 * len(fills) * ppc, f"chunks {np.mean(fills) / ppc:.2f} full"
-    assert s.fixup_copies <= 0.1 * s.packets
+    assert sum(fills) >= 0.95 * len(fills) * ppc, f"chunks {np.mean(fills) / ppc:.2f} full"
+    assert s.fixup_copies <= 0.05 * s.packets
     assert s.queue_stalls == 0
     # Every packet placed, dropped by the NIC, or late in a chunk given up.
     assert s.late > 0 and s.waits > 0  # the consumer did hold the stream back
     assert s.packets + s.nic_drops + s.late == count
     assert s.received == s.packets + s.late and (s.duplicate, s.discarded) == (0, 0)
+
+
+def test_reuseport_threads_share_one_flow_by_sequence_blocks() -> None:
+    # One sender socket is one flow, which the kernel's hash gives to one socket whole:
+    # the socket group's BPF program spreads it by blocks of 64 sequence numbers instead,
+    # so each of three threads receives exactly its blocks, and all of them one stream.
+    ppc, n, threads = 256, 12, 3
+    count = ppc * n
+    cap = rx.Capture(
+        "udp",
+        bind="127.0.0.1:0",
+        threads=threads,
+        packets_per_chunk=ppc,
+        max_chunks=n,
+        n_chunks=n + 4,
+        first_chunk=0,
+        stall_timeout_ms=NO_STALL_MS,
+    )
+    assert not any("steer" in w for w in cap._cap.warnings)
+    present: dict[int, np.ndarray] = {}
+    with cap:
+        assert cap.port
+        sender = rx.Sender(port=cap.port, count=count, rate_gbps=1.0, streams=1)
+        thread = threading.Thread(target=sender.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            s = cap.stats
+            if not thread.is_alive() and s.received + s.kernel_drops >= count:
+                break
+            time.sleep(0.02)
+        thread.join()
+        cap.stop()
+        for chunk in cap.chunks(timeout=5):
+            present[chunk.chunk_id] = chunk.present.copy()
+            chunk.release()
+    s = cap.stats
+    assert s.kernel_drops == 0
+    want = np.bincount(np.arange(count) // 64 % threads, minlength=threads)
+    assert cap.queue_received == want.tolist()
+    assert (s.packets, s.lost, s.late, s.duplicate) == (count, 0, 0, 0)
+    assert sorted(present) == list(range(n)) and all(p.all() for p in present.values())

@@ -328,8 +328,10 @@ def test_sender_rate_limit_is_honoured() -> None:
         sender = rx.Sender(port=cap.port, count=count, rate_gbps=rate)
         capture_while_sending(cap, sender)
     expected = count * PAYLOAD * 8 / (rate * 1e9)
-    # Never faster than asked; slower only by scheduling noise.
-    assert expected * 0.95 <= sender.elapsed <= expected * 3 + 0.5
+    # Never faster than asked. How much slower depends on what else the machine runs
+    # (CI runs this beside other tests on two cores): only a sender that ignores its
+    # pacing altogether, or hangs, is caught above.
+    assert expected * 0.95 <= sender.elapsed <= expected * 20 + 5
     assert cap.stats.packets + cap.stats.kernel_drops == count
 
 

@@ -149,6 +149,7 @@ public:
 
     void finish() override;
     counters stats() const noexcept override;
+    std::vector<std::uint64_t> queue_received() const override;
     split_counters split_stats() const noexcept;
 
 private:
