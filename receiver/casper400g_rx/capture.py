@@ -13,8 +13,8 @@ import numpy.typing as npt
 
 from . import _core
 from .endpoint import parse_endpoint
-from .ibv import open_ibv, open_split_emulation
-from .sizing import CapacityWarning, Sizing, size_for_rate
+from .ibv import DEFAULT_DEPTH, open_ibv, open_split_emulation
+from .sizing import CapacityWarning, Sizing, size_for_rate, split_pool
 from .sources import Chunking, Delivery, Source
 
 __all__ = ["Capture", "RcvbufWarning", "Stats", "parse_endpoint"]
@@ -150,6 +150,11 @@ class Capture:
             packets_per_chunk = 1024
         threads = 1 if threads is None else threads
         queues = 1 if queues is None else queues
+        if split and device != "cpu" and not n_chunks:
+            # Room for the chunks on their way to the GPU (sizing.py).
+            n_chunks = split_pool(
+                max_chunks, queues, DEFAULT_DEPTH if depth is None else depth, packets_per_chunk
+            )
         k = threads if backend == "udp" else queues
         if k > 1 and not n_chunks and not split:
             n_chunks = max_chunks + 4 + 2 * k  # the rule of sizing.py without a rate

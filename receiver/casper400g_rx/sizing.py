@@ -19,8 +19,11 @@ The rule (docs/benchmarks.md sections 6 and 7 hold the measurements it comes fro
   thread's two copies and events, the consumer's Python and kernel launches) stay under
   2000 chunks/s: 4096 packets (32 MiB) at 400 Gb/s of 8192-B packets.
 * n_chunks = max_chunks + 4 + 2 x queues: the window, the chunks in the consumer's hands
-  and on their way to the GPU, and two chunks of skew per queue (the header-split engine
-  sizes its own pool from its receive queues).
+  and on their way to the GPU, and two chunks of skew per queue. The header-split engine
+  sizes its own pool from its receive queues: twice its window (max_chunks plus the
+  chunks its posted receives reach ahead, depth x queues packets) plus 4; delivering into
+  a GPU it gets GPU_SLACK_CHUNKS more (split_pool), for chunks on their way through the
+  copy and the GPU's jitter -- without a free chunk a live source gives chunks up whole.
 * Each queue wants a core of its own (plus one for an emulated NIC's generator, two for
   the GPU copy and recycle threads and one for the consumer): with fewer CPUs available
   to this process a `CapacityWarning` says so, naming the numbers.
@@ -39,6 +42,7 @@ SPLIT_GBPS_PER_QUEUE = 55.0  # header-data split, the NIC writing payloads (meas
 SPLIT_EMULATED_GBPS_PER_QUEUE = 33.0  # its emulation writing whole payloads (measured)
 REFERENCE_PAYLOAD = 8192
 MIN_CHUNK_SECONDS = 0.5e-3  # a chunk holds at least this much of the stream (GPU delivery)
+GPU_SLACK_CHUNKS = 8  # header-split pool: chunks beyond the engine's own for the GPU stage
 Path = Literal["copy", "split", "split_emulated"]
 
 
@@ -60,6 +64,14 @@ def chunk_packets(rate_gbps: float, payload_size: int) -> int:
     whose chunk carries at least MIN_CHUNK_SECONDS of the stream."""
     need = rate_gbps * 1e9 / 8 * MIN_CHUNK_SECONDS / payload_size
     return max(1024, 1 << max(0, math.ceil(math.log2(max(need, 1.0)))))
+
+
+def split_pool(max_chunks: int, queues: int, depth: int, packets_per_chunk: int) -> int:
+    """n_chunks of a header-split capture delivering into a GPU: the engine's own rule
+    (hds.h: 2 x (max_chunks + ceil(depth x queues / packets_per_chunk) + 1) + 4) plus
+    GPU_SLACK_CHUNKS."""
+    window = max_chunks + -(-depth * queues // packets_per_chunk) + 1
+    return 2 * window + 4 + GPU_SLACK_CHUNKS
 
 
 def available_cpus() -> int:

@@ -100,3 +100,18 @@ def test_small_chunks_into_a_gpu_at_a_high_rate_are_named() -> None:
     assert s.packets_per_chunk is None  # given: kept
     ok = sizing.size_for_rate(400, 8192, 4, to_gpu=True, cpus=64, packets_per_chunk=8192)
     assert ok.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("queues", "depth", "ppc"), [(1, 1024, 1024), (11, 1024, 4096), (3, 64, 256)]
+)
+def test_split_pool_for_gpu_delivery_is_the_engines_own_plus_slack(
+    queues: int, depth: int, ppc: int
+) -> None:
+    # The header-split engine sizes its pool itself (n_chunks=0); delivering into a GPU
+    # the capture asks for GPU_SLACK_CHUNKS more, by the same rule written in Python.
+    cap = rx.Capture(
+        "mem", emulate="ibv", count=ppc, queues=queues, depth=depth, packets_per_chunk=ppc
+    )
+    want = cap.config.n_chunks + sizing.GPU_SLACK_CHUNKS
+    assert sizing.split_pool(4, queues, depth, ppc) == want
