@@ -392,7 +392,7 @@ def bench_default_capture(args: argparse.Namespace, peak: float) -> list[dict[st
     default_capture_trial(50.0, False, 0.3)  # warm-up (CUDA, CuPy's kernels), not reported
     rows = []
     for fill in args.default_fill:
-        best = None
+        best = fail = None
         for rate in args.default_rates:
             trial = default_capture_trial(rate, fill == "payload", args.seconds)
             print(
@@ -408,6 +408,7 @@ def bench_default_capture(args: argparse.Namespace, peak: float) -> list[dict[st
             for w in trial["warnings"]:
                 print(f"    warning: {w}", flush=True)
             if not trial["ok"]:
+                fail = trial
                 break
             best = trial
         over = None
@@ -424,7 +425,7 @@ def bench_default_capture(args: argparse.Namespace, peak: float) -> list[dict[st
                 f"accounted {over['accounted']}",
                 flush=True,
             )
-        rows.append({"fill": fill, "best": best, "over": over, "peak": peak})
+        rows.append({"fill": fill, "best": best, "over": over, "peak": peak, "fail": fail})
     return rows
 
 
@@ -662,15 +663,23 @@ def loopback_benchmarks(args: argparse.Namespace) -> list[str]:
         print(f"loopback sender alone ({st} threads): {alone:.2f} Gb/s")
         compare_spead_from_memory()  # the engines alone, SPEAD heaps from memory
         compare_with_spead2(args.udp_seconds, attempts=2, sender_threads=st)
+        # SO_REUSEPORT scaling: a sender of more threads, so that it outruns several
+        # receive threads; the sockets share the stream by sequence-number blocks.
+        ust = args.udp_sender_threads
+        alone_u = bench.sender_alone_gbps(1.0, ust)
+        print(f"loopback sender alone ({ust} threads): {alone_u:.2f} Gb/s")
         base = None
         for k in [1, *args.udp_queues]:
+            failed: list[tuple[float, dict]] = []
             best, achieved = bench.highest_lossless_rate(
                 lambda rate, seconds, k=k: bench.udp_trial(
-                    rate, seconds, threads=k, sender_threads=st
+                    rate, seconds, threads=k, sender_threads=ust
                 ),
                 args.udp_seconds,
-                start=4.0,
+                start=8.0,
                 steps=3,
+                attempts=2,
+                failed=failed,
             )
             base = achieved if k == 1 else base
             ratio = achieved / (k * base) if base else 0.0
@@ -678,6 +687,13 @@ def loopback_benchmarks(args: argparse.Namespace) -> list[str]:
                 f"udp, {k} SO_REUSEPORT thread(s), one capture: highest zero-loss {best:.2f} Gb/s "
                 f"offered, {achieved:.2f} achieved (ratio to {k} x 1 thread {ratio:.2f})"
             )
+            for rate, s in failed[-2:]:
+                keys = ("packets", "lost", "late", "kernel_drops", "queue_stalls", "queue_skips")
+                print(
+                    f"    failed at {rate:.2f} Gb/s: "
+                    + ", ".join(f"{key} {s.get(key, 0)}" for key in keys)
+                    + f", per thread {s.get('queue_received')}"
+                )
     text = out.getvalue()
     print(text, flush=True)
     return ["```", *text.rstrip().splitlines(), "```"]
@@ -721,7 +737,7 @@ def main(argv: list[str] | None = None) -> int:
         "--default-rates",
         type=float,
         nargs="+",
-        default=[300, 350, 380, 400, 420, 440],
+        default=[250, 300, 350, 380, 400, 420, 440],
         help="offered rates of 1d, tried in order until one loses packets",
     )
     p.add_argument(
@@ -735,6 +751,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--udp-seconds", type=float, default=0.5, help="per loopback trial (--spead2)")
     p.add_argument("--udp-queues", type=int, nargs="+", default=[2, 4, 8])
     p.add_argument("--sender-threads", type=int, default=4)
+    p.add_argument(
+        "--udp-sender-threads", type=int, default=8, help="sender threads of the udp scaling"
+    )
     p.add_argument("--split-queues", type=int, nargs="+", default=[8, 12])
     p.add_argument("--split-rates", type=float, nargs="+", default=[300, 350, 380, 400, 420, 440])
     p.add_argument(
@@ -790,20 +809,26 @@ def main(argv: list[str] | None = None) -> int:
             "| emulated DMA | highest zero-loss offered Gb/s | lanes, chunk packets, pool | "
             "achieved Gb/s | ratio to pinned H2D peak | CPU cores busy | overload 1.25x: "
             "delivered Gb/s (ratio to zero-loss) | counted: NIC drops, late, skips | "
-            "every packet accounted |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "every packet accounted | next rate tried: achieved Gb/s, NIC drops, late |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in rows:
-            b, o = r["best"], r["over"]
+            b, o, f = r["best"], r["over"], r["fail"]
             what = "whole payload" if r["fill"] == "payload" else "headers + prefix"
+            nxt = (
+                f"{f['rate']:.0f}: {f['achieved']:.1f}, {f['nic_drops']}, {f['late']}"
+                if f is not None
+                else "(highest tried)"
+            )
             if b is None:
-                lines.append(f"| {what} | none of the rates tried | | | | | | | |")
+                lines.append(f"| {what} | none of the rates tried | | | | | | | | {nxt} |")
             else:
                 lines.append(
                     f"| {what} | {b['rate']:.0f} | {b['queues']}, {b['ppc']}, {b['n_chunks']} | "
                     f"{b['achieved']:.1f} | {b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} | "
                     f"{o['achieved']:.1f} ({o['achieved'] / b['achieved']:.2f}) | "
-                    f"{o['nic_drops']}, {o['late']}, {o['queue_skips']} | {o['accounted']} |"
+                    f"{o['nic_drops']}, {o['late']}, {o['queue_skips']} | {o['accounted']} | "
+                    f"{nxt} |"
                 )
 
     save(lines)
