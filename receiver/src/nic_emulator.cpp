@@ -32,9 +32,13 @@ void put64(std::uint8_t *p, std::uint64_t v) noexcept {
 // A queue without posted receives: a NIC drops the packet at once (rx_out_of_buffer).
 // The emulation first waits a while, so that a consumer that is merely slow costs
 // nothing, and drops only when no receive appears: chunks pinned by other queues'
-// receives can starve a queue for good, and the NIC does not wait either.
+// receives can starve a queue for good, and the NIC does not wait either. It waits 200 ms,
+// or the engine's stall timeout when that is longer (as long as the engine itself would
+// wait for a queue: a replay that waits for a lagging queue loses nothing).
 class starvation {
 public:
+    explicit starvation(std::uint32_t stall_timeout_ms)
+        : patience_(std::max<std::int64_t>(200, stall_timeout_ms)) {}
     // Called while no receive is posted: true when the packet is to be dropped. Once
     // it has given up, it keeps dropping until a receive is posted again.
     bool give_up() {
@@ -44,7 +48,7 @@ public:
             waiting_ = true;
             since_ = now;
         }
-        if (now - since_ >= std::chrono::milliseconds(200)) {
+        if (now - since_ >= std::chrono::milliseconds(patience_)) {
             dropping_ = true;
             return true;
         }
@@ -54,6 +58,7 @@ public:
     void reset() noexcept { waiting_ = dropping_ = false; }
 
 private:
+    std::int64_t patience_;
     bool waiting_ = false;
     bool dropping_ = false;
     std::chrono::steady_clock::time_point since_{};
@@ -198,7 +203,7 @@ void nic_emulator_source::run(std::size_t i, engine &eng_base, const std::atomic
     std::size_t head = 0, count = 0;
     recv_completion comps[batch_size];
     std::size_t next = 0;
-    starvation wait;
+    starvation wait(eng->config().stall_timeout_ms);
     while (next < in.seqs.size()) {
         if (stop.load(std::memory_order_relaxed)) break;
         const std::size_t got = eng->post(i, fresh.data(), depth - count);
@@ -245,7 +250,7 @@ void nic_emulator_source::run_serial(hds_engine &eng, const std::atomic<bool> &s
     std::vector<std::uint8_t> staging(cfg_.payload_size);
     recv_completion comps[batch_size];
     std::size_t n_comps = 0, comp_lane = 0;
-    starvation wait;
+    starvation wait(eng.config().stall_timeout_ms);
     auto flush = [&] {
         order_dma_writes();
         if (n_comps) eng.complete(comp_lane, comps, n_comps);

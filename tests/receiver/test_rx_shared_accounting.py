@@ -409,7 +409,8 @@ def test_a_replay_waits_for_a_lagging_queue_and_loses_nothing(backend: str) -> N
     # The same lagging queue in a replay (skip_lagging off by default for the mem
     # generator and the unpaced NIC emulation): the others wait for it, nothing is late.
     # No stall timeout a loaded machine could reach: a queue thread that gets no CPU
-    # for a while is not what this tests (it would be passed over as stalled).
+    # for a while is not what this tests (it would be passed over as stalled, and the
+    # emulated NIC of a waiting lane would give up on its receives as long).
     ppc, n, copies = 64, 40, 200_000
     cap = lagging_capture(backend, copies, stall_timeout_ms=NO_STALL_MS)
     assert cap.config.skip_lagging is False
@@ -451,7 +452,9 @@ def test_split_lanes_behind_a_slow_consumer_deliver_whole_chunks() -> None:
     s = cap.stats
     assert s.packets == sum(fills)
     assert sum(fills) >= 0.95 * len(fills) * ppc, f"chunks {np.mean(fills) / ppc:.2f} full"
-    assert s.fixup_copies <= 0.05 * s.packets
+    # Copies only where a lane had no chunk when it posted and another lane opened one
+    # before the packets came (how often depends on the threads' timing).
+    assert s.fixup_copies <= 0.25 * s.packets
     assert s.queue_stalls == 0
     # Every packet placed, dropped by the NIC, or late in a chunk given up.
     assert s.late > 0 and s.waits > 0  # the consumer did hold the stream back

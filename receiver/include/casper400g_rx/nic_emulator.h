@@ -45,7 +45,8 @@ public:
     std::size_t n_threads() const override { return cfg_.serial ? 1 : lanes_.size(); }
     int cpu(std::size_t i) const override { return cfg_.cpus.empty() ? -1 : cfg_.cpus[i]; }
     void run(std::size_t i, engine &eng, const std::atomic<bool> &stop) override;
-    // Packets that found no posted receive for 200 ms and were dropped, as a NIC would.
+    // Packets that found no posted receive (for 200 ms or the stall timeout, unpaced; at
+    // once at a set rate) and were dropped, as a NIC would.
     std::uint64_t nic_drops() const noexcept { return nic_drops_.load(); }
 
 private:
