@@ -248,11 +248,11 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
     const bool live = cfg_.skip_lagging;
     if (live && l.posted == l.completed && l.completed > 0 && !l.probing &&
         wstarted_.load(std::memory_order_acquire)) {
-        // Every receive completed before this call: the NIC dropped what arrived since,
-        // and predictions made now would all be off by that gap. Learn where the stream
-        // is first, one receive at a time.
+        // Every receive completed before this call: the NIC may have dropped what arrived
+        // since, and predictions made now would all be off by that gap. Only a few are
+        // posted until the stream shows where it is (see complete() and resync()).
         l.probing = true;
-        l.probes = 0;
+        l.s.ran_dry++;
     }
     std::size_t n = 0;
     std::size_t skips = 0;
@@ -283,13 +283,14 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
             continue;
         }
         const std::uint64_t p = l.next;
-        if (live && (l.probing || p / ppc < l.scratch_below)) {
-            // No chunk for this prediction (or none known yet): the packet is received
-            // all the same, into the scratch ring, and placed by copy or counted.
+        if (live && p / ppc < l.scratch_below) {
+            // No chunk for this prediction, or the lane gave its share of the chunk up:
+            // the packet is received all the same, into the scratch ring, and counted
+            // late, or placed by copy where its chunk is open after all.
             if (!scratch_room) break;
             // The chunk it held is not posted into any more: it must not pin it.
             if (l.hold != nullptr && p / ppc != l.hold_id) release_hold_locked(l);
-            post_scratch(p, true, !l.probing);
+            post_scratch(p, true, l.scratch_no_chunk);
             l.next = add_sat(p, n_lanes);
             continue;
         }
@@ -353,6 +354,7 @@ bool hds_engine::post_slow(lane_state &l, std::size_t lane) {
         // Behind the lane's window (it was moved forward): those packets will come and
         // count late; scratch receives take them so that the next chunk starts in step.
         l.scratch_below = std::max(l.scratch_below, base);
+        l.scratch_no_chunk = false;
         return true;
     }
     if (p < floor || p / ppc >= base + wsize_) {
@@ -392,6 +394,7 @@ bool hds_engine::post_slow(lane_state &l, std::size_t lane) {
             // No free chunk (the consumer holds them): this chunk's share of the stream
             // goes to scratch receives, and the lane tries again at the next chunk.
             l.scratch_below = std::max(l.scratch_below, id + 1);
+            l.scratch_no_chunk = true;
             return true;
         }
         return false;
@@ -465,6 +468,17 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                     retire_desc(l, d, lock);
                     continue;
                 }
+                if (l.completed <= l.gap_posted) {
+                    // Posted before the lane saw its queue had run dry (live sources):
+                    // off by the gap, so its packet would take a fix-up copy while the
+                    // lane catches up -- which at line rate makes it fall further behind.
+                    // Not placed, counted.
+                    resync(l, d, *seq);
+                    l.c.discarded++;
+                    l.c.received++;
+                    retire_desc(l, d, lock);
+                    continue;
+                }
             }
         }
         if (!lock.owns_lock()) lock.lock();
@@ -487,6 +501,9 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         publish();
     }
     if (lock.owns_lock()) lock.unlock();
+    // Some of the few receives posted while probing are still waiting: the NIC has
+    // dropped nothing since the last completion, so predictions hold: post the ring.
+    if (l.probing && n > 0 && l.posted != l.completed) l.probing = false;
     leave(l);
 }
 
@@ -538,18 +555,16 @@ void hds_engine::resync(lane_state &l, const desc &d, std::uint64_t seq) {
     const auto done = static_cast<std::int64_t>(l.shift - d.shift);
     const std::int64_t off = seen - done;
     const auto n_lanes = static_cast<std::int64_t>(lanes_.size());
-    if (l.probing && d.predicted) {
-        // The queue ran dry: whatever came after the gap is the stream now, so one
-        // packet ahead of its prediction moves the predictions at once. A packet where
-        // it was predicted ends the probing (the ring is posted again).
-        if (off == 0 || ++l.probes >= max_probes) l.probing = false;
-        if (off > 0 && off % n_lanes == 0) {
-            l.candidate = 0;
-            l.next = add_sat(l.next, static_cast<std::uint64_t>(off));
-            l.shift += static_cast<std::uint64_t>(off);
-            l.s.resyncs++;
-            return;
-        }
+    if (l.probing && off > 0 && off % n_lanes == 0) {
+        // The queue ran dry and the NIC dropped packets: whatever came after the gap is
+        // the stream now, so one packet moves the predictions at once; the packets that
+        // land in the (few) receives posted before are not copied (complete()).
+        l.candidate = 0;
+        l.next = add_sat(l.next, static_cast<std::uint64_t>(off));
+        l.shift += static_cast<std::uint64_t>(off);
+        l.s.resyncs++;
+        l.gap_posted = l.posted;
+        return;
     }
     if (off == 0 || off % n_lanes != 0) {
         l.candidate = 0;  // in line, or not a packet of this lane's share of the stream

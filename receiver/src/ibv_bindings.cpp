@@ -46,6 +46,7 @@ std::vector<std::pair<std::string, std::uint64_t>> extra_stats(engine &eng, sour
         out.emplace_back("fixup_copies", s.fixup);
         out.emplace_back("bounced", s.bounced);
         out.emplace_back("resyncs", s.resyncs);
+        out.emplace_back("ran_dry", s.ran_dry);
         out.emplace_back("posted", s.posted);
     }
     return out;

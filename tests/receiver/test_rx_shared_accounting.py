@@ -170,8 +170,8 @@ def test_a_stalled_split_lane_is_passed_over_and_counted() -> None:
 def test_split_overload_counts_every_packet() -> None:
     # Offered far above what two lane threads on shared cores take, with few posted
     # receives: the emulated NIC drops what finds no receive, and every packet is placed,
-    # counted as a NIC drop, or late in a chunk given up whole for want of a free one
-    # (a live source); the holes are lost slots, and nothing is discarded.
+    # counted as a NIC drop, late in a chunk given up whole for want of a free one (a
+    # live source), or discarded; the holes are lost slots.
     ppc, count, queues = 64, 64 * 200, 2
     cap = rx.Capture(
         "mem",
@@ -189,9 +189,11 @@ def test_split_overload_counts_every_packet() -> None:
     got = drain(cap)
     s = cap.stats
     assert s.nic_drops > 0
-    assert s.packets + s.nic_drops + s.late == count
-    assert (s.duplicate, s.rejected, s.discarded, s.queue_stalls) == (0, 0, 0, 0)
-    assert s.received == s.packets + s.late
+    # ... or discarded: landed in a receive posted before its lane saw its queue had run
+    # dry (not copied while the lane catches up).
+    assert s.packets + s.nic_drops + s.late + s.discarded == count
+    assert (s.duplicate, s.rejected, s.queue_stalls) == (0, 0, 0)
+    assert s.received == s.packets + s.late + s.discarded
     assert s.in_place + s.fixup_copies == s.packets
     assert s.packets == sum(int(p.sum()) for p, _ in got.values())
     # Whole chunks from the first on: delivered, or given up (all their slots lost).
@@ -300,11 +302,12 @@ def lagging_capture(backend: str, copies: int, **kw: object) -> rx.Capture:
 
 @pytest.mark.parametrize("backend", ["mem", "split"])
 def test_a_lagging_busy_queue_is_moved_forward_not_waited_for(backend: str) -> None:
-    # The pool spans 4 chunks: the even queue reaches chunk 4 and must wait for the odd
-    # queue, which is busy (never stalled) but lagging. With skip_lagging (the default of
-    # live sources, asked for here of a replay) its window is moved forward after a fifth
-    # of the stall timeout: the stream flows, the rest of its copies count late, and
-    # every packet is counted exactly.
+    # The pool spans 4 chunks (the split lanes: their window, max_chunks and the
+    # receives' reach): the even queue reaches its end and must wait for the odd queue,
+    # which is busy (never stalled) but lagging. With skip_lagging (the default of live
+    # sources, asked for here of a replay) its window is moved forward after a fifth of
+    # the stall timeout: the stream flows, the rest of its copies count late, and every
+    # packet is counted exactly.
     ppc, n, copies = 64, 40, 4_000_000
     schedule, _ = lagging_schedule(ppc, n, copies)
     cap = lagging_capture(backend, copies, skip_lagging=True)
@@ -315,13 +318,22 @@ def test_a_lagging_busy_queue_is_moved_forward_not_waited_for(backend: str) -> N
     assert s.queue_skips + s.queue_stalls >= 1
     assert s.late > 0
     assert s.received == len(schedule)
-    # Every even packet, and packet 1 once unless the odd queue was moved forward
-    # before its first batch.
-    odd_placed = s.packets - n * ppc // 2
-    assert odd_placed in (0, 1)
-    assert s.late + s.duplicate == copies - odd_placed
+    assert s.received == s.packets + s.late + s.duplicate
     assert s.lost == n * ppc - s.packets
-    assert sorted(got) == list(range(n))
+    # Packet 1 once, unless the odd queue was moved forward before its first batch.
+    odd_placed = int(got[0][0][1]) if 0 in got else 0
+    evens = {cid: int(present[::2].sum()) for cid, (present, _) in got.items()}
+    if backend == "mem":
+        # Every even packet.
+        assert sorted(got) == list(range(n))
+        assert sum(evens.values()) == n * ppc // 2
+    else:
+        # The split lanes of a live source do not wait for a consumer a loaded machine
+        # slows down: a chunk they cannot have is given up whole (its packets late);
+        # every other chunk holds all its even packets.
+        assert set(got) <= set(range(n))
+        assert all(e == ppc // 2 for e in evens.values())
+    assert s.packets == sum(evens.values()) + odd_placed
 
 
 @pytest.mark.parametrize("seed", [21, 22, 23])
@@ -456,10 +468,11 @@ def test_split_lanes_behind_a_slow_consumer_deliver_whole_chunks() -> None:
     # before the packets came (how often depends on the threads' timing).
     assert s.fixup_copies <= 0.25 * s.packets
     assert s.queue_stalls == 0
-    # Every packet placed, dropped by the NIC, or late in a chunk given up.
+    # Every packet placed, dropped by the NIC, or late in a chunk given up (or, should a
+    # lane's queue have run dry, discarded).
     assert s.late > 0 and s.waits > 0  # the consumer did hold the stream back
-    assert s.packets + s.nic_drops + s.late == count
-    assert s.received == s.packets + s.late and (s.duplicate, s.discarded) == (0, 0)
+    assert s.packets + s.nic_drops + s.late + s.discarded == count
+    assert s.received == s.packets + s.late + s.discarded and s.duplicate == 0
 
 
 def test_reuseport_threads_share_one_flow_by_sequence_blocks() -> None:

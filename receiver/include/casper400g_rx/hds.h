@@ -48,10 +48,13 @@
 // either filled from its start or given up whole: a lane that cannot get a chunk for its
 // next predictions posts them to its scratch ring instead, up to the next chunk boundary;
 // a chunk that has no buffer when such a packet arrives is given up (its slots count
-// lost, its packets late). After its receive queue ran dry (the NIC dropped what then
-// arrived), a lane posts a few scratch receives at a time until a packet lands where it
-// was predicted, moving its predictions by a single packet's offset, so that a gap costs
-// a few copies rather than a queue depth of them.
+// lost, its packets late). After its receive queue ran dry (the NIC may have dropped
+// what then arrived), a lane posts a few receives at a time until the NIC leaves some of
+// them unconsumed; a packet ahead of its prediction meanwhile moves the predictions at
+// once, and the packets that land in the receives posted before are counted `discarded`
+// rather than copied: a gap never costs a queue depth of fix-up copies, which a lane at
+// line rate cannot afford (each takes longer than a packet's arrival interval) and
+// which made it fall further behind until the capture collapsed.
 #pragma once
 
 #include <atomic>
@@ -108,6 +111,7 @@ struct split_counters {
     std::uint64_t bounced = 0;   // waited in a bounce buffer for its slot's receive to finish
     std::uint64_t resyncs = 0;   // predictions corrected (forward after a gap, back after a delay)
     std::uint64_t posted = 0;    // receives handed to the NIC
+    std::uint64_t ran_dry = 0;   // times a lane found every receive completed (live sources)
 };
 
 class hds_engine : public engine {
@@ -177,11 +181,9 @@ private:
     };
     using buffer = std::unique_ptr<std::uint8_t[], aligned_free>;
     static constexpr std::size_t n_split = sizeof(split_counters) / sizeof(std::uint64_t);
-    // After its queue ran dry a lane posts this many scratch receives at a time (their
-    // packets placed by copy) until a packet lands where it was predicted, at most
-    // max_probes packets.
-    static constexpr std::size_t probe_batch = 16;
-    static constexpr unsigned max_probes = 64;
+    // After its queue ran dry a lane posts at most this many receives until the NIC
+    // leaves some of them unconsumed (it has caught up with the stream).
+    static constexpr std::size_t probe_batch = 64;
     // What one lane's thread owns. `busy`/`gen` as in the copying engine: the lane sets
     // `busy` and then checks `gen`; the window bumps `gen` and then checks `busy`, and
     // edits an idle lane's receives (orphaning them) only when it is not inside a call.
@@ -193,8 +195,9 @@ private:
         std::uint64_t scratch_posted = 0;
         std::uint64_t scratch_done = 0;
         std::uint64_t scratch_below = 0;  // live: predictions in chunks below go to scratch
+        bool scratch_no_chunk = false;    // ... because no chunk could be had for them
         bool probing = false;     // live: the queue ran dry; a few receives at a time
-        unsigned probes = 0;
+        std::uint64_t gap_posted = 0;  // live: receives posted before a gap was seen
         buffer park;              // a packet that waits, moved out of its receive
         std::uint64_t posted = 0;
         std::uint64_t completed = 0;
