@@ -419,6 +419,7 @@ class Sender:
         prefix: bytes = b"",
         prefix_seq_offset: typing.SupportsInt | typing.SupportsIndex = 0,
         prefix_seq_width: typing.SupportsInt | typing.SupportsIndex = 0,
+        catch_up: bool = False,
     ) -> None: ...
     def run(self, seconds: typing.SupportsFloat | typing.SupportsIndex | None = None) -> bool:
         """

@@ -362,7 +362,16 @@ def default_capture_trial(
     s = cap.stats
     drops = int(s.get("nic_drops", 0))
     ok = drops == 0 and s["lost"] == 0 and s["packets"] == count
-    keys = ("late", "discarded", "queue_stalls", "queue_skips", "in_place", "fixup_copies")
+    keys = (
+        "late",
+        "discarded",
+        "queue_stalls",
+        "queue_skips",
+        "in_place",
+        "fixup_copies",
+        "ran_dry",
+        "resyncs",
+    )
     return {
         "rate": rate_gbps,
         "ok": ok,
@@ -385,7 +394,18 @@ def default_capture_trial(
     }
 
 
-DETAIL = ("late", "queue_stalls", "queue_skips", "in_place", "fixup_copies", "waits", "gpu_waits")
+DETAIL = (
+    "late",
+    "discarded",
+    "queue_stalls",
+    "queue_skips",
+    "in_place",
+    "fixup_copies",
+    "ran_dry",
+    "resyncs",
+    "waits",
+    "gpu_waits",
+)
 
 
 def bench_default_capture(args: argparse.Namespace, peak: float) -> list[dict[str, Any]]:

@@ -2,9 +2,10 @@
 its own socket and source port) on their own threads, together sending one stream.
 
 Thread t sends the blocks of 32 consecutive sequence numbers whose block index is t
-modulo the thread count, each thread at its share of the rate, so the threads stay in
-step and the stream arrives interleaved by block (reordered by at most a few blocks,
-well inside any receiver's window). Each sender releases the GIL while it sends.
+modulo the thread count, each thread at its share of the rate and on the same schedule
+(one that lost its core catches up rather than staying behind), so the threads stay in
+step and the stream arrives interleaved by block (reordered by a few blocks, well inside
+any receiver's window). Each sender releases the GIL while it sends.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def send(
             prefix=prefix,
             prefix_seq_offset=prefix_seq_offset,
             prefix_seq_width=prefix_seq_width,
+            catch_up=True,
         )
         for sched in schedules(first, count, threads)
         if len(sched)

@@ -462,7 +462,7 @@ PYBIND11_MODULE(_core, m) {
                          double rate_gbps, std::uint64_t first, std::uint64_t count,
                          std::optional<u64_array> schedule, std::size_t streams,
                          bool allow_remote, py::bytes prefix, std::size_t prefix_seq_offset,
-                         unsigned prefix_seq_width) {
+                         unsigned prefix_seq_width, bool catch_up) {
                  send_config c;
                  c.host = host;
                  c.port = port;
@@ -477,13 +477,15 @@ PYBIND11_MODULE(_core, m) {
                  c.prefix.assign(pre.begin(), pre.end());
                  c.prefix_seq_offset = prefix_seq_offset;
                  c.prefix_seq_width = prefix_seq_width;
+                 c.catch_up = catch_up;
                  return std::make_unique<sender>(c);
              }),
              py::kw_only(), py::arg("host") = "127.0.0.1", py::arg("port"),
              py::arg("payload_size") = 8192, py::arg("rate_gbps") = 0.0, py::arg("first") = 0,
              py::arg("count") = 0, py::arg("schedule") = py::none(), py::arg("streams") = 1,
              py::arg("allow_remote") = false, py::arg("prefix") = py::bytes(),
-             py::arg("prefix_seq_offset") = 0, py::arg("prefix_seq_width") = 0)
+             py::arg("prefix_seq_offset") = 0, py::arg("prefix_seq_width") = 0,
+             py::arg("catch_up") = false)
         .def(
             "run",
             [](sender &s, std::optional<double> seconds) {

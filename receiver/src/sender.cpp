@@ -86,7 +86,7 @@ bool sender::send_for(std::chrono::nanoseconds budget) {
             auto due = t0_ + std::chrono::nanoseconds(
                                  static_cast<std::int64_t>(ns_per_packet * sent_));
             const auto now = clock::now();
-            if (now - due > max_lag) {
+            if (!cfg_.catch_up && now - due > max_lag) {
                 t0_ += (now - due) - max_lag;
                 due = now - max_lag;
             }

@@ -27,6 +27,10 @@ struct send_config {
     std::vector<std::uint8_t> prefix;
     std::size_t prefix_seq_offset = 0;
     unsigned prefix_seq_width = 0;  // 0: the prefix is sent unchanged
+    // After a stall, send the backlog at full speed and keep to the schedule, rather
+    // than move the schedule on: for several senders that together send one stream, so
+    // that one that lost its core does not stay behind the others.
+    bool catch_up = false;
 };
 
 class sender {
