@@ -310,15 +310,22 @@ def bench_shared_capture(args: argparse.Namespace, peak: float) -> list[dict[str
 
 
 def default_capture_trial(
-    rate_gbps: float, fill: bool, seconds: float, queues: int | None = None
+    rate_gbps: float,
+    fill: bool,
+    seconds: float,
+    queues: int | None = None,
+    device: str = "cuda:0",
 ) -> dict[str, Any]:
     """ONE Capture as a user opens it for `rate_gbps` into cuda:0: the header-data split
     against the emulated NIC at that rate, everything sized by rate_gbps (lanes unless
     `queues` is given, packets_per_chunk, pools, GPU ring); lane threads pinned to their
-    own physical cores; the consumer sums every payload byte of each GPU chunk (CuPy)."""
+    own physical cores; the consumer sums every payload byte of each GPU chunk (CuPy).
+    device="cpu": the same capture into host chunks only (the consumer releases them), the
+    reference that tells the lanes' limit from the GPU stage's."""
     import warnings
 
-    cp = _cupy()
+    gpu = device != "cpu"
+    cp = _cupy() if gpu else None
     ppc = sizing.chunk_packets(rate_gbps, PAYLOAD)
     count = max(ppc * 8, int(rate_gbps * GBIT * seconds / (PAYLOAD * 8)) // ppc * ppc)
     path = "split_emulated" if fill else "split"
@@ -336,7 +343,8 @@ def default_capture_trial(
             fill=fill,
             queues=queues,
             cpus=pinned,
-            device="cuda:0",
+            device=device,
+            packets_per_chunk=ppc,
             rate_gbps=rate_gbps,
         )
     assert cap.sizing is not None and cap.sizing.queues == k
@@ -345,16 +353,18 @@ def default_capture_trial(
     if pinned and ncpu > len(pinned):
         os.sched_setaffinity(0, set(range(ncpu)) - set(pinned))
     got = 0
-    checksum = cp.zeros((), dtype=cp.uint64)
+    checksum = cp.zeros((), dtype=cp.uint64) if cp is not None else None
     t_cpu0, t0 = time.process_time(), time.perf_counter()
     try:
         with cap:
             for chunk in cap.chunks(timeout=5):
-                x = cp.from_dlpack(chunk)
-                checksum += x.sum(dtype=cp.uint64)  # real work on every payload byte
+                if cp is not None:
+                    x = cp.from_dlpack(chunk)
+                    checksum += x.sum(dtype=cp.uint64)  # real work on every payload byte
                 got += 1
                 chunk.release()
-        cp.cuda.get_current_stream().synchronize()
+        if cp is not None:
+            cp.cuda.get_current_stream().synchronize()
     finally:
         os.sched_setaffinity(0, saved)
     wall = time.perf_counter() - t0
@@ -429,6 +439,13 @@ def bench_default_capture(args: argparse.Namespace, peak: float) -> list[dict[st
                 print(f"    warning: {w}", flush=True)
             if not trial["ok"]:
                 fail = trial
+                ref = default_capture_trial(rate, fill == "payload", args.seconds, device="cpu")
+                print(
+                    f"    same capture into host chunks only (no GPU stage): "
+                    f"{'zero-loss' if ref['ok'] else 'LOSS'} achieved {ref['achieved']:.1f} Gb/s, "
+                    f"nic_drops {ref['nic_drops']}, { ({k: ref[k] for k in DETAIL if k in ref}) }",
+                    flush=True,
+                )
                 break
             best = trial
         over = None
