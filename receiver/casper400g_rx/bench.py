@@ -306,7 +306,7 @@ def highest_lossless_rate(
             if ok:
                 return True, achieved
             if failed is not None:
-                failed.append((rate, stats))
+                failed.append((rate, {**stats, "achieved": achieved}))
         return False, achieved
 
     good, good_achieved, bad = 0.0, 0.0, None

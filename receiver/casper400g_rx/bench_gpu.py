@@ -727,7 +727,7 @@ def loopback_benchmarks(args: argparse.Namespace) -> list[str]:
             for rate, s in failed[-2:]:
                 keys = ("packets", "lost", "late", "kernel_drops", "queue_stalls", "queue_skips")
                 print(
-                    f"    failed at {rate:.2f} Gb/s: "
+                    f"    failed at {rate:.2f} Gb/s (sender achieved {s['achieved']:.2f}): "
                     + ", ".join(f"{key} {s.get(key, 0)}" for key in keys)
                     + f", per thread {s.get('queue_received')}"
                 )

@@ -67,8 +67,9 @@ class Capture:
     frames already in GPU memory with the reorder kernels (mem backend: NIC emulation).
 
     rate_gbps: the rate the capture must take; the queues (`threads` for udp), the chunk
-    pool and, for GPU delivery, packets_per_chunk not given are sized for it by the rule
-    in sizing.py (per path: copying, header-data split, its emulation), and a
+    pool, the header-data split's receive queue depth and, for GPU delivery,
+    packets_per_chunk not given are sized for it by the rule in sizing.py (per path:
+    copying, header-data split, its emulation), and a
     CapacityWarning says when this machine has too few CPUs for them (`sizing` holds the
     outcome). Without it packets_per_chunk is 1024.
     """
@@ -138,6 +139,11 @@ class Capture:
             )
             if packets_per_chunk is None and self.sizing.packets_per_chunk is not None:
                 packets_per_chunk = self.sizing.packets_per_chunk
+            striding = backend == "ibv" and (
+                rq == "striding" or (rq is None and self.fmt.spead_config is not None)
+            )
+            if depth is None and split and not striding and self.sizing.depth is not None:
+                depth = self.sizing.depth
             if backend == "udp":
                 threads = self.sizing.queues
             else:

@@ -115,3 +115,19 @@ def test_split_pool_for_gpu_delivery_is_the_engines_own_plus_slack(
     )
     want = cap.config.n_chunks + sizing.GPU_SLACK_CHUNKS
     assert sizing.split_pool(4, queues, depth, ppc) == want
+
+
+def test_split_depth_holds_five_ms_of_a_lanes_share() -> None:
+    # 50 Gb/s per lane of 8192-B packets is 763 kpackets/s: 3815 in 5 ms -> 4096.
+    assert sizing.split_depth(250, 5, 8192) == 4096
+    assert sizing.split_depth(10, 1, 8192) == sizing.MIN_DEPTH == 1024
+    assert sizing.split_depth(400, 1, 1024) == sizing.MAX_DEPTH == 16384
+    s = sizing.size_for_rate(250, 8192, 4, to_gpu=True, cpus=64, path="split")
+    assert (s.queues, s.depth) == (5, 4096)
+    assert sizing.size_for_rate(250, 8192, 4, to_gpu=True, cpus=64).depth is None  # copying
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rx.CapacityWarning)
+        cap = rx.Capture("mem", emulate="ibv", count=64, rate_gbps=250, fill=False)
+    # The engine's own pool rule with that depth (host delivery: no GPU slack).
+    want = sizing.split_pool(4, 5, 4096, 1024) - sizing.GPU_SLACK_CHUNKS
+    assert cap.config.n_chunks == want
