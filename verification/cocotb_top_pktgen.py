@@ -108,14 +108,6 @@ def expected_frame(cfg: dict, n: int, size: int, payload: bytes | None = None) -
     )
 
 
-async def wait_frames(mon: DcmacTxMonitor, count: int, timeout_us: float) -> None:
-    waited = 0.0
-    while len(mon.frames) < count:
-        await Timer(200, unit="ns")
-        waited += 0.2
-        assert waited < timeout_us, f"only {len(mon.frames)} of {count} frames in {timeout_us} us"
-
-
 async def configure(host: Host, cfg: dict) -> None:
     gbe = cfg["gbe"]
     # The block's start-up writes (fhg_gbe_boot) put the mask parameters in place: the
@@ -183,7 +175,7 @@ async def sends_the_example_stream(dut) -> None:  # noqa: ANN001
         await host.write("pkt_count", count)
         start = len(mon.frames)
         await host.write("pkt_ctrl", 1)
-        await wait_frames(mon, start + count, timeout_us=count * 10 + 50)
+        await mon.wait_frames(start + count, limit_ns=(count * 10 + 50) * 1000)
         # The burst ends by itself after `count` packets: nothing more leaves the core.
         await Timer(2, unit="us")
         assert len(mon.frames) == start + count, (len(mon.frames), start, count)
@@ -244,7 +236,7 @@ async def sends_spead_heaps(dut) -> None:  # noqa: ANN001
         await host.write("pkt_count", count)
         start = len(mon.frames)
         await host.write("pkt_ctrl", 1)
-        await wait_frames(mon, start + count, timeout_us=count * 10 + 50)
+        await mon.wait_frames(start + count, limit_ns=(count * 10 + 50) * 1000)
         await Timer(2, unit="us")
         await host.write("pkt_ctrl", 0)
         assert len(mon.frames) == start + count

@@ -25,6 +25,8 @@ __all__: list[str] = [
     "GpuMask",
     "IbvOptions",
     "IbvUnavailableError",
+    "RdmaCapture",
+    "RdmaChunk",
     "Sender",
     "cuda_device_count",
     "cuda_device_info",
@@ -399,6 +401,122 @@ class GpuCapture:
     def stats(self) -> dict: ...
     @property
     def stream(self) -> int: ...
+
+class RdmaCapture:
+    """
+    The rdma source: the core writes chunks into this ring with RDMA WRITE; one immediate per chunk
+    """
+    def __init__(
+        self,
+        slot_size: typing.SupportsInt | typing.SupportsIndex,
+        slots: typing.SupportsInt | typing.SupportsIndex,
+        chunks: typing.SupportsInt | typing.SupportsIndex,
+        payload_size: typing.SupportsInt | typing.SupportsIndex,
+        device: str = "",
+        ip: str = "",
+        peer_ip: str = "",
+        credit_port: typing.SupportsInt | typing.SupportsIndex = 0,
+        psn: typing.SupportsInt | typing.SupportsIndex = 0,
+        mtu: typing.SupportsInt | typing.SupportsIndex = 4096,
+        gpu: typing.SupportsInt | typing.SupportsIndex = -1,
+        recv_depth: typing.SupportsInt | typing.SupportsIndex = 0,
+        emulate: bool = False,
+    ) -> None: ...
+    def emulate_immediate(self, imm: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        emulate=True: a WRITE with immediate completed
+        """
+    def emulate_write(self, offset: typing.SupportsInt | typing.SupportsIndex, data: bytes) -> None:
+        """
+        emulate=True: bytes an RDMA WRITE puts at `offset` from the ring's start
+        """
+    def next_chunk(
+        self, timeout: typing.SupportsFloat | typing.SupportsIndex | None = None
+    ) -> typing.Any: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    @property
+    def config(self) -> EngineConfig: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def params(self) -> dict: ...
+    @property
+    def port(self) -> None: ...
+    @property
+    def rcvbuf(self) -> None: ...
+    @property
+    def running(self) -> bool: ...
+    @property
+    def stats(self) -> dict: ...
+    @property
+    def warnings(self) -> list[str]: ...
+
+class RdmaChunk:
+    """
+    A chunk of the RDMA ring: slots [chunk_id * packets_per_chunk, ...), the Chunk interface; on a GPU ring also GpuChunk's
+    """
+    def __dlpack__(self, **kwargs) -> typing.Any:
+        """
+        DLPack export of `data` (host or CUDA memory), e.g. for torch.from_dlpack
+        """
+    def __dlpack_device__(self) -> tuple: ...
+    def __enter__(self) -> typing.Any: ...
+    def __exit__(self, *args) -> bool: ...
+    def release(self, stream: typing.Any = None) -> None:
+        """
+        Give the place back to the core (a credit). On a GPU ring, once `stream` (default: every stream) has finished the work queued on the chunk
+        """
+    @property
+    def __cuda_array_interface__(self) -> dict: ...
+    @property
+    def chunk_id(self) -> int: ...
+    @property
+    def data(self) -> numpy.typing.NDArray[numpy.uint8]:
+        """
+        (packets_per_chunk, payload_size) uint8 view of the ring (no copy; rows are slot_size apart, past each slot's 8-byte header)
+        """
+    @property
+    def device(self) -> int | None: ...
+    @property
+    def first_seq(self) -> int: ...
+    @property
+    def heap_bytes(self) -> None:
+        """
+        None (SPEAD metadata; the RDMA mode carries plain datagrams)
+        """
+    @property
+    def items(self) -> dict:
+        """
+        {} (SPEAD metadata; the RDMA mode carries plain datagrams)
+        """
+    @property
+    def lost(self) -> int: ...
+    @property
+    def n_present(self) -> int: ...
+    @property
+    def packets_per_chunk(self) -> int: ...
+    @property
+    def payload_size(self) -> int: ...
+    @property
+    def present(self) -> numpy.typing.NDArray[numpy.bool]:
+        """
+        bool per slot: True where the slot's header holds its sequence number (no copy)
+        """
+    @property
+    def present_ptr(self) -> int | None:
+        """
+        device address of the present flags (GPU ring)
+        """
+    @property
+    def ptr(self) -> int:
+        """
+        address of the first slot's datagram (device address on a GPU ring)
+        """
+    @property
+    def released(self) -> bool: ...
+    @property
+    def slot_size(self) -> int: ...
 
 class Sender:
     """

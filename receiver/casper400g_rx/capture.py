@@ -19,7 +19,7 @@ from .sources import Chunking, Delivery, Source
 
 __all__ = ["Capture", "RcvbufWarning", "Stats", "parse_endpoint"]
 
-Backend = Literal["udp", "pcap", "mem", "ibv"]
+Backend = Literal["udp", "pcap", "mem", "ibv", "rdma"]
 Policy = Literal["block", "drop_oldest"]
 
 
@@ -115,6 +115,7 @@ class Capture:
         gpu_chunks: int = 0,
         gpu_options: Mapping[str, int] | None = None,
         rate_gbps: float | None = None,
+        rdma: Any = None,  # sources.RdmaSource: the rdma backend's options (rdma.py)
     ) -> None:
         self.fmt = fmt if fmt is not None else _core.Format()
         # The header-split engine sizes its own pool from its receive queues.
@@ -254,6 +255,12 @@ class Capture:
             self._cap = open_ibv(
                 self.fmt, config, bind, interface, queues, depth, list(cpus or []), rq, busy_poll
             )
+        elif backend == "rdma":
+            from .rdma import open_rdma
+
+            if rdma is None:
+                raise ValueError("backend 'rdma' needs rdma=sources.RdmaSource(...)")
+            self._cap = open_rdma(self.fmt, config, rdma, device)
         elif backend == "mem":
             if packets is not None:
                 rows = np.ascontiguousarray(packets, dtype=np.uint8)
@@ -274,8 +281,11 @@ class Capture:
                     self.fmt, config, first, count, sched, fill, queues, assign
                 )
         else:
-            raise ValueError(f"backend must be 'udp', 'pcap', 'mem' or 'ibv', got {backend!r}")
-        if device != "cpu" and not gpudirect:
+            raise ValueError(
+                f"backend must be 'udp', 'pcap', 'mem', 'ibv' or 'rdma', got {backend!r}"
+            )
+        # The rdma source's ring is already where the device says.
+        if device != "cpu" and not gpudirect and backend != "rdma":
             from . import gpu
 
             gpu.parse_device(device)
@@ -305,6 +315,16 @@ class Capture:
     @property
     def config(self) -> _core.EngineConfig:
         return self._cap.config
+
+    @property
+    def rdma_params(self) -> Any:
+        """The rdma source's connection parameters (rdma.RdmaParams), for
+        FourHundredGbe.rdma_connect."""
+        if self.backend != "rdma":
+            raise ValueError(f"rdma_params belongs to the rdma source, not {self.backend!r}")
+        from .rdma import RdmaParams
+
+        return RdmaParams.from_mapping(self._cap.params)
 
     @property
     def port(self) -> int | None:

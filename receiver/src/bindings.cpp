@@ -19,6 +19,7 @@
 #include "casper400g_rx/mem_source.h"
 #include "casper400g_rx/pcap_source.h"
 #include "casper400g_rx/py_wait.h"
+#include "casper400g_rx/rdma_bindings.h"
 #include "casper400g_rx/sender.h"
 #include "casper400g_rx/spead_bindings.h"
 #include "casper400g_rx/udp_source.h"
@@ -283,6 +284,7 @@ PYBIND11_MODULE(_core, m) {
 
     // After Format and EngineConfig, so that signatures (and the type stubs) name them.
     register_ibv(m);
+    register_rdma(m);
 
     py::class_<py_chunk>(m, "Chunk", py::buffer_protocol(),
                          "Packets [chunk_id * packets_per_chunk, ...) placed by sequence number")
