@@ -152,6 +152,14 @@ class EmulatorOptions:
         serial: bool = False,
         rate_gbps: typing.SupportsFloat | typing.SupportsIndex = 0.0,
         cpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [],
+        poll_us: typing.SupportsInt | typing.SupportsIndex = 0,
+        stalls: collections.abc.Sequence[
+            tuple[
+                typing.SupportsInt | typing.SupportsIndex,
+                typing.SupportsInt | typing.SupportsIndex,
+                typing.SupportsInt | typing.SupportsIndex,
+            ]
+        ] = [],
     ) -> None: ...
 
 class IbvOptions:

@@ -246,13 +246,25 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
     const std::size_t size = layout_.payload;
     const std::uint64_t n_lanes = lanes_.size();
     const bool live = cfg_.skip_lagging;
-    if (live && l.posted == l.completed && l.completed > 0 && !l.probing &&
+    if (live && l.posted == l.completed && l.completed > 0 &&
         wstarted_.load(std::memory_order_acquire)) {
         // Every receive completed before this call: the NIC may have dropped what arrived
         // since, and predictions made now would all be off by that gap. Only a few are
         // posted until the stream shows where it is (see complete() and resync()).
-        l.probing = true;
-        l.s.ran_dry++;
+        if (!l.probing) {
+            l.probing = true;
+            l.probe = probe_batch;
+            l.s.ran_dry++;
+        } else if (l.completed != l.probe_seen) {
+            // The NIC took the whole probe again: the lane is still behind the stream.
+            l.probe = std::min(depth_, 2 * l.probe);
+        }
+        l.probe_seen = l.completed;
+    } else if (l.probing && l.posted != l.completed && l.completed != l.probe_seen) {
+        // The NIC has taken some of the probe's receives, not all: it dropped nothing
+        // since, so predictions hold (a gap was corrected by the first packet after it):
+        // the whole queue is posted again.
+        l.probing = false;
     }
     std::size_t n = 0;
     std::size_t skips = 0;
@@ -273,7 +285,7 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
     };
     while (n < max && l.posted - l.completed < depth_ &&
            !wdone_.load(std::memory_order_relaxed)) {
-        if (l.probing && l.posted - l.completed >= probe_batch) break;
+        if (l.probing && l.posted - l.completed >= l.probe) break;
         const bool scratch_room = l.scratch_posted - l.scratch_done < scratch_slots();
         if (l.scratch_due > 0 && scratch_room) {
             // The stream runs behind the receives already posted: this receive takes
@@ -501,9 +513,6 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         publish();
     }
     if (lock.owns_lock()) lock.unlock();
-    // Some of the few receives posted while probing are still waiting: the NIC has
-    // dropped nothing since the last completion, so predictions hold: post the ring.
-    if (l.probing && n > 0 && l.posted != l.completed) l.probing = false;
     leave(l);
 }
 

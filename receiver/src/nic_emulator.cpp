@@ -137,6 +137,13 @@ nic_emulator_source::nic_emulator_source(const emulator_config &cfg, std::size_t
     if (cfg_.rate_gbps > 0 && cfg_.serial)
         throw std::invalid_argument("a set NIC rate needs one thread per queue (emulate='ibv'), "
                                     "not emulate='ibv-serial'");
+    for (const auto &st : cfg_.stalls)
+        if (st.queue >= lanes)
+            throw std::invalid_argument("stall of queue " + std::to_string(st.queue) +
+                                        ": the emulation has " + std::to_string(lanes) +
+                                        " queues");
+    if ((cfg_.poll_us || !cfg_.stalls.empty()) && cfg_.rate_gbps <= 0)
+        throw std::invalid_argument("poll_us and stalls need a set NIC rate (rate_gbps > 0)");
     if (!cfg_.cpus.empty() && cfg_.cpus.size() != (cfg_.serial ? 1 : lanes))
         throw std::invalid_argument("cpus must name one CPU per queue thread (" +
                                     std::to_string(cfg_.serial ? 1 : lanes) + "), got " +
@@ -318,9 +325,24 @@ void nic_emulator_source::run_paced(std::size_t i, hds_engine &eng, const std::a
     // brings the queue up.
     count = eng.post(i, fresh.data(), depth);
     for (std::size_t j = 0; j < count; j++) ring[j] = fresh[j];
+    std::vector<emulator_config::stall> stalls;
+    for (const auto &st : cfg_.stalls)
+        if (st.queue == i) stalls.push_back(st);
+    std::sort(stalls.begin(), stalls.end(),
+              [](const auto &a, const auto &b) { return a.at > b.at; });  // next one last
+    const auto poll = std::chrono::microseconds(cfg_.poll_us);
     const auto t0 = clock::now();
+    auto next_poll = t0;
     while (next < total) {
         if (stop.load(std::memory_order_relaxed)) break;
+        if (!stalls.empty() && next >= stalls.back().at) {
+            std::this_thread::sleep_for(std::chrono::microseconds(stalls.back().us));
+            stalls.pop_back();
+        }
+        if (cfg_.poll_us) {
+            std::this_thread::sleep_until(next_poll);
+            next_poll = std::max(next_poll, clock::now()) + poll;
+        }
         const double ns = std::chrono::duration<double, std::nano>(clock::now() - t0).count();
         const std::size_t due =
             std::min<std::size_t>(total, static_cast<std::size_t>(ns / ns_per_packet) + 1);

@@ -407,6 +407,53 @@ def test_paced_queue_without_receives_drops_and_counts() -> None:
     check_payloads(out, ppc)
 
 
+def stalled_lane(lanes: int, poll_us: int, stall_ms: int) -> tuple[rx.Stats, list, int]:
+    """Lanes at 2 Gb/s each that handle their queues once every `poll_us` (moderated
+    interrupts: about 90 packets per pass at 3 ms), lane 0 losing its core for
+    `stall_ms` at its 2000th packet: longer than its 1024 receives last."""
+    from casper400g_rx import _core
+
+    ppc, depth = 256, 1024
+    count = ppc * 48 * lanes
+    config = _core.EngineConfig(packets_per_chunk=ppc, max_chunks=4, first_chunk=0)
+    options = _core.EmulatorOptions(
+        queues=lanes,
+        depth=depth,
+        count=count,
+        rate_gbps=2.0 * lanes,
+        poll_us=poll_us,
+        stalls=[(0, 2000, stall_ms * 1000)],
+    )
+    cap = _core.Capture.split_emulation(_core.Format(), config, options)
+    out = []
+    cap.start()
+    while (chunk := cap.next_chunk(10.0)) is not None:
+        out.append((chunk.chunk_id, chunk.present.copy(), chunk.data.copy()))
+        chunk.release()
+    return rx.Stats(cap.stats), out, count
+
+
+@pytest.mark.parametrize("lanes", [1, 2])
+def test_a_lane_that_ran_dry_catches_up(lanes: int) -> None:
+    # After its queue ran dry a lane posts a probe of a few receives until it sees where
+    # the stream is. A lane whose pass takes longer than the NIC takes to fill the probe
+    # (here: a poll every 3 ms, 90 packets, against a 64-receive probe) never caught up:
+    # each probe off by the last pass's drops, its packets discarded, so the lane lost
+    # nearly everything after one stall (10 % of the stream delivered). The probe grows
+    # until the NIC leaves some of it, and the loss is the stall's.
+    stall_ms, rate_pps = 60, 2e9 / (8192 * 8)
+    s, chunks, count = stalled_lane(lanes, 3000, stall_ms)
+    assert s.ran_dry >= 1 and s.nic_drops > 0
+    assert s.packets + s.nic_drops + s.late + s.discarded == count
+    assert s.received == s.packets + s.late + s.discarded and s.duplicate == 0
+    assert s.lost == count - s.packets
+    # The stall's packets beyond the queue, and a few probes' worth: not the rest of the
+    # stream (a loaded machine may add a descheduled pass or two).
+    bound = stall_ms * 1e-3 * rate_pps + 1500
+    assert s.nic_drops + s.discarded + s.late <= bound, dict(s)
+    check_payloads(chunks, 256)
+
+
 def test_paced_options_are_checked() -> None:
     with pytest.raises(ValueError, match="one thread per queue"):
         rx.Capture("mem", emulate="ibv-serial", count=10, nic_rate_gbps=1.0)

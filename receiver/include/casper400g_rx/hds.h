@@ -49,9 +49,10 @@
 // next predictions posts them to its scratch ring instead, up to the next chunk boundary;
 // a chunk that has no buffer when such a packet arrives is given up (its slots count
 // lost, its packets late). After its receive queue ran dry (the NIC may have dropped
-// what then arrived), a lane posts a few receives at a time until the NIC leaves some of
-// them unconsumed; a packet ahead of its prediction meanwhile moves the predictions at
-// once, and the packets that land in the receives posted before are counted `discarded`
+// what then arrived), a lane posts a probe of a few receives until the NIC leaves some
+// of them unconsumed, doubling it each time the NIC took it all (a lane that handles a
+// probe more slowly than the NIC fills it would otherwise never catch up); a packet
+// ahead of its prediction meanwhile moves the predictions at once, and the packets that land in the receives posted before are counted `discarded`
 // rather than copied: a gap never costs a queue depth of fix-up copies, which a lane at
 // line rate cannot afford (each takes longer than a packet's arrival interval) and
 // which made it fall further behind until the capture collapsed.
@@ -182,7 +183,10 @@ private:
     using buffer = std::unique_ptr<std::uint8_t[], aligned_free>;
     static constexpr std::size_t n_split = sizeof(split_counters) / sizeof(std::uint64_t);
     // After its queue ran dry a lane posts at most this many receives until the NIC
-    // leaves some of them unconsumed (it has caught up with the stream).
+    // leaves some of them unconsumed (it has caught up with the stream); twice as many
+    // each time the NIC took them all again, up to the queue's depth: a lane that takes
+    // longer to handle a probe than the NIC takes to fill it would otherwise never catch
+    // up (each probe off by the drops of the last, its packets discarded).
     static constexpr std::size_t probe_batch = 64;
     // What one lane's thread owns. `busy`/`gen` as in the copying engine: the lane sets
     // `busy` and then checks `gen`; the window bumps `gen` and then checks `busy`, and
@@ -197,6 +201,8 @@ private:
         std::uint64_t scratch_below = 0;  // live: predictions in chunks below go to scratch
         bool scratch_no_chunk = false;    // ... because no chunk could be had for them
         bool probing = false;     // live: the queue ran dry; a few receives at a time
+        std::size_t probe = 0;    // ... this many, doubled each time the NIC takes them all
+        std::uint64_t probe_seen = 0;  // `completed` when the probe was last sized
         std::uint64_t gap_posted = 0;  // live: receives posted before a gap was seen
         buffer park;              // a packet that waits, moved out of its receive
         std::uint64_t posted = 0;
