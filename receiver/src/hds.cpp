@@ -155,8 +155,9 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
         l.scratch.reset(alloc_aligned(scratch_bytes()));
         std::memset(l.scratch.get(), 0, scratch_bytes());
         l.park.reset(alloc_aligned(layout_.payload));
-        l.res.reset(new std::atomic<std::uint32_t>[pool_.size()]);
-        for (std::size_t i = 0; i < pool_.size(); i++) l.res[i].store(0);
+        l.res_store.reset(alloc_aligned(pool_.size() * sizeof(std::atomic<std::uint32_t>)));
+        l.res = reinterpret_cast<std::atomic<std::uint32_t> *>(l.res_store.get());
+        for (std::size_t i = 0; i < pool_.size(); i++) new (&l.res[i]) std::atomic<std::uint32_t>(0);
         l.last_ns.store(t);
         l.head = head_;
         l.post_base = head_;

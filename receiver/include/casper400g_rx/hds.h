@@ -222,7 +222,10 @@ private:
         bool placed_any = false;
         bool drain_due = false;   // a count in `res` reached zero on a chunk that left the window
         // Per pool chunk: this lane's receives pointing into it, plus one for `hold`.
-        std::unique_ptr<std::atomic<std::uint32_t>[]> res;
+        // In a page of its own: every post and completion updates it with a locked
+        // instruction, and a line shared with another lane's counts would bounce.
+        buffer res_store;
+        std::atomic<std::uint32_t> *res = nullptr;
         std::atomic<bool> busy{false};
         std::atomic<std::uint64_t> gen{0};
         std::uint64_t seen_gen = 0;
