@@ -157,8 +157,9 @@ class Capture:
             packets_per_chunk = 1024
         threads = 1 if threads is None else threads
         queues = 1 if queues is None else queues
-        if split and device != "cpu" and not n_chunks:
-            # Room for the chunks on their way to the GPU (sizing.py).
+        if split and not n_chunks and (device != "cpu" or rate_gbps is not None):
+            # Room for the chunks on their way to the GPU, or (sized for a rate) in the
+            # hands of a consumer that may pause (sizing.py).
             n_chunks = split_pool(
                 max_chunks, queues, DEFAULT_DEPTH if depth is None else depth, packets_per_chunk
             )

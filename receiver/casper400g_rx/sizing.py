@@ -22,8 +22,10 @@ The rule (docs/benchmarks.md sections 6 and 7 hold the measurements it comes fro
   and on their way to the GPU, and two chunks of skew per queue. The header-split engine
   sizes its own pool from its receive queues: twice its window (max_chunks plus the
   chunks its posted receives reach ahead, depth x queues packets) plus 4; delivering into
-  a GPU it gets GPU_SLACK_CHUNKS more (split_pool), for chunks on their way through the
-  copy and the GPU's jitter -- without a free chunk a live source gives chunks up whole.
+  a GPU, or sized by rate_gbps, it gets GPU_SLACK_CHUNKS more (split_pool), for chunks on
+  their way through the copy and the GPU's jitter or in the hands of a consumer that
+  pauses (a Python consumer's pauses of a few ms emptied the pool at 250 Gb/s into host
+  chunks) -- without a free chunk a live source gives chunks up whole.
 * depth (header-data split, when not given): the smallest power of two >= 1024 whose
   receive queue holds DEPTH_SECONDS of a lane's share of the stream (4096 at 50 Gb/s per
   lane), at most 16384: a lane thread that loses its core that long (the kernel's own
@@ -47,7 +49,7 @@ SPLIT_GBPS_PER_QUEUE = 55.0  # header-data split, the NIC writing payloads (meas
 SPLIT_EMULATED_GBPS_PER_QUEUE = 33.0  # its emulation writing whole payloads (measured)
 REFERENCE_PAYLOAD = 8192
 MIN_CHUNK_SECONDS = 0.5e-3  # a chunk holds at least this much of the stream (GPU delivery)
-GPU_SLACK_CHUNKS = 8  # header-split pool: chunks beyond the engine's own for the GPU stage
+GPU_SLACK_CHUNKS = 8  # header-split pool: chunks beyond the engine's own (GPU stage, consumer)
 DEPTH_SECONDS = 5e-3  # header-split receive queues hold this much of a lane's share
 MIN_DEPTH, MAX_DEPTH = 1024, 16384
 Path = Literal["copy", "split", "split_emulated"]

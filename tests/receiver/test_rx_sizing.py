@@ -128,6 +128,8 @@ def test_split_depth_holds_five_ms_of_a_lanes_share() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", rx.CapacityWarning)
         cap = rx.Capture("mem", emulate="ibv", count=64, rate_gbps=250, fill=False)
-    # The engine's own pool rule with that depth (host delivery: no GPU slack).
-    want = sizing.split_pool(4, 5, 4096, 1024) - sizing.GPU_SLACK_CHUNKS
-    assert cap.config.n_chunks == want
+    # The engine's own pool rule with that depth, plus the slack for a consumer that
+    # pauses (sized by rate, host delivery too).
+    assert cap.config.n_chunks == sizing.split_pool(4, 5, 4096, 1024)
+    unsized = rx.Capture("mem", emulate="ibv", count=64, depth=4096, queues=5, fill=False)
+    assert unsized.config.n_chunks == sizing.split_pool(4, 5, 4096, 1024) - sizing.GPU_SLACK_CHUNKS
