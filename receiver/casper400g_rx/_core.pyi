@@ -43,6 +43,7 @@ __all__: list[str] = [
     "ibv_gpu_register_check",
     "ibv_load_error",
     "parse_frame",
+    "send_in_step",
 ]
 
 class Format:
@@ -554,6 +555,11 @@ class Sender:
     @property
     def elapsed(self) -> float: ...
     @property
+    def max_lag(self) -> float:
+        """
+        Seconds the sender fell behind its schedule at worst
+        """
+    @property
     def packets_sent(self) -> int: ...
     @property
     def total(self) -> int: ...
@@ -705,4 +711,12 @@ def parse_frame(
 ) -> typing.Any:
     """
     (payload offset, payload size, IPv4 id) of a frame, or None when it is rejected
+    """
+
+def send_in_step(
+    senders: collections.abc.Sequence[Sender],
+    cpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [],
+) -> None:
+    """
+    Run senders of one stream together, a thread each (pinned to cpus[i] when given), on one schedule (GIL released until all are done)
     """

@@ -229,23 +229,60 @@ def sender_alone_gbps(seconds: float, sender_threads: int = 1) -> float:
     return sender.packets_sent * PAYLOAD * 8 / sender.elapsed / 1e9
 
 
+def split_cpus(receivers: int, senders: int) -> tuple[list[int], list[int]] | None:
+    """CPUs for `receivers` receive threads (one per physical core first) and up to
+    `senders` sender threads on the CPUs left, one kept free for the consumer; None when
+    this process may not use enough CPUs to keep them apart."""
+    import os
+
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return None
+
+    def core_of(cpu: int) -> tuple[int, int]:
+        try:
+            base = f"/sys/devices/system/cpu/cpu{cpu}/topology/"
+            with open(base + "core_id") as f, open(base + "physical_package_id") as g:
+                return int(g.read()), int(f.read())
+        except OSError:
+            return 0, cpu
+
+    first, rest, seen = [], [], set()
+    for cpu in allowed:
+        (rest if core_of(cpu) in seen else first).append(cpu)
+        seen.add(core_of(cpu))
+    order = first + rest
+    if len(order) < receivers + 2:
+        return None
+    left = order[receivers:-1]  # the last one for the consumer
+    return order[:receivers], left[:senders]
+
+
 def udp_trial(
     rate_gbps: float, seconds: float, threads: int = 1, sender_threads: int = 1
 ) -> tuple[bool, float, dict]:
     """Send `seconds` worth of packets at `rate_gbps`; (lossless, achieved Gb/s, stats).
     With several sender threads each has its own socket (source port), so SO_REUSEPORT
-    spreads them over the receive threads."""
+    spreads them over the receive threads; receive and sender threads are then pinned to
+    CPUs of their own where the process has enough (the sender threads to those left, as
+    many as fit), and the stats say how far the sender fell behind its schedule
+    (`sender_lag_ms`) against how much of the stream the receiver's window holds
+    (`window_ms`): a sender thread further behind than that makes packets late whatever
+    the receive threads do."""
     ppc = 1024
     count = max(ppc, int(seconds * rate_gbps * 1e9 / (PAYLOAD * 8)) // ppc * ppc)
-    # A window of 16 chunks: the sender threads are paced each on its own clock, and one
-    # that lost its core for a few milliseconds runs that far behind the others for the
-    # rest of the trial; its packets must not count late for that.
+    max_chunks = 16
+    pins = split_cpus(threads, sender_threads) if sender_threads > 1 else None
+    if pins is not None:
+        sender_threads = len(pins[1])
     cap = Capture(
         "udp",
         bind="127.0.0.1:0",
         threads=threads,
+        cpus=pins[0] if pins else None,
         packets_per_chunk=ppc,
-        max_chunks=16,
+        max_chunks=max_chunks,
         n_chunks=28 + 2 * threads,
         first_chunk=0,
     )
@@ -256,7 +293,11 @@ def udp_trial(
         if sender_threads > 1:
 
             def run() -> None:
-                result["achieved"] = multisend.send(port, 0, count, rate_gbps, sender_threads)[0]
+                sent = multisend.send(
+                    port, 0, count, rate_gbps, sender_threads, cpus=pins[1] if pins else None
+                )
+                result["achieved"] = sent.gbps
+                result["lag"] = sent.max_lag
 
         else:
             sender = _core.Sender(port=port, count=count, rate_gbps=rate_gbps, streams=threads)
@@ -264,6 +305,7 @@ def udp_trial(
             def run() -> None:
                 sender.run()
                 result["achieved"] = count * PAYLOAD * 8 / sender.elapsed / 1e9
+                result["lag"] = sender.max_lag
 
         thread = threading.Thread(target=run, daemon=True)
         thread.start()
@@ -280,7 +322,19 @@ def udp_trial(
             chunk.release()
     s = cap.stats
     lossless = s.packets == count and s.lost == 0 and s.kernel_drops == 0
-    return lossless, result.get("achieved", 0.0), {**s, "queue_received": cap.queue_received}
+    window_ms = max_chunks * ppc * PAYLOAD * 8 / (rate_gbps * 1e9) * 1e3
+    return (
+        lossless,
+        result.get("achieved", 0.0),
+        {
+            **s,
+            "queue_received": cap.queue_received,
+            "sender_threads": sender_threads,
+            "pinned": pins is not None,
+            "sender_lag_ms": round(result.get("lag", 0.0) * 1e3, 2),
+            "window_ms": round(window_ms, 2),
+        },
+    )
 
 
 def highest_lossless_rate(

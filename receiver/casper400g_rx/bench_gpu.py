@@ -725,7 +725,18 @@ def loopback_benchmarks(args: argparse.Namespace) -> list[str]:
                 f"offered, {achieved:.2f} achieved (ratio to {k} x 1 thread {ratio:.2f})"
             )
             for rate, s in failed[-2:]:
-                keys = ("packets", "lost", "late", "kernel_drops", "queue_stalls", "queue_skips")
+                keys = (
+                    "packets",
+                    "lost",
+                    "late",
+                    "kernel_drops",
+                    "queue_stalls",
+                    "queue_skips",
+                    "sender_threads",
+                    "pinned",
+                    "sender_lag_ms",
+                    "window_ms",
+                )
                 print(
                     f"    failed at {rate:.2f} Gb/s (sender achieved {s['achieved']:.2f}): "
                     + ", ".join(f"{key} {s.get(key, 0)}" for key in keys)

@@ -509,7 +509,19 @@ PYBIND11_MODULE(_core, m) {
             "Send everything, or stop after `seconds`; True when done (GIL released, Ctrl-C works)")
         .def_property_readonly("packets_sent", &sender::packets_sent)
         .def_property_readonly("total", &sender::total)
-        .def_property_readonly("elapsed", &sender::elapsed);
+        .def_property_readonly("elapsed", &sender::elapsed)
+        .def_property_readonly("max_lag", &sender::max_lag_seconds,
+                               "Seconds the sender fell behind its schedule at worst");
+
+    m.def(
+        "send_in_step",
+        [](const std::vector<sender *> &senders, const std::vector<int> &cpus) {
+            py::gil_scoped_release nogil;
+            send_in_step(senders, cpus);
+        },
+        py::arg("senders"), py::arg("cpus") = std::vector<int>{},
+        "Run senders of one stream together, a thread each (pinned to cpus[i] when given), "
+        "on one schedule (GIL released until all are done)");
 
     m.def(
         "parse_frame",

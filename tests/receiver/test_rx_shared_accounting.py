@@ -515,3 +515,54 @@ def test_reuseport_threads_share_one_flow_by_sequence_blocks() -> None:
     assert cap.queue_received == want.tolist()
     assert (s.packets, s.lost, s.late, s.duplicate) == (count, 0, 0, 0)
     assert sorted(present) == list(range(n)) and all(p.all() for p in present.values())
+
+
+def test_uneven_reuseport_threads_lose_nothing_at_a_rate_they_sustain() -> None:
+    # Three SO_REUSEPORT threads of unequal speed (two share one CPU), fed by a
+    # two-thread sender whose threads' packets reach the same sockets: at a rate the
+    # threads sustain, nothing may count late or lost. A chunk leaves only once every
+    # queue has moved past it, so a slower thread holds the window rather than losing its
+    # packets; and the sender's threads keep one schedule (multisend: C++ threads, one
+    # start for all), so no queue sees one source far behind the other. The window is
+    # short (4 chunks of 64 packets, 42 ms of the stream): a sender thread that paced
+    # from its own start, or a window that moved on without a slower thread, would show.
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("needs two CPUs to make the threads unequal")
+    from casper400g_rx import multisend
+
+    ppc, n, rate = 64, 60, 0.4
+    count = ppc * n
+    cap = rx.Capture(
+        "udp",
+        bind="127.0.0.1:0",
+        threads=3,
+        cpus=[cpus[0], cpus[0], cpus[1]],
+        packets_per_chunk=ppc,
+        max_chunks=4,
+        first_chunk=0,
+    )
+    sent: list[multisend.Sent] = []
+    with cap:
+        assert cap.port
+        port = cap.port
+        thread = threading.Thread(
+            target=lambda: sent.append(multisend.send(port, 0, count, rate, 2)), daemon=True
+        )
+        thread.start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            for chunk in cap.chunks(timeout=0.02):
+                chunk.release()
+            s = cap.stats
+            if not thread.is_alive() and s.received + s.kernel_drops >= count:
+                break
+        thread.join()
+        cap.stop()
+        for chunk in cap.chunks(timeout=1):
+            chunk.release()
+    s = cap.stats
+    assert sent and sent[0].packets == count
+    assert (s.kernel_drops, s.late, s.lost, s.duplicate) == (0, 0, 0, 0), dict(s)
+    assert s.packets == count and sum(cap.queue_received) == count
+    assert min(cap.queue_received) > 0
