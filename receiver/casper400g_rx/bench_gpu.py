@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import threading
 import time
 from typing import Any
@@ -695,11 +696,20 @@ def loopback_benchmarks(args: argparse.Namespace) -> list[str]:
 
     st = args.sender_threads
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        alone = bench.sender_alone_gbps(args.udp_seconds, st)
-        print(f"loopback sender alone ({st} threads): {alone:.2f} Gb/s")
-        compare_spead_from_memory()  # the engines alone, SPEAD heaps from memory
-        compare_with_spead2(args.udp_seconds, attempts=2, sender_threads=st)
+
+    class Tee(io.TextIOBase):
+        # Shown as it comes (a run cut short by its time limit still shows what it did).
+        def write(self, text: str) -> int:
+            sys.__stdout__.write(text)
+            sys.__stdout__.flush()
+            return out.write(text)
+
+    with contextlib.redirect_stdout(Tee()):
+        if not args.udp_only:
+            alone = bench.sender_alone_gbps(args.udp_seconds, st)
+            print(f"loopback sender alone ({st} threads): {alone:.2f} Gb/s")
+            compare_spead_from_memory()  # the engines alone, SPEAD heaps from memory
+            compare_with_spead2(args.udp_seconds, attempts=2, sender_threads=st)
         # SO_REUSEPORT scaling: a sender of more threads, so that it outruns several
         # receive threads; the sockets share the stream by sequence-number blocks.
         ust = args.udp_sender_threads
@@ -743,7 +753,6 @@ def loopback_benchmarks(args: argparse.Namespace) -> list[str]:
                     + f", per thread {s.get('queue_received')}"
                 )
     text = out.getvalue()
-    print(text, flush=True)
     return ["```", *text.rstrip().splitlines(), "```"]
 
 
@@ -797,6 +806,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--spead2", action="store_true", help="also run the loopback CPU benchmarks")
     p.add_argument("--udp-seconds", type=float, default=0.5, help="per loopback trial (--spead2)")
+    p.add_argument(
+        "--udp-only", action="store_true", help="with --spead2: only the udp SO_REUSEPORT scaling"
+    )
     p.add_argument("--udp-queues", type=int, nargs="+", default=[2, 4, 8])
     p.add_argument("--sender-threads", type=int, default=4)
     p.add_argument(
@@ -956,6 +968,7 @@ def main(argv: list[str] | None = None) -> int:
         print("4. loopback CPU benchmarks: spead2 side by side, udp SO_REUSEPORT", flush=True)
         lines += ["", "## 4. Loopback (CPU): spead2 side by side, udp SO_REUSEPORT scaling", ""]
         lines += loopback_benchmarks(args)
+        save(lines)
 
     save(lines)
     if not args.skip_gpudirect:
