@@ -405,9 +405,16 @@ bool hds_engine::post_slow(lane_state &l, std::size_t lane) {
         publish();
         if (live && !span) {
             // No free chunk (the consumer holds them): this chunk's share of the stream
-            // goes to scratch receives, and the lane tries again at the next chunk.
+            // goes to scratch receives, and the lane tries again at the next chunk. The
+            // chunk is given up for every lane now: opened later by another lane, it
+            // would take this lane's packets by fix-up copies (8 KiB each, longer than a
+            // packet's arrival interval at line rate), and a lane making them falls
+            // behind its queue, whose drops then land in every chunk -- under an
+            // overload that the GPU copy limits, chunks half empty, the copy's bandwidth
+            // spent on holes.
             l.scratch_below = std::max(l.scratch_below, id + 1);
             l.scratch_no_chunk = true;
+            no_open_below_ = std::max(no_open_below_, id + 1);
             return true;
         }
         return false;
