@@ -272,6 +272,8 @@ def shared_capture_trial(
         # Skipped packets of a lagging queue count late: placed + dropped + late = offered.
         "accounted": s["packets"] + drops + s["late"] + s["discarded"] == count,
         "chunks": got,
+        # Of the delivered chunks' slots, the share that holds a packet.
+        "fill": s["packets"] / (got * cap.config.packets_per_chunk) if got else 0.0,
         "cores_busy": cpu / wall,
     }
 
@@ -397,6 +399,8 @@ def default_capture_trial(
         "accounted": s["packets"] + drops + s["late"] + s["discarded"] == count
         and s["received"] + drops == count,
         "chunks": got,
+        # Of the delivered chunks' slots, the share that holds a packet.
+        "fill": s["packets"] / (got * cap.config.packets_per_chunk) if got else 0.0,
         "cores_busy": cpu / wall,
         "warnings": [str(w.message) for w in caught],
         **{key: int(s.get(key, 0)) for key in keys},
@@ -459,7 +463,9 @@ def bench_default_capture(args: argparse.Namespace, peak: float) -> list[dict[st
                 f"achieved {over['achieved']:.1f} Gb/s ({over['achieved'] / best['achieved']:.2f} "
                 f"of zero-loss), nic_drops {over['nic_drops']}, lost {over['lost']}, late "
                 f"{over['late']}, discarded {over['discarded']}, queue_skips "
-                f"{over['queue_skips']}, queue_stalls {over['queue_stalls']}, every packet "
+                f"{over['queue_skips']}, queue_stalls {over['queue_stalls']}, fix-up copies "
+                f"{over['fixup_copies']}, ran_dry {over['ran_dry']}, waits {over['waits']}, "
+                f"chunks delivered {over['chunks']} ({over['fill']:.3f} full), every packet "
                 f"accounted {over['accounted']}",
                 flush=True,
             )
