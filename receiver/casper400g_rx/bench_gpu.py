@@ -27,6 +27,7 @@ reference measured in the same run, on the same GPU.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import threading
@@ -312,6 +313,23 @@ def bench_shared_capture(args: argparse.Namespace, peak: float) -> list[dict[str
     return rows
 
 
+def keep_off(cpus: set[int]) -> dict[int, set[int]]:
+    """Moves every thread of this process that exists now (the consumer, the CUDA
+    driver's and CuPy's helpers) off `cpus`, the lane threads' cores: a thread that wakes
+    on a lane's core takes it from the lane for a scheduler slice (milliseconds), longer
+    than a lane at its share of line rate can fall behind. Threads started later inherit
+    the caller's setting; the lane threads pin themselves. Returns the old affinities."""
+    saved = {}
+    for name in os.listdir("/proc/self/task"):
+        tid = int(name)
+        with contextlib.suppress(OSError):
+            old = os.sched_getaffinity(tid)
+            if old - cpus:
+                os.sched_setaffinity(tid, old - cpus)
+                saved[tid] = old
+    return saved
+
+
 def default_capture_trial(
     rate_gbps: float,
     fill: bool,
@@ -351,10 +369,8 @@ def default_capture_trial(
             rate_gbps=rate_gbps,
         )
     assert cap.sizing is not None and cap.sizing.queues == k
-    saved = os.sched_getaffinity(0)
     ncpu = os.cpu_count() or 1
-    if pinned and ncpu > len(pinned):
-        os.sched_setaffinity(0, set(range(ncpu)) - set(pinned))
+    saved = keep_off(set(pinned)) if pinned and ncpu > len(pinned) else {}
     got = 0
     checksum = cp.zeros((), dtype=cp.uint64) if cp is not None else None
     t_cpu0, t0 = time.process_time(), time.perf_counter()
@@ -369,7 +385,9 @@ def default_capture_trial(
         if cp is not None:
             cp.cuda.get_current_stream().synchronize()
     finally:
-        os.sched_setaffinity(0, saved)
+        for tid, cpus in saved.items():
+            with contextlib.suppress(OSError):  # the thread may have ended
+                os.sched_setaffinity(tid, cpus)
     wall = time.perf_counter() - t0
     cpu = time.process_time() - t_cpu0
     s = cap.stats
