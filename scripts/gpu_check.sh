@@ -30,7 +30,8 @@ if [ "${PRESET:-}" = shared ]; then
   tests="$tests tests/receiver/test_rx_shared_accounting.py tests/receiver/test_rx_queues.py"
   BENCH_ARGS=${BENCH_ARGS:-"--skip-split --skip-copy-path --skip-gpudirect --seconds 1.0 \
     --queues 4 8 12 --shared-queues 4 8 12 --shared-capture-rates 150 200 250 300 350 375 400 \
-    --default-rates 350 380 400 420 440 --spead2 --sender-threads 4 --udp-queues 2 4 8"}
+    --default-rates 250 300 350 380 400 420 440 --spead2 --sender-threads 4 \
+    --udp-sender-threads 8 --udp-queues 2 4 8"}
   # Loopback receivers (ours and spead2) get the same 64 MiB socket buffers.
   sysctl -w net.core.rmem_max=67108864 > /dev/null 2>&1 || true
 fi

@@ -43,6 +43,7 @@ __all__: list[str] = [
     "ibv_gpu_register_check",
     "ibv_load_error",
     "parse_frame",
+    "send_in_step",
 ]
 
 class Format:
@@ -152,6 +153,14 @@ class EmulatorOptions:
         serial: bool = False,
         rate_gbps: typing.SupportsFloat | typing.SupportsIndex = 0.0,
         cpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [],
+        poll_us: typing.SupportsInt | typing.SupportsIndex = 0,
+        stalls: collections.abc.Sequence[
+            tuple[
+                typing.SupportsInt | typing.SupportsIndex,
+                typing.SupportsInt | typing.SupportsIndex,
+                typing.SupportsInt | typing.SupportsIndex,
+            ]
+        ] = [],
     ) -> None: ...
 
 class IbvOptions:
@@ -276,6 +285,11 @@ class Capture:
     def fmt(self) -> Format: ...
     @property
     def port(self) -> int | None: ...
+    @property
+    def queue_received(self) -> list[int]:
+        """
+        Packets each receive queue (thread, lane) offered to the engine
+        """
     @property
     def rcvbuf(self) -> int | None: ...
     @property
@@ -532,6 +546,7 @@ class Sender:
         prefix: bytes = b"",
         prefix_seq_offset: typing.SupportsInt | typing.SupportsIndex = 0,
         prefix_seq_width: typing.SupportsInt | typing.SupportsIndex = 0,
+        catch_up: bool = False,
     ) -> None: ...
     def run(self, seconds: typing.SupportsFloat | typing.SupportsIndex | None = None) -> bool:
         """
@@ -539,6 +554,11 @@ class Sender:
         """
     @property
     def elapsed(self) -> float: ...
+    @property
+    def max_lag(self) -> float:
+        """
+        Seconds the sender fell behind its schedule at worst
+        """
     @property
     def packets_sent(self) -> int: ...
     @property
@@ -691,4 +711,12 @@ def parse_frame(
 ) -> typing.Any:
     """
     (payload offset, payload size, IPv4 id) of a frame, or None when it is rejected
+    """
+
+def send_in_step(
+    senders: collections.abc.Sequence[Sender],
+    cpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [],
+) -> None:
+    """
+    Run senders of one stream together, a thread each (pinned to cpus[i] when given), on one schedule (GIL released until all are done)
     """

@@ -27,7 +27,9 @@ reference measured in the same run, on the same GPU.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import sys
 import threading
 import time
 from typing import Any
@@ -271,6 +273,8 @@ def shared_capture_trial(
         # Skipped packets of a lagging queue count late: placed + dropped + late = offered.
         "accounted": s["packets"] + drops + s["late"] + s["discarded"] == count,
         "chunks": got,
+        # Of the delivered chunks' slots, the share that holds a packet.
+        "fill": s["packets"] / (got * cap.config.packets_per_chunk) if got else 0.0,
         "cores_busy": cpu / wall,
     }
 
@@ -309,16 +313,40 @@ def bench_shared_capture(args: argparse.Namespace, peak: float) -> list[dict[str
     return rows
 
 
+def keep_off(cpus: set[int]) -> dict[int, set[int]]:
+    """Moves every thread of this process that exists now (the consumer, the CUDA
+    driver's and CuPy's helpers) off `cpus`, the lane threads' cores: a thread that wakes
+    on a lane's core takes it from the lane for a scheduler slice (milliseconds), longer
+    than a lane at its share of line rate can fall behind. Threads started later inherit
+    the caller's setting; the lane threads pin themselves. Returns the old affinities."""
+    saved = {}
+    for name in os.listdir("/proc/self/task"):
+        tid = int(name)
+        with contextlib.suppress(OSError):
+            old = os.sched_getaffinity(tid)
+            if old - cpus:
+                os.sched_setaffinity(tid, old - cpus)
+                saved[tid] = old
+    return saved
+
+
 def default_capture_trial(
-    rate_gbps: float, fill: bool, seconds: float, queues: int | None = None
+    rate_gbps: float,
+    fill: bool,
+    seconds: float,
+    queues: int | None = None,
+    device: str = "cuda:0",
 ) -> dict[str, Any]:
     """ONE Capture as a user opens it for `rate_gbps` into cuda:0: the header-data split
     against the emulated NIC at that rate, everything sized by rate_gbps (lanes unless
     `queues` is given, packets_per_chunk, pools, GPU ring); lane threads pinned to their
-    own physical cores; the consumer sums every payload byte of each GPU chunk (CuPy)."""
+    own physical cores; the consumer sums every payload byte of each GPU chunk (CuPy).
+    device="cpu": the same capture into host chunks only (the consumer releases them), the
+    reference that tells the lanes' limit from the GPU stage's."""
     import warnings
 
-    cp = _cupy()
+    gpu = device != "cpu"
+    cp = _cupy() if gpu else None
     ppc = sizing.chunk_packets(rate_gbps, PAYLOAD)
     count = max(ppc * 8, int(rate_gbps * GBIT * seconds / (PAYLOAD * 8)) // ppc * ppc)
     path = "split_emulated" if fill else "split"
@@ -336,33 +364,45 @@ def default_capture_trial(
             fill=fill,
             queues=queues,
             cpus=pinned,
-            device="cuda:0",
+            device=device,
+            packets_per_chunk=ppc,
             rate_gbps=rate_gbps,
         )
     assert cap.sizing is not None and cap.sizing.queues == k
-    saved = os.sched_getaffinity(0)
     ncpu = os.cpu_count() or 1
-    if pinned and ncpu > len(pinned):
-        os.sched_setaffinity(0, set(range(ncpu)) - set(pinned))
+    saved = keep_off(set(pinned)) if pinned and ncpu > len(pinned) else {}
     got = 0
-    checksum = cp.zeros((), dtype=cp.uint64)
+    checksum = cp.zeros((), dtype=cp.uint64) if cp is not None else None
     t_cpu0, t0 = time.process_time(), time.perf_counter()
     try:
         with cap:
             for chunk in cap.chunks(timeout=5):
-                x = cp.from_dlpack(chunk)
-                checksum += x.sum(dtype=cp.uint64)  # real work on every payload byte
+                if cp is not None:
+                    x = cp.from_dlpack(chunk)
+                    checksum += x.sum(dtype=cp.uint64)  # real work on every payload byte
                 got += 1
                 chunk.release()
-        cp.cuda.get_current_stream().synchronize()
+        if cp is not None:
+            cp.cuda.get_current_stream().synchronize()
     finally:
-        os.sched_setaffinity(0, saved)
+        for tid, cpus in saved.items():
+            with contextlib.suppress(OSError):  # the thread may have ended
+                os.sched_setaffinity(tid, cpus)
     wall = time.perf_counter() - t0
     cpu = time.process_time() - t_cpu0
     s = cap.stats
     drops = int(s.get("nic_drops", 0))
     ok = drops == 0 and s["lost"] == 0 and s["packets"] == count
-    keys = ("late", "discarded", "queue_stalls", "queue_skips", "in_place", "fixup_copies")
+    keys = (
+        "late",
+        "discarded",
+        "queue_stalls",
+        "queue_skips",
+        "in_place",
+        "fixup_copies",
+        "ran_dry",
+        "resyncs",
+    )
     return {
         "rate": rate_gbps,
         "ok": ok,
@@ -377,6 +417,8 @@ def default_capture_trial(
         "accounted": s["packets"] + drops + s["late"] + s["discarded"] == count
         and s["received"] + drops == count,
         "chunks": got,
+        # Of the delivered chunks' slots, the share that holds a packet.
+        "fill": s["packets"] / (got * cap.config.packets_per_chunk) if got else 0.0,
         "cores_busy": cpu / wall,
         "warnings": [str(w.message) for w in caught],
         **{key: int(s.get(key, 0)) for key in keys},
@@ -385,14 +427,25 @@ def default_capture_trial(
     }
 
 
-DETAIL = ("late", "queue_stalls", "queue_skips", "in_place", "fixup_copies", "waits", "gpu_waits")
+DETAIL = (
+    "late",
+    "discarded",
+    "queue_stalls",
+    "queue_skips",
+    "in_place",
+    "fixup_copies",
+    "ran_dry",
+    "resyncs",
+    "waits",
+    "gpu_waits",
+)
 
 
 def bench_default_capture(args: argparse.Namespace, peak: float) -> list[dict[str, Any]]:
     default_capture_trial(50.0, False, 0.3)  # warm-up (CUDA, CuPy's kernels), not reported
     rows = []
     for fill in args.default_fill:
-        best = None
+        best = fail = None
         for rate in args.default_rates:
             trial = default_capture_trial(rate, fill == "payload", args.seconds)
             print(
@@ -408,6 +461,14 @@ def bench_default_capture(args: argparse.Namespace, peak: float) -> list[dict[st
             for w in trial["warnings"]:
                 print(f"    warning: {w}", flush=True)
             if not trial["ok"]:
+                fail = trial
+                ref = default_capture_trial(rate, fill == "payload", args.seconds, device="cpu")
+                print(
+                    f"    same capture into host chunks only (no GPU stage): "
+                    f"{'zero-loss' if ref['ok'] else 'LOSS'} achieved {ref['achieved']:.1f} Gb/s, "
+                    f"nic_drops {ref['nic_drops']}, { ({k: ref[k] for k in DETAIL if k in ref}) }",
+                    flush=True,
+                )
                 break
             best = trial
         over = None
@@ -420,11 +481,13 @@ def bench_default_capture(args: argparse.Namespace, peak: float) -> list[dict[st
                 f"achieved {over['achieved']:.1f} Gb/s ({over['achieved'] / best['achieved']:.2f} "
                 f"of zero-loss), nic_drops {over['nic_drops']}, lost {over['lost']}, late "
                 f"{over['late']}, discarded {over['discarded']}, queue_skips "
-                f"{over['queue_skips']}, queue_stalls {over['queue_stalls']}, every packet "
+                f"{over['queue_skips']}, queue_stalls {over['queue_stalls']}, fix-up copies "
+                f"{over['fixup_copies']}, ran_dry {over['ran_dry']}, waits {over['waits']}, "
+                f"chunks delivered {over['chunks']} ({over['fill']:.3f} full), every packet "
                 f"accounted {over['accounted']}",
                 flush=True,
             )
-        rows.append({"fill": fill, "best": best, "over": over, "peak": peak})
+        rows.append({"fill": fill, "best": best, "over": over, "peak": peak, "fail": fail})
     return rows
 
 
@@ -657,20 +720,37 @@ def loopback_benchmarks(args: argparse.Namespace) -> list[str]:
 
     st = args.sender_threads
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        alone = bench.sender_alone_gbps(args.udp_seconds, st)
-        print(f"loopback sender alone ({st} threads): {alone:.2f} Gb/s")
-        compare_spead_from_memory()  # the engines alone, SPEAD heaps from memory
-        compare_with_spead2(args.udp_seconds, attempts=2, sender_threads=st)
+
+    class Tee(io.TextIOBase):
+        # Shown as it comes (a run cut short by its time limit still shows what it did).
+        def write(self, text: str) -> int:
+            sys.__stdout__.write(text)
+            sys.__stdout__.flush()
+            return out.write(text)
+
+    with contextlib.redirect_stdout(Tee()):
+        if not args.udp_only:
+            alone = bench.sender_alone_gbps(args.udp_seconds, st)
+            print(f"loopback sender alone ({st} threads): {alone:.2f} Gb/s")
+            compare_spead_from_memory()  # the engines alone, SPEAD heaps from memory
+            compare_with_spead2(args.udp_seconds, attempts=2, sender_threads=st)
+        # SO_REUSEPORT scaling: a sender of more threads, so that it outruns several
+        # receive threads; the sockets share the stream by sequence-number blocks.
+        ust = args.udp_sender_threads
+        alone_u = bench.sender_alone_gbps(1.0, ust)
+        print(f"loopback sender alone ({ust} threads): {alone_u:.2f} Gb/s")
         base = None
         for k in [1, *args.udp_queues]:
+            failed: list[tuple[float, dict]] = []
             best, achieved = bench.highest_lossless_rate(
                 lambda rate, seconds, k=k: bench.udp_trial(
-                    rate, seconds, threads=k, sender_threads=st
+                    rate, seconds, threads=k, sender_threads=ust
                 ),
                 args.udp_seconds,
-                start=4.0,
+                start=8.0,
                 steps=3,
+                attempts=2,
+                failed=failed,
             )
             base = achieved if k == 1 else base
             ratio = achieved / (k * base) if base else 0.0
@@ -678,8 +758,25 @@ def loopback_benchmarks(args: argparse.Namespace) -> list[str]:
                 f"udp, {k} SO_REUSEPORT thread(s), one capture: highest zero-loss {best:.2f} Gb/s "
                 f"offered, {achieved:.2f} achieved (ratio to {k} x 1 thread {ratio:.2f})"
             )
+            for rate, s in failed[-2:]:
+                keys = (
+                    "packets",
+                    "lost",
+                    "late",
+                    "kernel_drops",
+                    "queue_stalls",
+                    "queue_skips",
+                    "sender_threads",
+                    "pinned",
+                    "sender_lag_ms",
+                    "window_ms",
+                )
+                print(
+                    f"    failed at {rate:.2f} Gb/s (sender achieved {s['achieved']:.2f}): "
+                    + ", ".join(f"{key} {s.get(key, 0)}" for key in keys)
+                    + f", per thread {s.get('queue_received')}"
+                )
     text = out.getvalue()
-    print(text, flush=True)
     return ["```", *text.rstrip().splitlines(), "```"]
 
 
@@ -721,7 +818,7 @@ def main(argv: list[str] | None = None) -> int:
         "--default-rates",
         type=float,
         nargs="+",
-        default=[300, 350, 380, 400, 420, 440],
+        default=[250, 300, 350, 380, 400, 420, 440],
         help="offered rates of 1d, tried in order until one loses packets",
     )
     p.add_argument(
@@ -733,8 +830,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--spead2", action="store_true", help="also run the loopback CPU benchmarks")
     p.add_argument("--udp-seconds", type=float, default=0.5, help="per loopback trial (--spead2)")
+    p.add_argument(
+        "--udp-only", action="store_true", help="with --spead2: only the udp SO_REUSEPORT scaling"
+    )
     p.add_argument("--udp-queues", type=int, nargs="+", default=[2, 4, 8])
     p.add_argument("--sender-threads", type=int, default=4)
+    p.add_argument(
+        "--udp-sender-threads", type=int, default=8, help="sender threads of the udp scaling"
+    )
     p.add_argument("--split-queues", type=int, nargs="+", default=[8, 12])
     p.add_argument("--split-rates", type=float, nargs="+", default=[300, 350, 380, 400, 420, 440])
     p.add_argument(
@@ -790,20 +893,26 @@ def main(argv: list[str] | None = None) -> int:
             "| emulated DMA | highest zero-loss offered Gb/s | lanes, chunk packets, pool | "
             "achieved Gb/s | ratio to pinned H2D peak | CPU cores busy | overload 1.25x: "
             "delivered Gb/s (ratio to zero-loss) | counted: NIC drops, late, skips | "
-            "every packet accounted |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "every packet accounted | next rate tried: achieved Gb/s, NIC drops, late |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in rows:
-            b, o = r["best"], r["over"]
+            b, o, f = r["best"], r["over"], r["fail"]
             what = "whole payload" if r["fill"] == "payload" else "headers + prefix"
+            nxt = (
+                f"{f['rate']:.0f}: {f['achieved']:.1f}, {f['nic_drops']}, {f['late']}"
+                if f is not None
+                else "(highest tried)"
+            )
             if b is None:
-                lines.append(f"| {what} | none of the rates tried | | | | | | | |")
+                lines.append(f"| {what} | none of the rates tried | | | | | | | | {nxt} |")
             else:
                 lines.append(
                     f"| {what} | {b['rate']:.0f} | {b['queues']}, {b['ppc']}, {b['n_chunks']} | "
                     f"{b['achieved']:.1f} | {b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} | "
                     f"{o['achieved']:.1f} ({o['achieved'] / b['achieved']:.2f}) | "
-                    f"{o['nic_drops']}, {o['late']}, {o['queue_skips']} | {o['accounted']} |"
+                    f"{o['nic_drops']}, {o['late']}, {o['queue_skips']} | {o['accounted']} | "
+                    f"{nxt} |"
                 )
 
     save(lines)
@@ -883,6 +992,7 @@ def main(argv: list[str] | None = None) -> int:
         print("4. loopback CPU benchmarks: spead2 side by side, udp SO_REUSEPORT", flush=True)
         lines += ["", "## 4. Loopback (CPU): spead2 side by side, udp SO_REUSEPORT scaling", ""]
         lines += loopback_benchmarks(args)
+        save(lines)
 
     save(lines)
     if not args.skip_gpudirect:

@@ -13,8 +13,8 @@ import numpy.typing as npt
 
 from . import _core
 from .endpoint import parse_endpoint
-from .ibv import open_ibv, open_split_emulation
-from .sizing import CapacityWarning, Sizing, size_for_rate
+from .ibv import DEFAULT_DEPTH, open_ibv, open_split_emulation
+from .sizing import CapacityWarning, Sizing, size_for_rate, split_pool
 from .sources import Chunking, Delivery, Source
 
 __all__ = ["Capture", "RcvbufWarning", "Stats", "parse_endpoint"]
@@ -67,8 +67,9 @@ class Capture:
     frames already in GPU memory with the reorder kernels (mem backend: NIC emulation).
 
     rate_gbps: the rate the capture must take; the queues (`threads` for udp), the chunk
-    pool and, for GPU delivery, packets_per_chunk not given are sized for it by the rule
-    in sizing.py (per path: copying, header-data split, its emulation), and a
+    pool, the header-data split's receive queue depth and, for GPU delivery,
+    packets_per_chunk not given are sized for it by the rule in sizing.py (per path:
+    copying, header-data split, its emulation), and a
     CapacityWarning says when this machine has too few CPUs for them (`sizing` holds the
     outcome). Without it packets_per_chunk is 1024.
     """
@@ -139,6 +140,11 @@ class Capture:
             )
             if packets_per_chunk is None and self.sizing.packets_per_chunk is not None:
                 packets_per_chunk = self.sizing.packets_per_chunk
+            striding = backend == "ibv" and (
+                rq == "striding" or (rq is None and self.fmt.spead_config is not None)
+            )
+            if depth is None and split and not striding and self.sizing.depth is not None:
+                depth = self.sizing.depth
             if backend == "udp":
                 threads = self.sizing.queues
             else:
@@ -151,6 +157,12 @@ class Capture:
             packets_per_chunk = 1024
         threads = 1 if threads is None else threads
         queues = 1 if queues is None else queues
+        if split and not n_chunks and (device != "cpu" or rate_gbps is not None):
+            # Room for the chunks on their way to the GPU, or (sized for a rate) in the
+            # hands of a consumer that may pause (sizing.py).
+            n_chunks = split_pool(
+                max_chunks, queues, DEFAULT_DEPTH if depth is None else depth, packets_per_chunk
+            )
         k = threads if backend == "udp" else queues
         if k > 1 and not n_chunks and not split:
             n_chunks = max_chunks + 4 + 2 * k  # the rule of sizing.py without a rate
@@ -373,6 +385,12 @@ class Capture:
 
     def __iter__(self) -> Iterator[_core.Chunk | _core.GpuChunk]:
         return self.chunks()
+
+    @property
+    def queue_received(self) -> list[int]:
+        """Packets each receive queue (udp thread, mem or ibv queue) offered to the engine:
+        how the stream spreads over them."""
+        return list(self._cap.queue_received)
 
     @property
     def stats(self) -> Stats:

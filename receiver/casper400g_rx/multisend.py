@@ -2,15 +2,22 @@
 its own socket and source port) on their own threads, together sending one stream.
 
 Thread t sends the blocks of 32 consecutive sequence numbers whose block index is t
-modulo the thread count, each thread at its share of the rate, so the threads stay in
-step and the stream arrives interleaved by block (reordered by at most a few blocks,
-well inside any receiver's window). Each sender releases the GIL while it sends.
+modulo the thread count, each thread at its share of the rate and on ONE schedule that
+starts at the same instant for all (one whose thread started late or lost its core
+catches up rather than staying behind), so the threads stay in step and the stream
+arrives interleaved by block (reordered by a few blocks, well inside any receiver's
+window). The threads are C++ threads (`send_in_step`), optionally pinned, that never
+take the GIL (Python threads each paced from their own start, a few ms apart with 8 of
+them, and took the GIL back every 50 ms). Two threads' packets reach the same receive
+queue, so threads further apart than the receiver's window make packets count `late`
+whatever the receive threads do: `Sent.max_lag` says how far behind the schedule the
+furthest-behind thread fell.
 """
 
 from __future__ import annotations
 
-import threading
-import time
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,6 +32,12 @@ def schedules(first: int, count: int, threads: int) -> list[np.ndarray]:
     return [seqs[block % np.uint64(threads) == np.uint64(t)] for t in range(threads)]
 
 
+class Sent(NamedTuple):
+    gbps: float  # achieved payload rate
+    packets: int
+    max_lag: float  # seconds the furthest-behind thread fell behind the schedule
+
+
 def send(
     port: int,
     first: int,
@@ -36,10 +49,11 @@ def send(
     prefix: bytes = b"",
     prefix_seq_offset: int = 0,
     prefix_seq_width: int = 0,
-) -> tuple[float, int]:
+    cpus: Sequence[int] | None = None,
+) -> Sent:
     """Sends packets first .. first + count - 1 to 127.0.0.1:port over `threads` senders
-    at `rate_gbps` in total (0: as fast as they go). Returns (achieved payload Gb/s,
-    packets sent)."""
+    at `rate_gbps` in total (0: as fast as they go), thread i pinned to cpus[i] when
+    given."""
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     senders = [
@@ -51,16 +65,16 @@ def send(
             prefix=prefix,
             prefix_seq_offset=prefix_seq_offset,
             prefix_seq_width=prefix_seq_width,
+            catch_up=True,
         )
         for sched in schedules(first, count, threads)
         if len(sched)
     ]
-    workers = [threading.Thread(target=s.run) for s in senders]
-    t0 = time.perf_counter()
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    wall = time.perf_counter() - t0
+    pins = list(cpus or [])[: len(senders)]
+    if pins and len(pins) < len(senders):
+        raise ValueError(f"cpus names {len(pins)} CPUs for {len(senders)} sender threads")
+    _core.send_in_step(senders, pins)
+    # From the shared start (a moment after the call) to the last sender's end.
+    wall = max(s.elapsed for s in senders)
     sent = sum(s.packets_sent for s in senders)
-    return sent * payload_size * 8 / wall / 1e9, sent
+    return Sent(sent * payload_size * 8 / wall / 1e9, sent, max(s.max_lag for s in senders))

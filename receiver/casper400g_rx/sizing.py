@@ -19,8 +19,18 @@ The rule (docs/benchmarks.md sections 6 and 7 hold the measurements it comes fro
   thread's two copies and events, the consumer's Python and kernel launches) stay under
   2000 chunks/s: 4096 packets (32 MiB) at 400 Gb/s of 8192-B packets.
 * n_chunks = max_chunks + 4 + 2 x queues: the window, the chunks in the consumer's hands
-  and on their way to the GPU, and two chunks of skew per queue (the header-split engine
-  sizes its own pool from its receive queues).
+  and on their way to the GPU, and two chunks of skew per queue. The header-split engine
+  sizes its own pool from its receive queues: twice its window (max_chunks plus the
+  chunks its posted receives reach ahead, depth x queues packets) plus 4; delivering into
+  a GPU, or sized by rate_gbps, it gets GPU_SLACK_CHUNKS more (split_pool), for chunks on
+  their way through the copy and the GPU's jitter or in the hands of a consumer that
+  pauses (a Python consumer's pauses of a few ms emptied the pool at 250 Gb/s into host
+  chunks) -- without a free chunk a live source gives chunks up whole.
+* depth (header-data split, when not given): the smallest power of two >= 1024 whose
+  receive queue holds DEPTH_SECONDS of a lane's share of the stream (4096 at 50 Gb/s per
+  lane), at most 16384: a lane thread that loses its core that long (the kernel's own
+  work on that core) loses nothing, where 1024 receives last 1.3 ms at 50 Gb/s -- and a
+  queue that ran dry costs packets (docs/benchmarks.md section 9).
 * Each queue wants a core of its own (plus one for an emulated NIC's generator, two for
   the GPU copy and recycle threads and one for the consumer): with fewer CPUs available
   to this process a `CapacityWarning` says so, naming the numbers.
@@ -39,6 +49,9 @@ SPLIT_GBPS_PER_QUEUE = 55.0  # header-data split, the NIC writing payloads (meas
 SPLIT_EMULATED_GBPS_PER_QUEUE = 33.0  # its emulation writing whole payloads (measured)
 REFERENCE_PAYLOAD = 8192
 MIN_CHUNK_SECONDS = 0.5e-3  # a chunk holds at least this much of the stream (GPU delivery)
+GPU_SLACK_CHUNKS = 8  # header-split pool: chunks beyond the engine's own (GPU stage, consumer)
+DEPTH_SECONDS = 5e-3  # header-split receive queues hold this much of a lane's share
+MIN_DEPTH, MAX_DEPTH = 1024, 16384
 Path = Literal["copy", "split", "split_emulated"]
 
 
@@ -53,6 +66,7 @@ class Sizing:
     gbps_per_queue: float
     warnings: tuple[str, ...]
     packets_per_chunk: int | None = None  # sized only for GPU delivery
+    depth: int | None = None  # receive queue depth, sized only for the header-data split
 
 
 def chunk_packets(rate_gbps: float, payload_size: int) -> int:
@@ -60,6 +74,22 @@ def chunk_packets(rate_gbps: float, payload_size: int) -> int:
     whose chunk carries at least MIN_CHUNK_SECONDS of the stream."""
     need = rate_gbps * 1e9 / 8 * MIN_CHUNK_SECONDS / payload_size
     return max(1024, 1 << max(0, math.ceil(math.log2(max(need, 1.0)))))
+
+
+def split_depth(rate_gbps: float, queues: int, payload_size: int) -> int:
+    """Receives per header-split queue: DEPTH_SECONDS of a lane's share of the stream,
+    a power of two within MIN_DEPTH .. MAX_DEPTH."""
+    need = rate_gbps * 1e9 / 8 / payload_size / max(1, queues) * DEPTH_SECONDS
+    depth = 1 << max(0, math.ceil(math.log2(max(need, 1.0))))
+    return min(MAX_DEPTH, max(MIN_DEPTH, depth))
+
+
+def split_pool(max_chunks: int, queues: int, depth: int, packets_per_chunk: int) -> int:
+    """n_chunks of a header-split capture delivering into a GPU: the engine's own rule
+    (hds.h: 2 x (max_chunks + ceil(depth x queues / packets_per_chunk) + 1) + 4) plus
+    GPU_SLACK_CHUNKS."""
+    window = max_chunks + -(-depth * queues // packets_per_chunk) + 1
+    return 2 * window + 4 + GPU_SLACK_CHUNKS
 
 
 def available_cpus() -> int:
@@ -127,4 +157,5 @@ def size_for_rate(
             f"into the GPU; above {1 / MIN_CHUNK_SECONDS:.0f}/s the per-chunk costs (copies, "
             f"events, the consumer's launches) limit the rate: packets_per_chunk >= {ppc}"
         )
-    return Sizing(k, pool, per, tuple(notes), ppc if packets_per_chunk is None else None)
+    depth = split_depth(rate_gbps, k, payload_size) if path != "copy" else None
+    return Sizing(k, pool, per, tuple(notes), ppc if packets_per_chunk is None else None, depth)

@@ -120,6 +120,7 @@ public:
         return d;
     }
 
+    std::vector<std::uint64_t> queue_received() const { return cap_->eng().queue_received(); }
     py::list warnings() const { return py::cast(cap_->src().warnings()); }
     bool finished() const { return cap_->eng().ready().drained(); }
     bool running() const { return cap_->running(); }
@@ -371,6 +372,8 @@ PYBIND11_MODULE(_core, m) {
                 u.cpus = std::move(cpus);
                 u.rcvbuf = rcvbuf;
                 u.max_payload = fmt.max_udp_payload();
+                // Fixed-offset sequence numbers: the sockets share the stream by them.
+                if (!fmt.spead && fmt.source == seq_source::payload) u.steer = fmt.seq;
                 return make_capture(fmt, cfg, std::make_unique<udp_source>(u));
             },
             py::arg("fmt"), py::arg("config"), py::arg("host"), py::arg("port"),
@@ -441,6 +444,8 @@ PYBIND11_MODULE(_core, m) {
         .def("stop", &py_capture::stop)
         .def("next_chunk", &py_capture::next_chunk, py::arg("timeout") = py::none())
         .def_property_readonly("stats", &py_capture::stats)
+        .def_property_readonly("queue_received", &py_capture::queue_received,
+                               "Packets each receive queue (thread, lane) offered to the engine")
         .def_property_readonly("warnings", &py_capture::warnings)
         .def_property_readonly("running", &py_capture::running)
         .def_property_readonly("finished", &py_capture::finished)
@@ -459,7 +464,7 @@ PYBIND11_MODULE(_core, m) {
                          double rate_gbps, std::uint64_t first, std::uint64_t count,
                          std::optional<u64_array> schedule, std::size_t streams,
                          bool allow_remote, py::bytes prefix, std::size_t prefix_seq_offset,
-                         unsigned prefix_seq_width) {
+                         unsigned prefix_seq_width, bool catch_up) {
                  send_config c;
                  c.host = host;
                  c.port = port;
@@ -474,13 +479,15 @@ PYBIND11_MODULE(_core, m) {
                  c.prefix.assign(pre.begin(), pre.end());
                  c.prefix_seq_offset = prefix_seq_offset;
                  c.prefix_seq_width = prefix_seq_width;
+                 c.catch_up = catch_up;
                  return std::make_unique<sender>(c);
              }),
              py::kw_only(), py::arg("host") = "127.0.0.1", py::arg("port"),
              py::arg("payload_size") = 8192, py::arg("rate_gbps") = 0.0, py::arg("first") = 0,
              py::arg("count") = 0, py::arg("schedule") = py::none(), py::arg("streams") = 1,
              py::arg("allow_remote") = false, py::arg("prefix") = py::bytes(),
-             py::arg("prefix_seq_offset") = 0, py::arg("prefix_seq_width") = 0)
+             py::arg("prefix_seq_offset") = 0, py::arg("prefix_seq_width") = 0,
+             py::arg("catch_up") = false)
         .def(
             "run",
             [](sender &s, std::optional<double> seconds) {
@@ -502,7 +509,19 @@ PYBIND11_MODULE(_core, m) {
             "Send everything, or stop after `seconds`; True when done (GIL released, Ctrl-C works)")
         .def_property_readonly("packets_sent", &sender::packets_sent)
         .def_property_readonly("total", &sender::total)
-        .def_property_readonly("elapsed", &sender::elapsed);
+        .def_property_readonly("elapsed", &sender::elapsed)
+        .def_property_readonly("max_lag", &sender::max_lag_seconds,
+                               "Seconds the sender fell behind its schedule at worst");
+
+    m.def(
+        "send_in_step",
+        [](const std::vector<sender *> &senders, const std::vector<int> &cpus) {
+            py::gil_scoped_release nogil;
+            send_in_step(senders, cpus);
+        },
+        py::arg("senders"), py::arg("cpus") = std::vector<int>{},
+        "Run senders of one stream together, a thread each (pinned to cpus[i] when given), "
+        "on one schedule (GIL released until all are done)");
 
     m.def(
         "parse_frame",

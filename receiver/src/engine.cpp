@@ -144,6 +144,8 @@ void engine::add_batch(std::size_t q, const packet_ref *pkts, std::size_t n) {
         for (std::size_t i = 0; i < n; i++) place(s, q, pkts[i]);
     }
     order_payload_stores();
+    // Active until now (a batch may have waited long for a chunk): not stalled.
+    s.last_batch_ns.store(now_ns(), std::memory_order_relaxed);
     s.busy.store(false, std::memory_order_release);
     s.pub.store(s.c);
 }
@@ -291,17 +293,21 @@ bool engine::slow_path(queue_state &s, std::size_t q, std::uint64_t id) {
             }
         }
         // No chunk: the consumer holds them (block policy), or slower queues hold the
-        // window's head back. Past the stall timeout those queues are passed over.
+        // window's head back. Those idle for the stall timeout are passed over at once
+        // (not a stall timeout after this queue began to wait: a socket that never got
+        // a flow would otherwise cost each queue that much of its buffer).
         if (!waited) {
             waited = true;
             wait_start = clock::now();
             c_.waits++;
             publish();
-        } else if (clock::now() - wait_start >= stall && pass_stalled_locked()) {
+        }
+        if (pass_stalled_locked()) {
             publish();
             continue;
-        } else if (cfg_.skip_lagging && id - head_ >= open_.size() &&
-                   clock::now() - wait_start >= stall / 5) {
+        }
+        if (cfg_.skip_lagging && id - head_ >= open_.size() &&
+            clock::now() - wait_start >= stall / 5) {
             // Too far ahead of a queue that keeps placing (so is not stalled) but lags:
             // move it forward rather than run at its pace.
             skip_lagging_locked(id - open_.size() + 1);
@@ -473,6 +479,12 @@ void engine::release(chunk *c) { free_.push(c); }
 std::size_t engine::chunks_in_use() const { return pool_.size() - free_.size(); }
 
 void engine::publish() noexcept { pub_.store(c_); }
+
+std::vector<std::uint64_t> engine::queue_received() const {
+    std::vector<std::uint64_t> out;
+    for (const auto &s : queues_) out.push_back(s->pub.load().received);
+    return out;
+}
 
 counters engine::stats() const noexcept {
     counters out = pub_.load();

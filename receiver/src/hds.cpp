@@ -128,6 +128,7 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
       layout_(split_layout::for_format(fmt)),
       depth_(depth),
       wsize_(window_size(cfg, lanes, depth)),
+      span_(cfg.skip_lagging ? wsize_ : pool_.size()),
       lanes_(lanes),
       win_(pool_.size(), nullptr),
       state_stride_((cfg_.packets_per_chunk + lanes - 1) / lanes),
@@ -153,8 +154,10 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
         std::memset(l.headers.get(), 0, depth * layout_.entry);
         l.scratch.reset(alloc_aligned(scratch_bytes()));
         std::memset(l.scratch.get(), 0, scratch_bytes());
-        l.res.reset(new std::atomic<std::uint32_t>[pool_.size()]);
-        for (std::size_t i = 0; i < pool_.size(); i++) l.res[i].store(0);
+        l.park.reset(alloc_aligned(layout_.payload));
+        l.res_store.reset(alloc_aligned(pool_.size() * sizeof(std::atomic<std::uint32_t>)));
+        l.res = reinterpret_cast<std::atomic<std::uint32_t> *>(l.res_store.get());
+        for (std::size_t i = 0; i < pool_.size(); i++) new (&l.res[i]) std::atomic<std::uint32_t>(0);
         l.last_ns.store(t);
         l.head = head_;
         l.post_base = head_;
@@ -184,11 +187,17 @@ chunk *hds_engine::try_acquire() {
     return nullptr;
 }
 
-chunk *hds_engine::open_chunk(std::uint64_t id, bool may_wait) {
+chunk *hds_engine::window_chunk(std::uint64_t id) const noexcept {
+    if (id - head_ >= win_.size()) return nullptr;
+    return win_[id % win_.size()];  // the ring holds ids head_ .. head_ + size - 1
+}
+
+chunk *hds_engine::open_chunk(std::uint64_t id) {
     if (id - head_ >= win_.size()) return nullptr;  // the slowest lane holds the window back
     chunk *&w = win_[id % win_.size()];
     if (w != nullptr) return w;
-    chunk *c = may_wait ? acquire() : try_acquire();
+    if (id < no_open_below_) return nullptr;  // given up (live sources, no free chunk)
+    chunk *c = try_acquire();
     if (c == nullptr) return nullptr;
     c->chunk_id = id;
     c->n_present = 0;
@@ -221,6 +230,8 @@ void hds_engine::leave(lane_state &l, bool publish_counters) noexcept {
     l.busy.store(false, std::memory_order_release);
 }
 
+// Needs no mutex from the lane's own thread (the count is atomic, the drain follows
+// under the mutex); others call it for an idle lane, under the mutex.
 void hds_engine::release_hold_locked(lane_state &l) {
     if (l.hold == nullptr) return;
     l.res[l.hold->index].fetch_sub(1, std::memory_order_seq_cst);
@@ -235,30 +246,67 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
     const std::size_t ppc = cfg_.packets_per_chunk;
     const std::size_t size = layout_.payload;
     const std::uint64_t n_lanes = lanes_.size();
+    const bool live = cfg_.skip_lagging;
+    if (live && l.posted == l.completed && l.completed > 0 &&
+        wstarted_.load(std::memory_order_acquire)) {
+        // Every receive completed before this call: the NIC may have dropped what arrived
+        // since, and predictions made now would all be off by that gap. Only a few are
+        // posted until the stream shows where it is (see complete() and resync()).
+        if (!l.probing) {
+            l.probing = true;
+            l.probe = probe_batch;
+            l.s.ran_dry++;
+        } else if (l.completed != l.probe_seen) {
+            // The NIC took the whole probe again: the lane is still behind the stream.
+            l.probe = std::min(depth_, 2 * l.probe);
+        }
+        l.probe_seen = l.completed;
+    } else if (l.probing && l.posted != l.completed && l.completed != l.probe_seen) {
+        // The NIC has taken some of the probe's receives, not all: it dropped nothing
+        // since, so predictions hold (a gap was corrected by the first packet after it):
+        // the whole queue is posted again.
+        l.probing = false;
+    }
     std::size_t n = 0;
     std::size_t skips = 0;
+    auto post_scratch = [&](std::uint64_t seq, bool predicted, bool no_chunk) {
+        const std::size_t idx = l.scratch_posted % scratch_slots();
+        const std::size_t k = l.posted % depth_;
+        l.ring[k] = desc{seq, nullptr, idx, l.shift, false, predicted, no_chunk};
+        recv_target &t = out[n++];
+        t.wr_id = l.posted;
+        t.header = l.headers.get() + k * layout_.entry;
+        t.header_len = static_cast<std::uint32_t>(layout_.header_len());
+        t.payload = l.scratch.get() + idx * size + layout_.prefix;
+        t.payload_len = static_cast<std::uint32_t>(size - layout_.prefix);
+        t.scratch = true;
+        l.scratch_posted++;
+        l.posted++;
+        l.s.posted++;
+    };
     while (n < max && l.posted - l.completed < depth_ &&
            !wdone_.load(std::memory_order_relaxed)) {
-        if (l.scratch_due > 0 && l.scratch_posted - l.scratch_done < scratch_slots) {
+        if (l.probing && l.posted - l.completed >= l.probe) break;
+        const bool scratch_room = l.scratch_posted - l.scratch_done < scratch_slots();
+        if (l.scratch_due > 0 && scratch_room) {
             // The stream runs behind the receives already posted: this receive takes
             // the extra packet, so that the next ones land where they are predicted.
-            const std::size_t idx = l.scratch_posted % scratch_slots;
-            const std::size_t k = l.posted % depth_;
-            l.ring[k] = desc{UINT64_MAX, nullptr, idx, l.shift, false};
-            recv_target &t = out[n++];
-            t.wr_id = l.posted;
-            t.header = l.headers.get() + k * layout_.entry;
-            t.header_len = static_cast<std::uint32_t>(layout_.header_len());
-            t.payload = l.scratch.get() + idx * size + layout_.prefix;
-            t.payload_len = static_cast<std::uint32_t>(size - layout_.prefix);
-            t.scratch = true;
+            post_scratch(UINT64_MAX, false, false);
             l.scratch_due--;
-            l.scratch_posted++;
-            l.posted++;
-            l.s.posted++;
             continue;
         }
         const std::uint64_t p = l.next;
+        if (live && p / ppc < l.scratch_below) {
+            // No chunk for this prediction, or the lane gave its share of the chunk up:
+            // the packet is received all the same, into the scratch ring, and counted
+            // late, or placed by copy where its chunk is open after all.
+            if (!scratch_room) break;
+            // The chunk it held is not posted into any more: it must not pin it.
+            if (l.hold != nullptr && p / ppc != l.hold_id) release_hold_locked(l);
+            post_scratch(p, true, l.scratch_no_chunk);
+            l.next = add_sat(p, n_lanes);
+            continue;
+        }
         if (l.hold == nullptr || p / ppc != l.hold_id || p < l.post_base * ppc ||
             p / ppc >= l.post_base + wsize_) {
             // A new chunk (once per chunk and lane), or the window moved: under the mutex.
@@ -282,7 +330,7 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
         // The hold keeps this count above zero, so the chunk cannot be handed on meanwhile.
         l.res[c->index].fetch_add(1, std::memory_order_relaxed);
         const std::size_t k = l.posted % depth_;
-        l.ring[k] = desc{p, c, slot, l.shift, false};
+        l.ring[k] = desc{p, c, slot, l.shift, false, false, false};
         recv_target &t = out[n++];
         t.wr_id = l.posted;
         t.header = l.headers.get() + k * layout_.entry;
@@ -308,12 +356,20 @@ bool hds_engine::post_slow(lane_state &l, std::size_t lane) {
     std::lock_guard<std::mutex> lock(mutex_);
     const std::size_t ppc = cfg_.packets_per_chunk;
     const std::uint64_t n_lanes = lanes_.size();
+    const bool live = cfg_.skip_lagging;
     check_lagging_locked();
     std::uint64_t p = l.next;
     // A lane passed over posts from the window's head; it rejoins with its next packet.
     const std::uint64_t base = l.attached ? l.head : std::max(l.head, head_);
     l.post_base = base;
     const std::uint64_t floor = base * ppc;
+    if (live && p < floor && floor - p <= wsize_ * ppc) {
+        // Behind the lane's window (it was moved forward): those packets will come and
+        // count late; scratch receives take them so that the next chunk starts in step.
+        l.scratch_below = std::max(l.scratch_below, base);
+        l.scratch_no_chunk = false;
+        return true;
+    }
     if (p < floor || p / ppc >= base + wsize_) {
         if (p >= floor && l.posted != l.completed) return false;  // wait for the window to move
         // Predictions behind the window, or far ahead with nothing posted: start
@@ -325,19 +381,20 @@ bool hds_engine::post_slow(lane_state &l, std::size_t lane) {
     const std::uint64_t id = p / ppc;
     if (l.hold != nullptr && l.hold_id == id && l.hold->chunk_id == id) return true;
     release_hold_locked(l);
-    chunk *c = open_chunk(id, false);
+    chunk *c = open_chunk(id);
     if (c == nullptr) {
         drain_retired();  // chunks held back by stalled lanes may be passed on now
-        c = open_chunk(id, false);
+        c = open_chunk(id);
     }
-    if (c == nullptr && id - head_ >= win_.size()) {
+    const bool span = c == nullptr && id - head_ >= span_;
+    if (span) {
         // The slowest lane holds the window back: this lane cannot post, and its queue
         // runs dry (a NIC drops what then arrives). A lane that lags while it keeps
         // completing is moved forward after a fifth of the stall timeout.
         const std::int64_t now = now_ns();
         if (!l.stalled || l.span_wait_ns == 0) l.span_wait_ns = now;
         if (now - l.span_wait_ns >= std::int64_t{cfg_.stall_timeout_ms} * 200000)
-            skip_lagging_locked(id - win_.size() + 1);
+            skip_lagging_locked(id - span_ + 1);
     } else {
         l.span_wait_ns = 0;
     }
@@ -346,6 +403,20 @@ bool hds_engine::post_slow(lane_state &l, std::size_t lane) {
         l.stalled = true;
         l.drain_due = false;
         publish();
+        if (live && !span) {
+            // No free chunk (the consumer holds them): this chunk's share of the stream
+            // goes to scratch receives, and the lane tries again at the next chunk. The
+            // chunk is given up for every lane now: opened later by another lane, it
+            // would take this lane's packets by fix-up copies (8 KiB each, longer than a
+            // packet's arrival interval at line rate), and a lane making them falls
+            // behind its queue, whose drops then land in every chunk -- under an
+            // overload that the GPU copy limits, chunks half empty, the copy's bandwidth
+            // spent on holes.
+            l.scratch_below = std::max(l.scratch_below, id + 1);
+            l.scratch_no_chunk = true;
+            no_open_below_ = std::max(no_open_below_, id + 1);
+            return true;
+        }
         return false;
     }
     l.stalled = false;
@@ -367,7 +438,8 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
     if (n > 0) l.last_ns.store(now_ns(), std::memory_order_relaxed);
     const std::size_t ppc = cfg_.packets_per_chunk;
     const std::size_t pre = layout_.prefix;
-    // Taken at the first packet that needs it, kept for the rest of the batch.
+    // Taken for a packet that needs it and released before the next one: fix-up copies
+    // are made outside it, so that one lane's mispredicted packets never hold the others.
     std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
     for (std::size_t i = 0; i < n; i++) {
         const recv_completion &rc = comps[i];
@@ -382,9 +454,9 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         const desc d = l.ring[k];
         const std::uint8_t *hdr = l.headers.get() + k * layout_.entry;
         l.completed++;
-        // The common case without the mutex: a packet in its predicted slot inside the
-        // window, or one older than the window.
-        if (rc.ok && d.c != nullptr && !d.orphan && l.attached &&
+        // The common cases without the mutex: a packet in its predicted slot inside the
+        // window, or one older than the window (also from a scratch receive).
+        if (rc.ok && (d.c != nullptr || d.predicted) && !d.orphan && l.attached &&
             wstarted_.load(std::memory_order_acquire) && !wdone_.load(std::memory_order_relaxed)) {
             const std::int32_t ip_id = check_split_headers(hdr, rc.byte_len, fmt());
             const std::optional<std::uint64_t> seq =
@@ -395,7 +467,8 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                 const std::uint64_t h = l.head;
                 const std::uint64_t id = *seq / ppc;
                 const std::size_t slot = *seq % ppc;
-                if (id >= h && id - h < cfg_.max_chunks && d.c->chunk_id == id && d.slot == slot) {
+                if (d.c != nullptr && id >= h && id - h < cfg_.max_chunks &&
+                    d.c->chunk_id == id && d.slot == slot) {
                     resync(l, d, *seq);
                     std::memcpy(d.c->data + slot * layout_.payload, hdr + split_layout::headers,
                                 pre);
@@ -415,12 +488,33 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                     retire_desc(l, d, lock);
                     continue;
                 }
+                if (l.completed <= l.gap_posted) {
+                    // Posted before the lane saw its queue had run dry (live sources):
+                    // off by the gap, so its packet would take a fix-up copy while the
+                    // lane catches up -- which at line rate makes it fall further behind.
+                    // Not placed, counted.
+                    resync(l, d, *seq);
+                    l.c.discarded++;
+                    l.c.received++;
+                    retire_desc(l, d, lock);
+                    continue;
+                }
             }
         }
         if (!lock.owns_lock()) lock.lock();
-        complete_locked(l, d, hdr, rc.byte_len, rc.ok, lock);
+        slow_packet sp;
+        complete_locked(l, d, hdr, rc.byte_len, rc.ok, sp, lock);
+        if (l.drain_due) {
+            l.drain_due = false;
+            drain_retired();
+            publish();
+        }
+        lock.unlock();
+        if (sp.dst != nullptr) finish_copy(l, sp);
+        if (!sp.retired) retire_desc(l, d, lock);
+        if (lock.owns_lock()) lock.unlock();
     }
-    if (l.drain_due || lock.owns_lock()) {
+    if (l.drain_due) {
         if (!lock.owns_lock()) lock.lock();
         l.drain_due = false;
         drain_retired();
@@ -430,13 +524,25 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
     leave(l);
 }
 
+void hds_engine::finish_copy(lane_state &l, const slow_packet &sp) noexcept {
+    // The slot is claimed (no receive can be posted there, no other copy goes in) and
+    // its presence taken; the chunk cannot leave while this lane, attached and inside
+    // its call, has it in its window.
+    const std::size_t pre = layout_.prefix;
+    std::memcpy(sp.dst, sp.prefix, pre);
+    std::memcpy(sp.dst + pre, sp.landed + pre, layout_.payload - pre);
+    l.s.fixup++;
+    placed(l, sp.id);
+    l.c.received++;
+    state(sp.g).store(0, std::memory_order_release);
+}
+
 void hds_engine::complete_locked(lane_state &l, const desc &d, const std::uint8_t *hdr,
-                                 std::uint32_t byte_len, bool ok,
+                                 std::uint32_t byte_len, bool ok, slow_packet &sp,
                                  std::unique_lock<std::mutex> &lock) {
     if (wdone_.load(std::memory_order_relaxed)) {
         l.c.received++;
         l.c.discarded++;
-        retire_desc(l, d, lock);
         return;
     }
     const std::int32_t ip_id = ok ? check_split_headers(hdr, byte_len, fmt()) : -1;
@@ -446,11 +552,12 @@ void hds_engine::complete_locked(lane_state &l, const desc &d, const std::uint8_
     if (!seq) {
         l.c.rejected++;
         l.c.received++;
-    } else {
-        if (d.c != nullptr && !d.orphan) resync(l, d, *seq);
-        place_locked(l, *seq, hdr + split_layout::headers, d, landing(l, d), lock);
+        return;
     }
-    retire_desc(l, d, lock);
+    if ((d.c != nullptr || d.predicted) && !d.orphan) resync(l, d, *seq);
+    sp.prefix = hdr + split_layout::headers;
+    sp.landed = landing(l, d);
+    place_locked(l, *seq, d, sp, lock);
 }
 
 void hds_engine::resync(lane_state &l, const desc &d, std::uint64_t seq) {
@@ -465,6 +572,17 @@ void hds_engine::resync(lane_state &l, const desc &d, std::uint64_t seq) {
     const auto done = static_cast<std::int64_t>(l.shift - d.shift);
     const std::int64_t off = seen - done;
     const auto n_lanes = static_cast<std::int64_t>(lanes_.size());
+    if (l.probing && off > 0 && off % n_lanes == 0) {
+        // The queue ran dry and the NIC dropped packets: whatever came after the gap is
+        // the stream now, so one packet moves the predictions at once; the packets that
+        // land in the (few) receives posted before are not copied (complete()).
+        l.candidate = 0;
+        l.next = add_sat(l.next, static_cast<std::uint64_t>(off));
+        l.shift += static_cast<std::uint64_t>(off);
+        l.s.resyncs++;
+        l.gap_posted = l.posted;
+        return;
+    }
     if (off == 0 || off % n_lanes != 0) {
         l.candidate = 0;  // in line, or not a packet of this lane's share of the stream
         return;
@@ -481,7 +599,7 @@ void hds_engine::resync(lane_state &l, const desc &d, std::uint64_t seq) {
         // the extra packets (placed from there by copy). A larger step back is a
         // restarted sender, not a delay, and is left alone.
         const auto back = static_cast<std::uint64_t>(-off / n_lanes);
-        if (back > scratch_slots) return;
+        if (back > max_absorb) return;
         l.scratch_due += back;
     }
     l.shift += static_cast<std::uint64_t>(off);
@@ -546,8 +664,65 @@ void hds_engine::placed(lane_state &l, std::uint64_t id) noexcept {
     l.placed_any = true;
 }
 
-void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const std::uint8_t *prefix,
-                              const desc &d, const std::uint8_t *landed,
+void hds_engine::park(lane_state &l, const desc &d, slow_packet &sp,
+                      std::unique_lock<std::mutex> &lock) {
+    if (sp.retired) return;
+    // Before the lane waits, its receive lets go of its slot and chunk: a lane waiting
+    // with a receive counted would pin that chunk (and every newer one) meanwhile.
+    const std::size_t pre = layout_.prefix;
+    std::uint8_t *buf = l.park.get();
+    std::memcpy(buf, sp.prefix, pre);
+    std::memcpy(buf + pre, sp.landed + pre, layout_.payload - pre);
+    sp.prefix = buf;
+    sp.landed = buf;
+    retire_desc(l, d, lock);
+    sp.retired = true;
+}
+
+void hds_engine::give_up_chunk(lane_state &l, std::uint64_t id) {
+    // Live sources: no free chunk when the chunk's packets arrive. Waiting would only
+    // move the loss to the NIC and leave every queue's predictions behind the stream;
+    // the chunk is given up whole instead (its slots count lost, its packets late) and
+    // no lane opens it any more.
+    no_open_below_ = std::max(no_open_below_, id + 1);
+    move_lane_head(l, id + 1);
+    l.c.late++;
+    l.c.received++;
+}
+
+chunk *hds_engine::wait_for_chunk(lane_state &l, std::uint64_t id,
+                                  std::unique_lock<std::mutex> &lock) {
+    // A replay waits for the consumer to give a chunk back, without the mutex, so the
+    // other lanes go on (and may open this chunk meanwhile).
+    if (!l.stalled) {
+        c_.waits++;
+        publish();
+    }
+    for (;;) {
+        if (wdone_.load(std::memory_order_relaxed)) return nullptr;
+        if (chunk *w = window_chunk(id)) return w;
+        if (id - head_ >= win_.size() || id < l.head) return nullptr;
+        if (chunk *c = open_chunk(id)) return c;
+        // Waiting helps only if the consumer holds chunks it will release. When the
+        // engine itself holds them all (open, or pinned by receives posted on old
+        // predictions), the receives that would free them come after this packet.
+        std::size_t held = retired_count_;
+        for (const chunk *w : win_) held += w != nullptr;
+        if (held >= pool_.size()) return nullptr;
+        drain_retired();
+        l.busy.store(false, std::memory_order_seq_cst);
+        lock.unlock();
+        chunk_queue::status why = chunk_queue::status::ok;
+        chunk *got = free_.pop_for(std::chrono::milliseconds(5), why);
+        l.busy.store(true, std::memory_order_seq_cst);
+        lock.lock();
+        rejoin_locked(l);
+        if (got != nullptr) free_.push(got);  // taken again by open_chunk, in order
+        if (why == chunk_queue::status::interrupted) return nullptr;
+    }
+}
+
+void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const desc &d, slow_packet &sp,
                               std::unique_lock<std::mutex> &lock) {
     const std::size_t ppc = cfg_.packets_per_chunk;
     const std::size_t size = layout_.payload;
@@ -571,6 +746,7 @@ void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const std::uint8
     // forward when it keeps placing but lags).
     const std::int64_t wait_start = now_ns();
     while (id - head_ >= win_.size() && id >= l.head) {
+        park(l, d, sp, lock);
         if (now_ns() - wait_start >= std::int64_t{cfg_.stall_timeout_ms} * 200000)
             skip_lagging_locked(id - win_.size() + 1);
         if (!wait_for_window(l, lock)) {
@@ -584,18 +760,56 @@ void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const std::uint8
         l.c.received++;
         return;
     }
-    chunk *c = open_chunk(id, false);
-    if (c == nullptr) {
-        drain_retired();
-        c = open_chunk(id, false);
+    const bool live = cfg_.skip_lagging;
+    chunk *c = window_chunk(id);
+    if (c == nullptr && !(live && d.no_chunk)) {
+        c = open_chunk(id);
+        if (c == nullptr) {
+            drain_retired();
+            c = open_chunk(id);
+        }
+    }
+    if (c == nullptr && live && !d.no_chunk && id - head_ >= span_) {
+        // More than a window ahead of the slowest lane, and out of chunks: that lane
+        // holds them. Wait for it (it is moved forward after a fifth of the stall
+        // timeout if it keeps completing, passed over if it stalled).
+        const std::int64_t t0 = now_ns();
+        park(l, d, sp, lock);
+        while (c == nullptr && id >= l.head && id - head_ >= span_) {
+            if (now_ns() - t0 >= std::int64_t{cfg_.stall_timeout_ms} * 200000)
+                skip_lagging_locked(id - span_ + 1);
+            if (!wait_for_window(l, lock)) {
+                l.c.discarded++;
+                l.c.received++;
+                return;
+            }
+            if (id < l.head) break;
+            c = window_chunk(id);
+            if (c == nullptr) {
+                drain_retired();
+                c = open_chunk(id);
+            }
+        }
+        if (id < l.head) {
+            l.c.late++;
+            l.c.received++;
+            return;
+        }
+    }
+    if (c == nullptr && live) {
+        // No chunk could be had for it when it was posted (it came into a scratch
+        // receive), or none is free now.
+        give_up_chunk(l, id);
+        return;
     }
     if (c == nullptr) {
-        // Waiting helps only if the consumer holds chunks it will release. When the
-        // engine itself holds them all (open, or pinned by receives posted on old
-        // predictions), the receives that would free them come after this packet.
-        std::size_t held = retired_count_;
-        for (const chunk *w : win_) held += w != nullptr;
-        if (held < pool_.size()) c = open_chunk(id, true);
+        park(l, d, sp, lock);
+        c = wait_for_chunk(l, id, lock);
+        if (c == nullptr && id < l.head) {  // passed over while waiting
+            l.c.late++;
+            l.c.received++;
+            return;
+        }
     }
     if (c == nullptr) {  // stopping, or no chunk to be had: counted, not placed
         l.c.discarded++;
@@ -608,18 +822,18 @@ void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const std::uint8
     for (;;) {
         std::uint8_t st = state(g).load(std::memory_order_acquire);
         if (st == 0) {
-            // Nobody's receive points here: copy it in, holding the slot against a post.
+            // Nobody's receive points here: copy it in (after the mutex), holding the
+            // slot against a post.
             if (!state(g).compare_exchange_strong(st, slot_claimed,
                                                         std::memory_order_acq_rel))
                 continue;
             if (take_present(c, slot)) {
-                std::memcpy(dst, prefix, pre);
-                std::memcpy(dst + pre, landed + pre, size - pre);
-                l.s.fixup++;
-                placed(l, id);
-            } else {
-                l.c.duplicate++;
+                sp.dst = dst;
+                sp.g = g;
+                sp.id = id;
+                return;
             }
+            l.c.duplicate++;
             l.c.received++;
             state(g).store(0, std::memory_order_release);
             return;
@@ -630,8 +844,8 @@ void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const std::uint8
             return;
         }
         // A receive is posted here.
-        if (c == d.c && slot == d.slot && !d.orphan) {  // this one: in place
-            std::memcpy(dst, prefix, pre);
+        if (!sp.retired && c == d.c && slot == d.slot && !d.orphan) {  // this one: in place
+            std::memcpy(dst, sp.prefix, pre);
             if (take_present(c, slot)) {
                 l.s.in_place++;
                 placed(l, id);
@@ -651,8 +865,8 @@ void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const std::uint8
         if (bounce_free_.empty()) throw std::logic_error("header-split bounce pool exhausted");
         const std::int32_t b = bounce_free_.back();
         std::uint8_t *buf = bounce_.get() + static_cast<std::size_t>(b) * size;
-        std::memcpy(buf, prefix, pre);
-        std::memcpy(buf + pre, landed + pre, size - pre);
+        std::memcpy(buf, sp.prefix, pre);
+        std::memcpy(buf + pre, sp.landed + pre, size - pre);
         pending_[g] = b;
         if (!state(g).compare_exchange_strong(st, st | slot_pending,
                                                     std::memory_order_acq_rel)) {
@@ -792,8 +1006,19 @@ bool hds_engine::wait_for_window(lane_state &l, std::unique_lock<std::mutex> &lo
     std::this_thread::sleep_for(std::chrono::microseconds(200));
     l.busy.store(true, std::memory_order_seq_cst);
     lock.lock();
-    l.seen_gen = l.gen.load(std::memory_order_relaxed);
+    rejoin_locked(l);
     return !wdone_.load(std::memory_order_relaxed);
+}
+
+void hds_engine::rejoin_locked(lane_state &l) {
+    // Back from a wait (not placing meanwhile): it may have been passed over, or asked
+    // to move forward. Nothing of it is in flight, so both apply now.
+    l.seen_gen = l.gen.load(std::memory_order_relaxed);
+    if (!l.attached) {
+        l.attached = true;
+        l.head = std::max(l.head, head_);
+    }
+    apply_skip_locked(l);
 }
 
 void hds_engine::flush(std::uint64_t id) {
@@ -847,14 +1072,20 @@ bool hds_engine::pass_stalled_locked(chunk *c) {
         // The lane is idle and will take the mutex before its next call: its receives
         // into this chunk no longer hold it (their slots stay posted until they
         // complete; what lands there then is placed by copy, or counted late).
+        bool released = false;
         for (std::uint64_t j = l.completed; j != l.posted; j++) {
             desc &d = l.ring[j % depth_];
             if (d.c == c && !d.orphan) {
                 d.orphan = true;
                 l.res[idx].fetch_sub(1, std::memory_order_seq_cst);
+                released = true;
             }
         }
-        if (l.hold == c) release_hold_locked(l);
+        if (l.hold == c) {
+            release_hold_locked(l);
+            released = true;
+        }
+        if (!released) continue;
         c_.queue_stalls++;
         any = true;
     }
@@ -1009,6 +1240,12 @@ counters hds_engine::stats() const noexcept {
         const auto *v = reinterpret_cast<const std::uint64_t *>(&lc);
         for (std::size_t i = 0; i < n; i++) o[i] = add_sat(o[i], v[i]);
     }
+    return out;
+}
+
+std::vector<std::uint64_t> hds_engine::queue_received() const {
+    std::vector<std::uint64_t> out;
+    for (const auto &l : lanes_) out.push_back(l.pub.load().received);
     return out;
 }
 

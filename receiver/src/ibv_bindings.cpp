@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "casper400g_rx/hds.h"
 #include "casper400g_rx/mlx5_cqe.h"
@@ -32,6 +33,8 @@ std::unique_ptr<capture> make_split_emulation(const format &fmt, const engine_co
     ec.serial = opt.serial;
     ec.rate_gbps = opt.rate_gbps;
     ec.cpus = opt.cpus;
+    ec.poll_us = opt.poll_us;
+    ec.stalls = opt.stalls;
     auto src = std::make_unique<nic_emulator_source>(ec, opt.queues);
     auto eng = std::make_shared<hds_engine>(fmt, cfg, opt.queues, opt.depth);
     return std::make_unique<capture>(std::move(eng), std::move(src));
@@ -46,6 +49,7 @@ std::vector<std::pair<std::string, std::uint64_t>> extra_stats(engine &eng, sour
         out.emplace_back("fixup_copies", s.fixup);
         out.emplace_back("bounced", s.bounced);
         out.emplace_back("resyncs", s.resyncs);
+        out.emplace_back("ran_dry", s.ran_dry);
         out.emplace_back("posted", s.posted);
     }
     return out;
@@ -98,7 +102,9 @@ void register_ibv(py::module_ &m) {
         .def(py::init([](std::size_t queues, std::size_t depth, std::uint64_t first,
                          std::uint64_t count, const py::object &schedule, const py::object &bad,
                          std::uint16_t udp_port, bool fill, bool serial, double rate_gbps,
-                         std::vector<int> cpus) {
+                         std::vector<int> cpus, std::uint32_t poll_us,
+                         const std::vector<std::tuple<std::size_t, std::uint64_t, std::uint64_t>>
+                             &stalls) {
                  emulator_options o;
                  o.queues = queues;
                  o.depth = depth;
@@ -111,12 +117,17 @@ void register_ibv(py::module_ &m) {
                  o.serial = serial;
                  o.rate_gbps = rate_gbps;
                  o.cpus = std::move(cpus);
+                 o.poll_us = poll_us;
+                 for (const auto &[q, at, us] : stalls) o.stalls.push_back({q, at, us});
                  return o;
              }),
              py::kw_only(), py::arg("queues") = 1, py::arg("depth") = 256, py::arg("first") = 0,
              py::arg("count") = 0, py::arg("schedule") = py::none(), py::arg("bad") = py::none(),
              py::arg("udp_port") = 10000, py::arg("fill") = true, py::arg("serial") = false,
-             py::arg("rate_gbps") = 0.0, py::arg("cpus") = std::vector<int>{});
+             py::arg("rate_gbps") = 0.0, py::arg("cpus") = std::vector<int>{},
+             py::arg("poll_us") = 0,
+             py::arg("stalls") =
+                 std::vector<std::tuple<std::size_t, std::uint64_t, std::uint64_t>>{});
 
     py::class_<ibv_options>(m, "IbvOptions", "Options of the ibv backend")
         .def(py::init([](const std::string &interface, const std::string &ip,

@@ -32,9 +32,13 @@ void put64(std::uint8_t *p, std::uint64_t v) noexcept {
 // A queue without posted receives: a NIC drops the packet at once (rx_out_of_buffer).
 // The emulation first waits a while, so that a consumer that is merely slow costs
 // nothing, and drops only when no receive appears: chunks pinned by other queues'
-// receives can starve a queue for good, and the NIC does not wait either.
+// receives can starve a queue for good, and the NIC does not wait either. It waits 200 ms,
+// or the engine's stall timeout when that is longer (as long as the engine itself would
+// wait for a queue: a replay that waits for a lagging queue loses nothing).
 class starvation {
 public:
+    explicit starvation(std::uint32_t stall_timeout_ms)
+        : patience_(std::max<std::int64_t>(200, stall_timeout_ms)) {}
     // Called while no receive is posted: true when the packet is to be dropped. Once
     // it has given up, it keeps dropping until a receive is posted again.
     bool give_up() {
@@ -44,7 +48,7 @@ public:
             waiting_ = true;
             since_ = now;
         }
-        if (now - since_ >= std::chrono::milliseconds(200)) {
+        if (now - since_ >= std::chrono::milliseconds(patience_)) {
             dropping_ = true;
             return true;
         }
@@ -54,6 +58,7 @@ public:
     void reset() noexcept { waiting_ = dropping_ = false; }
 
 private:
+    std::int64_t patience_;
     bool waiting_ = false;
     bool dropping_ = false;
     std::chrono::steady_clock::time_point since_{};
@@ -132,6 +137,13 @@ nic_emulator_source::nic_emulator_source(const emulator_config &cfg, std::size_t
     if (cfg_.rate_gbps > 0 && cfg_.serial)
         throw std::invalid_argument("a set NIC rate needs one thread per queue (emulate='ibv'), "
                                     "not emulate='ibv-serial'");
+    for (const auto &st : cfg_.stalls)
+        if (st.queue >= lanes)
+            throw std::invalid_argument("stall of queue " + std::to_string(st.queue) +
+                                        ": the emulation has " + std::to_string(lanes) +
+                                        " queues");
+    if ((cfg_.poll_us || !cfg_.stalls.empty()) && cfg_.rate_gbps <= 0)
+        throw std::invalid_argument("poll_us and stalls need a set NIC rate (rate_gbps > 0)");
     if (!cfg_.cpus.empty() && cfg_.cpus.size() != (cfg_.serial ? 1 : lanes))
         throw std::invalid_argument("cpus must name one CPU per queue thread (" +
                                     std::to_string(cfg_.serial ? 1 : lanes) + "), got " +
@@ -198,7 +210,7 @@ void nic_emulator_source::run(std::size_t i, engine &eng_base, const std::atomic
     std::size_t head = 0, count = 0;
     recv_completion comps[batch_size];
     std::size_t next = 0;
-    starvation wait;
+    starvation wait(eng->config().stall_timeout_ms);
     while (next < in.seqs.size()) {
         if (stop.load(std::memory_order_relaxed)) break;
         const std::size_t got = eng->post(i, fresh.data(), depth - count);
@@ -245,7 +257,7 @@ void nic_emulator_source::run_serial(hds_engine &eng, const std::atomic<bool> &s
     std::vector<std::uint8_t> staging(cfg_.payload_size);
     recv_completion comps[batch_size];
     std::size_t n_comps = 0, comp_lane = 0;
-    starvation wait;
+    starvation wait(eng.config().stall_timeout_ms);
     auto flush = [&] {
         order_dma_writes();
         if (n_comps) eng.complete(comp_lane, comps, n_comps);
@@ -313,9 +325,24 @@ void nic_emulator_source::run_paced(std::size_t i, hds_engine &eng, const std::a
     // brings the queue up.
     count = eng.post(i, fresh.data(), depth);
     for (std::size_t j = 0; j < count; j++) ring[j] = fresh[j];
+    std::vector<emulator_config::stall> stalls;
+    for (const auto &st : cfg_.stalls)
+        if (st.queue == i) stalls.push_back(st);
+    std::sort(stalls.begin(), stalls.end(),
+              [](const auto &a, const auto &b) { return a.at > b.at; });  // next one last
+    const auto poll = std::chrono::microseconds(cfg_.poll_us);
     const auto t0 = clock::now();
+    auto next_poll = t0;
     while (next < total) {
         if (stop.load(std::memory_order_relaxed)) break;
+        if (!stalls.empty() && next >= stalls.back().at) {
+            std::this_thread::sleep_for(std::chrono::microseconds(stalls.back().us));
+            stalls.pop_back();
+        }
+        if (cfg_.poll_us) {
+            std::this_thread::sleep_until(next_poll);
+            next_poll = std::max(next_poll, clock::now()) + poll;
+        }
         const double ns = std::chrono::duration<double, std::nano>(clock::now() - t0).count();
         const std::size_t due =
             std::min<std::size_t>(total, static_cast<std::size_t>(ns / ns_per_packet) + 1);

@@ -1,9 +1,12 @@
 #include "casper400g_rx/sender.h"
 
 #include <arpa/inet.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <exception>
 #include <cerrno>
 #include <stdexcept>
 #include <string>
@@ -62,6 +65,47 @@ double sender::elapsed() const noexcept {
     return std::chrono::duration<double>(end - t_start_).count();
 }
 
+void sender::start_at(std::chrono::steady_clock::time_point epoch) {
+    if (started_) throw std::logic_error("start_at after the sender started");
+    started_ = true;
+    t0_ = epoch;
+    t_start_ = epoch;
+}
+
+void send_in_step(const std::vector<sender *> &senders, const std::vector<int> &cpus) {
+    if (!cpus.empty() && cpus.size() != senders.size())
+        throw std::invalid_argument("cpus lists " + std::to_string(cpus.size()) + " CPUs for " +
+                                    std::to_string(senders.size()) + " senders");
+    for (const int cpu : cpus)
+        if (cpu < 0 || cpu >= CPU_SETSIZE)
+            throw std::invalid_argument("CPU " + std::to_string(cpu) + " is outside 0.." +
+                                        std::to_string(CPU_SETSIZE - 1));
+    // Far enough ahead that every thread is running (and pinned) before it.
+    const auto epoch = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+    for (sender *s : senders) s->start_at(epoch);
+    std::vector<std::thread> threads;
+    std::vector<std::exception_ptr> errors(senders.size());
+    for (std::size_t i = 0; i < senders.size(); i++) {
+        threads.emplace_back([&, i] {
+            try {
+                if (!cpus.empty()) {
+                    cpu_set_t set;
+                    CPU_ZERO(&set);
+                    CPU_SET(cpus[i], &set);
+                    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+                }
+                while (!senders[i]->send_for(std::chrono::hours(24))) {
+                }
+            } catch (...) {
+                errors[i] = std::current_exception();
+            }
+        });
+    }
+    for (auto &t : threads) t.join();
+    for (auto &e : errors)
+        if (e) std::rethrow_exception(e);
+}
+
 bool sender::send_for(std::chrono::nanoseconds budget) {
     using clock = std::chrono::steady_clock;
     const auto deadline = clock::now() + budget;
@@ -86,7 +130,8 @@ bool sender::send_for(std::chrono::nanoseconds budget) {
             auto due = t0_ + std::chrono::nanoseconds(
                                  static_cast<std::int64_t>(ns_per_packet * sent_));
             const auto now = clock::now();
-            if (now - due > max_lag) {
+            if (now - due > max_lag_) max_lag_ = now - due;
+            if (!cfg_.catch_up && now - due > max_lag) {
                 t0_ += (now - due) - max_lag;
                 due = now - max_lag;
             }

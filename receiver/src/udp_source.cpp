@@ -7,6 +7,7 @@
 #include <linux/sock_diag.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -40,6 +41,36 @@ std::size_t effective_rcvbuf(int fd) {
 }
 
 }  // namespace
+
+std::vector<sock_filter> steer_program(const field &seq, std::size_t block, std::size_t sockets) {
+    if (seq.width < 1 || seq.width > 8)
+        throw std::invalid_argument("sequence field width must be 1..8, got " +
+                                    std::to_string(seq.width));
+    if (block == 0 || sockets == 0)
+        throw std::invalid_argument("steering needs a block and sockets > 0");
+    // The program sees the datagram from the UDP payload on (the kernel skips the UDP
+    // header first). Build the field's low 32 bits byte by byte, most significant first:
+    // A = (A << 8) | byte, with the scratch word M[0] holding A while a byte is loaded.
+    // A packet too short for the field stops the program, which then returns 0.
+    const unsigned n = std::min(seq.width, 4u);
+    auto at = [&](unsigned significance) {  // offset of the byte of that significance
+        return static_cast<std::uint32_t>(seq.big_endian ? seq.offset + seq.width - 1 - significance
+                                                         : seq.offset + significance);
+    };
+    std::vector<sock_filter> prog;
+    prog.push_back(BPF_STMT(BPF_LD | BPF_B | BPF_ABS, at(n - 1)));
+    for (unsigned s = n - 1; s-- > 0;) {
+        prog.push_back(BPF_STMT(BPF_ALU | BPF_LSH | BPF_K, 8));
+        prog.push_back(BPF_STMT(BPF_ST, 0));
+        prog.push_back(BPF_STMT(BPF_LD | BPF_B | BPF_ABS, at(s)));
+        prog.push_back(BPF_STMT(BPF_LDX | BPF_W | BPF_MEM, 0));
+        prog.push_back(BPF_STMT(BPF_ALU | BPF_OR | BPF_X, 0));
+    }
+    prog.push_back(BPF_STMT(BPF_ALU | BPF_DIV | BPF_K, static_cast<std::uint32_t>(block)));
+    prog.push_back(BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, static_cast<std::uint32_t>(sockets)));
+    prog.push_back(BPF_STMT(BPF_RET | BPF_A, 0));
+    return prog;
+}
 
 sockaddr_in make_ipv4_address(const std::string &host, std::uint16_t port) {
     sockaddr_in addr{};
@@ -100,6 +131,17 @@ udp_source::udp_source(const udp_config &cfg) : cfg_(cfg) {
             addr.sin_port = bound.sin_port;  // the other fan-out sockets join this port
         }
         sockets_.push_back(std::move(fd));
+    }
+    if (cfg_.threads > 1 && cfg_.steer) {
+        // One program for the whole socket group: socket i is the i-th that joined.
+        std::vector<sock_filter> prog = steer_program(*cfg_.steer, cfg_.steer_block, cfg_.threads);
+        sock_fprog fprog{static_cast<unsigned short>(prog.size()), prog.data()};
+        if (setsockopt(sockets_[0].get(), SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &fprog,
+                       sizeof(fprog)) != 0)
+            warnings_.push_back(std::string("cannot steer the SO_REUSEPORT sockets by sequence "
+                                            "number (SO_ATTACH_REUSEPORT_CBPF: ") +
+                                std::strerror(errno) +
+                                "): the kernel spreads flows instead, unevenly for few flows");
     }
 }
 

@@ -100,3 +100,36 @@ def test_small_chunks_into_a_gpu_at_a_high_rate_are_named() -> None:
     assert s.packets_per_chunk is None  # given: kept
     ok = sizing.size_for_rate(400, 8192, 4, to_gpu=True, cpus=64, packets_per_chunk=8192)
     assert ok.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("queues", "depth", "ppc"), [(1, 1024, 1024), (11, 1024, 4096), (3, 64, 256)]
+)
+def test_split_pool_for_gpu_delivery_is_the_engines_own_plus_slack(
+    queues: int, depth: int, ppc: int
+) -> None:
+    # The header-split engine sizes its pool itself (n_chunks=0); delivering into a GPU
+    # the capture asks for GPU_SLACK_CHUNKS more, by the same rule written in Python.
+    cap = rx.Capture(
+        "mem", emulate="ibv", count=ppc, queues=queues, depth=depth, packets_per_chunk=ppc
+    )
+    want = cap.config.n_chunks + sizing.GPU_SLACK_CHUNKS
+    assert sizing.split_pool(4, queues, depth, ppc) == want
+
+
+def test_split_depth_holds_five_ms_of_a_lanes_share() -> None:
+    # 50 Gb/s per lane of 8192-B packets is 763 kpackets/s: 3815 in 5 ms -> 4096.
+    assert sizing.split_depth(250, 5, 8192) == 4096
+    assert sizing.split_depth(10, 1, 8192) == sizing.MIN_DEPTH == 1024
+    assert sizing.split_depth(400, 1, 1024) == sizing.MAX_DEPTH == 16384
+    s = sizing.size_for_rate(250, 8192, 4, to_gpu=True, cpus=64, path="split")
+    assert (s.queues, s.depth) == (5, 4096)
+    assert sizing.size_for_rate(250, 8192, 4, to_gpu=True, cpus=64).depth is None  # copying
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rx.CapacityWarning)
+        cap = rx.Capture("mem", emulate="ibv", count=64, rate_gbps=250, fill=False)
+    # The engine's own pool rule with that depth, plus the slack for a consumer that
+    # pauses (sized by rate, host delivery too).
+    assert cap.config.n_chunks == sizing.split_pool(4, 5, 4096, 1024)
+    unsized = rx.Capture("mem", emulate="ibv", count=64, depth=4096, queues=5, fill=False)
+    assert unsized.config.n_chunks == sizing.split_pool(4, 5, 4096, 1024) - sizing.GPU_SLACK_CHUNKS

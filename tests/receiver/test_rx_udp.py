@@ -328,8 +328,10 @@ def test_sender_rate_limit_is_honoured() -> None:
         sender = rx.Sender(port=cap.port, count=count, rate_gbps=rate)
         capture_while_sending(cap, sender)
     expected = count * PAYLOAD * 8 / (rate * 1e9)
-    # Never faster than asked; slower only by scheduling noise.
-    assert expected * 0.95 <= sender.elapsed <= expected * 3 + 0.5
+    # Never faster than asked. How much slower depends on what else the machine runs
+    # (CI runs this beside other tests on two cores): only a sender that ignores its
+    # pacing altogether, or hangs, is caught above.
+    assert expected * 0.95 <= sender.elapsed <= expected * 20 + 5
     assert cap.stats.packets + cap.stats.kernel_drops == count
 
 
@@ -362,3 +364,38 @@ def test_sender_prefix_carries_the_sequence_for_other_framings() -> None:
         np.testing.assert_array_equal(counters.sum(axis=1), seqs)
     with pytest.raises(ValueError, match="prefix"):
         rx.Sender(port=9, count=1, prefix=b"abc", prefix_seq_offset=0, prefix_seq_width=4)
+
+
+def test_senders_in_step_share_one_schedule_and_report_their_lag() -> None:
+    # send_in_step starts every sender on one schedule: each thread's packets are due at
+    # the same instants, whenever its thread started. A rate no loopback sender reaches
+    # leaves it behind that schedule (max_lag grows with the stream); a rate it reaches
+    # easily keeps it on time. The udp scaling benchmark reads max_lag to tell a sender
+    # that fell behind by more than the receiver's window from a receiver that lost.
+    from casper400g_rx import _core, multisend
+
+    sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sink.bind(("127.0.0.1", 0))
+    port = sink.getsockname()[1]
+    try:
+        fast = [
+            _core.Sender(port=port, schedule=s, rate_gbps=1e6, catch_up=True)
+            for s in multisend.schedules(0, 8192, 2)
+        ]
+        _core.send_in_step(fast, [])
+        assert [s.packets_sent for s in fast] == [4096, 4096]
+        # 4096 packets each, all due within 0.3 us: far behind by the end at any speed.
+        assert min(s.max_lag for s in fast) > 1e-3
+        slow = [
+            _core.Sender(port=port, schedule=s, rate_gbps=0.25, catch_up=True)
+            for s in multisend.schedules(0, 512, 2)
+        ]
+        _core.send_in_step(slow, [])
+        # 256 packets each in batches of 32, the last batch due 59 ms after the common
+        # start: both end then (and not behind it by more than a loaded machine's slice).
+        assert all(0.05 < s.elapsed < 1.0 for s in slow), [s.elapsed for s in slow]
+        assert abs(slow[0].elapsed - slow[1].elapsed) < 0.02
+        with pytest.raises(ValueError, match="cpus lists 1 CPUs for 2 senders"):
+            _core.send_in_step(slow, [0])
+    finally:
+        sink.close()

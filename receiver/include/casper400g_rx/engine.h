@@ -96,6 +96,8 @@ public:
     // Consistent lock-free snapshot of each queue's and the window's counters,
     // refreshed after every batch and before any wait.
     virtual counters stats() const noexcept;
+    // Packets each queue offered to the engine so far (its `received`).
+    virtual std::vector<std::uint64_t> queue_received() const;
 
     chunk_queue &ready() noexcept { return ready_; }
     void release(chunk *c);  // consumer hands a chunk back
@@ -140,12 +142,12 @@ private:
     // a queue sets `busy` before placing and then checks `gen`; the window bumps `gen`
     // and then checks `busy`, and passes over only a queue that is not placing.
     // A queue is stalled when it is neither placing nor waiting for a chunk and has
-    // started no batch for stall_timeout_ms; a queue that waits for chunks (the consumer
+    // been in no batch for stall_timeout_ms; a queue that waits for chunks (the consumer
     // is slow) is never passed over.
     struct alignas(64) queue_state {
         std::atomic<bool> busy{false};
         std::atomic<bool> waiting{false};
-        std::atomic<std::int64_t> last_batch_ns{0};  // steady_clock, at each batch's start
+        std::atomic<std::int64_t> last_batch_ns{0};  // steady_clock, at each batch's start and end
         std::atomic<std::uint64_t> gen{0};
         std::uint64_t seen_gen = 0;
         bool synced = false;     // `head` is valid (copied from the window's record)

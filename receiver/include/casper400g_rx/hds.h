@@ -23,22 +23,39 @@
 // Several lanes (receive queues) share one chunk stream without a lock per batch, each
 // with its own window of max_chunks chunks that only its own packets move (as the
 // copying engine's queues): each lane posts into and completes from the chunks it holds
-// on its own thread, and a chunk leaves once every lane has moved past it. Slots are disjoint by prediction (lane q owns the slots of its residue); a
-// slot's state (posted / bounce waiting / being filled by copy) is one atomic byte, so
-// a fix-up copy by another lane and the slot's own receive never collide; presence is
-// taken by atomic exchange; counters belong to the lane. The engine's mutex is taken
-// per chunk, not per packet: to open a chunk or move a lane's hold to the next one, to
-// move the window, for the fix-up copies of mispredicted packets, and to hand chunks
-// on. Each lane counts the receives it has posted into each pool chunk; a chunk that
-// left the window goes to the consumer once no lane counts any. A lane that has
+// on its own thread, and a chunk leaves once every lane has moved past it. Slots are
+// disjoint by prediction (lane q owns the slots of its residue); a slot's state (posted /
+// bounce waiting / being filled by copy) is one atomic byte, so a fix-up copy by another
+// lane and the slot's own receive never collide; presence is taken by atomic exchange;
+// counters belong to the lane. The engine's mutex is taken per chunk, not per packet: to
+// open a chunk or move a lane's hold to the next one, to move the window, and to hand
+// chunks on; a mispredicted packet takes it only to find its chunk, and is copied after
+// it is released. Each lane counts the receives it has posted into each pool chunk; a
+// chunk that left the window goes to the consumer once no lane counts any. A lane never
+// waits (for the window, or for a free chunk) while one of its receives is counted: the
+// packet it holds is first moved out of its receive ("parked"). A lane that has
 // completed nothing for `stall_timeout_ms` (a queue without traffic) and holds the
 // stream back -- its window behind the others', or its receives pinning a chunk that
-// left the window -- is passed over, counted `queue_stalls`: the window moves on
-// without it (it rejoins at its next packet; older ones count late), and its receives
-// are orphaned (their slots stay unusable until they complete; what lands there is
-// placed by copy). A lane that keeps completing but lags so far that another waits for
-// it longer than a fifth of the stall timeout is moved forward between its calls (its
-// older packets count late), counted `queue_skips`.
+// left the window -- is passed over, counted `queue_stalls`: the window moves on without
+// it (it rejoins at its next packet; older ones count late), and its receives are
+// orphaned (their slots stay unusable until they complete; what lands there is placed
+// by copy). A lane that keeps completing but lags so far that another waits for it
+// longer than a fifth of the stall timeout is moved forward between its calls (its older
+// packets count late), counted `queue_skips`.
+//
+// Live sources (`skip_lagging`: a NIC, the emulated NIC at a rate) never stop receiving
+// for lack of a chunk, so that predictions stay in step with the stream and a chunk is
+// either filled from its start or given up whole: a lane that cannot get a chunk for its
+// next predictions posts them to its scratch ring instead, up to the next chunk boundary;
+// a chunk that has no buffer when such a packet arrives is given up (its slots count
+// lost, its packets late). After its receive queue ran dry (the NIC may have dropped
+// what then arrived), a lane posts a probe of a few receives until the NIC leaves some
+// of them unconsumed, doubling it each time the NIC took it all (a lane that handles a
+// probe more slowly than the NIC fills it would otherwise never catch up); a packet
+// ahead of its prediction meanwhile moves the predictions at once, and the packets that land in the receives posted before are counted `discarded`
+// rather than copied: a gap never costs a queue depth of fix-up copies, which a lane at
+// line rate cannot afford (each takes longer than a packet's arrival interval) and
+// which made it fall further behind until the capture collapsed.
 #pragma once
 
 #include <atomic>
@@ -95,6 +112,7 @@ struct split_counters {
     std::uint64_t bounced = 0;   // waited in a bounce buffer for its slot's receive to finish
     std::uint64_t resyncs = 0;   // predictions corrected (forward after a gap, back after a delay)
     std::uint64_t posted = 0;    // receives handed to the NIC
+    std::uint64_t ran_dry = 0;   // times a lane found every receive completed (live sources)
 };
 
 class hds_engine : public engine {
@@ -115,9 +133,13 @@ public:
     std::size_t header_ring_bytes() const noexcept { return depth_ * layout_.entry; }
     // Receives that absorb extra packets after a stream fell behind its predictions
     // point here (registered like the header ring).
-    static constexpr std::size_t scratch_slots = 64;
+    // As many as the queue's depth: a live lane without a chunk keeps its queue full of
+    // them, so that it loses nothing more than a lane with one.
+    std::size_t scratch_slots() const noexcept { return depth_ < 64 ? 64 : depth_; }
     std::uint8_t *scratch_ring(std::size_t lane) noexcept { return lanes_[lane].scratch.get(); }
-    std::size_t scratch_bytes() const noexcept { return scratch_slots * layout_.payload; }
+    std::size_t scratch_bytes() const noexcept { return scratch_slots() * layout_.payload; }
+    // Extra packets after a delay that scratch receives absorb, at most.
+    static constexpr std::size_t max_absorb = 64;
 
     // Up to `max` new receive targets for `lane`; fewer when the lane's queue is full,
     // the window cannot hold the predicted slots yet, or no free chunk is left.
@@ -132,6 +154,7 @@ public:
 
     void finish() override;
     counters stats() const noexcept override;
+    std::vector<std::uint64_t> queue_received() const override;
     split_counters split_stats() const noexcept;
 
 private:
@@ -141,12 +164,30 @@ private:
         std::size_t slot = 0;
         std::uint64_t shift = 0;  // the lane's accumulated resync when posted
         bool orphan = false;      // its chunk was handed on past this (stalled) lane
+        bool predicted = false;   // a scratch receive standing for the prediction `seq`
+        bool no_chunk = false;    // ... because no chunk could be had for it (live sources)
+    };
+    // A mispredicted packet on its way through the locked path.
+    struct slow_packet {
+        const std::uint8_t *prefix = nullptr;  // header-ring copy of the payload prefix
+        const std::uint8_t *landed = nullptr;  // where the payload was written
+        bool retired = false;  // its receive was released (the payload parked first)
+        // A fix-up copy to make once the mutex is released (the slot is claimed).
+        std::uint8_t *dst = nullptr;
+        std::size_t g = 0;
+        std::uint64_t id = 0;
     };
     struct aligned_free {
         void operator()(std::uint8_t *p) const noexcept;
     };
     using buffer = std::unique_ptr<std::uint8_t[], aligned_free>;
     static constexpr std::size_t n_split = sizeof(split_counters) / sizeof(std::uint64_t);
+    // After its queue ran dry a lane posts at most this many receives until the NIC
+    // leaves some of them unconsumed (it has caught up with the stream); twice as many
+    // each time the NIC took them all again, up to the queue's depth: a lane that takes
+    // longer to handle a probe than the NIC takes to fill it would otherwise never catch
+    // up (each probe off by the drops of the last, its packets discarded).
+    static constexpr std::size_t probe_batch = 64;
     // What one lane's thread owns. `busy`/`gen` as in the copying engine: the lane sets
     // `busy` and then checks `gen`; the window bumps `gen` and then checks `busy`, and
     // edits an idle lane's receives (orphaning them) only when it is not inside a call.
@@ -157,6 +198,13 @@ private:
         std::uint64_t scratch_due = 0;  // scratch receives to post before the next slot
         std::uint64_t scratch_posted = 0;
         std::uint64_t scratch_done = 0;
+        std::uint64_t scratch_below = 0;  // live: predictions in chunks below go to scratch
+        bool scratch_no_chunk = false;    // ... because no chunk could be had for them
+        bool probing = false;     // live: the queue ran dry; a few receives at a time
+        std::size_t probe = 0;    // ... this many, doubled each time the NIC takes them all
+        std::uint64_t probe_seen = 0;  // `completed` when the probe was last sized
+        std::uint64_t gap_posted = 0;  // live: receives posted before a gap was seen
+        buffer park;              // a packet that waits, moved out of its receive
         std::uint64_t posted = 0;
         std::uint64_t completed = 0;
         std::uint64_t head = 0;   // this lane's window: chunk ids head .. head + max_chunks - 1
@@ -174,7 +222,10 @@ private:
         bool placed_any = false;
         bool drain_due = false;   // a count in `res` reached zero on a chunk that left the window
         // Per pool chunk: this lane's receives pointing into it, plus one for `hold`.
-        std::unique_ptr<std::atomic<std::uint32_t>[]> res;
+        // In a page of its own: every post and completion updates it with a locked
+        // instruction, and a line shared with another lane's counts would bounce.
+        buffer res_store;
+        std::atomic<std::uint32_t> *res = nullptr;
         std::atomic<bool> busy{false};
         std::atomic<std::uint64_t> gen{0};
         std::uint64_t seen_gen = 0;
@@ -198,8 +249,13 @@ private:
     void leave(lane_state &l, bool publish_counters = true) noexcept;
     bool post_slow(lane_state &l, std::size_t lane);
     void release_hold_locked(lane_state &l);
-    chunk *open_chunk(std::uint64_t id, bool may_wait);
+    chunk *open_chunk(std::uint64_t id);
+    chunk *window_chunk(std::uint64_t id) const noexcept;
     chunk *try_acquire();
+    chunk *wait_for_chunk(lane_state &l, std::uint64_t id, std::unique_lock<std::mutex> &lock);
+    void park(lane_state &l, const desc &d, slow_packet &sp, std::unique_lock<std::mutex> &lock);
+    void give_up_chunk(lane_state &l, std::uint64_t id);
+    void finish_copy(lane_state &l, const slow_packet &sp) noexcept;
     void start(std::uint64_t seq);
     void move_lane_head(lane_state &l, std::uint64_t new_head);
     void advance(std::uint64_t new_head);
@@ -207,6 +263,7 @@ private:
     bool pass_lagging_locked();
     void check_lagging_locked();
     bool wait_for_window(lane_state &l, std::unique_lock<std::mutex> &lock);
+    void rejoin_locked(lane_state &l);
     void skip_lagging_locked(std::uint64_t target);
     void apply_skip_locked(lane_state &l);
     void flush(std::uint64_t id);
@@ -217,9 +274,9 @@ private:
     std::uint32_t reservations(const chunk *c) const noexcept;
     void resync(lane_state &l, const desc &d, std::uint64_t seq);
     void complete_locked(lane_state &l, const desc &d, const std::uint8_t *hdr,
-                         std::uint32_t byte_len, bool ok, std::unique_lock<std::mutex> &lock);
-    void place_locked(lane_state &l, std::uint64_t seq, const std::uint8_t *prefix,
-                      const desc &d, const std::uint8_t *landed,
+                         std::uint32_t byte_len, bool ok, slow_packet &sp,
+                         std::unique_lock<std::mutex> &lock);
+    void place_locked(lane_state &l, std::uint64_t seq, const desc &d, slow_packet &sp,
                       std::unique_lock<std::mutex> &lock);
     const std::uint8_t *landing(const lane_state &l, const desc &d) const noexcept;
     void retire_desc(lane_state &l, const desc &d, std::unique_lock<std::mutex> &lock);
@@ -230,9 +287,14 @@ private:
     split_layout layout_;
     std::size_t depth_;
     std::size_t wsize_;  // window ring: max_chunks + lookahead
+    // How far (chunk ids) a lane's packets may run ahead of the slowest lane before it
+    // waits for that lane: the pool's span for a replay; for a live source one window
+    // (max_chunks + lookahead), beyond which the lanes' chunks run short because one lags.
+    std::size_t span_;
     std::vector<lane_state> lanes_;
     std::vector<chunk *> win_;  // open chunks by chunk_id % pool size (under mutex_)
     std::uint64_t passed_ = 0;  // the furthest head of any lane
+    std::uint64_t no_open_below_ = 0;  // live: chunks given up for lack of a free chunk
     std::int64_t lag_since_ns_ = 0;  // since when a lane holds the window's head back
     std::atomic<std::uint64_t> whead_{0};  // head_, readable without the mutex
     std::atomic<bool> wstarted_{false};

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "casper400g_rx/capture.h"
+#include "casper400g_rx/nic_emulator.h"
 #include "casper400g_rx/ibv_source.h"
 
 namespace casper400g_rx {
@@ -28,6 +29,8 @@ struct emulator_options {
     bool serial = false;
     double rate_gbps = 0.0;  // total over the queues; 0 = unpaced
     std::vector<int> cpus;   // one per queue thread, or empty
+    std::uint32_t poll_us = 0;  // paced: each queue thread polls every poll_us (0: busy)
+    std::vector<emulator_config::stall> stalls;  // paced: (queue, packet, microseconds)
 };
 
 // The header-split engine fed by the NIC emulation (the `mem` backend's ibv mode).

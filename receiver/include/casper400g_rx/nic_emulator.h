@@ -1,7 +1,9 @@
 // NIC-less emulation of the ibverbs receive path: one thread per receive queue
 // takes the receives the header-split engine posts and writes frames into them
 // exactly as the NIC's DMA would (headers + payload prefix into SGE 0, the rest
-// of the payload into SGE 1), then reports completions in arrival order.
+// of the payload into SGE 1), then reports completions in arrival order. At a set rate
+// a queue thread may poll its queue at intervals (moderated interrupts) and lose its
+// core at given packets, so that tests can replay what breaks a lane on a busy host.
 #pragma once
 
 #include <atomic>
@@ -31,6 +33,17 @@ struct emulator_config {
     // the receiver goes). Not with `serial`.
     double rate_gbps = 0.0;
     std::vector<int> cpus;  // CPU per queue thread, or empty
+    // At a set rate: each queue thread looks at its queue once every `poll_us` (as a
+    // receive thread woken by moderated interrupts does), 0 = busy polling.
+    std::uint32_t poll_us = 0;
+    // At a set rate: queue thread `queue` loses its core for `us` microseconds when it
+    // reaches its `at`-th packet (as when the kernel takes the core), to test recovery.
+    struct stall {
+        std::size_t queue = 0;
+        std::uint64_t at = 0;
+        std::uint64_t us = 0;
+    };
+    std::vector<stall> stalls;
 };
 
 // Builds the 42-byte Ethernet/IPv4/UDP header of an example-stream frame (valid IPv4
@@ -45,7 +58,8 @@ public:
     std::size_t n_threads() const override { return cfg_.serial ? 1 : lanes_.size(); }
     int cpu(std::size_t i) const override { return cfg_.cpus.empty() ? -1 : cfg_.cpus[i]; }
     void run(std::size_t i, engine &eng, const std::atomic<bool> &stop) override;
-    // Packets that found no posted receive for 200 ms and were dropped, as a NIC would.
+    // Packets that found no posted receive (for 200 ms or the stall timeout, unpaced; at
+    // once at a set rate) and were dropped, as a NIC would.
     std::uint64_t nic_drops() const noexcept { return nic_drops_.load(); }
 
 private:

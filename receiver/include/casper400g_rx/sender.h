@@ -27,6 +27,10 @@ struct send_config {
     std::vector<std::uint8_t> prefix;
     std::size_t prefix_seq_offset = 0;
     unsigned prefix_seq_width = 0;  // 0: the prefix is sent unchanged
+    // After a stall, send the backlog at full speed and keep to the schedule, rather
+    // than move the schedule on: for several senders that together send one stream, so
+    // that one that lost its core does not stay behind the others.
+    bool catch_up = false;
 };
 
 class sender {
@@ -34,6 +38,11 @@ public:
     explicit sender(const send_config &cfg);
     // Sends until done or `budget` has elapsed; returns true when done.
     bool send_for(std::chrono::nanoseconds budget);
+    // Paces from `epoch` rather than from the first send_for (several senders of one
+    // stream keep one schedule); before the first send_for.
+    void start_at(std::chrono::steady_clock::time_point epoch);
+    // How far behind its schedule the sender fell at worst (0 without a rate).
+    double max_lag_seconds() const noexcept { return max_lag_.count() * 1e-9; }
     std::uint64_t packets_sent() const noexcept { return sent_; }
     std::uint64_t total() const noexcept { return total_; }
     double elapsed() const noexcept;
@@ -54,6 +63,13 @@ private:
     std::chrono::steady_clock::time_point t_start_{};
     std::chrono::steady_clock::time_point t0_{};  // pacing origin; moves forward after stalls
     std::chrono::steady_clock::time_point t_end_{};
+    std::chrono::nanoseconds max_lag_{0};
 };
+
+// Runs the senders together, one thread each (pinned to cpus[i] when given), on one
+// schedule that starts a moment from now: a sender whose thread starts late or loses its
+// core catches up (catch_up) instead of sending its share of the stream behind the
+// others'. Returns when all are done.
+void send_in_step(const std::vector<sender *> &senders, const std::vector<int> &cpus);
 
 }  // namespace casper400g_rx

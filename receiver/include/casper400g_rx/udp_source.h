@@ -1,15 +1,19 @@
 // Receives UDP datagrams with recvmmsg, optionally fanned out over several
-// SO_REUSEPORT sockets, one pinned thread each.
+// SO_REUSEPORT sockets, one pinned thread each. The sockets share the stream by its
+// sequence numbers (a BPF program of the socket group), so one flow spreads evenly.
 #pragma once
 
+#include <linux/filter.h>
 #include <netinet/in.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "casper400g_rx/fd.h"
+#include "casper400g_rx/format.h"
 #include "casper400g_rx/source.h"
 
 namespace casper400g_rx {
@@ -21,7 +25,16 @@ struct udp_config {
     std::vector<int> cpus;               // one per thread, or empty
     std::size_t rcvbuf = 64 << 20;       // bytes requested per socket
     std::size_t max_payload = 8192;      // larger datagrams are truncated and rejected
+    // With several threads: the sequence field by which the sockets share the stream
+    // (blocks of `steer_block` consecutive sequence numbers in turn), or none (the
+    // kernel's hash of source and destination, which spreads flows, not packets).
+    std::optional<field> steer;
+    std::size_t steer_block = 64;
 };
+
+// The classic BPF program (SO_ATTACH_REUSEPORT_CBPF) that picks socket
+// (seq / block) % sockets from the sequence field in the UDP payload (its low 32 bits).
+std::vector<sock_filter> steer_program(const field &seq, std::size_t block, std::size_t sockets);
 
 // Parses "a.b.c.d" into a sockaddr_in; throws std::invalid_argument naming `host`.
 sockaddr_in make_ipv4_address(const std::string &host, std::uint16_t port);
