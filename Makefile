@@ -68,7 +68,7 @@ venv: $(STAMP)
 
 # Editable installs do not rebuild the C++ extension by themselves: the receiver's
 # sources are prerequisites so that editing them reinstalls (and recompiles) it.
-RX_SOURCES := $(wildcard receiver/CMakeLists.txt receiver/*.cmake receiver/src/*.cpp receiver/src/*.cu receiver/include/*/*.h)
+RX_SOURCES := $(wildcard receiver/CMakeLists.txt receiver/*.cmake receiver/src/*.cpp receiver/src/*.cu receiver/src/*.cuh receiver/include/*/*.h)
 # nvcc from PyPI compiles the receiver's GPUDirect kernels (no GPU needed to build).
 # 13.0 matches the oldest driver the kernels' PTX must load on; CUDA_NVCC= skips it.
 CUDA_NVCC ?= nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 \

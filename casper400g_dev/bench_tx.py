@@ -33,10 +33,11 @@ def run(
     console = Console()
     sizes = sizes if sizes is not None else DEFAULT_SIZES
     console.rule("[bold]casper400g bench tx: fhg_core TX goodput vs theory")
-    console.print("[1/2] fhg_core: Verilator model (cached after the first build)")
-    t0 = time.monotonic()
-    dut = sim.build_core(verbose=verbose)
-    console.print(f"      ready in {time.monotonic() - t0:.1f} s")
+    dut = demo_report.build_model(
+        console,
+        "[1/2] fhg_core: Verilator model (cached after the first build)",
+        lambda: sim.build_core(verbose=verbose),
+    )
     console.print(f"[2/2] streaming {frames} frames per size back to back, MAC paced at 400GbE")
     t0 = time.monotonic()
     data = demo_report.run_job(

@@ -115,12 +115,11 @@ def run(verbose: bool = False, config: dict | None = None, tx_frames: int = 100)
 
 def run_registers(console: Console, verbose: bool, cfg: dict) -> int:
     console.rule("[bold]casper400g demo, part 2: configure a 400GbE core over AXI4-Lite")
-    console.print(
-        "[1/3] register block: Verilator model of fhg_regs (cached after the first build)"
+    dut = demo_report.build_model(
+        console,
+        "[1/3] register block: Verilator model of fhg_regs (cached after the first build)",
+        lambda: sim.build_regs(verbose=verbose),
     )
-    t0 = time.monotonic()
-    dut = sim.build_regs(verbose=verbose)
-    console.print(f"      ready in {time.monotonic() - t0:.1f} s")
     console.print(
         f"[2/3] configuring: MAC {cfg['mac']}, IP {cfg['ip']}/{cfg['netmask']}, "
         f"gateway {cfg['gateway']}, port {cfg['port']}, {len(cfg['arp'])} ARP entries, fabric on"
@@ -191,12 +190,11 @@ def run_tx(console: Console, verbose: bool, cfg: dict, count: int) -> int:
     from scapy.utils import rdpcap
 
     console.rule("[bold]casper400g demo, part 3: the core alone sends the example stream")
-    console.print(
-        "[1/3] fhg_core: Verilator model of the whole core (cached after the first build)"
+    dut = demo_report.build_model(
+        console,
+        "[1/3] fhg_core: Verilator model of the whole core (cached after the first build)",
+        lambda: sim.build_core(verbose=verbose),
     )
-    t0 = time.monotonic()
-    dut = sim.build_core(verbose=verbose)
-    console.print(f"      ready in {time.monotonic() - t0:.1f} s")
     out_dir = checkout.ROOT / "build" / "demo"
     out_dir.mkdir(parents=True, exist_ok=True)
     pcap = out_dir / "tx.pcap"
@@ -358,13 +356,12 @@ def casperfpga_python() -> tuple[str, str]:
 def run_katcp(console: Console, verbose: bool, cfg: dict) -> int:
     console.rule("[bold]casper400g demo, part 6: configure the core over KATCP")
     example = checkout.ROOT / "examples" / "configure_core.py"
-    console.print(
+    dut = demo_report.build_model(
+        console,
         "[1/3] fhg_core behind board-server on 127.0.0.1 (KATCP; each request carried out "
-        "on the simulated AXI4-Lite bus)"
+        "on the simulated AXI4-Lite bus)",
+        lambda: sim.build_core(verbose=verbose),
     )
-    t0 = time.monotonic()
-    dut = sim.build_core(verbose=verbose)
-    console.print(f"      ready in {time.monotonic() - t0:.1f} s")
     python, library = casperfpga_python()
     console.print(f"[2/3] running {example.relative_to(checkout.ROOT)} against it, with {library}")
     t0 = time.monotonic()

@@ -1,6 +1,11 @@
-"""The demo's TX summaries: each quantity, its value and whether it passed its check."""
+"""What the demo's and the benchmark's stages print: a model being built, a simulation job
+that may fail, the TX summaries (each quantity, its value and whether it passed its check).
+"""
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.table import Table
@@ -29,6 +34,16 @@ def print_checks(
     if bad:
         console.print(f"[red bold]{bad} check(s) failed")
     return bad
+
+
+def build_model(console: Console, step: str, build: Callable[[], sim.Dut]) -> sim.Dut:
+    """Print ``step``, build its Verilator model (or take it from the cache) and say how long
+    that took."""
+    console.print(step)
+    t0 = time.monotonic()
+    dut = build()
+    console.print(f"      ready in {time.monotonic() - t0:.1f} s")
+    return dut
 
 
 def run_job(

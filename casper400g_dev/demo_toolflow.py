@@ -97,10 +97,11 @@ def run_top(
     from scapy.utils import wrpcap
 
     console.rule("[bold]casper400g demo, part 4: the generated design sends the example stream")
-    console.print("[1/2] top.v + every source: Verilator model (cached after the first build)")
-    t0 = time.monotonic()
-    dut = toolflow_sim.compile_top(build, verbose=verbose)
-    console.print(f"      ready in {time.monotonic() - t0:.1f} s")
+    dut = demo_report.build_model(
+        console,
+        "[1/2] top.v + every source: Verilator model (cached after the first build)",
+        lambda: toolflow_sim.compile_top(build, verbose=verbose),
+    )
     sim_cfg = toolflow_sim.config(
         build,
         dest_ip=cfg["dest_ip"],

@@ -525,24 +525,3 @@ def render_all(rdl: Path | None = None) -> dict[Path, str]:
     files[BLOCK_ADDRESSING] = (checkout.ROOT / ADDRESSING).read_text()
     files[MD_DOC] = render_markdown(model)
     return files
-
-
-def stale_files(files: dict[Path, str], repo_root: Path | None = None) -> list[Path]:
-    repo_root = repo_root or checkout.ROOT
-    stale = []
-    for rel, text in files.items():
-        target = repo_root / rel
-        if not target.is_file() or target.read_text() != text:
-            stale.append(rel)
-    return stale
-
-
-def write_files(files: dict[Path, str], repo_root: Path | None = None) -> list[Path]:
-    """Write the files that changed; return their relative paths."""
-    repo_root = repo_root or checkout.ROOT
-    changed = stale_files(files, repo_root)
-    for rel in changed:
-        target = repo_root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(files[rel])
-    return changed

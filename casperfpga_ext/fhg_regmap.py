@@ -705,6 +705,178 @@ REGISTERS: dict[str, Register] = {
                   'Count; read the low word first.'),
         ),
     ),
+    'rdma_ctrl': Register(
+        'rdma_ctrl', 'RDMA control', 0x0300, 32, 'rw',
+        "RDMA mode: the user port's datagrams go into a remote chunk ring as RoCEv2 RDMA WRITE packets (Unreliable Connection) instead of UDP datagrams. Changing `en` resets the transmit path (as ctrl.soft_rst does), which restarts the ring at datagram 0, chunk 0, rdma_va and rdma_psn: write the ring registers first.",
+        (
+            Field('en', 0, 1, 'rw', 'r', 0x0, False, False,
+                  'RDMA mode on.'),
+            Field('flow_ctrl', 1, 1, 'rw', 'r', 0x1, False, False,
+                  'Flow control: a chunk whose place in the ring the consumer has not released (rdma_credit) is dropped whole and counted (rdma_chunks_dropped) instead of overwriting it. 0: write regardless.'),
+            Field('mtu', 4, 2, 'rw', 'r', 0x2, False, False,
+                  'Path MTU of the remote queue pair: 0 = 1024, 1 = 2048, 2 = 4096 bytes of payload per packet (3 behaves as 2).'),
+        ),
+    ),
+    'rdma_qpn': Register(
+        'rdma_qpn', 'RDMA destination QP', 0x0304, 32, 'rw',
+        "Queue pair number of the receiver's Unreliable Connection QP.",
+        (
+            Field('qpn', 0, 24, 'rw', 'r', 0x0, False, False,
+                  'Destination QPN.'),
+        ),
+    ),
+    'rdma_psn': Register(
+        'rdma_psn', 'RDMA start PSN', 0x0308, 32, 'rw',
+        "Packet sequence number of the first packet after the RDMA mode is switched on (the receiver QP's rq_psn); it counts up by one per packet, modulo 2^24.",
+        (
+            Field('psn', 0, 24, 'rw', 'r', 0x0, False, False,
+                  'Start PSN.'),
+        ),
+    ),
+    'rdma_rkey': Register(
+        'rdma_rkey', 'RDMA R_Key', 0x030c, 32, 'rw',
+        "Remote key of the receiver's memory region over the chunk ring.",
+        (
+            Field('rkey', 0, 32, 'rw', 'r', 0x0, False, False,
+                  'R_Key.'),
+        ),
+    ),
+    'rdma_va_lo': Register(
+        'rdma_va_lo', 'RDMA ring address, low', 0x0310, 32, 'rw',
+        'Bits 31:0 of the virtual address of chunk 0, slot 0 of the remote ring.',
+        (
+            Field('va', 0, 32, 'rw', 'r', 0x0, False, False,
+                  'VA[31:0].'),
+        ),
+    ),
+    'rdma_va_hi': Register(
+        'rdma_va_hi', 'RDMA ring address, high', 0x0314, 32, 'rw',
+        'Bits 63:32 of the virtual address of the remote ring.',
+        (
+            Field('va', 0, 32, 'rw', 'r', 0x0, False, False,
+                  'VA[63:32].'),
+        ),
+    ),
+    'rdma_slot_size': Register(
+        'rdma_slot_size', 'RDMA slot size', 0x0318, 32, 'rw',
+        "Bytes per slot: an 8-byte header (the datagram's 64-bit sequence number, big-endian) and the datagram. Datagrams longer than this minus 8 are rejected whole (rdma_oversize).",
+        (
+            Field('bytes', 0, 24, 'rw', 'r', 0x2008, False, False,
+                  'Slot size in bytes.'),
+        ),
+    ),
+    'rdma_slots': Register(
+        'rdma_slots', 'RDMA slots per chunk', 0x031c, 32, 'rw',
+        "Slots (datagrams) per chunk. The last packet of a chunk's last slot carries the immediate.",
+        (
+            Field('slots', 0, 24, 'rw', 'r', 0x400, False, False,
+                  'Slots per chunk (at least 1).'),
+        ),
+    ),
+    'rdma_chunks': Register(
+        'rdma_chunks', 'RDMA chunks in ring', 0x0320, 32, 'rw',
+        'Chunks in the remote ring; chunk c lives at ring index c mod this.',
+        (
+            Field('chunks', 0, 24, 'rw', 'r', 0x4, False, False,
+                  'Chunks in the ring (at least 1).'),
+        ),
+    ),
+    'rdma_dest_ip': Register(
+        'rdma_dest_ip', 'RDMA destination IP', 0x0324, 32, 'rw',
+        'IPv4 address of the receiver; its next hop comes from the ARP table as for UDP datagrams.',
+        (
+            Field('ip', 0, 32, 'rw', 'r', 0x0, False, False,
+                  'Destination IPv4 address.'),
+        ),
+    ),
+    'rdma_credit': Register(
+        'rdma_credit', 'RDMA credit', 0x0328, 32, 'rw',
+        'Number of the last chunk the consumer released (modulo 2^32; 0xFFFFFFFF: none yet). Chunk c may be written when c - credit - 1 < rdma_chunks. Written by software, or by the core when a credit datagram arrives (rdma_credit_port), which only moves it forward.',
+        (
+            Field('chunk', 0, 32, 'rw', 'rw', 0xffffffff, False, False,
+                  'Last released chunk.'),
+        ),
+    ),
+    'rdma_credit_port': Register(
+        'rdma_credit_port', 'RDMA credit port', 0x032c, 32, 'rw',
+        "UDP port on which the core takes credit datagrams (8-byte payload: ASCII 'CRDT', then the last released chunk, big-endian) from the rdma_dest_ip address to our MAC and IP; 0: off. Credit datagrams are also counted by the receive path like any datagram not for the core's port.",
+        (
+            Field('port', 0, 16, 'rw', 'r', 0x0, False, False,
+                  'Credit UDP port (0: none).'),
+        ),
+    ),
+    'rdma_next_psn': Register(
+        'rdma_next_psn', 'RDMA next PSN', 0x0330, 32, 'r',
+        'PSN of the next RDMA packet.',
+        (
+            Field('psn', 0, 24, 'r', 'w', None, False, False,
+                  'Next PSN.'),
+        ),
+    ),
+    'rdma_chunk': Register(
+        'rdma_chunk', 'RDMA current chunk', 0x0334, 32, 'r',
+        'Number of the chunk being filled (modulo 2^32).',
+        (
+            Field('chunk', 0, 32, 'r', 'w', None, False, False,
+                  'Chunk number.'),
+        ),
+    ),
+    'rdma_chunks_sent': Register(
+        'rdma_chunks_sent', 'rdma_chunks_sent', 0x0340, 64, 'r',
+        'Chunks completed: packets with immediate sent.',
+        (
+            Field('count', 0, 64, 'r', '-', 0x0, False, True,
+                  'Count; read the low word first.'),
+        ),
+    ),
+    'rdma_chunks_dropped': Register(
+        'rdma_chunks_dropped', 'rdma_chunks_dropped', 0x0348, 64, 'r',
+        'Chunks dropped whole because the consumer still held their place in the ring (flow control).',
+        (
+            Field('count', 0, 64, 'r', '-', 0x0, False, True,
+                  'Count; read the low word first.'),
+        ),
+    ),
+    'rdma_datagrams': Register(
+        'rdma_datagrams', 'rdma_datagrams', 0x0350, 64, 'r',
+        'Datagrams written into slots.',
+        (
+            Field('count', 0, 64, 'r', '-', 0x0, False, True,
+                  'Count; read the low word first.'),
+        ),
+    ),
+    'rdma_datagrams_dropped': Register(
+        'rdma_datagrams_dropped', 'rdma_datagrams_dropped', 0x0358, 64, 'r',
+        'Datagrams of dropped chunks (each still took its sequence number and slot).',
+        (
+            Field('count', 0, 64, 'r', '-', 0x0, False, True,
+                  'Count; read the low word first.'),
+        ),
+    ),
+    'rdma_oversize': Register(
+        'rdma_oversize', 'rdma_oversize', 0x0360, 64, 'r',
+        'Datagrams rejected whole for being longer than the slot minus its header (no sequence number taken).',
+        (
+            Field('count', 0, 64, 'r', '-', 0x0, False, True,
+                  'Count; read the low word first.'),
+        ),
+    ),
+    'rdma_credit_frames': Register(
+        'rdma_credit_frames', 'rdma_credit_frames', 0x0368, 64, 'r',
+        'Credit datagrams accepted from the network.',
+        (
+            Field('count', 0, 64, 'r', '-', 0x0, False, True,
+                  'Count; read the low word first.'),
+        ),
+    ),
+    'rdma_icrc_frames': Register(
+        'rdma_icrc_frames', 'rdma_icrc_frames', 0x0370, 64, 'r',
+        'Frames the ICRC engine gave an ICRC (RoCEv2 frames sent).',
+        (
+            Field('count', 0, 64, 'r', '-', 0x0, False, True,
+                  'Count; read the low word first.'),
+        ),
+    ),
 }
 
 REGIONS: dict[str, Region] = {

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from . import fhg_regmap as regmap
+from . import rdma as _rdma
 from .addressing import (
     MAC_MAX,
     AddressError,
@@ -862,6 +863,25 @@ class FourHundredGbe:
 
     def tap_arp_reload(self) -> None:
         """Nothing to reload: the tap reads the core's MAC and IP for every frame."""
+
+    # ------------------------------------------------------------- RDMA mode (rdma.py)
+    def rdma_connect(self, params: Any, flow_control: bool = True) -> None:
+        """Send the user port's datagrams into a receiver's chunk ring (the ``rdma`` source's
+        ``Capture.rdma_params``) as RoCEv2 RDMA WRITEs; restarts the ring at datagram 0."""
+        _rdma.connect(self, params, flow_control)
+
+    def rdma_disconnect(self) -> None:
+        """Back to UDP datagrams."""
+        self.write_field("rdma_ctrl", "en", 0)
+
+    def rdma_credit(self, chunk: int) -> None:
+        """The consumer released chunk ``chunk`` (and all before it): the core may write
+        the ring place it held again. Credit datagrams do the same without software."""
+        self.write_reg("rdma_credit", _rdma._int("chunk", chunk, 0, 0xFFFFFFFF))
+
+    def rdma_status(self) -> dict[str, int]:
+        """Next PSN, current chunk, credit and the RDMA counters."""
+        return _rdma.status(self)
 
 
 def _rows(length: int) -> int:

@@ -4,24 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Protocol
+from typing import Any
 
 from . import __version__
 from .paths import NotACheckout
 
 
-class _Generator(Protocol):
-    """A module that renders committed files (``regs_gen``, ``simulink_gen``)."""
-
-    def stale_files(self, files: dict[Any, str]) -> list[Any]: ...
-
-    def write_files(self, files: dict[Any, str]) -> list[Any]: ...
-
-
-def _regenerate(command: str, gen: _Generator, files: dict[Any, str], check: bool) -> int:
+def _regenerate(command: str, files: dict[Any, str], check: bool) -> int:
     """Write ``files`` where they changed, or with ``check`` only report the stale ones."""
+    from .generated import stale_files, write_files
+
     if check:
-        stale = gen.stale_files(files)
+        stale = stale_files(files)
         if stale:
             print(f"stale generated files (run `casper400g {command}` and commit them):")
             for rel in stale:
@@ -29,7 +23,7 @@ def _regenerate(command: str, gen: _Generator, files: dict[Any, str], check: boo
             return 1
         print(f"{len(files)} generated files are up to date")
         return 0
-    changed = gen.write_files(files)
+    changed = write_files(files)
     for rel in files:
         print(f"  {'wrote' if rel in changed else 'same '} {rel}")
     return 0
@@ -39,7 +33,7 @@ def _cmd_simulink_gen(args: argparse.Namespace) -> int:
     from . import paths, simulink_gen
 
     paths.require_source_tree()
-    return _regenerate("simulink-gen", simulink_gen, simulink_gen.render_all(), args.check)
+    return _regenerate("simulink-gen", simulink_gen.render_all(), args.check)
 
 
 def _dev_tools() -> None:
@@ -56,7 +50,7 @@ def _cmd_regs(args: argparse.Namespace) -> int:
     from . import paths
 
     print(f"compiling {paths.REGS_RDL.relative_to(checkout.ROOT)}", flush=True)
-    return _regenerate("regs", regs_gen, regs_gen.render_all(), args.check)
+    return _regenerate("regs", regs_gen.render_all(), args.check)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

@@ -102,10 +102,7 @@ class Design:
         doc = _load(self.path)
         if not isinstance(doc, Node):
             raise DesignError(f"{self.path}: expected a mapping at the top level")
-        self._check_keys(doc, TOP_KEYS, "")
-        for key in ("name", "platform", "blocks"):
-            if key not in doc.value:
-                raise DesignError(f"{self.path}:{doc.line}: missing key {key!r}")
+        self._check_keys(doc, TOP_KEYS, "", required=("name", "platform", "blocks"))
         self.name = str(doc.value["name"])
         if not self.name.isidentifier():
             raise DesignError(
@@ -121,14 +118,24 @@ class Design:
     def where(self, line: int) -> str:
         return f"{self.path}:{line}"
 
-    def _check_keys(self, node: Node, allowed: tuple[str, ...] | list[str], ctx: str) -> None:
+    def _check_keys(
+        self,
+        node: Node,
+        allowed: tuple[str, ...] | list[str],
+        ctx: str,
+        required: tuple[str, ...] = (),
+    ) -> None:
+        """No key of ``node`` outside ``allowed``, every key of ``required`` present."""
+        place = f"{ctx}: " if ctx else ""
         for key, line in node.keys.items():
             if key not in allowed:
                 close = difflib.get_close_matches(key, list(allowed), n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 known = f"; known keys: {', '.join(allowed)}" if not close else ""
-                place = f"{ctx}: " if ctx else ""
                 raise DesignError(f"{self.where(line)}: {place}unknown key {key!r}{hint}{known}")
+        for key in required:
+            if key not in node.value:
+                raise DesignError(f"{self.where(node.line)}: {place}missing key {key!r}")
 
     # ------------------------------------------------------------------ jasper.per
     def to_jasper_per(self, build_dir: Path) -> Path:
@@ -218,10 +225,9 @@ class Design:
             return {}
         if not isinstance(node, Node):
             raise DesignError(f"{self.where(self.doc.keys['user_module'])}: expected a mapping")
-        self._check_keys(node, USER_MODULE_KEYS, "user_module")
-        for key in ("module", "sources", "ports"):
-            if key not in node.value:
-                raise DesignError(f"{self.where(node.line)}: user_module: missing key {key!r}")
+        self._check_keys(
+            node, USER_MODULE_KEYS, "user_module", required=("module", "sources", "ports")
+        )
         module = str(node.value["module"])
         if module == model:
             raise DesignError(

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from . import paths
@@ -219,22 +218,3 @@ def render_all() -> dict[str, str]:
         conf = yaml.safe_load((paths.JASPER_LIBRARY / "platforms" / f"{name}.yaml").read_text())
         files[platform_m(name)] = render_platform(name, conf)
     return files
-
-
-def stale_files(files: dict[str, str], root: Path | None = None) -> list[str]:
-    base = root or paths.source_tree()
-    return [
-        rel
-        for rel, text in files.items()
-        if not (base / rel).is_file() or (base / rel).read_text() != text
-    ]
-
-
-def write_files(files: dict[str, str], root: Path | None = None) -> list[str]:
-    base = root or paths.source_tree()
-    changed = stale_files(files, base)
-    for rel in changed:
-        dst = base / rel
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        dst.write_text(files[rel])
-    return changed

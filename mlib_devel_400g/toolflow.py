@@ -430,9 +430,20 @@ class Toolflow:
         t.append("add_files -norecurse $here/../top.v")
         t.append("set_property top top [current_fileset]")
         t.append("add_files -fileset constrs_1 -norecurse $here/../top.xdc")
+
+        def stage(name: str, default: list[str] | None = None) -> None:
+            # A stage's own commands (the blocks' Tcl), else what the toolflow runs there.
+            t.append(f"stage {name}")
+            t.extend(stages[name] or default or [])
+
+        def require_complete(run: str, what: str) -> None:
+            t.append(
+                f'if {{[get_property PROGRESS [get_runs {run}]] != "100%"}} '
+                f'{{ error "{what} failed" }}'
+            )
+
         t.extend(stages["init"])
-        t.append("stage create_bd")
-        t.extend(stages["create_bd"])
+        stage("create_bd")
         t.append("stage pre_synth")
         if stages["create_bd"]:
             t += [
@@ -442,39 +453,20 @@ class Toolflow:
                 "generate_target all [get_files $jbd_name.bd]",
             ]
         t.extend(stages["pre_synth"])
-        t.append("stage synth")
-        t.extend(stages["synth"] or ["launch_runs synth_1 -jobs 8", "wait_on_run synth_1"])
-        t.append(
-            'if {[get_property PROGRESS [get_runs synth_1]] != "100%"} { error "synthesis failed" }'
-        )
-        t.append("stage post_synth")
-        t.extend(stages["post_synth"])
-        t.append("stage pre_impl")
-        t.extend(stages["pre_impl"])
-        t.append("stage impl")
-        t.extend(
-            stages["impl"]
-            or ["launch_runs impl_1 -to_step route_design -jobs 8", "wait_on_run impl_1"]
-        )
-        t.append(
-            'if {[get_property PROGRESS [get_runs impl_1]] != "100%"} '
-            '{ error "implementation failed" }'
-        )
+        stage("synth", ["launch_runs synth_1 -jobs 8", "wait_on_run synth_1"])
+        require_complete("synth_1", "synthesis")
+        stage("post_synth")
+        stage("pre_impl")
+        stage("impl", ["launch_runs impl_1 -to_step route_design -jobs 8", "wait_on_run impl_1"])
+        require_complete("impl_1", "implementation")
         t.append("open_run impl_1")
         t.append("report_timing_summary -file $here/timing_summary.rpt")
-        t.append("stage post_impl")
-        t.extend(stages["post_impl"])
-        t.append("stage pre_bitgen")
-        t.extend(stages["pre_bitgen"])
-        t.append("stage bitgen")
-        if versal:
-            t.extend(stages["bitgen"] or [f"write_device_image -force $impl_dir/{image}"])
-        else:
-            t.extend(stages["bitgen"] or [f"write_bitstream -force $impl_dir/{image}"])
-        t.append("stage post_bitgen")
-        t.extend(stages["post_bitgen"])
-        t.append("stage prom_gen")
-        t.extend(stages["prom_gen"])
+        stage("post_impl")
+        stage("pre_bitgen")
+        write_image = "write_device_image" if versal else "write_bitstream"
+        stage("bitgen", [f"{write_image} -force $impl_dir/{image}"])
+        stage("post_bitgen")
+        stage("prom_gen")
         t.append("stage done")
         vdir = self.build_dir / "vivado"
         vdir.mkdir(exist_ok=True)

@@ -9,12 +9,31 @@
 # (editable, no dependencies fetched); wheels the tests need beyond those (scapy) may
 # be put in $GPU_CHECK_WHEELS (a folder).
 # BENCH_ARGS passes options to casper400g_rx.bench_gpu; SANITIZE=0 skips the sanitizer.
+#
+# PRESET=shared: the one-capture runs (about 8 minutes on a 16-core host): no sanitizer;
+# the GPU tests plus the CPU tests of queues sharing chunks; benchmarks 1c (copying path,
+# K queues, ladder + 1.25x overload), 1d (one capture with its defaults, header-data
+# split, whole payload and headers + prefix, ladder + overload), DLPack, and the loopback
+# spead2 side-by-side and SO_REUSEPORT scaling with a 4-thread sender. Its wheels
+# (spead2, the build backend, pytest, scapy) come from scripts/gpu_wheels.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-build/gpu_check}
 mkdir -p "$out"
 py=${PYTHON:-python3}
 status=0
+tests="tests/receiver/test_rx_gpu.py tests/receiver/test_rx_spead.py::test_host_staged_gpu_delivery_equals_cpu tests/receiver/test_rx_rdma_gpu.py"
+if [ "${PRESET:-}" = shared ]; then
+  SANITIZE=${SANITIZE:-0}
+  TEST_TIMEOUT=${TEST_TIMEOUT:-120}
+  BENCH_TIMEOUT=${BENCH_TIMEOUT:-330}
+  tests="$tests tests/receiver/test_rx_shared_accounting.py tests/receiver/test_rx_queues.py"
+  BENCH_ARGS=${BENCH_ARGS:-"--skip-split --skip-copy-path --skip-gpudirect --seconds 1.0 \
+    --queues 4 8 12 --shared-queues 4 8 12 --shared-capture-rates 150 200 250 300 350 375 400 \
+    --default-rates 350 380 400 420 440 --spead2 --sender-threads 4 --udp-queues 2 4 8"}
+  # Loopback receivers (ours and spead2) get the same 64 MiB socket buffers.
+  sysctl -w net.core.rmem_max=67108864 > /dev/null 2>&1 || true
+fi
 
 step() { echo; echo "== $*"; }
 
@@ -36,7 +55,8 @@ fi
 "$py" -c "from casper400g_rx import _core; assert _core.cuda_has_kernels(); print('kernels embedded; devices:', _core.cuda_device_count())"
 
 step "GPU tests"
-timeout "${TEST_TIMEOUT:-300}" "$py" -m pytest -p no:cacheprovider tests/receiver/test_rx_gpu.py -v -rs \
+# shellcheck disable=SC2086
+timeout "${TEST_TIMEOUT:-300}" "$py" -m pytest -p no:cacheprovider $tests -v -rs \
   > "$out/tests.log" 2>&1 || status=1
 tail -25 "$out/tests.log"
 tests_line=$(tail -1 "$out/tests.log")

@@ -8,15 +8,20 @@ import functools
 import hashlib
 import os
 import re
+import select
 import shutil
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
+
+from casperfpga_ext import fhg_regmap as regmap
+from casperfpga_ext.fpg import FpgBlock, FpgDevice
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -95,9 +100,19 @@ def _cache_lock(name: str) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def cached_venv(name: str, python: str, packages: list[str], source: Path | None = None) -> Path:
+def cached_venv(
+    name: str,
+    python: str,
+    packages: list[str],
+    source: Path | None = None,
+    version: str | None = None,
+) -> Path:
     """``.cache/<name>/bin/python``: a venv of ``python`` with ``packages`` (and the
-    project at ``source``, copied first: pip builds in the tree it installs from)."""
+    project at ``source``, copied first: pip builds in the tree it installs from).
+
+    ``version`` pins the version of a katversion project (casperfpga): without git in the
+    copy katversion falls back to the current minute, and a build that crosses a minute
+    boundary then fails pip's metadata check (its wheel's version differs)."""
     venv = CACHE / name
     stamp = venv / ".installed"
     with _cache_lock(name):
@@ -114,6 +129,8 @@ def cached_venv(name: str, python: str, packages: list[str], source: Path | None
                     shutil.copytree(source, copy, ignore=shutil.ignore_patterns(".git"))
                     for p in copy.rglob("*"):
                         p.chmod(p.stat().st_mode | stat.S_IWUSR)
+                    if version is not None:
+                        (copy / "___version___").write_text(version + "\n")
                     args.append(str(copy))
                 installed = run(args)
             if installed.returncode:
@@ -129,8 +146,17 @@ def casperfpga_python() -> str:
     casperfpga_ext comes from this checkout through PYTHONPATH (see ``casperfpga_env``)."""
     tree = reference_tree("casperfpga")
     commit = reference_commit(tree)[:12]
-    version = "{}.{}".format(*sys.version_info[:2])
-    return str(cached_venv(f"casperfpga-{commit}-py{version}", sys.executable, [KATCP_PIN], tree))
+    python = "{}.{}".format(*sys.version_info[:2])
+    release = re.search(r"^## \[(\d+\.\d+\.\d+)\]", (tree / "CHANGELOG.md").read_text(), re.M)
+    return str(
+        cached_venv(
+            f"casperfpga-{commit}-py{python}",
+            sys.executable,
+            [KATCP_PIN],
+            tree,
+            version=release.group(1) if release else "0.0",
+        )
+    )
 
 
 @pytest.fixture(scope="session")
@@ -159,3 +185,52 @@ def pyenv_pythons(minors: Iterable[str]) -> dict[str, str]:
         if pythons:
             found[minor] = str(pythons[-1])
     return found
+
+
+@contextlib.contextmanager
+def board_server(fpg: Path, mem: Path, base: int, timeout: float) -> Iterator[tuple[int, bytes]]:
+    """``casper400g board-server`` serving ``mem`` (the bus from ``base``) for ``fpg`` on an
+    ephemeral localhost port, as a user starts it: yields the port and what it printed
+    before listening, and stops it afterwards."""
+    argv = [sys.executable, "-m", "mlib_devel_400g.cli", "board-server", "--fpg", str(fpg)]
+    argv += ["--mem", str(mem), "--base", hex(base), "--host", "127.0.0.1", "--port", "0"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0)
+    try:
+        assert proc.stdout is not None
+        out = b""
+        deadline = time.monotonic() + timeout
+        while b"listening on" not in out or not out.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            assert left > 0 and select.select([proc.stdout], [], [], left)[0], out
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            assert chunk, out
+            out += chunk
+        yield int(out.split(b"listening on 127.0.0.1:")[1].split()[0]), out
+    finally:
+        proc.terminate()
+        proc.wait(timeout)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+# ---------------------------------------------------------------- a small .fpg design
+# What the casperfpga_ext and board-server tests serve: a scratch register and one core.
+GBE_BASE = 0x10000
+FPG_DEVICES = [FpgDevice("sys_scratch", 0x0, 0x4), FpgDevice("gbe0", GBE_BASE, regmap.BLOCK_SIZE)]
+GBE_BLOCK = FpgBlock(
+    "gbe0",
+    "xps:fourhundred_gbe",
+    {"fab_ip": "10.0.0.10", "fab_mac": "02:00:0a:00:00:0a", "fab_udp": "7148"},
+)
+
+
+def fake_vivado(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> Path:
+    """A ``vivado`` running the shell ``script`` (in the build's vivado/ folder), first on
+    PATH for this test: what the toolflow's backend runs when Vivado is installed."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    fake = bindir / "vivado"
+    fake.write_text("#!/bin/sh\n" + script)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    return fake

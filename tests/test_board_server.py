@@ -6,7 +6,6 @@ import asyncio
 import ipaddress
 import os
 import random
-import select
 import socket
 import struct
 import subprocess
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import FPG_DEVICES, GBE_BASE, GBE_BLOCK, board_server
 
 from casperfpga_ext import fhg_regmap as regmap
 from casperfpga_ext import transport
@@ -27,17 +27,9 @@ from casperfpga_ext.fpga import Fpga
 from casperfpga_ext.transport import KatcpError, KatcpTransport, MmapTransport
 from mlib_devel_400g import cli
 
-GBE_BASE = 0x10000
 WINDOW = GBE_BASE + regmap.BLOCK_SIZE
-DEVICES = [FpgDevice("sys_scratch", 0x0, 0x4), FpgDevice("gbe0", GBE_BASE, regmap.BLOCK_SIZE)]
-BLOCKS = [
-    FpgBlock(
-        "gbe0",
-        "xps:fourhundred_gbe",
-        {"fab_ip": "10.0.0.10", "fab_mac": "02:00:0a:00:00:0a", "fab_udp": "7148"},
-    ),
-    FpgBlock("scope", "xps:bram", {"names": "a b\\c"}),
-]
+DEVICES = FPG_DEVICES
+BLOCKS = [GBE_BLOCK, FpgBlock("scope", "xps:bram", {"names": "a b\\c"})]
 TIMEOUT = 5.0
 
 
@@ -249,47 +241,47 @@ def test_example_configure_core_script(board: Board):
     assert bad.returncode == 1 and "10.0.0.300" in bad.stderr
 
 
+def in_threads(client: Callable[[int], None], n: int, timeout: float) -> list[BaseException]:
+    """Run ``client(0)`` .. ``client(n - 1)`` in ``n`` threads at once; what they raised."""
+    errors: list[BaseException] = []
+
+    def run(k: int) -> None:
+        try:
+            client(k)
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout)
+    return errors
+
+
 def test_one_transport_shared_by_threads(board: Board):
     """Requests from several threads on one connection stay whole (the tap's case)."""
-    errors: list[BaseException] = []
     with KatcpTransport("127.0.0.1", board.port, timeout=TIMEOUT) as t:
 
         def client(k: int) -> None:
-            try:
-                for i in range(60):
-                    value = (k << 24 | i).to_bytes(4, "big") * 3
-                    t.blindwrite("gbe0", value, 0x2000 + 16 * k)
-                    assert t.read("gbe0", 12, 0x2000 + 16 * k) == value
-            except BaseException as exc:  # reported by the main thread
-                errors.append(exc)
+            for i in range(60):
+                value = (k << 24 | i).to_bytes(4, "big") * 3
+                t.blindwrite("gbe0", value, 0x2000 + 16 * k)
+                assert t.read("gbe0", 12, 0x2000 + 16 * k) == value
 
-        threads = [threading.Thread(target=client, args=(k,)) for k in range(4)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join(TIMEOUT * 4)
+        errors = in_threads(client, 4, TIMEOUT * 4)
     assert errors == []
 
 
 def test_several_clients_at_once(board: Board):
-    errors: list[BaseException] = []
-
     def client(k: int) -> None:
-        try:
-            with KatcpTransport("127.0.0.1", board.port, timeout=TIMEOUT) as t:
-                for i in range(40):
-                    value = (k << 24 | i).to_bytes(4, "big")
-                    t.blindwrite("gbe0", value, 0x1000 + 4 * k)
-                    assert t.read("gbe0", 4, 0x1000 + 4 * k) == value
-        except BaseException as exc:  # reported by the main thread
-            errors.append(exc)
+        with KatcpTransport("127.0.0.1", board.port, timeout=TIMEOUT) as t:
+            for i in range(40):
+                value = (k << 24 | i).to_bytes(4, "big")
+                t.blindwrite("gbe0", value, 0x1000 + 4 * k)
+                assert t.read("gbe0", 4, 0x1000 + 4 * k) == value
 
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(6)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(3 * TIMEOUT)
-    assert not errors
+    assert not in_threads(client, 6, 3 * TIMEOUT)
     assert [word_at(board.image, GBE_BASE + 0x1000 + 4 * k) for k in range(6)] == [
         k << 24 | 39 for k in range(6)
     ]
@@ -626,30 +618,12 @@ def test_cli_serves_until_stopped(tmp_path: Path):
     write_fpg(fpg, DEVICES, BLOCKS, b"")
     mem = tmp_path / "mem"
     mem.write_bytes(bytes(WINDOW))
-    argv = [sys.executable, "-m", "mlib_devel_400g.cli", "board-server", "--fpg", str(fpg)]
-    argv += ["--mem", str(mem), "--base", "0", "--host", "127.0.0.1", "--port", "0"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0)
-    try:
-        assert proc.stdout is not None
-        out = b""
-        deadline = time.monotonic() + 3 * TIMEOUT
-        while b"listening on" not in out or not out.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            assert left > 0 and select.select([proc.stdout], [], [], left)[0], out
-            chunk = os.read(proc.stdout.fileno(), 4096)
-            assert chunk, out
-            out += chunk
+    with board_server(fpg, mem, 0, 3 * TIMEOUT) as (port, out):
         assert b"2 devices of" in out and b"gbe0" in out
-        port = int(out.split(b"listening on 127.0.0.1:")[1].split()[0])
         with KatcpTransport("127.0.0.1", port, timeout=TIMEOUT) as t:
             assert t.listdev() == ["sys_scratch", "gbe0"]
             t.blindwrite("sys_scratch", bytes.fromhex("01020304"))
         assert word_at(mem, 0) == 0x01020304
-    finally:
-        proc.terminate()
-        proc.wait(TIMEOUT)
-        if proc.stdout is not None:
-            proc.stdout.close()
 
 
 # ----------------------------------------------------------------- casperfpga's requests

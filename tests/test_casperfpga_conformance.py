@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
-import select
 import struct
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import board_server
 
 from casperfpga_ext import fhg_regmap as regmap
 from mlib_devel_400g import cli
@@ -86,26 +83,8 @@ def served(tmp_path: Path) -> Iterator[tuple[int, Path, Path, list[dict[str, Any
     assert not missing, f"the example design lacks the sys_block registers {sorted(missing)}"
     image = tmp_path / "bus.bin"
     reset_image(image, memory_map)
-    argv = [sys.executable, "-m", "mlib_devel_400g.cli", "board-server", "--fpg", str(fpg)]
-    argv += ["--mem", str(image), "--base", hex(BASE), "--host", "127.0.0.1", "--port", "0"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0)
-    try:
-        assert proc.stdout is not None
-        out = b""
-        deadline = time.monotonic() + TIMEOUT
-        while b"listening on" not in out or not out.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            assert left > 0 and select.select([proc.stdout], [], [], left)[0], out
-            chunk = os.read(proc.stdout.fileno(), 4096)
-            assert chunk, out
-            out += chunk
-        port = int(out.split(b"listening on 127.0.0.1:")[1].split()[0])
+    with board_server(fpg, image, BASE, TIMEOUT) as (port, _out):
         yield port, fpg, image, memory_map
-    finally:
-        proc.terminate()
-        proc.wait(TIMEOUT)
-        if proc.stdout is not None:
-            proc.stdout.close()
 
 
 def run_script(python: str, env: dict[str, str], port: int, fpg: str, cfg: dict) -> dict:

@@ -13,13 +13,13 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
+from conftest import FPG_DEVICES, GBE_BASE, GBE_BLOCK
 
 from casperfpga_ext import addressing
 from casperfpga_ext import fhg_regmap as regmap
 from casperfpga_ext import fpga as fpga_module
 from casperfpga_ext.fpg import (
     FpgBlock,
-    FpgDevice,
     find_gbes,
     parse_fpg,
     parse_fpg_header,
@@ -40,14 +40,9 @@ from casperfpga_ext.transport import (
     write_uint,
 )
 
-GBE_BASE = 0x10000
-DEVICES = [FpgDevice("sys_scratch", 0x0, 0x4), FpgDevice("gbe0", GBE_BASE, regmap.BLOCK_SIZE)]
+DEVICES = FPG_DEVICES
 BLOCKS = [
-    FpgBlock(
-        "gbe0",
-        "xps:fourhundred_gbe",
-        {"fab_ip": "10.0.0.10", "fab_mac": "02:00:0a:00:00:0a", "fab_udp": "7148"},
-    ),
+    GBE_BLOCK,
     FpgBlock("sys_scratch", "xps:sw_reg", {"io_dir": "From\\ Processor", "names": "reg 0"}),
 ]
 ARP = regmap.REGIONS["arp_table"]

@@ -40,46 +40,28 @@ def ports(path: Path, module: str) -> dict[str, tuple[str, int]]:
     return found
 
 
-def test_wrapper_lints_against_the_block_design_black_box(tmp_path: Path) -> None:
+def lint_wrapper(tmp_path: Path, stub_text: str, *flags: str) -> subprocess.CompletedProcess:
+    """Verilator lint of the wrapper (and the bring-up it instantiates) against ``stub_text``
+    as the block design's wrapper."""
     root = sim.setup_verilator_env()
     stub = tmp_path / "fhg_dcmac_bd_wrapper.v"
-    stub.write_text(vpk180_ip.bd_wrapper_stub())
-    cmd = [
-        str(root / "bin" / "verilator"),
-        "--lint-only",
-        "-Wall",
-        "-Wno-DECLFILENAME",
-        "--top-module",
-        "fhg_dcmac_vpk180",
-        str(HDL / "cdc/fhg_sync_bits.sv"),
-        str(HDL / "link/fhg_link_bringup.sv"),
-        str(WRAPPER),
-        str(stub),
-    ]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    stub.write_text(stub_text)
+    cmd = [str(root / "bin" / "verilator"), "--lint-only", *flags]
+    cmd += ["--top-module", "fhg_dcmac_vpk180"]
+    cmd += [str(HDL / "cdc/fhg_sync_bits.sv"), str(HDL / "link/fhg_link_bringup.sv")]
+    cmd += [str(WRAPPER), str(stub)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+
+def test_wrapper_lints_against_the_block_design_black_box(tmp_path: Path) -> None:
+    res = lint_wrapper(tmp_path, vpk180_ip.bd_wrapper_stub(), "-Wall", "-Wno-DECLFILENAME")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "%Warning" not in res.stderr, res.stderr
 
 
 def test_lint_catches_a_port_the_block_design_lacks(tmp_path: Path) -> None:
-    root = sim.setup_verilator_env()
-    stub = tmp_path / "fhg_dcmac_bd_wrapper.v"
-    stub.write_text(vpk180_ip.bd_wrapper_stub().replace("tx_axis_taf_0", "tx_axis_taf_x"))
-    res = subprocess.run(
-        [
-            str(root / "bin" / "verilator"),
-            "--lint-only",
-            "--top-module",
-            "fhg_dcmac_vpk180",
-            str(HDL / "cdc/fhg_sync_bits.sv"),
-            str(HDL / "link/fhg_link_bringup.sv"),
-            str(WRAPPER),
-            str(stub),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    stub = vpk180_ip.bd_wrapper_stub().replace("tx_axis_taf_0", "tx_axis_taf_x")
+    res = lint_wrapper(tmp_path, stub)
     assert res.returncode != 0 and "tx_axis_taf_0" in res.stderr
 
 

@@ -1,9 +1,9 @@
 """The RoCEv2 frame builder/checker (verification/models/roce.py) against scapy's RoCE layers.
 
 scapy's ``BTH`` computes the ICRC itself; RETH and ImmDt, which scapy does not define,
-are declared here as scapy field lists. Every frame the builder makes must be the byte
-string scapy makes from the same fields, and the checker must decode it back and reject
-each kind of damage with its own reason.
+are declared as scapy field lists in verification/models/roce_scapy.py. Every frame the
+builder makes must be the byte string scapy makes from the same fields, and the checker
+must decode it back and reject each kind of damage with its own reason.
 """
 
 from __future__ import annotations
@@ -12,14 +12,8 @@ import ipaddress
 import random
 import struct
 from dataclasses import replace
-from typing import ClassVar
 
 import pytest
-from scapy.contrib.roce import BTH
-from scapy.fields import Field, IntField, XIntField, XLongField
-from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Ether
-from scapy.packet import Packet, Raw
 
 from verification.models.roce import (
     Operation,
@@ -34,51 +28,7 @@ from verification.models.roce import (
     wire_bytes,
     write_only_packets,
 )
-
-
-class Reth(Packet):
-    name = "RETH"
-    fields_desc: ClassVar[list[Field]] = [
-        XLongField("va", 0),
-        XIntField("rkey", 0),
-        IntField("dma_length", 0),
-    ]
-
-
-class ImmDt(Packet):
-    name = "ImmDt"
-    fields_desc: ClassVar[list[Field]] = [XIntField("immediate", 0)]
-
-
-def _scapy_frame(w: RdmaWrite) -> bytes:
-    pad = -len(w.payload) % 4
-    udp = UDP(sport=w.src_port, dport=4791)
-    if not w.udp_checksum:
-        udp.chksum = 0
-    pkt = (
-        Ether(dst=w.dst_mac, src=w.src_mac)
-        / IP(src=str(w.src_ip), dst=str(w.dst_ip), id=w.ip_id, flags="DF", ttl=w.ttl, tos=w.tos)
-        / udp
-        / BTH(
-            opcode=opcode(w.transport, w.operation),
-            solicited=int(w.solicited),
-            padcount=pad,
-            pkey=w.pkey,
-            dqpn=w.dest_qp,
-            ackreq=int(w.ack_request),
-            psn=w.psn,
-        )
-    )
-    if w.operation in (
-        Operation.RDMA_WRITE_FIRST,
-        Operation.RDMA_WRITE_ONLY,
-        Operation.RDMA_WRITE_ONLY_WITH_IMMEDIATE,
-    ):
-        length = len(w.payload) if w.dma_length is None else w.dma_length
-        pkt = pkt / Reth(va=w.va, rkey=w.rkey, dma_length=length)
-    if w.immediate is not None:
-        pkt = pkt / ImmDt(immediate=w.immediate)
-    return bytes(pkt / Raw(w.payload + b"\0" * pad))
+from verification.models.roce_scapy import scapy_frame
 
 
 def _random_write(rng: random.Random) -> RdmaWrite:
@@ -117,7 +67,7 @@ def test_frames_match_scapy_and_parse_back():
     for _ in range(400):
         w = _random_write(rng)
         frame = build_frame(w)
-        assert frame == _scapy_frame(w), w
+        assert frame == scapy_frame(w), w
         p = parse_frame(frame)
         assert (p.src_mac, p.dst_mac) == (w.src_mac, w.dst_mac)
         assert (p.src_ip, p.dst_ip) == (w.src_ip, w.dst_ip)

@@ -10,7 +10,7 @@ import pytest
 
 from casper400g_dev import checkout, regs_gen
 from casperfpga_ext import fhg_regmap as regmap
-from mlib_devel_400g import paths
+from mlib_devel_400g import generated, paths
 
 REGS = regmap.REGISTERS
 
@@ -21,7 +21,7 @@ def rendered() -> dict[Path, str]:
 
 
 def test_committed_generated_files_are_current(rendered: dict[Path, str]) -> None:
-    stale = regs_gen.stale_files(rendered)
+    stale = generated.stale_files(rendered)
     assert not stale, f"run `casper400g regs` and commit: {[str(p) for p in stale]}"
 
 
@@ -30,12 +30,12 @@ def test_generation_is_deterministic(rendered: dict[Path, str]) -> None:
 
 
 def test_stale_check_detects_a_changed_file(rendered: dict[Path, str], tmp_path: Path) -> None:
-    regs_gen.write_files(rendered, tmp_path)
-    assert regs_gen.stale_files(rendered, tmp_path) == []
+    generated.write_files(rendered, tmp_path)
+    assert generated.stale_files(rendered, tmp_path) == []
     victim = tmp_path / regs_gen.PY_MAP
     victim.write_text(victim.read_text() + "# edited by hand\n")
     (tmp_path / regs_gen.MD_DOC).unlink()
-    assert set(regs_gen.stale_files(rendered, tmp_path)) == {regs_gen.PY_MAP, regs_gen.MD_DOC}
+    assert set(generated.stale_files(rendered, tmp_path)) == {regs_gen.PY_MAP, regs_gen.MD_DOC}
 
 
 # Offsets docs/design/core.md §4 fixes (casperfpga's unified GbE map), typed from the spec.

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from casper400g_dev import checkout
-from mlib_devel_400g import paths, simulink_gen
+from mlib_devel_400g import generated, paths, simulink_gen
 from mlib_devel_400g.toolflow import jasper_imports
 
 ROOT = checkout.ROOT
@@ -66,7 +66,7 @@ def gbe_module() -> Any:
 
 # ---------------------------------------------------------------- one description
 def test_generated_m_files_are_current():
-    stale = simulink_gen.stale_files(simulink_gen.render_all())
+    stale = generated.stale_files(simulink_gen.render_all())
     assert not stale, f"run `casper400g simulink-gen` and commit: {stale}"
 
 

@@ -8,7 +8,6 @@ import contextlib
 import gzip
 import itertools
 import json
-import os
 import re
 import shutil
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import fake_vivado
 
 from casper400g_dev import checkout
 from casperfpga_ext import fhg_regmap as regmap
@@ -44,6 +44,9 @@ SW_REGS = [
     "pkt_dest_ip",
     "pkt_dest_port",
     "pkt_sent",
+    "spead_ctrl",
+    "spead_channel",
+    "spead_ts_step",
 ]
 
 
@@ -224,7 +227,7 @@ def test_fpg_header_round_trips_through_casperfpga_ext(example: BuildResult, tmp
 # ----------------------------------------------------------------- design rule checks
 def _design(tmp_path: Path, edit: dict | None = None, blocks: dict | None = None) -> Path:
     doc = yaml.safe_load(EXAMPLE.read_text())
-    doc["user_module"]["sources"] = [str(EXAMPLE.parent / "fhg_pktgen.sv")]
+    doc["user_module"]["sources"] = [str(EXAMPLE.parent / f) for f in doc["user_module"]["sources"]]
     if blocks:
         doc["blocks"].update(blocks)
     for key, value in (edit or {}).items():
@@ -561,18 +564,14 @@ def test_backend_runs_vivado_and_packs_the_fpg(
     checks it was handed build.tcl, reports its stages and leaves a device image."""
     from mlib_devel_400g.cli import main
 
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    fake = bindir / "vivado"
-    fake.write_text(
-        "#!/bin/sh\n"
+    fake = fake_vivado(
+        tmp_path,
+        monkeypatch,
         '[ "$1 $2 $3 $4 $5" = "-mode batch -nojournal -source build.tcl" ] || exit 3\n'
         "grep -q '^write_device_image -force $impl_dir/top.pdi$' build.tcl || exit 4\n"
         "for s in $(sed -n 's/^stage //p' build.tcl); do echo \"casper400g-stage: $s\"; done\n"
-        "printf 'PDI-IMAGE' > top.pdi\n"
+        "printf 'PDI-IMAGE' > top.pdi\n",
     )
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
     out = tmp_path / "b"
     assert main(["build", str(EXAMPLE), "-o", str(out)]) == 0
     text = capsys.readouterr().out

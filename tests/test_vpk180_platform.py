@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import gzip
-import os
 import re
 import shutil
 import subprocess
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import fake_vivado
 
 from casper400g_dev import checkout
 from casperfpga_ext.fpg import find_gbes, parse_fpg, parse_fpg_header, read_bitstream
@@ -45,7 +45,7 @@ def build(design: Path, out: Path, platform: str | None = "vpk180") -> BuildResu
 
 def _design(tmp_path: Path, **top: object) -> Path:
     doc = yaml.safe_load(EXAMPLE.read_text())
-    doc["user_module"]["sources"] = [str(EXAMPLE.parent / "fhg_pktgen.sv")]
+    doc["user_module"]["sources"] = [str(EXAMPLE.parent / f) for f in doc["user_module"]["sources"]]
     doc["platform"] = "vpk180"
     doc.update(top)
     path = tmp_path / "design.yaml"
@@ -403,11 +403,9 @@ def test_cli_platform_and_backend_pack_the_pdi(
     steps and leaves a device image: the .fpg carries it."""
     from mlib_devel_400g.cli import main
 
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    fake = bindir / "vivado"
-    fake.write_text(
-        "#!/bin/sh\n"
+    fake_vivado(
+        tmp_path,
+        monkeypatch,
         "grep -q '^write_device_image -force $impl_dir/top.pdi$' build.tcl || exit 4\n"
         "grep -q '^write_hw_platform -fixed -include_bit -force $xsa_file$' build.tcl "
         "|| exit 5\n"
@@ -415,10 +413,8 @@ def test_cli_platform_and_backend_pack_the_pdi(
         "grep -q '^file copy -force \\[file join $impl_dir top.pdi\\] $bin_file$' build.tcl "
         "|| exit 7\n"
         "printf 'VERSAL-PDI' > top.pdi\n"
-        "cp top.pdi top.bin\n"
+        "cp top.pdi top.bin\n",
     )
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
     out = tmp_path / "b"
     assert main(["build", str(EXAMPLE), "--platform", "vpk180", "-o", str(out)]) == 0
     assert "platform vpk180 (xcvp1802-lsvc4072-2MP-e-S)" in capsys.readouterr().out

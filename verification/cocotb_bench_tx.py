@@ -18,8 +18,7 @@ from cocotb.triggers import ClockCycles, Timer
 
 from verification.core_harness import USER_CLK_HZ, CoreHarness, simulated_hz
 from verification.models import frames
-from verification.models.dcmac_tx import DcmacTxMonitor, packing_stats
-from verification.models.user_tx import UserTxDriver
+from verification.models.dcmac_tx import packing_stats
 
 MIX_SIZES = (64, 128, 256, 512, 1024, 1472, 4096, 8192, 8972)
 DST_IP = 0x0A000014
@@ -39,15 +38,10 @@ async def bench_tx(dut) -> None:  # noqa: ANN001
     h = CoreHarness(dut)
     mac_hz = simulated_hz(h.mac_clk_hz)
     user_hz = simulated_hz(USER_CLK_HZ)
-    mon = DcmacTxMonitor(
-        dut, clock=dut.tx_mac_clk, mac_clk_hz=mac_hz, mode="line", reset=dut.tx_mac_rst
+    mon, drv = h.tx_monitor(mac_clk_hz=mac_hz), h.user_tx()
+    await h.bring_up(
+        0x02000A00000A, 0x0A00000A, 7148, gateway=0x0A000001, arp={DST_IP & 0xFF: 0x0C42A1000014}
     )
-    drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
-    await h.reset()
-    await h.configure(0x02000A00000A, 0x0A00000A, 7148, gateway=0x0A000001)
-    await h.set_arp(DST_IP & 0xFF, 0x0C42A1000014)
-    await h.settle_config()
-    await h.enable()
     results = []
     for size in sizes:
         if size:

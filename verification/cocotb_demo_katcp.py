@@ -22,8 +22,6 @@ from cocotb.utils import get_sim_time
 from casperfpga_ext import addressing
 from verification.core_harness import CoreHarness
 from verification.models import frames
-from verification.models.dcmac_tx import DcmacTxMonitor
-from verification.models.user_tx import UserTxDriver
 from verification.sim_bus import ServerThread, SimWindow
 
 SCRIPT_LIMIT_S = 60.0
@@ -34,10 +32,7 @@ PAYLOAD = b"configured over KATCP by examples/configure_core.py"
 async def configure_over_katcp(dut) -> None:  # noqa: ANN001
     cfg = json.loads(os.environ["CASPER400G_DEMO_CONFIG"])
     h = CoreHarness(dut)
-    mon = DcmacTxMonitor(
-        dut, clock=dut.tx_mac_clk, mac_clk_hz=h.mac_clk_hz, mode="line", reset=dut.tx_mac_rst
-    )
-    drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
+    mon, drv = h.tx_monitor(), h.user_tx()
     await h.reset()
     window = SimWindow(h.axi)
     server = ServerThread(window, {"fab_mac": cfg["mac"], "fab_ip": cfg["ip"]})

@@ -22,9 +22,7 @@ from scapy.utils import wrpcap
 from verification.core_harness import CoreHarness
 from verification.models import frames
 from verification.models.dcmac_rx import DcmacRxDriver
-from verification.models.dcmac_tx import DcmacTxMonitor
 from verification.models.user_rx import UserRxMonitor
-from verification.models.user_tx import UserTxDriver
 
 RX_STATS = (
     "rx_frames",
@@ -54,18 +52,15 @@ async def send_example_stream(dut) -> None:  # noqa: ANN001
     cfg = json.loads(os.environ["CASPER400G_DEMO_CONFIG"])
     count = int(os.environ["CASPER400G_DEMO_FRAMES"])
     h = CoreHarness(dut)
-    mon = DcmacTxMonitor(
-        dut, clock=dut.tx_mac_clk, mac_clk_hz=h.mac_clk_hz, mode="line", reset=dut.tx_mac_rst
+    mon, drv = h.tx_monitor(), h.user_tx()
+    await h.bring_up(
+        cfg["mac"],
+        cfg["ip"],
+        cfg["port"],
+        gateway=cfg["gateway"],
+        netmask=cfg["netmask"],
+        arp={int(ip_text.split(".")[-1]): mac for ip_text, mac in cfg["arp"].items()},
     )
-    drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
-    await h.reset()
-    await h.configure(
-        cfg["mac"], cfg["ip"], cfg["port"], gateway=cfg["gateway"], netmask=cfg["netmask"]
-    )
-    for ip_text, mac in cfg["arp"].items():
-        await h.set_arp(int(ip_text.split(".")[-1]), mac)
-    await h.settle_config()
-    await h.enable()
     dst = frames.ip_to_addr(cfg["dest_ip"])
     for n in range(count):
         drv.send_nowait(frames.example_payload(n), int(dst), cfg["dest_port"])

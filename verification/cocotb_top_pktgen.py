@@ -23,7 +23,7 @@ from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 from casperfpga_ext import addressing
 from casperfpga_ext import fhg_regmap as regmap
 from verification.core_harness import AXIL_CLK_HZ, MAC_CLK_HZ, USER_CLK_HZ, simulated_hz
-from verification.models import frames
+from verification.models import frames, spead
 from verification.models.dcmac_tx import DcmacTxMonitor, TxFrame
 
 
@@ -91,7 +91,7 @@ async def bring_up(dut: Any, cfg: dict) -> tuple[Host, DcmacTxMonitor]:
     return host, mon
 
 
-def expected_frame(cfg: dict, n: int, size: int) -> bytes:
+def expected_frame(cfg: dict, n: int, size: int, payload: bytes | None = None) -> bytes:
     gbe = cfg["gbe"]
     dst = cfg["dest_ip"]
     return frames.expected_udp_frame(
@@ -103,17 +103,9 @@ def expected_frame(cfg: dict, n: int, size: int) -> bytes:
         cfg["dest_port"],
         ip_id=n,
         ttl=int(gbe["ttl"]),
-        payload=frames.example_payload(n, size),
+        payload=frames.example_payload(n, size) if payload is None else payload,
         udp_checksum=bool(int(gbe["udp_checksum_en"])),
     )
-
-
-async def wait_frames(mon: DcmacTxMonitor, count: int, timeout_us: float) -> None:
-    waited = 0.0
-    while len(mon.frames) < count:
-        await Timer(200, unit="ns")
-        waited += 0.2
-        assert waited < timeout_us, f"only {len(mon.frames)} of {count} frames in {timeout_us} us"
 
 
 async def configure(host: Host, cfg: dict) -> None:
@@ -183,7 +175,7 @@ async def sends_the_example_stream(dut) -> None:  # noqa: ANN001
         await host.write("pkt_count", count)
         start = len(mon.frames)
         await host.write("pkt_ctrl", 1)
-        await wait_frames(mon, start + count, timeout_us=count * 10 + 50)
+        await mon.wait_frames(start + count, limit_ns=(count * 10 + 50) * 1000)
         # The burst ends by itself after `count` packets: nothing more leaves the core.
         await Timer(2, unit="us")
         assert len(mon.frames) == start + count, (len(mon.frames), start, count)
@@ -222,3 +214,42 @@ async def sends_the_example_stream(dut) -> None:  # noqa: ANN001
     if out:
         with open(out, "w") as fh:
             json.dump(results, fh)
+
+
+@cocotb.test()
+async def sends_spead_heaps(dut) -> None:  # noqa: ANN001
+    """spead_ctrl set: every frame carries one SPEAD heap (heap counter n, timestamp
+    n * spead_ts_step, spead_channel, the example payload), checked against scapy; the
+    frames go to $CASPER400G_SPEAD_OUT for spead2 and the receiver."""
+    cfg = json.loads(os.environ["CASPER400G_TOP_CONFIG"])
+    host, mon = await bring_up(dut, cfg)
+    await configure(host, cfg)
+    step, channel = 8192, 0x321
+    await host.write("pkt_ctrl", 2)
+    await host.write("spead_ctrl", 1)
+    await host.write("spead_channel", channel)
+    await host.write("spead_ts_step", step)
+    n = 0
+    for size, count in ((8192, 4), (1000, 3)):
+        await host.write("pkt_size", size)
+        await host.write("pkt_period", 0)
+        await host.write("pkt_count", count)
+        start = len(mon.frames)
+        await host.write("pkt_ctrl", 1)
+        await mon.wait_frames(start + count, limit_ns=(count * 10 + 50) * 1000)
+        await Timer(2, unit="us")
+        await host.write("pkt_ctrl", 0)
+        assert len(mon.frames) == start + count
+        for frame in mon.frames[start:]:
+            heap = spead.heap_packet(n, frames.example_payload(n, size), n * step, channel)
+            assert frame.body == expected_frame(cfg, n, size, heap), f"SPEAD frame {n} ({size} B)"
+            n += 1
+    assert await host.read("pkt_sent") == n
+    assert await host.gbe_reg("tx_udp_packets") == n
+    out = os.environ.get("CASPER400G_SPEAD_OUT")
+    if out:
+        with open(out, "w") as fh:
+            json.dump(
+                {"step": step, "channel": channel, "frames": [f.body.hex() for f in mon.frames]},
+                fh,
+            )

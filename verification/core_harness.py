@@ -6,6 +6,7 @@ DCMAC TX AXI clock 391.03 MHz (docs/design/core.md §5) and a 250 MHz register c
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from cocotb.clock import Clock
@@ -14,6 +15,9 @@ from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
 from casperfpga_ext import addressing
 from casperfpga_ext import fhg_regmap as regmap
+
+from .models.dcmac_tx import DcmacTxMonitor
+from .models.user_tx import UserTxDriver
 
 USER_CLK_HZ = 390.625e6
 MAC_CLK_HZ = 391.03e6
@@ -58,6 +62,25 @@ class CoreHarness:
         )
         self.axi.write_if.log.setLevel("WARNING")
         self.axi.read_if.log.setLevel("WARNING")
+
+    def tx_monitor(
+        self, mode: str = "line", mac_clk_hz: float | None = None, **kw: Any
+    ) -> DcmacTxMonitor:
+        """The DCMAC TX model on the core's MAC port, paced in ``mode`` (``kw``: the
+        monitor's other options), holding the port while tx_mac_rst is high."""
+        dut = self.dut
+        return DcmacTxMonitor(
+            dut,
+            clock=dut.tx_mac_clk,
+            mac_clk_hz=self.mac_clk_hz if mac_clk_hz is None else mac_clk_hz,
+            mode=mode,
+            reset=dut.tx_mac_rst,
+            **kw,
+        )
+
+    def user_tx(self) -> UserTxDriver:
+        """The user-port driver of the core's TX side, idle while rst is high."""
+        return UserTxDriver(self.dut, clock=self.dut.user_clk, reset=self.dut.rst)
 
     async def reset(self) -> None:
         dut = self.dut
@@ -138,6 +161,25 @@ class CoreHarness:
         await self.set_field("ctrl", "fabric_en", int(on))
         if on:
             await self.wait_tx_ready()
+
+    async def bring_up(
+        self,
+        mac: int | str,
+        ip: int | str,
+        port: int,
+        *,
+        arp: Mapping[int, int | str] | None = None,
+        **config: Any,
+    ) -> None:
+        """Reset, :meth:`configure` (``config``: its keyword options), fill the ARP entries
+        ({index: MAC}), let the configuration reach the MAC clock domain and enable the
+        fabric: how every TX bench starts."""
+        await self.reset()
+        await self.configure(mac, ip, port, **config)
+        for index, entry in (arp or {}).items():
+            await self.set_arp(index, entry)
+        await self.settle_config()
+        await self.enable()
 
     async def settle_config(self) -> None:
         """Give the configuration snapshot time to reach the MAC clock domain."""

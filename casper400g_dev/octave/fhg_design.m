@@ -7,7 +7,7 @@ function d = fhg_design(name, platform, varargin)
 %   the jasper.per MATLAB's frontend writes (the same as `casper400g build design.yaml`
 %   writes for the equivalent design YAML); `casper400g build <dir>/jasper.per` builds it.
 if ~ischar(name) || isempty(regexp(name, '^[A-Za-z_][A-Za-z0-9_]*$', 'once'))
-  error('fhg_design:name', 'design name %s is not a valid identifier', fhg_design_repr(name));
+  error('fhg_design:name', 'design name %s is not a valid identifier', fourhundred_gbe_repr(name));
 end
 opts = struct('clock_mhz', [], 'base_dir', pwd, 'platform_dir', '');
 opts = fhg_design_options(opts, varargin, 'fhg_design');

@@ -7,7 +7,7 @@ function d = fhg_design_add_block(d, name, type, varargin)
 types = fhg_block_types();
 where = sprintf('block %s', name);
 if ~ischar(name) || isempty(regexp(name, '^[A-Za-z_][A-Za-z0-9_]*$', 'once'))
-  error('fhg_design:block', 'block name %s is not an identifier', fhg_design_repr(name));
+  error('fhg_design:block', 'block name %s is not an identifier', fourhundred_gbe_repr(name));
 end
 for k = 1:numel(d.blocks)
   if strcmp(d.blocks{k}.name, name)
@@ -16,7 +16,7 @@ for k = 1:numel(d.blocks)
 end
 if ~ischar(type) || ~isfield(types, type)
   error('fhg_design:block', '%s: unknown block type %s; known: %s', where, ...
-        fhg_design_repr(type), strjoin(fieldnames(types)', ', '));
+        fourhundred_gbe_repr(type), strjoin(fieldnames(types)', ', '));
 end
 t = types.(type);
 params = t.defaults;
@@ -28,7 +28,7 @@ for k = 1:2:numel(varargin)
   row = find(strcmp(params(:, 1), key));
   if isempty(row)
     error('fhg_design:block', '%s: unknown key %s; known keys: %s', where, ...
-          fhg_design_repr(key), strjoin(params(:, 1)', ', '));
+          fourhundred_gbe_repr(key), strjoin(params(:, 1)', ', '));
   end
   params{row, 2} = varargin{k + 1};
 end

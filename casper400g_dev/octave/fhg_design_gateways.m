@@ -8,7 +8,7 @@ value = params{strcmp(params(:, 1), t.selector), 2};
 row = find(strcmp(t.gateways(:, 1), value));
 if ~ischar(value) || isempty(row)
   error('fhg_design:block', '%s: %s %s is not one of %s', where, t.selector, ...
-        fhg_design_repr(value), strjoin(t.gateways(:, 1)', ', '));
+        fourhundred_gbe_repr(value), strjoin(t.gateways(:, 1)', ', '));
 end
 gws = t.gateways{row, 2};
 end

@@ -7,7 +7,7 @@ for k = 1:2:numel(args)
   key = args{k};
   if ~ischar(key) || ~isfield(opts, key)
     error('fhg_design:options', '%s: unknown option %s; known: %s', where, ...
-          fhg_design_repr(key), strjoin(fieldnames(opts)', ', '));
+          fourhundred_gbe_repr(key), strjoin(fieldnames(opts)', ', '));
   end
   opts.(key) = args{k + 1};
 end

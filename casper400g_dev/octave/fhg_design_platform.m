@@ -24,7 +24,7 @@ for k = 1:numel(dirs)
 end
 if isempty(file)
   error('fhg_design:platform', 'platform %s not found (looked in %s)', ...
-        fhg_design_repr(platform), strjoin(dirs, ', '));
+        fourhundred_gbe_repr(platform), strjoin(dirs, ', '));
 end
 text = fileread(file);
 name = top_key(text, 'name', file);

@@ -94,7 +94,7 @@ for k = 1:size(u.ports, 1)
   slash = find(target == '/', 1);
   if isempty(slash)
     error('fhg_design:write', 'user module port %s: %s is not <block>/<port>', port, ...
-          fhg_design_repr(target));
+          fourhundred_gbe_repr(target));
   end
   s = sprintf('%s_%s_%s', model, target(1:slash - 1), target(slash + 1:end));
   if ~any(strcmp(sig, s))
@@ -106,10 +106,10 @@ for k = 1:size(u.ports, 1)
       end
     end
     if isempty(names)
-      error('fhg_design:write', 'user module port %s: no block %s', port, fhg_design_repr(blk));
+      error('fhg_design:write', 'user module port %s: no block %s', port, fourhundred_gbe_repr(blk));
     end
     error('fhg_design:write', 'user module port %s: block %s has no port %s (it has: %s)', ...
-          port, blk, fhg_design_repr(target(slash + 1:end)), strjoin(sort(names), ', '));
+          port, blk, fourhundred_gbe_repr(target(slash + 1:end)), strjoin(sort(names), ', '));
   end
   if any(strcmp(conns(1:k - 1, 2), s))
     error('fhg_design:write', 'user module port %s: %s used twice', port, target);

@@ -16,6 +16,9 @@
 //   * `size` is sampled at each packet start: 0 sends nothing, above 8192 sends 8192.
 //     `dest_ip`/`dest_port` are sampled at the start too and held through the packet.
 //   * `sent` counts packets whose last word was handed to the core.
+//   * `spead_ctrl[0]` (sampled at each packet start) sends the packet as a SPEAD heap
+//     instead (fhg_pktgen_spead.sv): a 64-byte SPEAD header before the same payload, heap
+//     counter n, a timestamp advancing by `spead_ts_step` per packet and `spead_channel`.
 module fhg_pktgen (
     input  wire            clk,
     input  wire  [31:0]    ctrl,
@@ -24,6 +27,9 @@ module fhg_pktgen (
     input  wire  [31:0]    size,
     input  wire  [31:0]    dest_ip,
     input  wire  [31:0]    dest_port,
+    input  wire  [31:0]    spead_ctrl,
+    input  wire  [31:0]    spead_channel,
+    input  wire  [31:0]    spead_ts_step,
     output logic [31:0]    sent,
     output logic           gbe_rst,
     output logic [1023:0]  tx_data,
@@ -50,6 +56,8 @@ module fhg_pktgen (
     logic        burst_done;
     logic [31:0] burst_next;     // burst_sent counting a packet that ends this cycle
     logic        start;          // a packet starts next cycle (possibly right after EOF)
+    logic [1023:0] payload;      // the payload beat; SPEAD framing wraps it
+    logic [14:0] frame_c;        // UDP payload bytes of the packet starting
 
     assign enable  = ctrl[0];
     assign reset   = ctrl[1];
@@ -63,7 +71,7 @@ module fhg_pktgen (
         for (int j = 0; j < 16; j++) begin
             logic [63:0] k;
             k = 64'({beat, 4'(j)});
-            tx_data[1023 - 64*j -: 64] = (k == 64'd0) ? seq : ((seq << 10) | k);
+            payload[1023 - 64*j -: 64] = (k == 64'd0) ? seq : ((seq << 10) | k);
         end
     end
 
@@ -71,6 +79,14 @@ module fhg_pktgen (
         tx_byte_enable = '1;
         if (tx_end_of_frame) tx_byte_enable = ~(128'(-1) >> last_bytes);
     end
+
+    assign frame_c = {1'b0, size_c} + (spead_ctrl[0] ? 15'd64 : 15'd0);
+    fhg_pktgen_spead u_spead (
+        .clk(clk), .rst(reset), .start(start), .spead_en(spead_ctrl[0]),
+        .channel(spead_channel), .ts_step(spead_ts_step), .heap_size(size_c), .heap_cnt(seq[47:0]),
+        .first_beat(beat == 10'd0), .frame_end(tx_end_of_frame), .payload(payload),
+        .data(tx_data)
+    );
 
     assign tx_valid        = busy;
     assign tx_end_of_frame = busy && (beat == last_beat);
@@ -105,8 +121,8 @@ module fhg_pktgen (
                 busy         <= 1'b1;
                 beat         <= '0;
                 since_start  <= 32'd1;
-                last_beat    <= 10'((size_c - 14'd1) >> 7);
-                last_bytes   <= 8'(size_c - {(size_c - 14'd1) >> 7, 7'd0});
+                last_beat    <= 10'((frame_c - 15'd1) >> 7);
+                last_bytes   <= 8'(frame_c - {(frame_c - 15'd1) >> 7, 7'd0});
                 tx_dest_ip   <= dest_ip;
                 tx_dest_port <= dest_port[15:0];
             end else if (busy && tx_end_of_frame) begin
@@ -120,5 +136,5 @@ module fhg_pktgen (
 
     // Overflow is visible to software through the core's counters.
     logic unused_inputs;
-    assign unused_inputs = ^{ctrl[31:2], dest_port[31:16], tx_overflow};
+    assign unused_inputs = ^{ctrl[31:2], dest_port[31:16], tx_overflow, spead_ctrl[31:1]};
 endmodule

@@ -1,6 +1,7 @@
 """What this project's platform blocks share, in mlib_devel's terms.
 
 :func:`clock_groups` writes clock-group constraints that find clocks made inside IP.
+:func:`user_reset_sync` makes ``user_rst`` from the platform's reset.
 :func:`system_block` is the ``xps:sys_block`` child every CASPER platform block creates in
 ``gen_children`` (mlib_devel's own sys_block inside mlib_devel, the stand-in runtime's
 otherwise), with the identity the platform YAML gives under ``sys_block``.
@@ -35,6 +36,17 @@ def system_block(platform_block: Any) -> Any:
     }
     blk.update({k: str(conf[k]) for k in SYS_BLOCK_KEYS})
     return YellowBlock.make_block(blk, plat, hdl_root=platform_block.hdl_root)
+
+
+def user_reset_sync(top: Any, source: str) -> None:
+    """``user_rst``: ``source`` (an active-high reset in another clock domain) synchronised
+    into user_clk (``fhg_sync_bits``), for the system block and the software registers."""
+    rst = top.get_instance("fhg_sync_bits", "user_rst_sync")
+    rst.add_parameter("WIDTH", 1)
+    rst.add_port("clk", "user_clk", parent_sig=False)
+    rst.add_port("rst", "1'b0", parent_sig=False)
+    rst.add_port("d", source)
+    rst.add_port("q", "user_rst")
 
 
 def clock_ref(platform: Any, clock: str) -> str:

@@ -13,8 +13,9 @@ def _strip_comments(text: str) -> str:
     return re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
 
 
-def _balanced(text: str, start: int) -> tuple[str, int]:
-    """The text inside the parentheses opening at ``start`` and the index after them."""
+def balanced(text: str, start: int) -> tuple[str, int]:
+    """The text inside the parentheses opening at ``start`` and the index after them (also
+    what the tests' reader of generated tops uses)."""
     if text[start] != "(":
         raise ValueError("expected '('")
     depth = 0
@@ -43,10 +44,10 @@ def module_ports(path: Path, module: str) -> dict[str, tuple[str, int]]:
         pos += 1
     if text[pos] == "#":
         pos = text.index("(", pos)
-        _params, pos = _balanced(text, pos)
+        _params, pos = balanced(text, pos)
         while text[pos].isspace():
             pos += 1
-    body, _ = _balanced(text, pos)
+    body, _ = balanced(text, pos)
     ports: dict[str, tuple[str, int]] = {}
     direction, width = None, 1
     for item in (s.strip() for s in body.split(",")):
@@ -79,7 +80,7 @@ def module_parameters(path: Path, module: str) -> list[str]:
     m = re.search(rf"\bmodule\s+{re.escape(module)}\b\s*#", text)
     if m is None:
         return []
-    params, _ = _balanced(text, text.index("(", m.end() - 1))
+    params, _ = balanced(text, text.index("(", m.end() - 1))
     names = []
     for item in re.split(r",(?![^(]*\))", params):
         words = re.sub(r"\[.*?\]", " ", item.split("=")[0]).split()

@@ -33,7 +33,7 @@ import os
 from typing import Any
 
 from .fhg_axi4lite import master_view
-from .fhg_platform import clock_groups, system_block
+from .fhg_platform import clock_groups, system_block, user_reset_sync
 from .yellow_block import YellowBlock
 
 # mlib_devel's platform block design: $jbd_name = <platform name>_bd.
@@ -302,12 +302,7 @@ class vpk180(YellowBlock):
         # user_rst: bus reset or an unlocked wizard, into user_clk.
         top.add_signal("user_rst_async")
         top.assign_signal("user_rst_async", "~axil_rst_n | ~clk_locked")
-        rst = top.get_instance("fhg_sync_bits", "user_rst_sync")
-        rst.add_parameter("WIDTH", 1)
-        rst.add_port("clk", "user_clk", parent_sig=False)
-        rst.add_port("rst", "1'b0", parent_sig=False)
-        rst.add_port("d", "user_rst_async")
-        rst.add_port("q", "user_rst")
+        user_reset_sync(top, "user_rst_async")
 
     def finalize_top(self, top):  # noqa: ANN001, ANN201 - mlib_devel's contract: return top
         return top

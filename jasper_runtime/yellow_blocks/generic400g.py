@@ -8,7 +8,7 @@ and ``user_rst`` (the design's clock, from port ``user_clk``), ``axil_clk``/``ax
 from constraints import ClockConstraint, ClockGroupConstraint
 
 from .fhg_axi4lite import AXIL_SIGNALS
-from .fhg_platform import system_block
+from .fhg_platform import system_block, user_reset_sync
 from .yellow_block import YellowBlock
 
 # The host's AXI4-Lite master arrives as top-level ports (the slave's view).
@@ -31,12 +31,7 @@ class generic400g(YellowBlock):
             top.add_port(f"M_AXI_{sig}", direction, width)
         top.add_signal("axil_rst")
         top.assign_signal("axil_rst", "!axil_rst_n")
-        rst = top.get_instance("fhg_sync_bits", "user_rst_sync")
-        rst.add_parameter("WIDTH", 1)
-        rst.add_port("clk", "user_clk", parent_sig=False)
-        rst.add_port("rst", "1'b0", parent_sig=False)
-        rst.add_port("d", "axil_rst")
-        rst.add_port("q", "user_rst")
+        user_reset_sync(top, "axil_rst")
 
     def gen_constraints(self) -> list:
         user_mhz = float(self.platform.user_clk_rate or 390.625)

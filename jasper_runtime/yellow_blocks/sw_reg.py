@@ -33,6 +33,7 @@ class sw_reg(YellowBlock):
         self.io_dir = str(self.blk.get("io_dir", "From Processor"))
         self.to_processor = self.io_dir == "To Processor"
         self.add_source("fhg_toolflow/fhg_sw_reg.sv")
+        self.add_source("fhg_toolflow/fhg_axil_regport.sv")
         self.add_source("fourhundred_gbe/cdc/fhg_cfg_sync.sv")
         self.add_source("fourhundred_gbe/cdc/fhg_cdc_snapshot.sv")
         self.add_source("fourhundred_gbe/cdc/fhg_sync_bits.sv")

@@ -53,8 +53,10 @@ class sys_block(YellowBlock):
             Register("clkcounter", mode="r", offset=0x14),
         ]
         self.add_source("fhg_toolflow/fhg_sys_block.sv")
+        self.add_source("fhg_toolflow/fhg_axil_regport.sv")
         self.add_source("fourhundred_gbe/cdc/fhg_cfg_sync.sv")
         self.add_source("fourhundred_gbe/cdc/fhg_cdc_snapshot.sv")
+        self.add_source("fourhundred_gbe/cdc/fhg_sync_bits.sv")
 
     def modify_top(self, top) -> None:  # noqa: ANN001
         # Register-level (not raw): the build lists every register as sys_<name>.

@@ -25,6 +25,8 @@ __all__: list[str] = [
     "GpuMask",
     "IbvOptions",
     "IbvUnavailableError",
+    "RdmaCapture",
+    "RdmaChunk",
     "Sender",
     "cuda_device_count",
     "cuda_device_info",
@@ -45,8 +47,22 @@ __all__: list[str] = [
 
 class Format:
     """
-    Packet format descriptor (see Format.counter64)
+    Packet format descriptor (see Format.spead)
     """
+    @staticmethod
+    def spead(
+        heap_size: typing.SupportsInt | typing.SupportsIndex = 8192,
+        *,
+        heap_address_bits: typing.SupportsInt | typing.SupportsIndex = 48,
+        index_item: typing.SupportsInt | typing.SupportsIndex = 1,
+        index_step: typing.SupportsInt | typing.SupportsIndex = 1,
+        items: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [],
+        max_packet: typing.SupportsInt | typing.SupportsIndex = 9000,
+        udp_port: typing.SupportsInt | typing.SupportsIndex = 0,
+    ) -> Format:
+        """
+        SPEAD-64-48 (or 64-40) heaps of heap_size bytes, one per slot: slot index = immediate value of index_item (default the heap counter) // index_step; the named immediate `items` land in per-slot arrays (Chunk.items)
+        """
     def __init__(
         self,
         *,
@@ -79,6 +95,11 @@ class Format:
     @property
     def seq_width(self) -> int: ...
     @property
+    def spead_config(self) -> typing.Any:
+        """
+        None, or the SPEAD descriptor's settings
+        """
+    @property
     def stream_id(self) -> int | None: ...
     @property
     def udp_port(self) -> int: ...
@@ -93,6 +114,7 @@ class EngineConfig:
         policy: str = "block",
         first_chunk: typing.SupportsInt | typing.SupportsIndex | None = None,
         stall_timeout_ms: typing.SupportsInt | typing.SupportsIndex = 50,
+        skip_lagging: bool = True,
     ) -> None: ...
     @property
     def first_chunk(self) -> int | None: ...
@@ -104,6 +126,8 @@ class EngineConfig:
     def packets_per_chunk(self) -> int: ...
     @property
     def policy(self) -> str: ...
+    @property
+    def skip_lagging(self) -> bool: ...
     @property
     def stall_timeout_ms(self) -> int: ...
 
@@ -175,6 +199,16 @@ class Chunk:
     @property
     def first_seq(self) -> int: ...
     @property
+    def heap_bytes(self) -> typing.Any:
+        """
+        SPEAD: uint64 per heap slot, payload bytes received (no copy); else None
+        """
+    @property
+    def items(self) -> dict:
+        """
+        SPEAD: {item id: uint64 per heap slot} of the format's named immediate items (2**64 - 1 where no packet carrying it arrived; no copy); else {}
+        """
+    @property
     def lost(self) -> int: ...
     @property
     def n_present(self) -> int: ...
@@ -185,7 +219,7 @@ class Chunk:
     @property
     def present(self) -> numpy.typing.NDArray[numpy.bool]:
         """
-        bool per packet slot: True where the packet arrived (no copy)
+        bool per packet slot: True where the packet arrived (no copy); SPEAD: where the whole heap arrived
         """
     @property
     def released(self) -> bool: ...
@@ -295,6 +329,16 @@ class GpuChunk:
     @property
     def first_seq(self) -> int: ...
     @property
+    def heap_bytes(self) -> typing.Any:
+        """
+        SPEAD: uint64 per heap slot, payload bytes received, in host memory; else None
+        """
+    @property
+    def items(self) -> dict:
+        """
+        SPEAD: {item id: uint64 per heap slot} of the named items, in host memory; else {}
+        """
+    @property
     def lost(self) -> int: ...
     @property
     def n_present(self) -> int: ...
@@ -353,6 +397,122 @@ class GpuCapture:
     @property
     def stream(self) -> int: ...
 
+class RdmaCapture:
+    """
+    The rdma source: the core writes chunks into this ring with RDMA WRITE; one immediate per chunk
+    """
+    def __init__(
+        self,
+        slot_size: typing.SupportsInt | typing.SupportsIndex,
+        slots: typing.SupportsInt | typing.SupportsIndex,
+        chunks: typing.SupportsInt | typing.SupportsIndex,
+        payload_size: typing.SupportsInt | typing.SupportsIndex,
+        device: str = "",
+        ip: str = "",
+        peer_ip: str = "",
+        credit_port: typing.SupportsInt | typing.SupportsIndex = 0,
+        psn: typing.SupportsInt | typing.SupportsIndex = 0,
+        mtu: typing.SupportsInt | typing.SupportsIndex = 4096,
+        gpu: typing.SupportsInt | typing.SupportsIndex = -1,
+        recv_depth: typing.SupportsInt | typing.SupportsIndex = 0,
+        emulate: bool = False,
+    ) -> None: ...
+    def emulate_immediate(self, imm: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        emulate=True: a WRITE with immediate completed
+        """
+    def emulate_write(self, offset: typing.SupportsInt | typing.SupportsIndex, data: bytes) -> None:
+        """
+        emulate=True: bytes an RDMA WRITE puts at `offset` from the ring's start
+        """
+    def next_chunk(
+        self, timeout: typing.SupportsFloat | typing.SupportsIndex | None = None
+    ) -> typing.Any: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    @property
+    def config(self) -> EngineConfig: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def params(self) -> dict: ...
+    @property
+    def port(self) -> None: ...
+    @property
+    def rcvbuf(self) -> None: ...
+    @property
+    def running(self) -> bool: ...
+    @property
+    def stats(self) -> dict: ...
+    @property
+    def warnings(self) -> list[str]: ...
+
+class RdmaChunk:
+    """
+    A chunk of the RDMA ring: slots [chunk_id * packets_per_chunk, ...), the Chunk interface; on a GPU ring also GpuChunk's
+    """
+    def __dlpack__(self, **kwargs) -> typing.Any:
+        """
+        DLPack export of `data` (host or CUDA memory), e.g. for torch.from_dlpack
+        """
+    def __dlpack_device__(self) -> tuple: ...
+    def __enter__(self) -> typing.Any: ...
+    def __exit__(self, *args) -> bool: ...
+    def release(self, stream: typing.Any = None) -> None:
+        """
+        Give the place back to the core (a credit). On a GPU ring, once `stream` (default: every stream) has finished the work queued on the chunk
+        """
+    @property
+    def __cuda_array_interface__(self) -> dict: ...
+    @property
+    def chunk_id(self) -> int: ...
+    @property
+    def data(self) -> numpy.typing.NDArray[numpy.uint8]:
+        """
+        (packets_per_chunk, payload_size) uint8 view of the ring (no copy; rows are slot_size apart, past each slot's 8-byte header)
+        """
+    @property
+    def device(self) -> int | None: ...
+    @property
+    def first_seq(self) -> int: ...
+    @property
+    def heap_bytes(self) -> None:
+        """
+        None (SPEAD metadata; the RDMA mode carries plain datagrams)
+        """
+    @property
+    def items(self) -> dict:
+        """
+        {} (SPEAD metadata; the RDMA mode carries plain datagrams)
+        """
+    @property
+    def lost(self) -> int: ...
+    @property
+    def n_present(self) -> int: ...
+    @property
+    def packets_per_chunk(self) -> int: ...
+    @property
+    def payload_size(self) -> int: ...
+    @property
+    def present(self) -> numpy.typing.NDArray[numpy.bool]:
+        """
+        bool per slot: True where the slot's header holds its sequence number (no copy)
+        """
+    @property
+    def present_ptr(self) -> int | None:
+        """
+        device address of the present flags (GPU ring)
+        """
+    @property
+    def ptr(self) -> int:
+        """
+        address of the first slot's datagram (device address on a GPU ring)
+        """
+    @property
+    def released(self) -> bool: ...
+    @property
+    def slot_size(self) -> int: ...
+
 class Sender:
     """
     Sends the example stream over UDP (sendmmsg, rate-limited)
@@ -406,10 +566,12 @@ def _frame_header(
 def _parse_cqe(arg0: bytes) -> dict: ...
 def _spead2_place(
     heaps_per_chunk: typing.SupportsInt | typing.SupportsIndex,
-    heap_payload: typing.SupportsInt | typing.SupportsIndex,
+    heap_size: typing.SupportsInt | typing.SupportsIndex,
+    index_step: typing.SupportsInt | typing.SupportsIndex = 1,
+    n_items: typing.SupportsInt | typing.SupportsIndex = 0,
 ) -> tuple:
     """
-    spead2 chunk-stream place callback (heap counter -> chunk, slot), for benchmarks
+    spead2 ChunkStreamConfig place callback placing as Format.spead does; request the items [index item, spead2.HEAP_LENGTH_ID, named items...] and max_heap_extra = 8 * n_items
     """
 
 def _split_layout(arg0: Format) -> dict: ...

@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from . import _core
+from . import _core, multisend
 from .capture import Capture
 
 PAYLOAD = 8192
@@ -135,18 +135,106 @@ def split_rate(
     return s.received / s.elapsed, dict(s)
 
 
-def sender_alone_gbps(seconds: float) -> float:
+def split_lanes_rate(packets: int, lanes: int, packets_per_chunk: int = 1024) -> float:
+    """Packets/s of ONE capture whose `lanes` header-split lanes (one emulated NIC thread
+    each, writing headers + prefix, placing its completions) share its chunks."""
+    ppc = packets_per_chunk
+    cap = Capture(
+        "mem",
+        emulate="ibv",
+        count=max(8, packets // ppc) * ppc,
+        queues=lanes,
+        depth=1024,
+        fill=False,
+        packets_per_chunk=ppc,
+        max_chunks=4,
+        first_chunk=0,
+    )
+    with cap:
+        for chunk in cap.chunks(timeout=30):
+            chunk.release()
+    s = cap.stats
+    if s.packets != s.received or s.lost:
+        raise RuntimeError(f"split lanes benchmark lost packets: {dict(s)}")
+    return s.packets / s.elapsed
+
+
+def emulated_nic_trial(
+    path: str, rate_gbps: float, queues: int, seconds: float, ppc: int = 1024
+) -> dict[str, float]:
+    """ONE capture fed by an emulated NIC at `rate_gbps` (a NIC drops what finds no room:
+    `nic_drops`), `queues` queue threads sharing its chunks, the consumer releasing each
+    chunk. path "copy": the mem backend's generator + receive rings (every payload copied
+    once); "split": the header-split lanes (headers + prefix written per packet)."""
+    count = max(8 * ppc, int(rate_gbps * 1e9 * seconds / (PAYLOAD * 8)) // ppc * ppc)
+    common = dict(count=count, queues=queues, packets_per_chunk=ppc, max_chunks=4, first_chunk=0)
+    if path == "copy":
+        cap = Capture("mem", nic_rate_gbps=rate_gbps, fill=False, **common)  # type: ignore[arg-type]
+    else:
+        cap = Capture("mem", emulate="ibv", nic_rate_gbps=rate_gbps, fill=False, **common)  # type: ignore[arg-type]
+    t0 = time.perf_counter()
+    with cap:
+        for chunk in cap.chunks(timeout=10):
+            chunk.release()
+    wall = time.perf_counter() - t0
+    s = cap.stats
+    drops = int(s.get("nic_drops", 0))
+    if path == "copy":
+        drops = int(_core.emu_nic_drops(cap._cap) or 0)
+    return {
+        "ok": drops == 0 and s.lost == 0 and s.packets == count,
+        "achieved": s.packets * PAYLOAD * 8 / wall / 1e9,
+        "accounted": s.packets + drops + s.late + s.discarded == count,
+        "late": s.late,
+        "skips": s.queue_skips,
+        "stalls": s.queue_stalls,
+        "drops": drops,
+    }
+
+
+def overload(path: str, queues: int, rates: list[float], seconds: float) -> None:
+    """Highest zero-loss rate of the ladder, then the same capture offered 1.25x that."""
+    best = None
+    for rate in rates:
+        t = emulated_nic_trial(path, rate, queues, seconds)
+        print(
+            f"  {path} K={queues} offered {rate:.1f}: {'zero-loss' if t['ok'] else 'LOSS'} "
+            f"achieved {t['achieved']:.2f} Gb/s, nic_drops {t['drops']}"
+        )
+        if not t["ok"]:
+            break
+        best = (rate, t)
+    if best is None:
+        return
+    over = emulated_nic_trial(path, 1.25 * best[0], queues, seconds)
+    print(
+        f"one capture, {path} path, {queues} queues: zero-loss {best[1]['achieved']:.2f} Gb/s "
+        f"({best[0]:.1f} offered); overload 1.25x: delivered {over['achieved']:.2f} Gb/s "
+        f"({over['achieved'] / best[1]['achieved']:.2f} of zero-loss), nic_drops "
+        f"{over['drops']}, late {over['late']}, queue_skips {over['skips']}, queue_stalls "
+        f"{over['stalls']}, every packet accounted {over['accounted']}"
+    )
+
+
+def sender_alone_gbps(seconds: float, sender_threads: int = 1) -> float:
     """Rate the sender reaches with nobody reading (datagrams to a bound, idle socket)."""
     cap = Capture("udp", bind="127.0.0.1:0", rcvbuf=1 << 20)
     assert cap.port is not None
+    if sender_threads > 1:
+        count = int(seconds * 40e9 / (PAYLOAD * 8))
+        return multisend.send(cap.port, 0, count, 0.0, sender_threads)[0]
     count = int(seconds * 20e9 / (PAYLOAD * 8))
     sender = _core.Sender(port=cap.port, count=count)
     sender.run(seconds)
     return sender.packets_sent * PAYLOAD * 8 / sender.elapsed / 1e9
 
 
-def udp_trial(rate_gbps: float, seconds: float, threads: int = 1) -> tuple[bool, float, dict]:
-    """Send `seconds` worth of packets at `rate_gbps`; (lossless, achieved Gb/s, stats)."""
+def udp_trial(
+    rate_gbps: float, seconds: float, threads: int = 1, sender_threads: int = 1
+) -> tuple[bool, float, dict]:
+    """Send `seconds` worth of packets at `rate_gbps`; (lossless, achieved Gb/s, stats).
+    With several sender threads each has its own socket (source port), so SO_REUSEPORT
+    spreads them over the receive threads."""
     ppc = 1024
     count = max(ppc, int(seconds * rate_gbps * 1e9 / (PAYLOAD * 8)) // ppc * ppc)
     cap = Capture(
@@ -155,13 +243,26 @@ def udp_trial(rate_gbps: float, seconds: float, threads: int = 1) -> tuple[bool,
         threads=threads,
         packets_per_chunk=ppc,
         max_chunks=4,
-        n_chunks=16,
+        n_chunks=16 + 2 * threads,
         first_chunk=0,
     )
+    result: dict[str, float] = {}
     with cap:
         assert cap.port is not None
-        sender = _core.Sender(port=cap.port, count=count, rate_gbps=rate_gbps, streams=threads)
-        thread = threading.Thread(target=sender.run, daemon=True)
+        port = cap.port
+        if sender_threads > 1:
+
+            def run() -> None:
+                result["achieved"] = multisend.send(port, 0, count, rate_gbps, sender_threads)[0]
+
+        else:
+            sender = _core.Sender(port=port, count=count, rate_gbps=rate_gbps, streams=threads)
+
+            def run() -> None:
+                sender.run()
+                result["achieved"] = count * PAYLOAD * 8 / sender.elapsed / 1e9
+
+        thread = threading.Thread(target=run, daemon=True)
         thread.start()
         deadline = time.monotonic() + seconds * 4 + 2
         while time.monotonic() < deadline:
@@ -176,8 +277,7 @@ def udp_trial(rate_gbps: float, seconds: float, threads: int = 1) -> tuple[bool,
             chunk.release()
     s = cap.stats
     lossless = s.packets == count and s.lost == 0 and s.kernel_drops == 0
-    achieved = count * PAYLOAD * 8 / sender.elapsed / 1e9 if sender.elapsed else 0.0
-    return lossless, achieved, dict(s)
+    return lossless, result.get("achieved", 0.0), dict(s)
 
 
 def highest_lossless_rate(
@@ -249,11 +349,31 @@ def run_benchmarks(args: argparse.Namespace) -> int:
             f"(ratio to {k} x one queue {scale[k] / (k * scale[1]):.2f}, "
             f"to memcpy {scale[k] / ref:.2f})"
         )
+    split_best = dict.fromkeys(ks, 0.0)
+    for _ in range(3):
+        for k in ks:
+            split_best[k] = max(split_best[k], split_lanes_rate(args.packets // 2, k))
+    for k in ks:
+        print(
+            f"one capture, {k} header-split lane(s), prefix-only DMA: "
+            f"{split_best[k] / 1e6:.3f} Mpackets/s (ratio to {k} x one lane "
+            f"{split_best[k] / (k * split_best[1]):.2f})"
+        )
+    for k in getattr(args, "overload_queues", None) or []:
+        for path in ("copy", "split"):
+            overload(path, k, args.overload_rates, args.udp_seconds)
+    if args.spead2:
+        from .bench_spead2 import compare_spead_from_memory
+
+        compare_spead_from_memory()
     if args.skip_udp:
         return 0
-    alone = sender_alone_gbps(args.udp_seconds)
-    print(f"loopback sender alone (C++ sendmmsg): {alone:.2f} Gb/s")
-    best, achieved = highest_lossless_rate(udp_trial, args.udp_seconds)
+    st = getattr(args, "sender_threads", 1)
+    alone = sender_alone_gbps(args.udp_seconds, st)
+    print(f"loopback sender alone (C++ sendmmsg, {st} thread(s)): {alone:.2f} Gb/s")
+    best, achieved = highest_lossless_rate(
+        lambda rate, seconds: udp_trial(rate, seconds, sender_threads=st), args.udp_seconds
+    )
     print(
         f"casper400g_rx udp (recvmmsg, 1 thread): highest zero-loss rate {best:.2f} Gb/s offered, "
         f"{achieved:.2f} Gb/s achieved"
@@ -261,15 +381,17 @@ def run_benchmarks(args: argparse.Namespace) -> int:
     print(f"ratio zero-loss receive / sender alone: {achieved / alone:.2f}")
     for k in ks[1:]:
         best_k, achieved_k = highest_lossless_rate(
-            lambda rate, seconds, k=k: udp_trial(rate, seconds, threads=k), args.udp_seconds
+            lambda rate, seconds, k=k: udp_trial(rate, seconds, threads=k, sender_threads=st),
+            args.udp_seconds,
         )
         print(
             f"casper400g_rx udp, {k} SO_REUSEPORT threads, one capture: highest zero-loss "
             f"{best_k:.2f} Gb/s offered, {achieved_k:.2f} Gb/s achieved "
-            f"(ratio to 1 thread {achieved_k / achieved:.2f})"
+            f"(ratio to 1 thread {achieved_k / achieved:.2f}, to {k} x 1 thread "
+            f"{achieved_k / (k * achieved):.2f}; {st} sender threads, alone {alone:.2f})"
         )
     if args.spead2:
         from .bench_spead2 import compare_with_spead2
 
-        compare_with_spead2(args.udp_seconds)
+        compare_with_spead2(args.udp_seconds, sender_threads=st)
     return 0

@@ -13,6 +13,10 @@ reference measured in the same run, on the same GPU.
       generator thread, one pinned receive thread per queue, no lock per batch), the
       consumer reducing every GPU chunk with CuPy; then the same capture offered 1.25x
       its zero-loss rate (overload: delivered rate, every loss counted).
+   d. ONE capture with its defaults (header-data split against the emulated NIC, sized
+      by `rate_gbps` alone: lanes, chunk size, pools, GPU ring), whole-payload DMA or
+      headers + prefix, the consumer reducing every GPU chunk with CuPy; the rate ladder,
+      then 1.25x the highest zero-loss rate with the same lanes (overload).
    The highest aggregate zero-loss rate of each.
 2. GPUDirect reorder kernels over a filled GPU arrival ring: payload Gb/s against the
    device-to-device copy bandwidth, per number of scatter blocks (SM footprint), and
@@ -30,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _core
+from . import _core, sizing
 from .capture import Capture
 
 PAYLOAD = 8192
@@ -263,7 +267,9 @@ def shared_capture_trial(
         "lost": s["lost"],
         "late": s["late"],
         "queue_stalls": s["queue_stalls"],
-        "accounted": s["packets"] + drops == count,
+        "queue_skips": s["queue_skips"],
+        # Skipped packets of a lagging queue count late: placed + dropped + late = offered.
+        "accounted": s["packets"] + drops + s["late"] + s["discarded"] == count,
         "chunks": got,
         "cores_busy": cpu / wall,
     }
@@ -294,11 +300,131 @@ def bench_shared_capture(args: argparse.Namespace, peak: float) -> list[dict[str
             print(
                 f"  overload 1.25x = {over['rate']:.1f} Gb/s: achieved {over['achieved']:.1f} "
                 f"Gb/s ({over['achieved'] / best['achieved']:.2f} of zero-loss), nic_drops "
-                f"{over['nic_drops']}, lost {over['lost']}, every packet accounted "
-                f"{over['accounted']}",
+                f"{over['nic_drops']}, lost {over['lost']}, late {over['late']}, queue_skips "
+                f"{over['queue_skips']}, queue_stalls {over['queue_stalls']}, every packet "
+                f"accounted {over['accounted']}",
                 flush=True,
             )
         rows.append({"queues": k, "best": best, "over": over, "peak": peak})
+    return rows
+
+
+def default_capture_trial(
+    rate_gbps: float, fill: bool, seconds: float, queues: int | None = None
+) -> dict[str, Any]:
+    """ONE Capture as a user opens it for `rate_gbps` into cuda:0: the header-data split
+    against the emulated NIC at that rate, everything sized by rate_gbps (lanes unless
+    `queues` is given, packets_per_chunk, pools, GPU ring); lane threads pinned to their
+    own physical cores; the consumer sums every payload byte of each GPU chunk (CuPy)."""
+    import warnings
+
+    cp = _cupy()
+    ppc = sizing.chunk_packets(rate_gbps, PAYLOAD)
+    count = max(ppc * 8, int(rate_gbps * GBIT * seconds / (PAYLOAD * 8)) // ppc * ppc)
+    path = "split_emulated" if fill else "split"
+    k = queues or sizing.size_for_rate(rate_gbps, PAYLOAD, 4, to_gpu=True, path=path).queues
+    cores = physical_core_cpus()
+    pinned = cores[:k] if k < len(cores) else None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cap = Capture(
+            "mem",
+            emulate="ibv",
+            count=count,
+            first_chunk=0,
+            nic_rate_gbps=rate_gbps,
+            fill=fill,
+            queues=queues,
+            cpus=pinned,
+            device="cuda:0",
+            rate_gbps=rate_gbps,
+        )
+    assert cap.sizing is not None and cap.sizing.queues == k
+    saved = os.sched_getaffinity(0)
+    ncpu = os.cpu_count() or 1
+    if pinned and ncpu > len(pinned):
+        os.sched_setaffinity(0, set(range(ncpu)) - set(pinned))
+    got = 0
+    checksum = cp.zeros((), dtype=cp.uint64)
+    t_cpu0, t0 = time.process_time(), time.perf_counter()
+    try:
+        with cap:
+            for chunk in cap.chunks(timeout=5):
+                x = cp.from_dlpack(chunk)
+                checksum += x.sum(dtype=cp.uint64)  # real work on every payload byte
+                got += 1
+                chunk.release()
+        cp.cuda.get_current_stream().synchronize()
+    finally:
+        os.sched_setaffinity(0, saved)
+    wall = time.perf_counter() - t0
+    cpu = time.process_time() - t_cpu0
+    s = cap.stats
+    drops = int(s.get("nic_drops", 0))
+    ok = drops == 0 and s["lost"] == 0 and s["packets"] == count
+    keys = ("late", "discarded", "queue_stalls", "queue_skips", "in_place", "fixup_copies")
+    return {
+        "rate": rate_gbps,
+        "ok": ok,
+        "queues": k,
+        "ppc": cap.config.packets_per_chunk,
+        "n_chunks": cap.config.n_chunks,
+        "achieved": s["packets"] * PAYLOAD * 8 / wall / GBIT,
+        "offered_packets": count,
+        "packets": s["packets"],
+        "nic_drops": drops,
+        "lost": s["lost"],
+        "accounted": s["packets"] + drops + s["late"] + s["discarded"] == count
+        and s["received"] + drops == count,
+        "chunks": got,
+        "cores_busy": cpu / wall,
+        "warnings": [str(w.message) for w in caught],
+        **{key: int(s.get(key, 0)) for key in keys},
+        "gpu_waits": int(s.get("gpu_waits", 0)),
+        "waits": int(s.get("waits", 0)),
+    }
+
+
+DETAIL = ("late", "queue_stalls", "queue_skips", "in_place", "fixup_copies", "waits", "gpu_waits")
+
+
+def bench_default_capture(args: argparse.Namespace, peak: float) -> list[dict[str, Any]]:
+    default_capture_trial(50.0, False, 0.3)  # warm-up (CUDA, CuPy's kernels), not reported
+    rows = []
+    for fill in args.default_fill:
+        best = None
+        for rate in args.default_rates:
+            trial = default_capture_trial(rate, fill == "payload", args.seconds)
+            print(
+                f"  one capture, defaults ({fill} DMA) offered {rate:6.1f} Gb/s -> "
+                f"{trial['queues']} lanes, {trial['ppc']}-packet chunks, pool "
+                f"{trial['n_chunks']}: {'zero-loss' if trial['ok'] else 'LOSS'} achieved "
+                f"{trial['achieved']:6.1f} Gb/s ({trial['achieved'] / peak:.2f} of H2D peak), "
+                f"nic_drops {trial['nic_drops']}, lost {trial['lost']}, "
+                f"{ {k: trial[k] for k in DETAIL} }, "
+                f"CPU cores busy {trial['cores_busy']:.1f}",
+                flush=True,
+            )
+            for w in trial["warnings"]:
+                print(f"    warning: {w}", flush=True)
+            if not trial["ok"]:
+                break
+            best = trial
+        over = None
+        if best is not None:
+            over = default_capture_trial(
+                1.25 * best["rate"], fill == "payload", args.seconds, queues=best["queues"]
+            )
+            print(
+                f"  overload 1.25x = {over['rate']:.1f} Gb/s on {over['queues']} lanes: "
+                f"achieved {over['achieved']:.1f} Gb/s ({over['achieved'] / best['achieved']:.2f} "
+                f"of zero-loss), nic_drops {over['nic_drops']}, lost {over['lost']}, late "
+                f"{over['late']}, discarded {over['discarded']}, queue_skips "
+                f"{over['queue_skips']}, queue_stalls {over['queue_stalls']}, every packet "
+                f"accounted {over['accounted']}",
+                flush=True,
+            )
+        rows.append({"fill": fill, "best": best, "over": over, "peak": peak})
     return rows
 
 
@@ -519,6 +645,44 @@ def bench_dlpack(n_chunks: int = 64, ppc: int = 1024) -> dict[str, Any]:
     return out
 
 
+def loopback_benchmarks(args: argparse.Namespace) -> list[str]:
+    """The CPU-side figures on this host: spead2 side by side (SPEAD heaps from memory, the
+    engines alone; then over loopback, one receive thread each, a multi-threaded sender),
+    and the udp backend's SO_REUSEPORT scaling."""
+    import contextlib
+    import io
+
+    from . import bench
+    from .bench_spead2 import compare_spead_from_memory, compare_with_spead2
+
+    st = args.sender_threads
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        alone = bench.sender_alone_gbps(args.udp_seconds, st)
+        print(f"loopback sender alone ({st} threads): {alone:.2f} Gb/s")
+        compare_spead_from_memory()  # the engines alone, SPEAD heaps from memory
+        compare_with_spead2(args.udp_seconds, attempts=2, sender_threads=st)
+        base = None
+        for k in [1, *args.udp_queues]:
+            best, achieved = bench.highest_lossless_rate(
+                lambda rate, seconds, k=k: bench.udp_trial(
+                    rate, seconds, threads=k, sender_threads=st
+                ),
+                args.udp_seconds,
+                start=4.0,
+                steps=3,
+            )
+            base = achieved if k == 1 else base
+            ratio = achieved / (k * base) if base else 0.0
+            print(
+                f"udp, {k} SO_REUSEPORT thread(s), one capture: highest zero-loss {best:.2f} Gb/s "
+                f"offered, {achieved:.2f} achieved (ratio to {k} x 1 thread {ratio:.2f})"
+            )
+    text = out.getvalue()
+    print(text, flush=True)
+    return ["```", *text.rstrip().splitlines(), "```"]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", help="write the results table (Markdown) here")
@@ -552,6 +716,25 @@ def main(argv: list[str] | None = None) -> int:
         default=[150, 200, 225, 250, 275, 300, 325, 350, 375, 400],
         help="offered rates of 1c, tried in order until one loses packets",
     )
+    p.add_argument("--skip-default", action="store_true", help="skip 1d (one default capture)")
+    p.add_argument(
+        "--default-rates",
+        type=float,
+        nargs="+",
+        default=[300, 350, 380, 400, 420, 440],
+        help="offered rates of 1d, tried in order until one loses packets",
+    )
+    p.add_argument(
+        "--default-fill",
+        nargs="+",
+        choices=["payload", "prefix"],
+        default=["payload", "prefix"],
+        help="1d's emulated DMA: whole payloads, or headers + prefix",
+    )
+    p.add_argument("--spead2", action="store_true", help="also run the loopback CPU benchmarks")
+    p.add_argument("--udp-seconds", type=float, default=0.5, help="per loopback trial (--spead2)")
+    p.add_argument("--udp-queues", type=int, nargs="+", default=[2, 4, 8])
+    p.add_argument("--sender-threads", type=int, default=4)
     p.add_argument("--split-queues", type=int, nargs="+", default=[8, 12])
     p.add_argument("--split-rates", type=float, nargs="+", default=[300, 350, 380, 400, 420, 440])
     p.add_argument(
@@ -571,6 +754,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
 
+    def save(lines: list[str]) -> None:
+        # After every section, so that a run cut short by a time limit keeps what it has.
+        if args.out:
+            with open(args.out, "w") as f:
+                f.write("\n".join(lines) + "\n")
+
     info = _core.cuda_device_info(0)
     lines = [f"# GPU benchmarks on {info['name']} ({info['sm_count']} SMs), {os.cpu_count()} CPUs"]
     print(lines[0], flush=True)
@@ -589,6 +778,35 @@ def main(argv: list[str] | None = None) -> int:
         + ".",
     ]
 
+    save(lines)
+    if not args.skip_host and not args.skip_default:
+        print("1d. one capture with its defaults (header-data split), into one GPU", flush=True)
+        rows = bench_default_capture(args, peak)
+        lines += [
+            "",
+            "## 1d. ONE capture with its defaults, sized by rate_gbps (header-data split "
+            "against the emulated NIC) -> H2D -> GPU; consumer sums every chunk with CuPy",
+            "",
+            "| emulated DMA | highest zero-loss offered Gb/s | lanes, chunk packets, pool | "
+            "achieved Gb/s | ratio to pinned H2D peak | CPU cores busy | overload 1.25x: "
+            "delivered Gb/s (ratio to zero-loss) | counted: NIC drops, late, skips | "
+            "every packet accounted |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in rows:
+            b, o = r["best"], r["over"]
+            what = "whole payload" if r["fill"] == "payload" else "headers + prefix"
+            if b is None:
+                lines.append(f"| {what} | none of the rates tried | | | | | | | |")
+            else:
+                lines.append(
+                    f"| {what} | {b['rate']:.0f} | {b['queues']}, {b['ppc']}, {b['n_chunks']} | "
+                    f"{b['achieved']:.1f} | {b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} | "
+                    f"{o['achieved']:.1f} ({o['achieved'] / b['achieved']:.2f}) | "
+                    f"{o['nic_drops']}, {o['late']}, {o['queue_skips']} | {o['accounted']} |"
+                )
+
+    save(lines)
     if not args.skip_host and not args.skip_split:
         print("1a. into one GPU through host memory, header-data split", flush=True)
         split_rows = bench_split_path(args, peak)
@@ -612,6 +830,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"| {caps} | {what} | {r['queues']} | {b['rate']:.0f} | {b['achieved']:.1f} | "
                     f"{b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} |"
                 )
+    save(lines)
     if not args.skip_host and not args.skip_copy_path:
         print("1b. into one GPU through host memory, copying path", flush=True)
         rows = bench_host_path(args, peak)
@@ -633,6 +852,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} |"
                 )
 
+    save(lines)
     if not args.skip_host and not args.skip_shared:
         print("1c. one capture, K queues sharing its chunks, into one GPU", flush=True)
         rows = bench_shared_capture(args, peak)
@@ -643,7 +863,7 @@ def main(argv: list[str] | None = None) -> int:
             "",
             "| queues of ONE capture | highest zero-loss offered Gb/s | achieved Gb/s | ratio to "
             "pinned H2D peak | CPU cores busy | overload 1.25x: delivered Gb/s (ratio to "
-            "zero-loss) | NIC drops + placed = offered |",
+            "zero-loss) | placed + NIC drops + late = offered |",
             "|---|---|---|---|---|---|---|",
         ]
         for r in rows:
@@ -658,6 +878,13 @@ def main(argv: list[str] | None = None) -> int:
                     f"{o['accounted']} |"
                 )
 
+    save(lines)
+    if args.spead2:
+        print("4. loopback CPU benchmarks: spead2 side by side, udp SO_REUSEPORT", flush=True)
+        lines += ["", "## 4. Loopback (CPU): spead2 side by side, udp SO_REUSEPORT scaling", ""]
+        lines += loopback_benchmarks(args)
+
+    save(lines)
     if not args.skip_gpudirect:
         print("2. GPUDirect reorder kernels", flush=True)
         sm = int(info["sm_count"])
@@ -698,6 +925,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         lines += ["", f"Fewest scatter blocks sustaining 400 Gb/s: {fewest} (of {sm} SMs)."]
 
+    save(lines)
     print("3. DLPack hand-off", flush=True)
     d = bench_dlpack()
     lines += [
@@ -711,9 +939,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     text = "\n".join(lines) + "\n"
     print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+    save(lines)
     return 0
 
 

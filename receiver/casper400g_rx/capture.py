@@ -19,7 +19,7 @@ from .sources import Chunking, Delivery, Source
 
 __all__ = ["Capture", "RcvbufWarning", "Stats", "parse_endpoint"]
 
-Backend = Literal["udp", "pcap", "mem", "ibv"]
+Backend = Literal["udp", "pcap", "mem", "ibv", "rdma"]
 Policy = Literal["block", "drop_oldest"]
 
 
@@ -53,15 +53,24 @@ class Capture:
     stream: each queue places its packets straight into the shared chunks and has its own
     window of `max_chunks`; a chunk is handed on once every queue has moved past it, or
     once a queue that stopped placing packets has held it back for `stall_timeout_ms`
-    (counted `queue_stalls`). The mem generator spreads packets round-robin over its
+    (counted `queue_stalls`); a queue that keeps placing but lags so far that the others
+    wait for it a fifth of that time is moved forward, its older packets late (counted
+    `queue_skips`; `skip_lagging`, by default for live sources: udp, ibv, an emulated NIC
+    at a rate). The same holds for the header-split lanes (ibv, emulate="ibv").
+    The mem generator spreads packets round-robin over its
     queues, or as `queue_of` (one queue index per packet) says.
+
+    fmt=Format.spead(...) makes each slot a SPEAD heap (receiver/README.md, "SPEAD heaps");
+    the ibv backend then receives with rq="striding" (rq=None picks it).
 
     device="cuda:N" delivers the chunks into GPU memory (gpu.py); gpudirect=True places
     frames already in GPU memory with the reorder kernels (mem backend: NIC emulation).
 
-    rate_gbps: the rate the capture must take; the queues (`threads` for udp) and the chunk
-    pool not given are sized for it by the rule in sizing.py, and a CapacityWarning says
-    when this machine has too few CPUs for them (`sizing` holds the outcome).
+    rate_gbps: the rate the capture must take; the queues (`threads` for udp), the chunk
+    pool and, for GPU delivery, packets_per_chunk not given are sized for it by the rule
+    in sizing.py (per path: copying, header-data split, its emulation), and a
+    CapacityWarning says when this machine has too few CPUs for them (`sizing` holds the
+    outcome). Without it packets_per_chunk is 1024.
     """
 
     def __init__(
@@ -69,12 +78,13 @@ class Capture:
         backend: Backend = "udp",
         *,
         fmt: _core.Format | None = None,
-        packets_per_chunk: int = 1024,
+        packets_per_chunk: int | None = None,
         max_chunks: int = 4,
         n_chunks: int = 0,
         policy: Policy = "block",
         first_chunk: int | None = None,
         stall_timeout_ms: int = 50,
+        skip_lagging: bool | None = None,
         bind: str = "127.0.0.1:0",
         threads: int | None = None,
         cpus: Sequence[int] | None = None,
@@ -94,7 +104,7 @@ class Capture:
         interface: str = "",
         queues: int | None = None,
         depth: int | None = None,
-        rq: str = "split",
+        rq: str | None = None,
         busy_poll: bool = True,
         emulate: str | None = None,
         bad: npt.ArrayLike | None = None,
@@ -104,12 +114,16 @@ class Capture:
         gpu_chunks: int = 0,
         gpu_options: Mapping[str, int] | None = None,
         rate_gbps: float | None = None,
+        rdma: Any = None,  # sources.RdmaSource: the rdma backend's options (rdma.py)
     ) -> None:
         self.fmt = fmt if fmt is not None else _core.Format()
         # The header-split engine sizes its own pool from its receive queues.
         split = backend == "ibv" or (backend == "mem" and emulate is not None)
         self.sizing: Sizing | None = None
         if rate_gbps is not None:
+            path = "copy"
+            if split:
+                path = "split_emulated" if backend == "mem" and fill else "split"
             self.sizing = size_for_rate(
                 rate_gbps,
                 self.fmt.payload_size,
@@ -117,8 +131,14 @@ class Capture:
                 to_gpu=device != "cpu",
                 queues=threads if backend == "udp" else queues,
                 n_chunks=n_chunks,
-                helper_threads=1 if backend == "mem" and nic_rate_gbps is not None else 0,
+                helper_threads=(
+                    1 if backend == "mem" and nic_rate_gbps is not None and not split else 0
+                ),
+                path=path,
+                packets_per_chunk=packets_per_chunk,
             )
+            if packets_per_chunk is None and self.sizing.packets_per_chunk is not None:
+                packets_per_chunk = self.sizing.packets_per_chunk
             if backend == "udp":
                 threads = self.sizing.queues
             else:
@@ -127,11 +147,17 @@ class Capture:
                 n_chunks = self.sizing.n_chunks
             for note in self.sizing.warnings:
                 warnings.warn(note, CapacityWarning, stacklevel=2)
+        if packets_per_chunk is None:
+            packets_per_chunk = 1024
         threads = 1 if threads is None else threads
         queues = 1 if queues is None else queues
         k = threads if backend == "udp" else queues
         if k > 1 and not n_chunks and not split:
             n_chunks = max_chunks + 4 + 2 * k  # the rule of sizing.py without a rate
+        if skip_lagging is None:
+            # Live sources (a NIC, a socket, an emulated NIC at a rate) drop while their
+            # queues wait for a lagging one; replays lose nothing by waiting.
+            skip_lagging = backend in ("udp", "ibv") or nic_rate_gbps is not None
         config = _core.EngineConfig(
             packets_per_chunk=packets_per_chunk,
             max_chunks=max_chunks,
@@ -139,6 +165,7 @@ class Capture:
             policy=policy,
             first_chunk=first_chunk,
             stall_timeout_ms=stall_timeout_ms,
+            skip_lagging=skip_lagging,
         )
         self.backend = backend
         self.device = device
@@ -146,6 +173,12 @@ class Capture:
         if gpudirect:
             from . import gpu
 
+            if self.fmt.spead_config is not None:
+                raise ValueError(
+                    "gpudirect places fixed-size packets by a sequence number in the payload; "
+                    "SPEAD heaps (Format.spead) are placed on the CPU path: device='cuda:N' "
+                    "without gpudirect copies their chunks to the GPU"
+                )
             if backend != "mem" or device == "cpu":
                 raise ValueError(
                     "gpudirect=True needs device='cuda:N' and the mem backend's NIC emulation, "
@@ -200,9 +233,23 @@ class Capture:
                 raise ValueError("backend 'pcap' needs path=")
             self._cap = _core.Capture.pcap(self.fmt, config, str(path))
         elif backend == "ibv":
+            # SPEAD heaps need the copying receive queue (the split places fixed payloads).
+            spead = self.fmt.spead_config is not None
+            if spead and rq == "split":
+                raise ValueError(
+                    "rq='split' places fixed-size payloads at a fixed offset; SPEAD heaps "
+                    "(Format.spead) need rq='striding' (the default for SPEAD formats)"
+                )
+            rq = rq or ("striding" if spead else "split")
             self._cap = open_ibv(
                 self.fmt, config, bind, interface, queues, depth, list(cpus or []), rq, busy_poll
             )
+        elif backend == "rdma":
+            from .rdma import open_rdma
+
+            if rdma is None:
+                raise ValueError("backend 'rdma' needs rdma=sources.RdmaSource(...)")
+            self._cap = open_rdma(self.fmt, config, rdma, device)
         elif backend == "mem":
             if packets is not None:
                 rows = np.ascontiguousarray(packets, dtype=np.uint8)
@@ -223,8 +270,11 @@ class Capture:
                     self.fmt, config, first, count, sched, fill, queues, assign
                 )
         else:
-            raise ValueError(f"backend must be 'udp', 'pcap', 'mem' or 'ibv', got {backend!r}")
-        if device != "cpu" and not gpudirect:
+            raise ValueError(
+                f"backend must be 'udp', 'pcap', 'mem', 'ibv' or 'rdma', got {backend!r}"
+            )
+        # The rdma source's ring is already where the device says.
+        if device != "cpu" and not gpudirect and backend != "rdma":
             from . import gpu
 
             gpu.parse_device(device)
@@ -254,6 +304,16 @@ class Capture:
     @property
     def config(self) -> _core.EngineConfig:
         return self._cap.config
+
+    @property
+    def rdma_params(self) -> Any:
+        """The rdma source's connection parameters (rdma.RdmaParams), for
+        FourHundredGbe.rdma_connect."""
+        if self.backend != "rdma":
+            raise ValueError(f"rdma_params belongs to the rdma source, not {self.backend!r}")
+        from .rdma import RdmaParams
+
+        return RdmaParams.from_mapping(self._cap.params)
 
     @property
     def port(self) -> int | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -220,6 +221,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="queue counts of one capture to compare with one queue (default: 2)",
     )
     bench.add_argument("--spead2", action="store_true", help="also measure spead2 (if installed)")
+    bench.add_argument(
+        "--overload-queues",
+        type=int,
+        nargs="*",
+        default=[],
+        help="queue counts of one capture fed by the emulated NIC (copying and header-split "
+        "paths): the zero-loss ladder, then 1.25x overload",
+    )
+    bench.add_argument(
+        "--overload-rates",
+        type=float,
+        nargs="+",
+        default=[2, 4, 8, 12, 16, 24, 32, 48, 64],
+        help="offered Gb/s of the overload ladder, tried in order until one loses packets",
+    )
+    bench.add_argument(
+        "--sender-threads",
+        type=int,
+        default=max(1, (os.cpu_count() or 1) // 4),
+        help="loopback sender threads, each its own socket (default: a quarter of the CPUs)",
+    )
     bench.set_defaults(func=_cmd_bench)
 
     from .hwcheck import add_arguments as add_hwcheck_arguments

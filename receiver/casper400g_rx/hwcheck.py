@@ -1,4 +1,5 @@
-"""`casper400g rx hwcheck`: what the ibv backend will find on this host.
+"""`casper400g rx hwcheck`: what the ibv backend will find on this host (with `--rdma`,
+the rdma source's first-contact check instead: hwcheck_rdma.py).
 
 Lists the RDMA devices (link, speed, MTU, firmware, PCIe slot and NUMA node), the GPUs
 and how each sits relative to each NIC on PCIe, the capabilities the backend uses (raw
@@ -198,7 +199,14 @@ def run_hwcheck(args: argparse.Namespace) -> int:
     gpus = nvidia_gpus()
     problems: list[str] = []
     notes: list[str] = []
-    if status == EXIT_OK:
+    rdma_report: dict[str, Any] = {}
+    if status == EXIT_OK and getattr(args, "rdma", False):
+        # The rdma source needs no raw-packet privilege and sets up its own GPU memory.
+        from .hwcheck_rdma import run_rdma_check
+
+        _, notes, problems, rdma_report = run_rdma_check(args)
+        status = EXIT_CHECK_FAILED if problems else EXIT_OK
+    elif status == EXIT_OK:
         problems = check_devices(devices, args.payload)
         if args.gpu is not None:
             target = args.device or devices[0]["name"]
@@ -228,6 +236,7 @@ def run_hwcheck(args: argparse.Namespace) -> int:
                     "cap_net_raw": bool((effective_caps() >> CAP_NET_RAW) & 1),
                     "cap_ipc_lock": bool((effective_caps() >> CAP_IPC_LOCK) & 1),
                     "memlock": memlock_limit(),
+                    "rdma": rdma_report,
                 },
                 indent=2,
             )
@@ -266,3 +275,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--capture", metavar="IP:PORT", help="receive a live stream sent here")
     p.add_argument("--interface", help="NIC interface for --capture")
     p.add_argument("--seconds", type=float, default=3.0, help="length of the capture test")
+    from .hwcheck_rdma import add_arguments as add_rdma_arguments
+
+    add_rdma_arguments(p)

@@ -1,16 +1,26 @@
-"""Capture settings sized for an asked rate: queues, chunk pool, and a warning when this
-machine cannot give the queues the cores they need.
+"""Capture settings sized for an asked rate: queues, chunk size, chunk pool, and a warning
+when this machine cannot give the queues the cores they need.
 
-The rule (docs/benchmarks.md section 7 holds the measurements it comes from):
+The rule (docs/benchmarks.md sections 6 and 7 hold the measurements it comes from):
 
-* queues = ceil(rate / per-queue rate). One queue thread places about 80 Gb/s of
-  8192-B packets into host chunks (7.1: 635 Gb/s with 8 queues on the 16-core H100 host)
-  and about 29 Gb/s when the chunks also go to a GPU through host memory (7.2: 350 Gb/s
-  with 12 queues), where the host's memory bandwidth is shared with the DMA to the GPU.
+* queues = ceil(rate / per-queue rate), the per-queue rate by path, for 8192-B packets:
+  - copying path (udp, pcap, mem, ibv striding): one queue thread places about 80 Gb/s
+    into host chunks (7.1: 635 Gb/s with 8 queues on the 16-core H100 host), about
+    29 Gb/s when the chunks then go to a GPU through host memory (7.2: 350 Gb/s with 12
+    queues), where the host's memory bandwidth is shared with the DMA to the GPU;
+  - header-data split (ibv split): the NIC writes the payloads, a lane thread handles
+    headers and completions: about 55 Gb/s per lane (5.1b: 440 Gb/s on 8 lanes into a
+    GPU); its NIC-less emulation writing whole payloads from the CPU (emulate="ibv",
+    fill=True) about 33 Gb/s per lane (5.1b: 400 Gb/s on 12).
   Smaller packets cost more per byte: the per-queue rate scales with payload / 8192 below
   8192 B.
+* packets_per_chunk (when not given, for GPU delivery): the smallest power of two >= 1024
+  whose chunk holds at least 0.5 ms of the stream, so that the per-chunk costs (the copy
+  thread's two copies and events, the consumer's Python and kernel launches) stay under
+  2000 chunks/s: 4096 packets (32 MiB) at 400 Gb/s of 8192-B packets.
 * n_chunks = max_chunks + 4 + 2 x queues: the window, the chunks in the consumer's hands
-  and on their way to the GPU, and two chunks of skew per queue.
+  and on their way to the GPU, and two chunks of skew per queue (the header-split engine
+  sizes its own pool from its receive queues).
 * Each queue wants a core of its own (plus one for an emulated NIC's generator, two for
   the GPU copy and recycle threads and one for the consumer): with fewer CPUs available
   to this process a `CapacityWarning` says so, naming the numbers.
@@ -21,10 +31,15 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from typing import Literal
 
 HOST_GBPS_PER_QUEUE = 80.0  # into host chunks (measured, 8192-B payloads)
 GPU_GBPS_PER_QUEUE = 29.0  # into a GPU through host memory (measured, 8192-B payloads)
+SPLIT_GBPS_PER_QUEUE = 55.0  # header-data split, the NIC writing payloads (measured)
+SPLIT_EMULATED_GBPS_PER_QUEUE = 33.0  # its emulation writing whole payloads (measured)
 REFERENCE_PAYLOAD = 8192
+MIN_CHUNK_SECONDS = 0.5e-3  # a chunk holds at least this much of the stream (GPU delivery)
+Path = Literal["copy", "split", "split_emulated"]
 
 
 class CapacityWarning(UserWarning):
@@ -37,6 +52,14 @@ class Sizing:
     n_chunks: int
     gbps_per_queue: float
     warnings: tuple[str, ...]
+    packets_per_chunk: int | None = None  # sized only for GPU delivery
+
+
+def chunk_packets(rate_gbps: float, payload_size: int) -> int:
+    """packets_per_chunk for GPU delivery at `rate_gbps`: the smallest power of two >= 1024
+    whose chunk carries at least MIN_CHUNK_SECONDS of the stream."""
+    need = rate_gbps * 1e9 / 8 * MIN_CHUNK_SECONDS / payload_size
+    return max(1024, 1 << max(0, math.ceil(math.log2(max(need, 1.0)))))
 
 
 def available_cpus() -> int:
@@ -56,6 +79,8 @@ def size_for_rate(
     n_chunks: int = 0,
     helper_threads: int = 0,
     cpus: int | None = None,
+    path: Path = "copy",
+    packets_per_chunk: int | None = None,
 ) -> Sizing:
     """Queues and chunk pool for `rate_gbps` (see the module's rule); `queues` or
     `n_chunks` given by the caller are kept. `helper_threads`: threads besides the queues
@@ -64,7 +89,14 @@ def size_for_rate(
         raise ValueError(f"rate_gbps must be > 0, got {rate_gbps!r}")
     if payload_size <= 0:
         raise ValueError(f"payload_size must be > 0, got {payload_size!r}")
-    per = GPU_GBPS_PER_QUEUE if to_gpu else HOST_GBPS_PER_QUEUE
+    if path == "split":
+        per = SPLIT_GBPS_PER_QUEUE
+    elif path == "split_emulated":
+        per = SPLIT_EMULATED_GBPS_PER_QUEUE
+    elif path == "copy":
+        per = GPU_GBPS_PER_QUEUE if to_gpu else HOST_GBPS_PER_QUEUE
+    else:
+        raise ValueError(f"path must be 'copy', 'split' or 'split_emulated', got {path!r}")
     per *= min(1.0, payload_size / REFERENCE_PAYLOAD)
     want = max(1, math.ceil(rate_gbps / per))
     k = want if queues is None else queues
@@ -87,4 +119,12 @@ def size_for_rate(
             + f", 1 for the consumer); this process may use {have} CPUs: expect losses above "
             f"about {max(1, have - threads + k) * per:.0f} Gb/s"
         )
-    return Sizing(k, pool, per, tuple(notes))
+    ppc = chunk_packets(rate_gbps, payload_size) if to_gpu else None
+    if ppc is not None and packets_per_chunk is not None and packets_per_chunk < ppc:
+        per_s = rate_gbps * 1e9 / 8 / (packets_per_chunk * payload_size)
+        notes.append(
+            f"{packets_per_chunk}-packet chunks at {rate_gbps:g} Gb/s are {per_s:.0f} chunks/s "
+            f"into the GPU; above {1 / MIN_CHUNK_SECONDS:.0f}/s the per-chunk costs (copies, "
+            f"events, the consumer's launches) limit the rate: packets_per_chunk >= {ppc}"
+        )
+    return Sizing(k, pool, per, tuple(notes), ppc if packets_per_chunk is None else None)

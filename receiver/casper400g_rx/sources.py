@@ -185,7 +185,7 @@ class IbvSource:
     queues: int | None = None
     depth: int | None = None
     cpus: Sequence[int] | None = None
-    rq: Literal["split", "striding"] = "split"
+    rq: Literal["split", "striding"] | None = None  # None: split, striding for SPEAD
     busy_poll: bool = True
 
     backend = "ibv"
@@ -194,7 +194,7 @@ class IbvSource:
         parse_endpoint(self.bind)
         _positive("queues", self.queues)
         _positive("depth", self.depth)
-        if self.rq not in ("split", "striding"):
+        if self.rq not in (None, "split", "striding"):
             raise ValueError(f"rq must be 'split' or 'striding', got {self.rq!r}")
         object.__setattr__(self, "cpus", _cpus(self.cpus))
 
@@ -210,7 +210,56 @@ class IbvSource:
         }
 
 
-Source = UdpSource | PcapSource | MemSource | EmulatedNic | IbvSource
+@dataclass(frozen=True)
+class RdmaSource:
+    """The core's RDMA mode (rdma.py): a UC queue pair on the RDMA device with a RoCE v2
+    GID for `ip`, accepting RDMA WRITEs from the core at `peer_ip` into a chunk ring
+    (Chunking: `packets_per_chunk` slots per chunk, `max_chunks` chunks, or `n_chunks` when
+    given; Delivery(device="cuda:N") puts the ring in GPU memory). Released chunks go back
+    to the core as credit datagrams to `peer_ip`:`credit_port` (0: none; then credits are
+    the application's business, e.g. FourHundredGbe.rdma_credit). `slot_size` defaults
+    to fmt.payload_size + 8; `psn` (the QP's receive PSN, the core's start PSN) to a random
+    one. `emulate`: no verbs at all, the ring is written by the caller (tests, demos)."""
+
+    peer_ip: str = ""
+    ip: str = ""
+    device: str = ""
+    credit_port: int = 0
+    mtu: int = 4096
+    slot_size: int | None = None
+    psn: int | None = None
+    recv_depth: int | None = None
+    emulate: bool = False
+
+    backend = "rdma"
+
+    def __post_init__(self) -> None:
+        from ipaddress import IPv4Address
+
+        for name in ("peer_ip", "ip"):
+            value = getattr(self, name)
+            if value:
+                try:
+                    IPv4Address(value)
+                except ValueError:
+                    raise ValueError(f"{name} must be an IPv4 address, got {value!r}") from None
+        if not self.peer_ip and not self.emulate:
+            raise ValueError("peer_ip (the core's IPv4 address) is needed")
+        if self.mtu not in (1024, 2048, 4096):
+            raise ValueError(f"mtu must be 1024, 2048 or 4096, got {self.mtu!r}")
+        if not 0 <= self.credit_port <= 0xFFFF:
+            raise ValueError(f"credit_port must be 0..65535, got {self.credit_port!r}")
+        if self.psn is not None and not 0 <= self.psn < 1 << 24:
+            raise ValueError(f"psn must be 0..2^24-1, got {self.psn!r}")
+        if self.slot_size is not None and not 9 <= self.slot_size < 1 << 24:
+            raise ValueError(f"slot_size must be 9..2^24-1, got {self.slot_size!r}")
+        _positive("recv_depth", self.recv_depth)
+
+    def capture_kwargs(self) -> dict[str, Any]:
+        return {"rdma": self}
+
+
+Source = UdpSource | PcapSource | MemSource | EmulatedNic | IbvSource | RdmaSource
 
 
 @dataclass(frozen=True)
@@ -218,12 +267,13 @@ class Chunking:
     """How packets are grouped: chunk geometry, the reorder window, the pool, and what
     happens when the consumer falls behind."""
 
-    packets_per_chunk: int = 1024
+    packets_per_chunk: int | None = None  # None: 1024, or sized for GPU delivery (sizing.py)
     max_chunks: int = 4
     n_chunks: int = 0  # 0: sized (see sizing.py)
     policy: Literal["block", "drop_oldest"] = "block"
     first_chunk: int | None = None
     stall_timeout_ms: int = 50
+    skip_lagging: bool | None = None  # None: for live sources (udp, ibv, emulated NIC)
 
     def __post_init__(self) -> None:
         _positive("packets_per_chunk", self.packets_per_chunk)

@@ -19,7 +19,9 @@
 #include "casper400g_rx/mem_source.h"
 #include "casper400g_rx/pcap_source.h"
 #include "casper400g_rx/py_wait.h"
+#include "casper400g_rx/rdma_bindings.h"
 #include "casper400g_rx/sender.h"
+#include "casper400g_rx/spead_bindings.h"
 #include "casper400g_rx/udp_source.h"
 
 namespace py = pybind11;
@@ -56,6 +58,7 @@ public:
     }
     std::size_t packets() const noexcept { return eng_->config().packets_per_chunk; }
     std::size_t payload() const noexcept { return eng_->fmt().payload_size; }
+    const format &fmt() const noexcept { return eng_->fmt(); }
 
 private:
     std::shared_ptr<engine> eng_;
@@ -107,6 +110,8 @@ public:
         d["discarded"] = c.discarded;
         d["waits"] = c.waits;
         d["queue_stalls"] = c.queue_stalls;
+        d["queue_skips"] = c.queue_skips;
+        add_spead_stats(d, c, cap_->eng().fmt());
         d["queues"] = cap_->eng().queues();
         d["chunks_in_use"] = cap_->eng().chunks_in_use();
         d["n_chunks"] = cap_->eng().pool().size();
@@ -184,52 +189,6 @@ std::unique_ptr<py_capture> make_capture(const format &fmt, const engine_config 
     return std::make_unique<py_capture>(std::make_unique<capture>(fmt, cfg, std::move(src)));
 }
 
-// For the peer benchmark only: spead2's chunk stream needs its place callback as
-// compiled code. This mirrors the chunk_place_data layout spead2 documents.
-struct spead2_place_data {
-    const std::uint8_t *packet;
-    std::size_t packet_size;
-    const std::uint64_t *items;
-    std::int64_t chunk_id;
-    std::size_t heap_index;
-    std::size_t heap_offset;
-};
-
-struct spead2_place_params {
-    std::size_t heaps_per_chunk;
-    std::size_t heap_payload;
-};
-
-extern "C" void spead2_place(void *data, std::size_t size, void *context) {
-    auto *d = static_cast<spead2_place_data *>(data);
-    const auto *p = static_cast<const spead2_place_params *>(context);
-    if (size < sizeof(spead2_place_data)) return;
-    const std::uint64_t cnt = d->items[0];  // the heap counter, as requested in `items`
-    if (cnt == ~std::uint64_t{0}) return;   // absent: chunk_id stays -1 and spead2 drops it
-    d->chunk_id = static_cast<std::int64_t>(cnt / p->heaps_per_chunk);
-    d->heap_index = cnt % p->heaps_per_chunk;
-    d->heap_offset = d->heap_index * p->heap_payload;
-}
-
-constexpr const char *spead2_place_signature = "void (void *, size_t, void *)";
-
-py::tuple make_spead2_place(std::size_t heaps_per_chunk, std::size_t heap_payload) {
-    if (heaps_per_chunk == 0) throw std::invalid_argument("heaps_per_chunk must be > 0, got 0");
-    auto params = std::make_unique<spead2_place_params>(spead2_place_params{heaps_per_chunk, heap_payload});
-    PyObject *cap = PyCapsule_New(reinterpret_cast<void *>(&spead2_place), spead2_place_signature,
-                                  [](PyObject *capsule) {
-                                      delete static_cast<spead2_place_params *>(
-                                          PyCapsule_GetContext(capsule));
-                                  });
-    if (cap == nullptr) throw py::error_already_set();
-    if (PyCapsule_SetContext(cap, params.get()) != 0) {
-        Py_DECREF(cap);
-        throw py::error_already_set();
-    }
-    params.release();  // owned by the capsule from here on
-    return py::make_tuple(py::reinterpret_steal<py::object>(cap));
-}
-
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -247,7 +206,8 @@ PYBIND11_MODULE(_core, m) {
         }
     });
 
-    py::class_<format>(m, "Format", "Packet format descriptor (see Format.counter64)")
+    py::class_<format> format_cls(m, "Format", "Packet format descriptor (see Format.spead)");
+    format_cls
         .def(py::init(&make_format), py::kw_only(), py::arg("payload_size") = 8192,
              py::arg("seq") = "payload", py::arg("seq_offset") = 0, py::arg("seq_width") = 8,
              py::arg("seq_big_endian") = true, py::arg("stream_id") = py::none(),
@@ -278,6 +238,7 @@ PYBIND11_MODULE(_core, m) {
             py::arg("payload"), py::arg("ip_id") = -1,
             "Sequence number of one UDP payload, or None when the format rejects it")
         .def("__repr__", [](const format &f) {
+            if (f.spead) return spead_repr(f);
             std::string r = "Format(payload_size=" + std::to_string(f.payload_size);
             if (f.source == seq_source::ipv4_id) {
                 r += ", seq='ipv4_id'";
@@ -290,11 +251,12 @@ PYBIND11_MODULE(_core, m) {
             if (f.udp_port) r += ", udp_port=" + std::to_string(f.udp_port);
             return r + ")";
         });
+    bind_spead_format(format_cls);
 
     py::class_<engine_config>(m, "EngineConfig")
         .def(py::init([](std::size_t ppc, std::size_t max_chunks, std::size_t n_chunks,
                          const std::string &policy, std::optional<std::uint64_t> first_chunk,
-                         std::uint32_t stall_timeout_ms) {
+                         std::uint32_t stall_timeout_ms, bool skip_lagging) {
                  engine_config c;
                  c.packets_per_chunk = ppc;
                  c.max_chunks = max_chunks;
@@ -302,22 +264,26 @@ PYBIND11_MODULE(_core, m) {
                  c.policy = parse_policy(policy);
                  c.first_chunk = first_chunk;
                  c.stall_timeout_ms = stall_timeout_ms;
+                 c.skip_lagging = skip_lagging;
                  c.validate();
                  return c;
              }),
              py::kw_only(), py::arg("packets_per_chunk") = 1024, py::arg("max_chunks") = 4,
              py::arg("n_chunks") = 0, py::arg("policy") = "block",
-             py::arg("first_chunk") = py::none(), py::arg("stall_timeout_ms") = 50)
+             py::arg("first_chunk") = py::none(), py::arg("stall_timeout_ms") = 50,
+             py::arg("skip_lagging") = true)
         .def_readonly("packets_per_chunk", &engine_config::packets_per_chunk)
         .def_readonly("max_chunks", &engine_config::max_chunks)
         .def_readonly("n_chunks", &engine_config::n_chunks)
         .def_property_readonly("policy",
                                [](const engine_config &c) { return policy_name(c.policy); })
         .def_readonly("first_chunk", &engine_config::first_chunk)
-        .def_readonly("stall_timeout_ms", &engine_config::stall_timeout_ms);
+        .def_readonly("stall_timeout_ms", &engine_config::stall_timeout_ms)
+        .def_readonly("skip_lagging", &engine_config::skip_lagging);
 
     // After Format and EngineConfig, so that signatures (and the type stubs) name them.
     register_ibv(m);
+    register_rdma(m);
 
     py::class_<py_chunk>(m, "Chunk", py::buffer_protocol(),
                          "Packets [chunk_id * packets_per_chunk, ...) placed by sequence number")
@@ -352,7 +318,25 @@ PYBIND11_MODULE(_core, m) {
                 return py::array_t<bool>({c.packets()}, {std::size_t{1}},
                                          reinterpret_cast<const bool *>(c.get().present), self);
             },
-            "bool per packet slot: True where the packet arrived (no copy)")
+            "bool per packet slot: True where the packet arrived (no copy); SPEAD: where "
+            "the whole heap arrived")
+        .def_property_readonly(
+            "heap_bytes",
+            [](py::object self) {
+                auto &c = self.cast<py_chunk &>();
+                return heap_bytes_array(self, c.get().heap_bytes, c.packets());
+            },
+            "SPEAD: uint64 per heap slot, payload bytes received (no copy); else None")
+        .def_property_readonly(
+            "items",
+            [](py::object self) {
+                auto &c = self.cast<py_chunk &>();
+                const format &f = c.fmt();
+                return items_arrays(self, c.get().items, f.spead ? f.spead->items.data() : nullptr,
+                                    f.spead ? f.spead->n_items : 0, c.packets());
+            },
+            "SPEAD: {item id: uint64 per heap slot} of the format's named immediate items "
+            "(2**64 - 1 where no packet carrying it arrived; no copy); else {}")
         .def(
             "__dlpack__",
             [](py::object self, const py::kwargs &kwargs) {
@@ -386,7 +370,7 @@ PYBIND11_MODULE(_core, m) {
                 u.threads = threads;
                 u.cpus = std::move(cpus);
                 u.rcvbuf = rcvbuf;
-                u.max_payload = fmt.payload_size;
+                u.max_payload = fmt.max_udp_payload();
                 return make_capture(fmt, cfg, std::make_unique<udp_source>(u));
             },
             py::arg("fmt"), py::arg("config"), py::arg("host"), py::arg("port"),
@@ -426,6 +410,10 @@ PYBIND11_MODULE(_core, m) {
             [](const format &fmt, const engine_config &cfg, std::uint64_t first,
                std::uint64_t count, std::optional<u64_array> schedule, bool fill,
                std::size_t queues, std::optional<std::vector<std::uint32_t>> queue_of) {
+                if (fmt.spead)
+                    throw std::invalid_argument(
+                        "the example-stream generator sends no SPEAD: replay SPEAD packets "
+                        "(packets=) or capture them from udp, pcap or ibv");
                 return make_capture(
                     fmt, cfg,
                     std::make_unique<generator_source>(fmt.payload_size, first, count,
@@ -528,9 +516,7 @@ PYBIND11_MODULE(_core, m) {
         },
         py::arg("frame"), py::arg("linktype") = 1, py::arg("udp_port") = 0,
         "(payload offset, payload size, IPv4 id) of a frame, or None when it is rejected");
-    m.def("_spead2_place", &make_spead2_place, py::arg("heaps_per_chunk"),
-          py::arg("heap_payload"),
-          "spead2 chunk-stream place callback (heap counter -> chunk, slot), for benchmarks");
+    bind_spead2_place(m);
     m.def(
         "example_payload",
         [](std::uint64_t seq, std::size_t size) {

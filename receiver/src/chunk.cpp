@@ -25,8 +25,8 @@ std::uint8_t *alloc_pages(std::size_t bytes) {
 void chunk_pool::free_deleter::operator()(void *p) const noexcept { std::free(p); }
 
 chunk_pool::chunk_pool(std::size_t n_chunks, std::size_t packets_per_chunk,
-                       std::size_t payload_size)
-    : packets_per_chunk_(packets_per_chunk), payload_size_(payload_size) {
+                       std::size_t payload_size, const slot_extras &extras)
+    : packets_per_chunk_(packets_per_chunk), payload_size_(payload_size), extras_(extras) {
     if (n_chunks == 0 || packets_per_chunk == 0 || payload_size == 0)
         throw std::invalid_argument("chunk pool dimensions must be > 0");
     const std::size_t chunk_bytes = round_up(packets_per_chunk * payload_size);
@@ -47,6 +47,37 @@ chunk_pool::chunk_pool(std::size_t n_chunks, std::size_t packets_per_chunk,
         chunks_[i].present = present_.get() + i * mask_bytes;
         chunks_[i].index = i;
     }
+    const std::size_t words = extras_.words();
+    if (words == 0) return;
+    if (words > SIZE_MAX / 8 / packets_per_chunk)
+        throw std::invalid_argument("per-slot arrays of " + std::to_string(words) +
+                                    " words are too large");
+    const std::size_t extra_bytes = round_up(words * 8 * packets_per_chunk);
+    if (n_chunks > SIZE_MAX / extra_bytes)
+        throw std::invalid_argument("chunk pool of " + std::to_string(n_chunks) +
+                                    " chunks is too large");
+    extra_.reset(alloc_pages(n_chunks * extra_bytes));
+    std::memset(extra_.get(), 0, n_chunks * extra_bytes);
+    for (std::size_t i = 0; i < n_chunks; i++) {
+        auto *w = reinterpret_cast<std::uint64_t *>(extra_.get() + i * extra_bytes);
+        if (extras_.heap_bytes) {
+            chunks_[i].heap_bytes = w;
+            w += packets_per_chunk;
+        }
+        if (extras_.items) {
+            chunks_[i].items = w;
+            w += extras_.items * packets_per_chunk;
+        }
+        if (extras_.cell_words) chunks_[i].cells = w;
+        reset_extras(chunks_[i]);
+    }
+}
+
+void chunk_pool::reset_extras(chunk &c) const noexcept {
+    const std::size_t ppc = packets_per_chunk_;
+    if (c.heap_bytes != nullptr) std::memset(c.heap_bytes, 0, ppc * 8);
+    if (c.items != nullptr) std::memset(c.items, 0xff, extras_.items * ppc * 8);
+    if (c.cells != nullptr) std::memset(c.cells, 0, extras_.cell_words * ppc * 8);
 }
 
 chunk_queue::chunk_queue(std::size_t capacity) : ring_(capacity) {}

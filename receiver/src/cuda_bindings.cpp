@@ -15,6 +15,7 @@
 #include "casper400g_rx/cuda_gpudirect.h"
 #include "casper400g_rx/emu_source.h"
 #include "casper400g_rx/py_wait.h"
+#include "casper400g_rx/spead_bindings.h"
 
 namespace py = pybind11;
 
@@ -120,6 +121,7 @@ public:
     }
     std::size_t packets() const { return cap_->pool().packets_per_chunk(); }
     std::size_t payload() const { return cap_->pool().payload_size(); }
+    const std::vector<std::uint64_t> &item_ids() const { return cap_->pool().item_ids(); }
     int ordinal() const { return cap_->pool().dev()->ordinal(); }
     bool released() const { return c_ == nullptr; }
 
@@ -407,6 +409,22 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
             },
             "bool per packet slot, in host memory (no copy)")
         .def_property_readonly(
+            "heap_bytes",
+            [](py::object self) {
+                auto &c = self.cast<py_gpu_chunk &>();
+                return heap_bytes_array(self, c.get().heap_bytes_host, c.packets());
+            },
+            "SPEAD: uint64 per heap slot, payload bytes received, in host memory; else None")
+        .def_property_readonly(
+            "items",
+            [](py::object self) {
+                auto &c = self.cast<py_gpu_chunk &>();
+                const auto &ids = c.item_ids();
+                return items_arrays(self, c.get().items_host, ids.data(), ids.size(),
+                                    c.packets());
+            },
+            "SPEAD: {item id: uint64 per heap slot} of the named items, in host memory; else {}")
+        .def_property_readonly(
             "present_gpu", [](py::object self) { return py_gpu_mask{self}; },
             "the present mask on the GPU (DLPack / __cuda_array_interface__)")
         .def(
@@ -547,6 +565,10 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
         [wrap](const format &fmt, const engine_config &cfg, std::uint64_t first,
                std::uint64_t count, double rate_gbps, std::size_t ring_slots, bool fill,
                std::vector<int> cpus, std::size_t queues) {
+            if (fmt.spead)
+                throw std::invalid_argument(
+                    "the NIC emulation sends the example stream, not SPEAD: replay SPEAD "
+                    "packets (packets=) or capture them from udp, pcap or ibv");
             emu_config e;
             e.queues = queues;
             e.payload_size = fmt.payload_size;

@@ -47,6 +47,16 @@ gpu_chunk_pool::gpu_chunk_pool(std::shared_ptr<const cu::device> dev, std::size_
     }
 }
 
+void gpu_chunk_pool::add_host_extras(std::vector<std::uint64_t> item_ids) {
+    item_ids_ = std::move(item_ids);
+    const std::size_t per_chunk = ppc_ * (1 + item_ids_.size());
+    extras_host_ = std::make_unique<std::uint64_t[]>(chunks_.size() * per_chunk);
+    for (std::size_t i = 0; i < chunks_.size(); i++) {
+        chunks_[i].heap_bytes_host = extras_host_.get() + i * per_chunk;
+        chunks_[i].items_host = item_ids_.empty() ? nullptr : chunks_[i].heap_bytes_host + ppc_;
+    }
+}
+
 void gpu_chunk_queue::push(gpu_chunk *c) {
     {
         std::lock_guard<std::mutex> lock(mutex_);

@@ -37,6 +37,9 @@ gpu_delivery::gpu_delivery(std::shared_ptr<capture> cap, std::shared_ptr<const c
             std::make_unique<cu::host_registration>(dev_, host.get(i)->present, mask_bytes));
         copied_.emplace_back(dev_, cu::event_blocking_sync | cu::event_disable_timing);
     }
+    if (const auto &s = eng_->fmt().spead)
+        pool_.add_host_extras(
+            std::vector<std::uint64_t>(s->items.begin(), s->items.begin() + s->n_items));
     for (std::size_t i = 0; i < pool_.size(); i++) free_.push(pool_.get(i));
 }
 
@@ -132,6 +135,12 @@ void gpu_delivery::copy_main() {
             dev_->check(d.cuEventRecord(g->ready, stream_.get()), "cuEventRecord");
             dev_->check(d.cuEventRecord(copied_[h->index].get(), stream_.get()), "cuEventRecord");
             std::memcpy(g->present_host, h->present, ppc);
+            if (g->heap_bytes_host != nullptr) {
+                std::memcpy(g->heap_bytes_host, h->heap_bytes, ppc * sizeof(std::uint64_t));
+                if (g->items_host != nullptr)
+                    std::memcpy(g->items_host, h->items,
+                                pool_.item_ids().size() * ppc * sizeof(std::uint64_t));
+            }
             g->chunk_id = h->chunk_id;
             g->n_present = h->n_present;
             h2d_bytes_ += bytes + ppc;

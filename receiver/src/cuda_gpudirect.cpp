@@ -31,6 +31,11 @@ std::size_t pool_chunks(const engine_config &cfg) {
 
 const format &check_format(const format &f) {
     f.validate();
+    if (f.spead)
+        throw std::invalid_argument(
+            "gpudirect places fixed-size packets by a sequence number in the payload; SPEAD "
+            "heaps (Format.spead) are placed on the CPU path (device='cuda:N' without "
+            "gpudirect copies their chunks to the GPU)");
     if (f.source != seq_source::payload)
         throw std::invalid_argument(
             "gpudirect needs the sequence number in the payload; seq='ipv4_id' (a 16-bit "

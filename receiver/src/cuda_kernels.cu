@@ -639,3 +639,6 @@ extern "C" __global__ void __launch_bounds__(scatter_threads)
 extern "C" __global__ void casper400g_gd_gate(const volatile u32 *flag) {
     while (*flag == 0) __nanosleep(1000);
 }
+
+// The rdma source's present kernel shares this fatbin.
+#include "rdma_kernels.cuh"

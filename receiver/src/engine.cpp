@@ -7,9 +7,8 @@
 #include <thread>
 #include <utility>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
+#include "casper400g_rx/copy.h"
+#include "casper400g_rx/spead.h"
 
 namespace casper400g_rx {
 
@@ -32,38 +31,6 @@ std::uint64_t add_sat(std::uint64_t a, std::uint64_t b) noexcept {
 // Saturates: a jump across most of the 64-bit sequence space is not a count.
 std::uint64_t mul_sat(std::uint64_t a, std::uint64_t b) noexcept {
     return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
-}
-
-// The payload goes to a chunk that the CPU does not read again (the consumer, or the
-// DMA to the GPU, reads it later): streaming stores write it without reading the line
-// first and without evicting the cache, a third less memory traffic than memcpy.
-void copy_payload(std::uint8_t *dst, const std::uint8_t *src, std::size_t size) noexcept {
-#if defined(__x86_64__)
-    if ((reinterpret_cast<std::uintptr_t>(dst) & 15) == 0 && size % 64 == 0) {
-        auto *d = reinterpret_cast<__m128i *>(dst);
-        const auto *s = reinterpret_cast<const __m128i *>(src);
-        for (std::size_t i = 0; i < size / 16; i += 4) {
-            const __m128i a = _mm_loadu_si128(s + i);
-            const __m128i b = _mm_loadu_si128(s + i + 1);
-            const __m128i c = _mm_loadu_si128(s + i + 2);
-            const __m128i e = _mm_loadu_si128(s + i + 3);
-            _mm_stream_si128(d + i, a);
-            _mm_stream_si128(d + i + 1, b);
-            _mm_stream_si128(d + i + 2, c);
-            _mm_stream_si128(d + i + 3, e);
-        }
-        return;
-    }
-#endif
-    std::memcpy(dst, src, size);
-}
-
-// Streaming stores are weakly ordered: this makes them visible before anything that
-// may hand their chunk on (a window move, the end of a batch).
-void order_payload_stores() noexcept {
-#if defined(__x86_64__)
-    _mm_sfence();
-#endif
 }
 
 std::size_t count_present(const std::uint8_t *present, std::size_t n) noexcept {
@@ -96,6 +63,18 @@ static std::size_t pool_size(const engine_config &cfg) {
     return cfg.n_chunks ? cfg.n_chunks : cfg.max_chunks + 4;
 }
 
+// SPEAD formats give each slot its byte count, named items and cell bitmap.
+static slot_extras extras_of(const format &fmt) {
+    slot_extras x;
+    if (fmt.spead) {
+        fmt.validate();
+        x.heap_bytes = true;
+        x.items = fmt.spead->n_items;
+        x.cell_words = spead_format::cell_words(fmt.payload_size);
+    }
+    return x;
+}
+
 void engine::published::store(const counters &c) noexcept {
     std::uint64_t raw[n_counters];
     std::memcpy(raw, &c, sizeof(raw));
@@ -122,7 +101,7 @@ counters engine::published::load() const noexcept {
 engine::engine(const format &fmt, const engine_config &cfg)
     : cfg_(cfg),
       decoder_(fmt),
-      pool_(pool_size(cfg), cfg.packets_per_chunk, fmt.payload_size),
+      pool_(pool_size(cfg), cfg.packets_per_chunk, fmt.payload_size, extras_of(fmt)),
       free_(pool_.size()),
       ready_(pool_.size()),
       // Open chunks lie in head_ .. head_ + pool size - 1. No further: the slowest
@@ -159,7 +138,11 @@ void engine::add_batch(std::size_t q, const packet_ref *pkts, std::size_t n) {
     queue_state &s = *queues_[q];
     s.last_batch_ns.store(now_ns(), std::memory_order_relaxed);
     s.discarding = !enter(s, q);
-    for (std::size_t i = 0; i < n; i++) place(s, q, pkts[i]);
+    if (decoder_.fmt().spead) {
+        for (std::size_t i = 0; i < n; i++) place_spead(s, q, pkts[i]);
+    } else {
+        for (std::size_t i = 0; i < n; i++) place(s, q, pkts[i]);
+    }
     order_payload_stores();
     s.busy.store(false, std::memory_order_release);
     s.pub.store(s.c);
@@ -185,10 +168,30 @@ bool engine::sync_locked(queue_state &s, std::size_t q) {
         r.done = false;
         if (started_) r.head = std::max(r.head, head_);
     }
+    if (started_ && r.attached && r.skip_to > r.head) {
+        // The others waited too long for this queue: its window jumps forward (between
+        // its batches, so no chunk it is writing can leave meanwhile).
+        c_.queue_skips++;
+        move_head_locked(q, r.skip_to);
+        publish();
+    }
     std::fill(s.cache.begin(), s.cache.end(), cached{});
     s.synced = started_;
     s.head = r.head;
     return true;
+}
+
+void engine::skip_lagging_locked(std::uint64_t target) {
+    // Only queues that are placing (a batch started within a fifth of the stall timeout):
+    // one that is not is waited for, and passed over as stalled after the timeout.
+    const std::int64_t recent = now_ns() - std::int64_t{cfg_.stall_timeout_ms} * 200000;
+    for (std::size_t q = 0; q < records_.size(); q++) {
+        queue_record &r = records_[q];
+        if (!r.attached || r.head >= target || r.skip_to >= target) continue;
+        if (queues_[q]->last_batch_ns.load(std::memory_order_relaxed) < recent) continue;
+        r.skip_to = target;
+        queues_[q]->gen.fetch_add(1, std::memory_order_seq_cst);
+    }
 }
 
 void engine::start_locked(std::uint64_t id) {
@@ -209,32 +212,9 @@ void engine::place(queue_state &s, std::size_t q, const packet_ref &pkt) {
         return;
     }
     const std::size_t ppc = cfg_.packets_per_chunk;
-    const std::size_t w = cfg_.max_chunks;
-    const std::uint64_t id = *seq / ppc;
     const std::size_t slot = *seq % ppc;
-    chunk *c = nullptr;
-    while (c == nullptr) {
-        if (s.discarding) {
-            s.c.discarded++;
-            s.c.received++;
-            return;
-        }
-        if (s.synced) {
-            if (id < s.head) {
-                s.c.late++;
-                s.c.received++;
-                return;
-            }
-            if (id - s.head < w) {
-                const cached &e = s.cache[id % w];
-                if (e.c != nullptr && e.id == id) {
-                    c = e.c;
-                    break;
-                }
-            }
-        }
-        if (!slow_path(s, q, id)) s.discarding = true;
-    }
+    chunk *c = window_chunk(s, q, *seq / ppc);
+    if (c == nullptr) return;
     // Another queue may deliver the same packet: the exchange decides which one places it.
     if (__atomic_exchange_n(&c->present[slot], std::uint8_t{1}, __ATOMIC_RELAXED) != 0) {
         s.c.duplicate++;
@@ -298,6 +278,7 @@ bool engine::slow_path(queue_state &s, std::size_t q, std::uint64_t id) {
                     c->chunk_id = id;
                     c->n_present = 0;
                     std::memset(c->present, 0, cfg_.packets_per_chunk);
+                    pool_.reset_extras(*c);
                     o = c;
                     n_open_++;
                     top_ = std::max(top_, id);
@@ -319,6 +300,11 @@ bool engine::slow_path(queue_state &s, std::size_t q, std::uint64_t id) {
         } else if (clock::now() - wait_start >= stall && pass_stalled_locked()) {
             publish();
             continue;
+        } else if (cfg_.skip_lagging && id - head_ >= open_.size() &&
+                   clock::now() - wait_start >= stall / 5) {
+            // Too far ahead of a queue that keeps placing (so is not stalled) but lags:
+            // move it forward rather than run at its pace.
+            skip_lagging_locked(id - open_.size() + 1);
         }
         // Take a free chunk only when this queue may open one: one that is too far ahead
         // of the slowest queue waits without holding a chunk the slowest queue needs.
@@ -396,7 +382,10 @@ void engine::close_chunk_locked(std::uint64_t id) {
     n_open_--;
     c->n_present = count_present(c->present, ppc);
     c_.lost = add_sat(c_.lost, ppc - c->n_present);
-    if (c->n_present == 0) {
+    // SPEAD: a chunk of incomplete heaps still holds their bytes, and goes out.
+    const std::size_t partial = c->heap_bytes != nullptr ? count_partial_heaps(*c, ppc) : 0;
+    c_.heaps_partial += partial;
+    if (c->n_present == 0 && partial == 0) {
         free_.push(c);
         return;
     }

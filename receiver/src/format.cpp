@@ -25,6 +25,10 @@ std::uint16_t load_be16(const std::uint8_t *p) noexcept {
 }  // namespace
 
 void format::validate() const {
+    if (spead) {
+        spead->validate(payload_size);
+        return;
+    }
     if (payload_size == 0) throw std::invalid_argument("payload size must be > 0, got 0");
     if (payload_size > 65507)
         throw std::invalid_argument("payload size " + std::to_string(payload_size) +
@@ -47,6 +51,13 @@ std::uint64_t read_field(const std::uint8_t *payload, const field &f) noexcept {
 decoder::decoder(const format &fmt) : fmt_(fmt) { fmt_.validate(); }
 
 std::optional<std::uint64_t> decoder::decode(const packet_ref &pkt) noexcept {
+    if (fmt_.spead) {
+        spead_packet p;
+        if (parse_spead(pkt.payload, pkt.size, *fmt_.spead, fmt_.payload_size, p) !=
+            spead_reject::none)
+            return std::nullopt;
+        return p.index;
+    }
     if (pkt.payload == nullptr || pkt.size != fmt_.payload_size) return std::nullopt;
     if (fmt_.stream_id && read_field(pkt.payload, *fmt_.stream_id) != fmt_.stream_id_value)
         return std::nullopt;

@@ -1,18 +1,20 @@
 #include "casper400g_rx/hds.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 
 namespace casper400g_rx {
 
 namespace {
 
-constexpr std::size_t n_split = sizeof(split_counters) / sizeof(std::uint64_t);
-static_assert(sizeof(split_counters) == n_split * sizeof(std::uint64_t),
+static_assert(sizeof(split_counters) % sizeof(std::uint64_t) == 0,
               "split_counters must hold only uint64 fields");
 
 std::uint16_t be16(const std::uint8_t *p) noexcept {
@@ -29,12 +31,39 @@ std::uint64_t add_sat(std::uint64_t a, std::uint64_t b) noexcept {
     return b > UINT64_MAX - a ? UINT64_MAX : a + b;
 }
 
+std::int64_t now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+std::size_t count_present(const std::uint8_t *present, std::size_t n) noexcept {
+    std::size_t total = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, present + i, 8);
+        total += static_cast<std::size_t>((w * 0x0101010101010101ULL) >> 56);
+    }
+    for (; i < n; i++) total += present[i];
+    return total;
+}
+
+// Presence flags are written by several lanes (the slot's own receive, a fix-up copy by
+// another lane): the exchange decides which copy of a packet is placed.
+bool take_present(chunk *c, std::size_t slot) noexcept {
+    return __atomic_exchange_n(&c->present[slot], std::uint8_t{1}, __ATOMIC_ACQ_REL) == 0;
+}
+
 }  // namespace
 
 void hds_engine::aligned_free::operator()(std::uint8_t *p) const noexcept { std::free(p); }
 
 split_layout split_layout::for_format(const format &fmt) {
     fmt.validate();
+    if (fmt.spead)
+        throw std::invalid_argument(
+            "the header-data split places fixed-size payloads at a fixed offset; SPEAD heaps "
+            "(Format.spead) need the copying path: rq='striding' on the ibv backend");
     split_layout l;
     std::size_t prefix = 0;
     if (fmt.source == seq_source::payload) prefix = fmt.seq.offset + fmt.seq.width;
@@ -100,16 +129,23 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
       depth_(depth),
       wsize_(window_size(cfg, lanes, depth)),
       lanes_(lanes),
-      win_(wsize_, nullptr),
-      reserved_(pool_.size() * cfg_.packets_per_chunk, 0),
+      win_(pool_.size(), nullptr),
+      state_stride_((cfg_.packets_per_chunk + lanes - 1) / lanes),
+      slot_state_(new std::atomic<std::uint8_t>[pool_.size() * state_stride_ * lanes]),
+      retired_flag_(new std::atomic<std::uint8_t>[pool_.size()]),
       pending_(pool_.size() * cfg_.packets_per_chunk, -1),
-      chunk_reserved_(pool_.size(), 0),
       chunk_pending_(pool_.size(), 0),
       chunk_discard_(pool_.size(), 0),
       retired_(pool_.size(), nullptr) {
     const std::size_t ppc = cfg_.packets_per_chunk;
+    for (std::size_t i = 0; i < pool_.size() * state_stride_ * lanes; i++)
+        slot_state_[i].store(0);
+    for (std::size_t i = 0; i < pool_.size(); i++) retired_flag_[i].store(0);
     head_ = cfg_.first_chunk.value_or(0);
     top_ = head_;
+    passed_ = head_;
+    whead_.store(head_);
+    const std::int64_t t = now_ns();
     for (std::size_t q = 0; q < lanes; q++) {
         lane_state &l = lanes_[q];
         l.ring.resize(depth);
@@ -117,8 +153,14 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
         std::memset(l.headers.get(), 0, depth * layout_.entry);
         l.scratch.reset(alloc_aligned(scratch_bytes()));
         std::memset(l.scratch.get(), 0, scratch_bytes());
+        l.res.reset(new std::atomic<std::uint32_t>[pool_.size()]);
+        for (std::size_t i = 0; i < pool_.size(); i++) l.res[i].store(0);
+        l.last_ns.store(t);
+        l.head = head_;
+        l.post_base = head_;
         const std::uint64_t base = head_ * ppc;
         l.next = base + (q + lanes - base % lanes) % lanes;
+        l.pub.store(l.c);
     }
     // One bounce buffer per receive that can be posted: a waiting packet always sits
     // on a distinct posted slot, so the pool never runs dry. Left untouched until used.
@@ -126,8 +168,9 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
     bounce_.reset(alloc_aligned(n_bounce * layout_.payload));
     bounce_free_.reserve(n_bounce);
     for (std::size_t i = n_bounce; i-- > 0;) bounce_free_.push_back(static_cast<std::int32_t>(i));
-    publish_split();
 }
+
+hds_engine::~hds_engine() = default;
 
 chunk *hds_engine::try_acquire() {
     if (chunk *c = free_.try_pop()) return c;
@@ -142,34 +185,66 @@ chunk *hds_engine::try_acquire() {
 }
 
 chunk *hds_engine::open_chunk(std::uint64_t id, bool may_wait) {
-    chunk *&w = win_[id % wsize_];
+    if (id - head_ >= win_.size()) return nullptr;  // the slowest lane holds the window back
+    chunk *&w = win_[id % win_.size()];
     if (w != nullptr) return w;
     chunk *c = may_wait ? acquire() : try_acquire();
     if (c == nullptr) return nullptr;
     c->chunk_id = id;
     c->n_present = 0;
     std::memset(c->present, 0, cfg_.packets_per_chunk);
-    chunk_discard_[c->index] = 0;
     w = c;
     return c;
 }
 
+void hds_engine::enter(lane_state &l) {
+    // Pairs with pass_stalled_locked(): it bumps `gen` and then reads `busy`.
+    l.busy.store(true, std::memory_order_seq_cst);
+    if (l.gen.load(std::memory_order_seq_cst) != l.seen_gen) {
+        // The window edited this lane's receives while it was idle: the mutex makes
+        // those edits visible here.
+        std::lock_guard<std::mutex> lock(mutex_);
+        l.seen_gen = l.gen.load(std::memory_order_relaxed);
+        apply_skip_locked(l);
+    }
+}
+
+void hds_engine::leave(lane_state &l, bool publish_counters) noexcept {
+    if (!publish_counters) {
+        l.busy.store(false, std::memory_order_release);
+        return;
+    }
+    l.pub.store(l.c);
+    std::uint64_t raw[n_split];
+    std::memcpy(raw, &l.s, sizeof(raw));
+    for (std::size_t i = 0; i < n_split; i++) l.pub_split[i].store(raw[i], std::memory_order_relaxed);
+    l.busy.store(false, std::memory_order_release);
+}
+
+void hds_engine::release_hold_locked(lane_state &l) {
+    if (l.hold == nullptr) return;
+    l.res[l.hold->index].fetch_sub(1, std::memory_order_seq_cst);
+    l.hold = nullptr;
+    l.drain_due = true;
+}
+
 std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max) {
-    std::lock_guard<std::mutex> lock(mutex_);
     if (lane >= lanes_.size()) throw std::out_of_range("lane " + std::to_string(lane));
     lane_state &l = lanes_[lane];
+    enter(l);
     const std::size_t ppc = cfg_.packets_per_chunk;
     const std::size_t size = layout_.payload;
     const std::uint64_t n_lanes = lanes_.size();
     std::size_t n = 0;
     std::size_t skips = 0;
-    while (n < max && !finished_ && l.posted - l.completed < depth_) {
+    while (n < max && l.posted - l.completed < depth_ &&
+           !wdone_.load(std::memory_order_relaxed)) {
         if (l.scratch_due > 0 && l.scratch_posted - l.scratch_done < scratch_slots) {
             // The stream runs behind the receives already posted: this receive takes
             // the extra packet, so that the next ones land where they are predicted.
             const std::size_t idx = l.scratch_posted % scratch_slots;
             const std::size_t k = l.posted % depth_;
-            l.ring[k] = desc{UINT64_MAX, nullptr, idx, l.shift};
+            l.ring[k] = desc{UINT64_MAX, nullptr, idx, l.shift, false};
             recv_target &t = out[n++];
             t.wr_id = l.posted;
             t.header = l.headers.get() + k * layout_.entry;
@@ -180,38 +255,34 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
             l.scratch_due--;
             l.scratch_posted++;
             l.posted++;
-            s_.posted++;
+            l.s.posted++;
             continue;
         }
-        std::uint64_t p = l.next;
-        const std::uint64_t floor = head_ * ppc;
-        if (p < floor || p / ppc >= head_ + wsize_) {
-            if (p >= floor && l.posted != l.completed) break;  // wait for the window to move
-            // Predictions behind the window, or far ahead with nothing posted: start
-            // again at the window's head (the lane's next slot of its own residue).
-            p = floor + (lane + n_lanes - floor % n_lanes) % n_lanes;
-            l.next = p;
-            if (p / ppc >= head_ + wsize_) break;
+        const std::uint64_t p = l.next;
+        if (l.hold == nullptr || p / ppc != l.hold_id || p < l.post_base * ppc ||
+            p / ppc >= l.post_base + wsize_) {
+            // A new chunk (once per chunk and lane), or the window moved: under the mutex.
+            if (!post_slow(l, lane)) break;
+            continue;
         }
-        chunk *c = open_chunk(p / ppc, false);
-        if (c == nullptr) {
-            if (!l.stalled) c_.waits++;
-            l.stalled = true;
-            break;
-        }
-        l.stalled = false;
+        chunk *c = l.hold;
         l.next = add_sat(p, n_lanes);
         const std::size_t slot = p % ppc;
         const std::size_t g = gslot(c, slot);
-        if (c->present[slot] || reserved_[g] || pending_[g] >= 0) {
-            // Never post over placed data: the NIC would overwrite it.
+        std::uint8_t expect = 0;
+        // Never post over placed data (the NIC would overwrite it), nor over a slot
+        // another lane is filling by copy or whose old receive is still posted.
+        if (!state(g).compare_exchange_strong(expect, slot_posted,
+                                                    std::memory_order_acq_rel) ||
+            __atomic_load_n(&c->present[slot], __ATOMIC_ACQUIRE) != 0) {
+            if (expect == 0) state(g).store(0, std::memory_order_release);
             if (++skips > wsize_ * ppc) break;
             continue;
         }
-        reserved_[g] = 1;
-        chunk_reserved_[c->index]++;
+        // The hold keeps this count above zero, so the chunk cannot be handed on meanwhile.
+        l.res[c->index].fetch_add(1, std::memory_order_relaxed);
         const std::size_t k = l.posted % depth_;
-        l.ring[k] = desc{p, c, slot, l.shift};
+        l.ring[k] = desc{p, c, slot, l.shift, false};
         recv_target &t = out[n++];
         t.wr_id = l.posted;
         t.header = l.headers.get() + k * layout_.entry;
@@ -220,50 +291,166 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
         t.payload_len = static_cast<std::uint32_t>(size - layout_.prefix);
         t.scratch = false;
         l.posted++;
-        s_.posted++;
+        l.s.posted++;
     }
-    publish();
-    publish_split();
+    if (l.drain_due) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        l.drain_due = false;
+        drain_retired();
+        publish();
+    }
+    // A busy-polling queue with nothing to post has no counters to publish.
+    leave(l, n > 0);
     return n;
 }
 
-void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::size_t n) {
+bool hds_engine::post_slow(lane_state &l, std::size_t lane) {
     std::lock_guard<std::mutex> lock(mutex_);
+    const std::size_t ppc = cfg_.packets_per_chunk;
+    const std::uint64_t n_lanes = lanes_.size();
+    check_lagging_locked();
+    std::uint64_t p = l.next;
+    // A lane passed over posts from the window's head; it rejoins with its next packet.
+    const std::uint64_t base = l.attached ? l.head : std::max(l.head, head_);
+    l.post_base = base;
+    const std::uint64_t floor = base * ppc;
+    if (p < floor || p / ppc >= base + wsize_) {
+        if (p >= floor && l.posted != l.completed) return false;  // wait for the window to move
+        // Predictions behind the window, or far ahead with nothing posted: start
+        // again at the window's head (the lane's next slot of its own residue).
+        p = floor + (lane + n_lanes - floor % n_lanes) % n_lanes;
+        l.next = p;
+        if (p / ppc >= base + wsize_) return false;
+    }
+    const std::uint64_t id = p / ppc;
+    if (l.hold != nullptr && l.hold_id == id && l.hold->chunk_id == id) return true;
+    release_hold_locked(l);
+    chunk *c = open_chunk(id, false);
+    if (c == nullptr) {
+        drain_retired();  // chunks held back by stalled lanes may be passed on now
+        c = open_chunk(id, false);
+    }
+    if (c == nullptr && id - head_ >= win_.size()) {
+        // The slowest lane holds the window back: this lane cannot post, and its queue
+        // runs dry (a NIC drops what then arrives). A lane that lags while it keeps
+        // completing is moved forward after a fifth of the stall timeout.
+        const std::int64_t now = now_ns();
+        if (!l.stalled || l.span_wait_ns == 0) l.span_wait_ns = now;
+        if (now - l.span_wait_ns >= std::int64_t{cfg_.stall_timeout_ms} * 200000)
+            skip_lagging_locked(id - win_.size() + 1);
+    } else {
+        l.span_wait_ns = 0;
+    }
+    if (c == nullptr) {
+        if (!l.stalled) c_.waits++;
+        l.stalled = true;
+        l.drain_due = false;
+        publish();
+        return false;
+    }
+    l.stalled = false;
+    l.hold = c;
+    l.hold_id = id;
+    l.res[c->index].fetch_add(1, std::memory_order_seq_cst);
+    if (l.drain_due) {
+        l.drain_due = false;
+        drain_retired();
+    }
+    publish();
+    return true;
+}
+
+void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::size_t n) {
     if (lane >= lanes_.size()) throw std::out_of_range("lane " + std::to_string(lane));
     lane_state &l = lanes_[lane];
+    enter(l);
+    if (n > 0) l.last_ns.store(now_ns(), std::memory_order_relaxed);
+    const std::size_t ppc = cfg_.packets_per_chunk;
+    const std::size_t pre = layout_.prefix;
+    // Taken at the first packet that needs it, kept for the rest of the batch.
+    std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
     for (std::size_t i = 0; i < n; i++) {
         const recv_completion &rc = comps[i];
-        if (rc.wr_id != l.completed || l.completed == l.posted)
+        if (rc.wr_id != l.completed || l.completed == l.posted) {
+            if (lock.owns_lock()) lock.unlock();
+            leave(l);
             throw std::logic_error("receive completion " + std::to_string(rc.wr_id) +
                                    " out of order on queue " + std::to_string(lane) +
                                    " (expected " + std::to_string(l.completed) + ")");
+        }
         const std::size_t k = l.completed % depth_;
         const desc d = l.ring[k];
         const std::uint8_t *hdr = l.headers.get() + k * layout_.entry;
         l.completed++;
-        retire_desc(l, d);
-        if (finished_) {
-            c_.received++;
-            c_.discarded++;
-        } else {
-            const std::int32_t ip_id = rc.ok ? check_split_headers(hdr, rc.byte_len, fmt()) : -1;
-            std::optional<std::uint64_t> seq;
-            if (ip_id >= 0)
-                seq = decoder_.decode(
-                    packet_ref{hdr + split_layout::headers, layout_.payload, ip_id});
-            if (!seq) {
-                c_.rejected++;
-                c_.received++;
-            } else {
-                if (d.c != nullptr) resync(l, d, *seq);
-                place(*seq, hdr + split_layout::headers, d, landing(l, d));
+        // The common case without the mutex: a packet in its predicted slot inside the
+        // window, or one older than the window.
+        if (rc.ok && d.c != nullptr && !d.orphan && l.attached &&
+            wstarted_.load(std::memory_order_acquire) && !wdone_.load(std::memory_order_relaxed)) {
+            const std::int32_t ip_id = check_split_headers(hdr, rc.byte_len, fmt());
+            const std::optional<std::uint64_t> seq =
+                ip_id < 0 ? std::nullopt
+                          : decoder_.decode(
+                                packet_ref{hdr + split_layout::headers, layout_.payload, ip_id});
+            if (seq) {
+                const std::uint64_t h = l.head;
+                const std::uint64_t id = *seq / ppc;
+                const std::size_t slot = *seq % ppc;
+                if (id >= h && id - h < cfg_.max_chunks && d.c->chunk_id == id && d.slot == slot) {
+                    resync(l, d, *seq);
+                    std::memcpy(d.c->data + slot * layout_.payload, hdr + split_layout::headers,
+                                pre);
+                    // The slot is posted (ours): no other copy of this packet can have
+                    // gone in (it would wait in a bounce buffer), so a plain store.
+                    __atomic_store_n(&d.c->present[slot], std::uint8_t{1}, __ATOMIC_RELEASE);
+                    l.s.in_place++;
+                    placed(l, id);
+                    l.c.received++;
+                    retire_desc(l, d, lock);
+                    continue;
+                }
+                if (id < h) {
+                    resync(l, d, *seq);
+                    l.c.late++;
+                    l.c.received++;
+                    retire_desc(l, d, lock);
+                    continue;
+                }
             }
-            if (d.c != nullptr) fill_pending(d);
         }
+        if (!lock.owns_lock()) lock.lock();
+        complete_locked(l, d, hdr, rc.byte_len, rc.ok, lock);
     }
-    drain_retired();
-    publish();
-    publish_split();
+    if (l.drain_due || lock.owns_lock()) {
+        if (!lock.owns_lock()) lock.lock();
+        l.drain_due = false;
+        drain_retired();
+        publish();
+    }
+    if (lock.owns_lock()) lock.unlock();
+    leave(l);
+}
+
+void hds_engine::complete_locked(lane_state &l, const desc &d, const std::uint8_t *hdr,
+                                 std::uint32_t byte_len, bool ok,
+                                 std::unique_lock<std::mutex> &lock) {
+    if (wdone_.load(std::memory_order_relaxed)) {
+        l.c.received++;
+        l.c.discarded++;
+        retire_desc(l, d, lock);
+        return;
+    }
+    const std::int32_t ip_id = ok ? check_split_headers(hdr, byte_len, fmt()) : -1;
+    std::optional<std::uint64_t> seq;
+    if (ip_id >= 0)
+        seq = decoder_.decode(packet_ref{hdr + split_layout::headers, layout_.payload, ip_id});
+    if (!seq) {
+        l.c.rejected++;
+        l.c.received++;
+    } else {
+        if (d.c != nullptr && !d.orphan) resync(l, d, *seq);
+        place_locked(l, *seq, hdr + split_layout::headers, d, landing(l, d), lock);
+    }
+    retire_desc(l, d, lock);
 }
 
 void hds_engine::resync(lane_state &l, const desc &d, std::uint64_t seq) {
@@ -298,22 +485,34 @@ void hds_engine::resync(lane_state &l, const desc &d, std::uint64_t seq) {
         l.scratch_due += back;
     }
     l.shift += static_cast<std::uint64_t>(off);
-    s_.resyncs++;
+    l.s.resyncs++;
 }
 
 void hds_engine::start(std::uint64_t seq) {
-    started_ = true;
-    const std::uint64_t new_head = cfg_.first_chunk ? *cfg_.first_chunk : seq / cfg_.packets_per_chunk;
+    const std::uint64_t new_head =
+        cfg_.first_chunk ? *cfg_.first_chunk : seq / cfg_.packets_per_chunk;
     // Chunks opened by posts before the stream's position was known hold no packets:
     // those outside the real window are dropped without counting anything.
     for (auto &w : win_) {
-        if (w != nullptr && (w->chunk_id < new_head || w->chunk_id >= new_head + wsize_)) {
+        if (w != nullptr && (w->chunk_id < new_head || w->chunk_id - new_head >= win_.size())) {
             retire(w, true);
             w = nullptr;
         }
     }
+    // Re-index the rest by their ids relative to the new head.
+    std::vector<chunk *> open;
+    for (auto &w : win_)
+        if (w != nullptr) open.push_back(std::exchange(w, nullptr));
+    for (chunk *c : open) win_[c->chunk_id % win_.size()] = c;
     head_ = new_head;
     top_ = head_;
+    passed_ = head_;
+    // Lanes' post_base is theirs (read without the mutex): each sets it again at its next
+    // chunk; until then it may post into chunks this start retired (placed by copy).
+    for (auto &l : lanes_) l.head = head_;
+    whead_.store(head_, std::memory_order_release);
+    started_ = true;
+    wstarted_.store(true, std::memory_order_release);
 }
 
 const std::uint8_t *hds_engine::landing(const lane_state &l, const desc &d) const noexcept {
@@ -321,30 +520,75 @@ const std::uint8_t *hds_engine::landing(const lane_state &l, const desc &d) cons
     return d.c != nullptr ? d.c->data + d.slot * size : l.scratch.get() + d.slot * size;
 }
 
-void hds_engine::retire_desc(lane_state &l, const desc &d) {
+void hds_engine::retire_desc(lane_state &l, const desc &d, std::unique_lock<std::mutex> &lock) {
     if (d.c == nullptr) {
         l.scratch_done++;
         return;
     }
-    reserved_[gslot(d.c, d.slot)] = 0;
-    chunk_reserved_[d.c->index]--;
+    const std::size_t g = gslot(d.c, d.slot);
+    const std::uint8_t old = state(g).exchange(0, std::memory_order_acq_rel);
+    if (old & slot_pending) {
+        // A copy of a packet waits for this slot: it goes in now (the chunk is still
+        // held back by this receive's count below).
+        if (!lock.owns_lock()) lock.lock();
+        fill_pending_locked(l, d.c, d.slot);
+    }
+    if (d.orphan) return;  // no longer counted in `res`
+    if (l.res[d.c->index].fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+        retired_flag_[d.c->index].load(std::memory_order_seq_cst) != 0)
+        l.drain_due = true;
 }
 
-void hds_engine::place(std::uint64_t seq, const std::uint8_t *prefix, const desc &d,
-                       const std::uint8_t *landed) {
+void hds_engine::placed(lane_state &l, std::uint64_t id) noexcept {
+    l.c.packets++;
+    l.c.bytes += layout_.payload;
+    if (!l.placed_any || id > l.top) l.top = id;
+    l.placed_any = true;
+}
+
+void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const std::uint8_t *prefix,
+                              const desc &d, const std::uint8_t *landed,
+                              std::unique_lock<std::mutex> &lock) {
     const std::size_t ppc = cfg_.packets_per_chunk;
     const std::size_t size = layout_.payload;
     const std::size_t pre = layout_.prefix;
     if (!started_) start(seq);
+    if (!l.attached) {
+        // Passed over as stalled, or cancelled: it rejoins at the window's head.
+        l.attached = true;
+        l.head = std::max(l.head, head_);
+    }
     const std::uint64_t id = seq / ppc;
     const std::size_t slot = seq % ppc;
-    if (id < head_) {
-        c_.late++;
-        c_.received++;
+    if (id < l.head) {
+        l.c.late++;
+        l.c.received++;
         return;
     }
-    if (id - head_ >= cfg_.max_chunks) advance(id - cfg_.max_chunks + 1);
+    if (id - l.head >= cfg_.max_chunks) move_lane_head(l, id - cfg_.max_chunks + 1);
+    check_lagging_locked();
+    // Far ahead of the slowest lane: wait for it (or for it to be passed over, or moved
+    // forward when it keeps placing but lags).
+    const std::int64_t wait_start = now_ns();
+    while (id - head_ >= win_.size() && id >= l.head) {
+        if (now_ns() - wait_start >= std::int64_t{cfg_.stall_timeout_ms} * 200000)
+            skip_lagging_locked(id - win_.size() + 1);
+        if (!wait_for_window(l, lock)) {
+            l.c.discarded++;
+            l.c.received++;
+            return;
+        }
+    }
+    if (id < l.head) {  // passed over while waiting, and the window moved on
+        l.c.late++;
+        l.c.received++;
+        return;
+    }
     chunk *c = open_chunk(id, false);
+    if (c == nullptr) {
+        drain_retired();
+        c = open_chunk(id, false);
+    }
     if (c == nullptr) {
         // Waiting helps only if the consumer holds chunks it will release. When the
         // engine itself holds them all (open, or pinned by receives posted on old
@@ -354,77 +598,117 @@ void hds_engine::place(std::uint64_t seq, const std::uint8_t *prefix, const desc
         if (held < pool_.size()) c = open_chunk(id, true);
     }
     if (c == nullptr) {  // stopping, or no chunk to be had: counted, not placed
-        c_.discarded++;
-        c_.received++;
+        l.c.discarded++;
+        l.c.received++;
         return;
     }
     if (id > top_) top_ = id;
     const std::size_t g = gslot(c, slot);
-    if (c->present[slot] || pending_[g] >= 0) {
-        c_.duplicate++;
-        c_.received++;
-        return;
-    }
     std::uint8_t *dst = c->data + slot * size;
-    if (c == d.c && slot == d.slot) {
-        std::memcpy(dst, prefix, pre);
-        s_.in_place++;
-        mark_present(c, slot);
-    } else if (reserved_[g]) {
+    for (;;) {
+        std::uint8_t st = state(g).load(std::memory_order_acquire);
+        if (st == 0) {
+            // Nobody's receive points here: copy it in, holding the slot against a post.
+            if (!state(g).compare_exchange_strong(st, slot_claimed,
+                                                        std::memory_order_acq_rel))
+                continue;
+            if (take_present(c, slot)) {
+                std::memcpy(dst, prefix, pre);
+                std::memcpy(dst + pre, landed + pre, size - pre);
+                l.s.fixup++;
+                placed(l, id);
+            } else {
+                l.c.duplicate++;
+            }
+            l.c.received++;
+            state(g).store(0, std::memory_order_release);
+            return;
+        }
+        if (st & slot_pending) {  // the same packet already waits for this slot
+            l.c.duplicate++;
+            l.c.received++;
+            return;
+        }
+        // A receive is posted here.
+        if (c == d.c && slot == d.slot && !d.orphan) {  // this one: in place
+            std::memcpy(dst, prefix, pre);
+            if (take_present(c, slot)) {
+                l.s.in_place++;
+                placed(l, id);
+            } else {
+                l.c.duplicate++;
+            }
+            l.c.received++;
+            return;
+        }
+        if (__atomic_load_n(&c->present[slot], __ATOMIC_ACQUIRE) != 0) {
+            l.c.duplicate++;
+            l.c.received++;
+            return;
+        }
+        // Another receive still points at the slot (it may be writing there now): the
+        // packet waits in a bounce buffer until that receive completes.
         if (bounce_free_.empty()) throw std::logic_error("header-split bounce pool exhausted");
         const std::int32_t b = bounce_free_.back();
-        bounce_free_.pop_back();
         std::uint8_t *buf = bounce_.get() + static_cast<std::size_t>(b) * size;
         std::memcpy(buf, prefix, pre);
         std::memcpy(buf + pre, landed + pre, size - pre);
         pending_[g] = b;
+        if (!state(g).compare_exchange_strong(st, st | slot_pending,
+                                                    std::memory_order_acq_rel)) {
+            pending_[g] = -1;
+            continue;  // the receive completed meanwhile
+        }
+        bounce_free_.pop_back();
         chunk_pending_[c->index]++;
-        s_.bounced++;  // `received` is counted once its fate is known
-    } else {
-        std::memcpy(dst, prefix, pre);
-        std::memcpy(dst + pre, landed + pre, size - pre);
-        s_.fixup++;
-        mark_present(c, slot);
+        l.s.bounced++;  // `received` is counted once its fate is known
+        return;
     }
 }
 
-void hds_engine::mark_present(chunk *c, std::size_t slot) {
-    c->present[slot] = 1;
-    c->n_present++;
-    c_.packets++;
-    c_.bytes += layout_.payload;
-    c_.received++;
-}
-
-void hds_engine::fill_pending(const desc &d) {
-    const std::size_t g = gslot(d.c, d.slot);
+void hds_engine::fill_pending_locked(lane_state &l, chunk *c, std::size_t slot) {
+    const std::size_t g = gslot(c, slot);
     const std::int32_t b = pending_[g];
     if (b < 0) return;
     // The chunk may have left the window since the packet arrived; it is still held
-    // back from the consumer by this very receive, so the packet goes in as it would
-    // have on arrival.
+    // back from the consumer (its count of waiting packets), so the packet goes in as
+    // it would have on arrival.
     const std::size_t size = layout_.payload;
-    std::memcpy(d.c->data + d.slot * size, bounce_.get() + static_cast<std::size_t>(b) * size,
-                size);
     pending_[g] = -1;
-    chunk_pending_[d.c->index]--;
+    chunk_pending_[c->index]--;
+    if (take_present(c, slot)) {
+        std::memcpy(c->data + slot * size, bounce_.get() + static_cast<std::size_t>(b) * size,
+                    size);
+        l.s.fixup++;
+        placed(l, c->chunk_id);
+    } else {
+        l.c.duplicate++;
+    }
+    l.c.received++;
     bounce_free_.push_back(b);
-    s_.fixup++;
-    mark_present(d.c, d.slot);
+}
+
+void hds_engine::move_lane_head(lane_state &l, std::uint64_t new_head) {
+    if (new_head <= l.head) return;
+    l.head = new_head;
+    passed_ = std::max(passed_, new_head);
+    const std::uint64_t m = min_attached_head();
+    if (m > head_) advance(m);
+}
+
+std::uint64_t hds_engine::min_attached_head() const noexcept {
+    std::uint64_t m = UINT64_MAX;
+    for (const auto &l : lanes_)
+        if (l.attached) m = std::min(m, l.head);
+    // With every lane passed over or done, the window follows the furthest one.
+    return m == UINT64_MAX ? passed_ : m;
 }
 
 void hds_engine::advance(std::uint64_t new_head) {
-    const std::uint64_t end = std::min<std::uint64_t>(new_head, head_ + cfg_.max_chunks);
+    // Every lane has moved past these chunks: they leave the window (and go to the
+    // consumer once no posted receive points into them).
+    const std::uint64_t end = std::min<std::uint64_t>(new_head, head_ + win_.size());
     for (std::uint64_t id = head_; id < end; id++) flush(id);
-    // Chunks opened ahead of the window by posts hold no packets yet.
-    const std::uint64_t ahead = std::min<std::uint64_t>(new_head, head_ + wsize_);
-    for (std::uint64_t id = end; id < ahead; id++) {
-        chunk *&w = win_[id % wsize_];
-        if (w != nullptr) {
-            retire(w, true);
-            w = nullptr;
-        }
-    }
     if (new_head > end) {
         const std::uint64_t chunks = new_head - end;
         const std::uint64_t ppc = cfg_.packets_per_chunk;
@@ -432,11 +716,89 @@ void hds_engine::advance(std::uint64_t new_head) {
         c_.lost = add_sat(c_.lost, missing);
     }
     head_ = new_head;
+    lag_since_ns_ = 0;
+    whead_.store(head_, std::memory_order_release);
+}
+
+void hds_engine::check_lagging_locked() {
+    // Lanes have moved past the window's head and another has not: past the stall
+    // timeout, lanes that completed nothing in that time are passed over.
+    if (passed_ <= head_) {
+        lag_since_ns_ = 0;
+        return;
+    }
+    const std::int64_t now = now_ns();
+    if (lag_since_ns_ == 0) {
+        lag_since_ns_ = now;
+        return;
+    }
+    if (now - lag_since_ns_ >= std::int64_t{cfg_.stall_timeout_ms} * 1000000) pass_lagging_locked();
+}
+
+bool hds_engine::pass_lagging_locked() {
+    const std::int64_t now = now_ns();
+    const std::int64_t timeout = std::int64_t{cfg_.stall_timeout_ms} * 1000000;
+    bool any = false;
+    for (auto &l : lanes_) {
+        if (!l.attached || l.head > head_) continue;
+        if (now - l.last_ns.load(std::memory_order_relaxed) < timeout) continue;
+        l.gen.fetch_add(1, std::memory_order_seq_cst);
+        if (l.busy.load(std::memory_order_seq_cst)) continue;  // inside a call: not stalled
+        l.attached = false;
+        c_.queue_stalls++;
+        any = true;
+    }
+    lag_since_ns_ = 0;
+    if (any) {
+        const std::uint64_t m = min_attached_head();
+        if (m > head_) advance(m);
+        publish();
+    }
+    return any;
+}
+
+void hds_engine::skip_lagging_locked(std::uint64_t target) {
+    if (!cfg_.skip_lagging) return;
+    // Only lanes that are completing (one within a fifth of the stall timeout): an idle
+    // one is waited for, and passed over as stalled after the timeout.
+    const std::int64_t recent = now_ns() - std::int64_t{cfg_.stall_timeout_ms} * 200000;
+    for (auto &l : lanes_) {
+        if (!l.attached || l.head >= target || l.skip_to >= target) continue;
+        if (l.last_ns.load(std::memory_order_relaxed) < recent) continue;
+        l.skip_to = target;
+        l.gen.fetch_add(1, std::memory_order_seq_cst);
+    }
+}
+
+void hds_engine::apply_skip_locked(lane_state &l) {
+    if (!l.attached || l.skip_to <= l.head) return;
+    // Between the lane's calls: nothing it places in is in flight. Its receives into
+    // the chunks it skips complete as late packets.
+    c_.queue_skips++;
+    move_lane_head(l, l.skip_to);
+    publish();
+}
+
+bool hds_engine::wait_for_window(lane_state &l, std::unique_lock<std::mutex> &lock) {
+    if (wdone_.load(std::memory_order_relaxed)) return false;
+    check_lagging_locked();
+    if (lag_since_ns_ != 0 && !l.stalled) {
+        c_.waits++;
+        publish();
+    }
+    // Not placing while it waits: the others may pass it over, or edit its receives.
+    l.busy.store(false, std::memory_order_seq_cst);
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    l.busy.store(true, std::memory_order_seq_cst);
+    lock.lock();
+    l.seen_gen = l.gen.load(std::memory_order_relaxed);
+    return !wdone_.load(std::memory_order_relaxed);
 }
 
 void hds_engine::flush(std::uint64_t id) {
-    chunk *&w = win_[id % wsize_];
-    if (w == nullptr) {
+    chunk *&w = win_[id % win_.size()];
+    if (w == nullptr || w->chunk_id != id) {
         c_.lost += cfg_.packets_per_chunk;
         return;
     }
@@ -449,8 +811,76 @@ void hds_engine::flush(std::uint64_t id) {
 
 void hds_engine::retire(chunk *c, bool discard) {
     chunk_discard_[c->index] = discard ? 1 : 0;
+    // Pairs with retire_desc(): a lane that drops the last count after this store
+    // sees it and drains; one that dropped it before is seen by drain_retired().
+    retired_flag_[c->index].store(1, std::memory_order_seq_cst);
     retired_[(retired_head_ + retired_count_) % retired_.size()] = c;
     retired_count_++;
+}
+
+std::uint32_t hds_engine::reservations(const chunk *c) const noexcept {
+    std::uint32_t total = 0;
+    for (const auto &l : lanes_) total += l.res[c->index].load(std::memory_order_seq_cst);
+    return total;
+}
+
+bool hds_engine::pass_stalled_locked(chunk *c) {
+    // Receives that point into a chunk can only be taken back by completing them. A
+    // lane that has completed nothing for stall_timeout_ms (no traffic on its queue)
+    // would hold the stream back for good: the chunk goes on past it.
+    const std::int64_t now = now_ns();
+    const std::int64_t timeout = std::int64_t{cfg_.stall_timeout_ms} * 1000000;
+    if (blocked_ != c || blocked_id_ != c->chunk_id || blocked_since_ns_ == 0) {
+        blocked_ = c;
+        blocked_id_ = c->chunk_id;
+        blocked_since_ns_ = now;
+        return false;
+    }
+    if (now - blocked_since_ns_ < timeout) return false;
+    const std::size_t idx = c->index;
+    bool any = false;
+    for (auto &l : lanes_) {
+        if (l.res[idx].load(std::memory_order_seq_cst) == 0) continue;
+        if (now - l.last_ns.load(std::memory_order_relaxed) < timeout) continue;
+        l.gen.fetch_add(1, std::memory_order_seq_cst);
+        if (l.busy.load(std::memory_order_seq_cst)) continue;  // inside a call: not stalled
+        // The lane is idle and will take the mutex before its next call: its receives
+        // into this chunk no longer hold it (their slots stay posted until they
+        // complete; what lands there then is placed by copy, or counted late).
+        for (std::uint64_t j = l.completed; j != l.posted; j++) {
+            desc &d = l.ring[j % depth_];
+            if (d.c == c && !d.orphan) {
+                d.orphan = true;
+                l.res[idx].fetch_sub(1, std::memory_order_seq_cst);
+            }
+        }
+        if (l.hold == c) release_hold_locked(l);
+        c_.queue_stalls++;
+        any = true;
+    }
+    return any;
+}
+
+void hds_engine::drop_orphan_pending_locked(chunk *c) {
+    // Packets waiting in bounce buffers for receives no lane counts any more (orphaned:
+    // their lane was passed over) would hold the chunk for as long as that lane stays
+    // idle: their chunk leaves before they can go in, and they count late.
+    const std::size_t idx = c->index;
+    const std::size_t ppc = cfg_.packets_per_chunk;
+    for (std::size_t slot = 0; chunk_pending_[idx] != 0 && slot < ppc; slot++) {
+        const std::size_t g = gslot(c, slot);
+        const std::int32_t b = pending_[g];
+        if (b < 0) continue;
+        std::uint8_t st = state(g).load(std::memory_order_acquire);
+        while (!state(g).compare_exchange_weak(
+            st, static_cast<std::uint8_t>(st & ~slot_pending), std::memory_order_acq_rel)) {
+        }
+        pending_[g] = -1;
+        chunk_pending_[idx]--;
+        bounce_free_.push_back(b);
+        c_.received++;
+        c_.late++;
+    }
 }
 
 void hds_engine::drain_retired() {
@@ -458,16 +888,25 @@ void hds_engine::drain_retired() {
     // newer ones, so the consumer sees chunk ids in the order the window released them.
     while (retired_count_ > 0) {
         chunk *c = retired_[retired_head_];
-        if (chunk_reserved_[c->index] != 0) break;
+        const std::size_t idx = c->index;
+        if (reservations(c) != 0) {
+            if (!pass_stalled_locked(c)) break;
+            continue;
+        }
+        // Every receive into it has completed (waiting packets went in then), or was
+        // orphaned: what still waits waits for an orphan.
+        if (chunk_pending_[idx] != 0) drop_orphan_pending_locked(c);
+        blocked_since_ns_ = 0;
         retired_head_ = (retired_head_ + 1) % retired_.size();
         retired_count_--;
-        if (chunk_pending_[c->index] != 0)
-            throw std::logic_error("header-split chunk released with packets still waiting");
-        if (chunk_discard_[c->index]) {
+        retired_flag_[idx].store(0, std::memory_order_relaxed);
+        if (chunk_discard_[idx]) {
             free_.push(c);  // opened by posts only: never part of the stream's window
             continue;
         }
-        c_.lost += cfg_.packets_per_chunk - c->n_present;
+        const std::size_t ppc = cfg_.packets_per_chunk;
+        c->n_present = count_present(c->present, ppc);
+        c_.lost += ppc - c->n_present;
         if (c->n_present == 0) {
             free_.push(c);
         } else {
@@ -477,23 +916,41 @@ void hds_engine::drain_retired() {
     }
 }
 
-void hds_engine::cancel_locked(std::size_t lane) {
-    lane_state &l = lanes_[lane];
+void hds_engine::cancel_locked(lane_state &l, std::unique_lock<std::mutex> &lock) {
     for (; l.completed != l.posted; l.completed++) {
         const desc &d = l.ring[l.completed % depth_];
-        retire_desc(l, d);
-        if (!finished_ && d.c != nullptr) fill_pending(d);
+        if (!wdone_.load(std::memory_order_relaxed) || d.c == nullptr) {
+            retire_desc(l, d, lock);
+            continue;
+        }
+        // Finishing: waiting packets are not placed any more.
+        state(gslot(d.c, d.slot)).store(0, std::memory_order_relaxed);
+        if (!d.orphan) l.res[d.c->index].fetch_sub(1, std::memory_order_seq_cst);
     }
     l.scratch_due = 0;
+    release_hold_locked(l);
+    // Its queue is gone: the window no longer waits for it.
+    if (l.attached) {
+        l.attached = false;
+        if (started_) {
+            const std::uint64_t m = min_attached_head();
+            if (m > head_) advance(m);
+        }
+    }
 }
 
 void hds_engine::cancel(std::size_t lane) {
-    std::lock_guard<std::mutex> lock(mutex_);
     if (lane >= lanes_.size()) throw std::out_of_range("lane " + std::to_string(lane));
-    cancel_locked(lane);
-    drain_retired();
-    publish();
-    publish_split();
+    lane_state &l = lanes_[lane];
+    enter(l);
+    {
+        std::unique_lock<std::mutex> lock(mutex_);
+        cancel_locked(l, lock);
+        l.drain_due = false;
+        drain_retired();
+        publish();
+    }
+    leave(l);
 }
 
 std::size_t hds_engine::outstanding(std::size_t lane) const {
@@ -503,13 +960,29 @@ std::size_t hds_engine::outstanding(std::size_t lane) const {
 }
 
 void hds_engine::finish() {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
     if (finished_) return;
     // The sources have stopped their queues before the capture finishes the engine,
-    // so no posted receive can still be written.
-    for (std::size_t q = 0; q < lanes_.size(); q++) cancel_locked(q);
+    // so no posted receive can still be written and no lane is inside a call.
+    for (auto &l : lanes_) cancel_locked(l, lock);
     finished_ = true;
-    if (started_) {
+    wdone_.store(true, std::memory_order_relaxed);
+    // Waiting packets whose receives were cancelled: not placed, counted discarded.
+    for (std::size_t g = 0; g < pending_.size(); g++) {
+        if (pending_[g] < 0) continue;
+        bounce_free_.push_back(pending_[g]);
+        pending_[g] = -1;
+        chunk_pending_[g / cfg_.packets_per_chunk]--;
+        c_.received++;
+        c_.discarded++;
+    }
+    for (const auto &l : lanes_)
+        if (l.placed_any && l.top > top_) top_ = l.top;
+    if (started_ && head_ <= top_ && top_ - head_ >= win_.size()) {
+        // Chunks beyond the ring were never opened: they count lost in advance().
+        advance(top_ - win_.size() + 1);
+    }
+    if (started_ && head_ <= top_) {
         for (std::uint64_t id = head_;; id++) {
             flush(id);
             if (id == top_) break;
@@ -522,22 +995,30 @@ void hds_engine::finish() {
         }
     }
     drain_retired();
+    for (auto &l : lanes_) leave(l);
     publish();
-    publish_split();
     ready_.finish();
 }
 
-void hds_engine::publish_split() noexcept {
-    std::uint64_t raw[n_split];
-    std::memcpy(raw, &s_, sizeof(raw));
-    for (std::size_t i = 0; i < n_split; i++) pub_split_[i].store(raw[i], std::memory_order_relaxed);
+counters hds_engine::stats() const noexcept {
+    counters out = pub_.load();
+    auto *o = reinterpret_cast<std::uint64_t *>(&out);
+    constexpr std::size_t n = sizeof(counters) / sizeof(std::uint64_t);
+    for (const auto &l : lanes_) {
+        const counters lc = l.pub.load();
+        const auto *v = reinterpret_cast<const std::uint64_t *>(&lc);
+        for (std::size_t i = 0; i < n; i++) o[i] = add_sat(o[i], v[i]);
+    }
+    return out;
 }
 
 split_counters hds_engine::split_stats() const noexcept {
-    std::uint64_t raw[n_split];
-    for (std::size_t i = 0; i < n_split; i++) raw[i] = pub_split_[i].load(std::memory_order_relaxed);
+    std::uint64_t total[n_split] = {};
+    for (const auto &l : lanes_)
+        for (std::size_t i = 0; i < n_split; i++)
+            total[i] += l.pub_split[i].load(std::memory_order_relaxed);
     split_counters out;
-    std::memcpy(&out, raw, sizeof(raw));
+    std::memcpy(&out, total, sizeof(total));
     return out;
 }
 

@@ -425,11 +425,11 @@ ibv_source::ibv_source(const format &fmt, const ibv_options &opt, engine &eng)
     if (!parse_mac(mac, mac_))
         throw std::invalid_argument("cannot use MAC address '" + mac + "' of " + iface);
     const std::string mtu_text = read_text("/sys/class/net/" + iface + "/mtu");
-    const std::size_t ip_len = 20 + 8 + fmt_.payload_size;
+    const std::size_t ip_len = 20 + 8 + fmt_.max_udp_payload();
     if (!mtu_text.empty() && std::stoul(mtu_text) < ip_len)
         throw std::invalid_argument("MTU " + mtu_text + " of " + iface + " is smaller than the " +
                                     std::to_string(ip_len) + "-byte IP packets of " +
-                                    std::to_string(fmt_.payload_size) +
+                                    std::to_string(fmt_.max_udp_payload()) +
                                     "-byte payloads: `ip link set dev " + iface + " mtu 9000`");
     if (!((effective_caps() >> cap_net_raw) & 1))
         throw os_error(EPERM, "the ibv backend needs CAP_NET_RAW to receive raw packets; " +

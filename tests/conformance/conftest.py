@@ -17,18 +17,15 @@ reference tree, pyenv 3.8 or tclsh skips; under ``CI=true`` it fails.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
-import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import cached_venv, need_tool, pyenv_pythons, reference_tree
 
 from casper400g_dev import checkout
 from mlib_devel_400g import mlib_install
@@ -37,47 +34,7 @@ from mlib_devel_400g.toolflow import BuildResult, Toolflow
 
 EXAMPLE = checkout.ROOT / "examples" / "pktgen_400g" / "design.yaml"
 STUB = checkout.ROOT / "tests" / "tcl" / "vivado_bd_stub.tcl"
-CACHE = checkout.ROOT / ".cache"
 MODEL = "pktgen_400g"
-
-
-def need(message: str) -> None:
-    """Skip outside CI, fail under CI=true: a tool this suite runs is missing."""
-    if os.environ.get("CI"):
-        pytest.fail(f"{message} (CI must run the mlib_devel conformance suite)")
-    pytest.skip(message)
-
-
-def reference(name: str) -> Path:
-    """``shared/reference/<name>`` beside the checkout or one of its parents, or under
-    ``$CASPER400G_REFERENCE``."""
-    roots = (
-        [Path(os.environ["CASPER400G_REFERENCE"])] if "CASPER400G_REFERENCE" in os.environ else []
-    )
-    roots += [p / "shared" / "reference" for p in checkout.ROOT.parents]
-    for root in roots:
-        if (root / name).is_dir():
-            return root / name
-    need(f"reference tree {name!r} not found (set CASPER400G_REFERENCE)")
-    raise AssertionError("unreachable")
-
-
-def pyenv_python(minor: str) -> Path:
-    """The newest pyenv Python ``3.<minor>.x``."""
-    pyenv = shutil.which("pyenv")
-    root = os.environ.get("PYENV_ROOT")
-    if pyenv:
-        got = subprocess.run([pyenv, "root"], capture_output=True, text=True)
-        root = got.stdout.strip() or root
-    found = []
-    if root:
-        for cand in Path(root, "versions").glob(f"3.{minor}.*"):
-            m = re.fullmatch(rf"3\.{minor}\.(\d+)", cand.name)
-            if m and (cand / "bin" / "python").is_file():
-                found.append((int(m.group(1)), cand / "bin" / "python"))
-    if not found:
-        need(f"no Python 3.{minor} from pyenv (pyenv root: {root or 'unknown'})")
-    return max(found)[1]
 
 
 def requirements(mlib: Path) -> list[str]:
@@ -91,52 +48,22 @@ def requirements(mlib: Path) -> list[str]:
     return out
 
 
-@contextlib.contextmanager
-def _locked(name: str) -> Iterator[None]:
-    CACHE.mkdir(exist_ok=True)
-    with open(CACHE / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def mlib_python() -> Path:
     """A cached Python 3.8 venv with what mlib_devel's middleware imports."""
-    mlib = reference("mlib_devel")
-    xml2vhdl = reference("xml2vhdl") / "scripts" / "python" / "xml2vhdl-ox"
-    py = pyenv_python("8")
+    mlib = reference_tree("mlib_devel")
+    xml2vhdl = reference_tree("xml2vhdl") / "scripts" / "python" / "xml2vhdl-ox"
+    py = pyenv_pythons(["3.8"]).get("3.8")
+    if py is None:
+        need_tool("no Python 3.8 from pyenv")
+        raise AssertionError("unreachable")
     reqs = requirements(mlib)
     key = hashlib.sha256()
-    for part in [str(py), *reqs]:
+    for part in [py, *reqs]:
         key.update(part.encode())
     for f in sorted(p for p in xml2vhdl.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         key.update(f.read_bytes())
-    name = f"mlib_devel_py38-{key.hexdigest()[:12]}"
-    venv = CACHE / name
-    with _locked(name):
-        if not (venv / ".installed").is_file():
-            shutil.rmtree(venv, ignore_errors=True)
-            made = subprocess.run(
-                [str(py), "-m", "venv", str(venv)], capture_output=True, text=True
-            )
-            if made.returncode:
-                need(f"{py} cannot make a venv: {made.stderr.strip()[-400:]}")
-            # pip builds in the tree it installs from: xml2vhdl is installed from a copy.
-            src = CACHE / f"{name}-xml2vhdl"
-            shutil.rmtree(src, ignore_errors=True)
-            shutil.copytree(xml2vhdl, src)
-            pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
-            got = subprocess.run(
-                [*pip, *reqs, str(src)], capture_output=True, text=True, timeout=900
-            )
-            shutil.rmtree(src, ignore_errors=True)
-            if got.returncode:
-                shutil.rmtree(venv, ignore_errors=True)
-                need(f"installing mlib_devel's requirements failed: {got.stderr[-800:]}")
-            (venv / ".installed").write_text("\n".join(reqs) + "\n")
-    return venv / "bin" / "python"
+    # pip builds in the tree it installs from: cached_venv installs xml2vhdl from a copy.
+    return cached_venv(f"mlib_devel_py38-{key.hexdigest()[:12]}", py, reqs, xml2vhdl)
 
 
 @dataclass
@@ -165,18 +92,18 @@ STANDIN_IMAGE = b"VERSAL-PDI-PLACEHOLDER"
 def mlib_run(tmp_path_factory: pytest.TempPathFactory) -> MlibRun:
     tclsh = shutil.which("tclsh")
     if tclsh is None:
-        need("tclsh not found (Debian package tcl)")
+        need_tool("tclsh not found (Debian package tcl)")
     python = mlib_python()
     root = tmp_path_factory.mktemp("mlib")
     checkout = root / "mlib_devel"
-    shutil.copytree(reference("mlib_devel"), checkout, symlinks=True)
+    shutil.copytree(reference_tree("mlib_devel"), checkout, symlinks=True)
     for p in checkout.rglob("*"):
         if not p.is_symlink():
             p.chmod(p.stat().st_mode | 0o200)
     mlib_install.install(checkout, say=None)
     if not (checkout / "jasper_library" / "cit2csl.py").exists():
         (checkout / "jasper_library" / "cit2csl.py").write_text(CIT2CSL_STANDIN)
-    changed, added = _differences(reference("mlib_devel"), checkout)
+    changed, added = _differences(reference_tree("mlib_devel"), checkout)
 
     # The stand-in runtime builds the design first: its jasper.per is what MATLAB's
     # frontend would write, and its build tree is the differential reference.

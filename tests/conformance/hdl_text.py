@@ -10,6 +10,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from mlib_devel_400g.toolflow import jasper_imports
+
+jasper_imports()
+from yellow_blocks.fourhundred_gbe_hdl import balanced  # noqa: E402
+
 _IDENT = r"[A-Za-z_][A-Za-z0-9_$]*"
 _KEYWORDS = {"module", "wire", "assign", "input", "output", "inout", "endmodule", "reg"}
 
@@ -18,20 +23,6 @@ def strip_comments(text: str) -> str:
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     text = re.sub(r"\(\*.*?\*\)", " ", text, flags=re.S)  # attributes (* keep = "true" *)
     return re.sub(r"//[^\n]*", " ", text)
-
-
-def _balanced(text: str, start: int) -> tuple[str, int]:
-    """Inside of the parentheses opening at ``start``, and the index after them."""
-    assert text[start] == "(", text[start : start + 20]
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] == "(":
-            depth += 1
-        elif text[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return text[start + 1 : i], i + 1
-    raise ValueError("unbalanced parentheses")
 
 
 def _width(rng: str | None) -> int:
@@ -49,7 +40,7 @@ def _named(body: str) -> dict[str, str]:
         m = re.compile(rf"\.\s*({_IDENT})\s*").search(body, i)
         if m is None:
             return out
-        value, i = _balanced(body, m.end())
+        value, i = balanced(body, m.end())
         out[m.group(1)] = " ".join(value.split())
 
 
@@ -72,7 +63,7 @@ def parse_top(text: str, module: str = "top") -> Top:
     text = strip_comments(text)
     m = re.search(rf"\bmodule\s+{module}\s*", text)
     assert m, f"no module {module}"
-    header, pos = _balanced(text, m.end())
+    header, pos = balanced(text, m.end())
     ports: dict[str, tuple[str, int]] = {}
     for item in header.split(","):
         pm = re.fullmatch(
@@ -102,11 +93,11 @@ def parse_top(text: str, module: str = "top") -> Top:
         rest = body[i:].lstrip()
         i = len(body) - len(rest)
         if rest.startswith("#"):
-            inner, i = _balanced(body, body.index("(", i))
+            inner, i = balanced(body, body.index("(", i))
             params = _named(inner)
         nm = re.compile(rf"\s*({_IDENT})\s*").match(body, i)
         assert nm, body[i : i + 80]
-        conns, _end = _balanced(body, nm.end())
+        conns, _end = balanced(body, nm.end())
         instances[nm.group(1)] = Instance(im.group(1), params, _named(conns))
     return Top(ports, wires, assigns, instances)
 
@@ -120,7 +111,7 @@ def vhdl_blackbox(text: str, entity: str) -> str:
     pos = m.end()
     g = re.compile(r"(?is)\s*generic\s*").match(text, pos)
     if g:
-        inner, pos = _balanced(text, g.end())
+        inner, pos = balanced(text, g.end())
         for item in inner.split(";"):
             gm = re.fullmatch(r"(?is)\s*(\w+)\s*:\s*[\w\s]+?(?::=\s*(.+?))?\s*", item)
             if not gm:
@@ -135,7 +126,7 @@ def vhdl_blackbox(text: str, entity: str) -> str:
         pos = text.index(";", pos) + 1
     p = re.compile(r"(?is)\s*port\s*").match(text, pos)
     assert p, f"entity {entity}: no port list"
-    inner, _ = _balanced(text, p.end())
+    inner, _ = balanced(text, p.end())
     decls = []
     for item in inner.split(";"):
         pm = re.fullmatch(r"(?is)\s*([\w\s,]+?)\s*:\s*(in|out|inout)\s+(.+?)\s*", item)

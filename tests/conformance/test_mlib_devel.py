@@ -11,12 +11,13 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+from conftest import reference_tree
 
 from casper400g_dev import sim
 from mlib_devel_400g import mlib_install
 from mlib_devel_400g.toolflow import CORE_LINT_WAIVERS
 
-from .conftest import CIT2CSL_STANDIN, MlibRun, mlib_python, reference
+from .conftest import CIT2CSL_STANDIN, MlibRun, mlib_python
 from .hdl_text import parse_top, vhdl_blackbox
 
 PHASES = ("", "90", "180", "270")
@@ -30,7 +31,7 @@ def test_only_the_overlay_is_added_to_mlib_devel(mlib_run: MlibRun) -> None:
     """No patch to mlib_devel: every file of the reference tree is unchanged except the
     design-info tag list the installer edits; what is new is exactly the overlay (and the
     empty stand-in for the script the snapshot omits)."""
-    ref = reference("mlib_devel")
+    ref = reference_tree("mlib_devel")
     plan = mlib_install._plan(mlib_run.checkout)
     overlay = {dst.relative_to(mlib_run.checkout) for _s, dst in plan}
     changed, added = mlib_run.changed, mlib_run.added

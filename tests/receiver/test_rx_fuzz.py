@@ -1,4 +1,5 @@
-"""Fuzzing the frame parser, format decoder and engine (atheris; short unless --run-slow)."""
+"""Fuzzing the frame parser, format decoder, SPEAD parser and engine (atheris; short unless
+--run-slow)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,16 @@ import pytest
 
 TOOLS = Path(__file__).resolve().parents[2] / "receiver" / "tools"
 TARGET = TOOLS / "fuzz_decoder.py"
+SPEAD_TARGET = TOOLS / "fuzz_spead.py"
 # Inputs that once found bugs; every run replays them first.
 SEEDS = TOOLS / "fuzz_seeds"
 
 
-def run_fuzzer(*flags: str, timeout: float, corpus: Path) -> None:
+def run_fuzzer(*flags: str, timeout: float, corpus: Path, target: Path = TARGET) -> None:
     pytest.importorskip("atheris", reason="atheris (dev extra) drives the fuzz target")
     # New corpus entries go to the first directory (temporary); the seeds are only read.
     out = subprocess.run(
-        [sys.executable, str(TARGET), "-seed=1", *flags, str(corpus), str(SEEDS)],
+        [sys.executable, str(target), "-seed=1", *flags, str(corpus), str(SEEDS)],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -31,6 +33,15 @@ def test_fuzz_short(tmp_path: Path) -> None:
     run_fuzzer("-runs=20000", timeout=300, corpus=tmp_path)
 
 
+def test_fuzz_spead_short(tmp_path: Path) -> None:
+    run_fuzzer("-runs=20000", timeout=300, corpus=tmp_path, target=SPEAD_TARGET)
+
+
 @pytest.mark.slow
 def test_fuzz_long(tmp_path: Path) -> None:
     run_fuzzer("-max_total_time=600", timeout=900, corpus=tmp_path)
+
+
+@pytest.mark.slow
+def test_fuzz_spead_long(tmp_path: Path) -> None:
+    run_fuzzer("-max_total_time=600", timeout=900, corpus=tmp_path, target=SPEAD_TARGET)

@@ -503,3 +503,63 @@ def test_demo_gpu_stage_says_why_it_was_skipped() -> None:
     console = Console(record=True, width=200)
     assert run_gpu(console) == 0
     assert "GPU stage skipped" in console.export_text()
+
+
+@needs_gpu
+@pytest.mark.parametrize("queues", [3, 4])
+def test_split_lanes_sharing_chunks_to_gpu_match_the_per_queue_model(queues: int) -> None:
+    # K lanes of ONE capture share its chunks (each its own window), under drops,
+    # duplicates, reordering across lanes and late packets, into GPU chunks: the counts
+    # of the per-queue model and the copying engine with the same assignment (seq % K).
+    from test_rx_queues import model
+
+    ppc, n, mc = 256, 30, 3
+    f = faulty_schedule(n, ppc, mc, np.random.default_rng(17))
+    e = model(f.schedule, f.schedule % queues, queues, ppc, mc)
+    kw = dict(schedule=f.schedule, packets_per_chunk=ppc, max_chunks=mc, first_chunk=0)
+    ref, ref_stats = cpu_reference(
+        queue_of=f.schedule % queues, queues=queues, n_chunks=16, stall_timeout_ms=60_000, **kw
+    )
+    cap = rx.Capture(
+        "mem",
+        emulate="ibv-serial",
+        queues=queues,
+        depth=64,
+        device="cuda:0",
+        gpu_chunks=3,
+        stall_timeout_ms=60_000,
+        **kw,  # type: ignore[arg-type]
+    )
+    got, stats = _gpu_chunks(cap)
+    _assert_same_chunks(got, stats, ref, ref_stats, ppc)
+    assert (stats["late"], stats["duplicate"], stats["lost"]) == (e.late, e.duplicate, e.lost)
+    assert stats["packets"] == len(e.placed) and stats["queue_stalls"] == 0
+
+
+@needs_gpu
+def test_split_overload_to_gpu_counts_every_packet() -> None:
+    # Four lanes offered far more than they take, into GPU chunks: every packet placed or
+    # a NIC drop, nothing late or discarded, the GPU copy of each chunk equal to its host
+    # presence and payloads.
+    ppc, count = 512, 512 * 60
+    cap = rx.Capture(
+        "mem",
+        emulate="ibv",
+        count=count,
+        queues=4,
+        depth=16,
+        packets_per_chunk=ppc,
+        max_chunks=4,
+        first_chunk=0,
+        nic_rate_gbps=3000.0,
+        fill=True,
+        device="cuda:0",
+    )
+    got, s = _gpu_chunks(cap)
+    assert s["nic_drops"] > 0
+    assert s["packets"] + s["nic_drops"] == count
+    assert (s["late"], s["duplicate"], s["discarded"]) == (0, 0, 0)
+    assert s["packets"] == sum(int(p.sum()) for p, _ in got.values())
+    for cid, (present, data) in got.items():
+        seqs = cid * ppc + np.flatnonzero(present)
+        assert np.array_equal(data[present], example_payloads(seqs))

@@ -63,3 +63,40 @@ def test_capture_warns_when_the_machine_has_too_few_cpus() -> None:
     queues = sizing.available_cpus() + 1
     with pytest.warns(rx.CapacityWarning, match="this process may use"):
         rx.Capture("udp", rate_gbps=queues * sizing.HOST_GBPS_PER_QUEUE)
+
+
+def test_rule_by_path_and_chunk_size_for_gpu_delivery() -> None:
+    split = sizing.size_for_rate(400, 8192, 4, to_gpu=True, cpus=64, path="split")
+    assert split.queues == math.ceil(400 / sizing.SPLIT_GBPS_PER_QUEUE) == 8
+    emulated = sizing.size_for_rate(400, 8192, 4, to_gpu=True, cpus=64, path="split_emulated")
+    assert emulated.queues == math.ceil(400 / sizing.SPLIT_EMULATED_GBPS_PER_QUEUE) == 13
+    # Chunks of at least 0.5 ms of the stream: 400 Gb/s of 8192-B packets is 6.1 Mpackets/s,
+    # 3052 packets in 0.5 ms -> 4096; 100 Gb/s -> 763 -> the 1024 floor.
+    assert split.packets_per_chunk == 4096 == sizing.chunk_packets(400, 8192)
+    assert sizing.chunk_packets(100, 8192) == 1024
+    assert sizing.chunk_packets(400, 1024) == 32768
+    assert sizing.size_for_rate(400, 8192, 4, to_gpu=False, cpus=64).packets_per_chunk is None
+    with pytest.raises(ValueError, match="path must be"):
+        sizing.size_for_rate(400, 8192, 4, to_gpu=False, path="dpdk")  # type: ignore[arg-type]
+
+
+def test_split_capture_sized_from_the_rate() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rx.CapacityWarning)
+        cap = rx.Capture("mem", emulate="ibv", count=64 * 8, rate_gbps=60, fill=True)
+    assert cap.sizing is not None and cap.sizing.queues == 2  # 33 Gb/s per emulated lane
+    assert cap.config.packets_per_chunk == 1024  # host delivery: not sized
+    with cap:
+        for c in cap.chunks(timeout=10):
+            c.release()
+    assert cap.stats.packets == 64 * 8 and cap.stats.queues == 2
+
+
+def test_small_chunks_into_a_gpu_at_a_high_rate_are_named() -> None:
+    s = sizing.size_for_rate(400, 8192, 4, to_gpu=True, cpus=64, packets_per_chunk=1024)
+    (note,) = s.warnings
+    assert "1024-packet chunks at 400 Gb/s are 5960 chunks/s" in note
+    assert "packets_per_chunk >= 4096" in note
+    assert s.packets_per_chunk is None  # given: kept
+    ok = sizing.size_for_rate(400, 8192, 4, to_gpu=True, cpus=64, packets_per_chunk=8192)
+    assert ok.warnings == ()

@@ -21,7 +21,7 @@ from casperfpga_ext import fhg_regmap as regmap
 from casperfpga_ext.gbe import FourHundredGbe
 from verification.core_harness import CoreHarness
 from verification.models import frames
-from verification.models.dcmac_tx import DcmacTxMonitor
+from verification.models.dcmac_tx import DcmacTxMonitor, assert_frames
 from verification.models.user_tx import UserTxDriver
 from verification.sim_bus import DEVICE, SimTransport
 
@@ -43,10 +43,7 @@ async def blocking(func: Callable[..., T], *args: Any) -> T:
 
 async def start(dut) -> tuple[CoreHarness, DcmacTxMonitor, UserTxDriver, FourHundredGbe]:  # noqa: ANN001
     h = CoreHarness(dut)
-    mon = DcmacTxMonitor(
-        dut, clock=dut.tx_mac_clk, mac_clk_hz=h.mac_clk_hz, mode="line", reset=dut.tx_mac_rst
-    )
-    drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
+    mon, drv = h.tx_monitor(), h.user_tx()
     await h.reset()
     gbe = FourHundredGbe(SimTransport(h.axi), DEVICE)
 
@@ -67,21 +64,6 @@ def expected(payload: bytes, dst_ip: str, dst_port: int, ip_id: int) -> bytes:
     return frames.expected_udp_frame(
         OWN_MAC, mac, OWN_IP, dst_ip, PORT, dst_port, ip_id, TTL, payload, True
     )
-
-
-async def wait_frames(mon: DcmacTxMonitor, count: int, limit_ns: int = 50_000) -> None:
-    waited = 0
-    while len(mon.frames) < count and waited < limit_ns:
-        await Timer(200, unit="ns")
-        waited += 200
-    assert len(mon.frames) >= count, f"only {len(mon.frames)} of {count} frames arrived"
-
-
-def compare(got: list, want: list[bytes]) -> None:
-    assert len(got) == len(want), f"{len(got)} frames, expected {len(want)}"
-    for k, (g, w) in enumerate(zip(got, want, strict=True)):
-        assert g.body == w, f"frame {k}:\ngot  {g.body[:64].hex()}\nwant {w[:64].hex()}"
-        assert not g.err
 
 
 @cocotb.test()
@@ -106,8 +88,8 @@ async def configured_core_sends_with_configured_addresses(dut) -> None:  # noqa:
     for ip_id, (payload, dst, dport) in enumerate(sends):
         await drv.send(payload, int(ipaddress.IPv4Address(dst)), dport)
         want.append(expected(payload, dst, dport, ip_id))
-    await wait_frames(mon, len(want))
-    compare(mon.frames, want)
+    await mon.wait_frames(len(want))
+    assert_frames(mon.frames, want)
     assert mon.frames[2].body[:6] == ARP_TABLE[1].to_bytes(6, "big")
 
     await Timer(1, unit="us")  # counters cross into the register clock
@@ -137,8 +119,8 @@ async def fabric_disable_holds_and_soft_reset_keeps_configuration(dut) -> None: 
     assert mon.frames == [], "a frame left the core with the fabric disabled"
 
     await blocking(gbe.fabric_enable)
-    await wait_frames(mon, 1)
-    compare(mon.frames, [expected(b"held back", "10.0.0.30", 6000, 0)])
+    await mon.wait_frames(1)
+    assert_frames(mon.frames, [expected(b"held back", "10.0.0.30", 6000, 0)])
 
     await blocking(gbe.fabric_soft_reset_toggle)
     await h.wait_tx_ready()
@@ -146,5 +128,5 @@ async def fabric_disable_holds_and_soft_reset_keeps_configuration(dut) -> None: 
     assert (mac, ip, port) == (0x02000A00000A, int(ipaddress.IPv4Address(OWN_IP)), PORT)
     ip_id = await blocking(gbe.read_reg, "ip_id")
     await drv.send(b"after reset", int(ipaddress.IPv4Address("10.0.0.31")), 6001)
-    await wait_frames(mon, 2)
-    compare(mon.frames[1:], [expected(b"after reset", "10.0.0.31", 6001, ip_id)])
+    await mon.wait_frames(2)
+    assert_frames(mon.frames[1:], [expected(b"after reset", "10.0.0.31", 6001, ip_id)])

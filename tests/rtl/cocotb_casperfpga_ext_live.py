@@ -29,9 +29,7 @@ from cocotb_casperfpga_ext import (
     OWN_MAC,
     PORT,
     TTL,
-    compare,
     expected,
-    wait_frames,
 )
 from scapy.layers.inet import ICMP, IP, UDP
 from scapy.layers.l2 import ARP, Ether
@@ -41,7 +39,7 @@ from casperfpga_ext.gbe import FourHundredGbe
 from casperfpga_ext.tap import Answer, Tap
 from verification.core_harness import CoreHarness
 from verification.models.dcmac_rx import DcmacRxDriver
-from verification.models.dcmac_tx import DcmacTxMonitor
+from verification.models.dcmac_tx import DcmacTxMonitor, assert_frames
 from verification.models.user_tx import UserTxDriver
 from verification.sim_bus import DEVICE, SYS_REGISTERS, ServerThread, SimTransport, SimWindow
 
@@ -51,13 +49,11 @@ PEER_IP = "10.0.0.33"
 
 async def start(dut) -> tuple[CoreHarness, DcmacTxMonitor, DcmacRxDriver, UserTxDriver]:  # noqa: ANN001
     h = CoreHarness(dut)
-    mon = DcmacTxMonitor(
-        dut, clock=dut.tx_mac_clk, mac_clk_hz=h.mac_clk_hz, mode="line", reset=dut.tx_mac_rst
-    )
+    mon = h.tx_monitor()
     rx = DcmacRxDriver(
         dut, clock=dut.rx_mac_clk, reset=dut.rx_mac_rst, mode="line", mac_clk_hz=h.mac_clk_hz
     )
-    drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
+    drv = h.user_tx()
     await h.reset()
     return h, mon, rx, drv
 
@@ -149,7 +145,7 @@ async def tap_answers_arp_and_ping(dut) -> None:  # noqa: ANN001
         golden = reply or goldens.get(k)
         if golden is not None:
             want_sent.append(golden)
-            await wait_frames(mon, len(want_sent))
+            await mon.wait_frames(len(want_sent))
         await Timer(500, unit="ns")  # anything wrongly sent would show up by now
         assert len(mon.frames) == len(want_sent), f"case {k}: {len(mon.frames)} frames left"
     for k, (got, want) in enumerate(zip(mon.frames, want_sent, strict=True)):
@@ -232,8 +228,8 @@ async def katcp_board_server_configures_core(dut) -> None:  # noqa: ANN001
         sends = [(bytes(range(100)), "10.0.0.20", 9000), (b"off-subnet", "192.168.1.5", 5001)]
         for payload, dst, dport in sends:
             await drv.send(payload, int(ipaddress.IPv4Address(dst)), dport)
-        await wait_frames(mon, len(sends))
-        compare(mon.frames, [expected(p, d, dp, i) for i, (p, d, dp) in enumerate(sends)])
+        await mon.wait_frames(len(sends))
+        assert_frames(mon.frames, [expected(p, d, dp, i) for i, (p, d, dp) in enumerate(sends)])
 
         # The tap as casperfpga runs it: a background thread on the same KATCP link.
         gbe = fpga_box["fpga"].gbes.gbe0

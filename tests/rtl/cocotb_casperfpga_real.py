@@ -24,8 +24,6 @@ from cocotb.triggers import Timer
 from casperfpga_ext import addressing
 from verification.core_harness import CoreHarness
 from verification.models import frames
-from verification.models.dcmac_tx import DcmacTxMonitor
-from verification.models.user_tx import UserTxDriver
 from verification.sim_bus import BOARD_ID, DEVICE, ServerThread, SimWindow
 
 SCRIPT_LIMIT_S = 900.0
@@ -51,10 +49,7 @@ DEST_IP, DEST_PORT = "10.0.0.5", 9000  # ARP entry 5 of the short list
 @cocotb.test()
 async def onehundredgbe_script_then_scapy_frame(dut) -> None:  # noqa: ANN001
     h = CoreHarness(dut)
-    mon = DcmacTxMonitor(
-        dut, clock=dut.tx_mac_clk, mac_clk_hz=h.mac_clk_hz, mode="line", reset=dut.tx_mac_rst
-    )
-    drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
+    mon, drv = h.tx_monitor(), h.user_tx()
     await h.reset()
     core = SimWindow(h.axi)
     server = ServerThread(core)  # the core and a sys_block, as casperfpga expects

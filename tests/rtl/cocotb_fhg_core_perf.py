@@ -22,20 +22,16 @@ from dataclasses import dataclass
 
 import cocotb
 from cocotb.triggers import ClockCycles, Timer
-from scapy.layers.inet import IP, UDP
-from scapy.layers.l2 import Ether
+from cocotb_fhg_core_rx import OWN_IP, OWN_MAC, PEER_MAC, PORT, udp_frame
 
 from verification.core_harness import USER_CLK_HZ, CoreHarness, simulated_hz
 from verification.models import frames
 from verification.models.dcmac_rx import DcmacRxDriver
-from verification.models.dcmac_tx import DcmacTxMonitor, packing_stats
+from verification.models.dcmac_tx import packing_stats
 from verification.models.user_rx import UserRxMonitor
 from verification.models.user_tx import UserTxDriver
 
-OWN_MAC = 0x02000A00000A
-OWN_IP = "10.0.0.10"
-PORT = 7148
-PEER_MAC = 0x0C42A1000014
+# The core and its peer are the RX tests' (OWN_*, PEER_MAC, udp_frame from there).
 DST_IP = int(ipaddress.IPv4Address("10.0.0.20"))
 WORD = 128
 # Delivered goodput over the binding ceiling (line or user port), measured from the first
@@ -51,26 +47,15 @@ RX_SMALL_REQUIRED = 0.95
 
 async def tx_setup(dut):  # noqa: ANN001
     h = CoreHarness(dut)
-    drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
-    await h.reset()
-    await h.configure(OWN_MAC, OWN_IP, PORT, gateway="10.0.0.1")
-    await h.set_arp(DST_IP & 0xFF, PEER_MAC)
-    await h.settle_config()
-    await h.enable()
+    drv = h.user_tx()
+    await h.bring_up(OWN_MAC, OWN_IP, PORT, gateway="10.0.0.1", arp={DST_IP & 0xFF: PEER_MAC})
     return h, drv
 
 
 async def drain_round(dut, h: CoreHarness, drv: UserTxDriver, sizes: list[int], seed: int):  # noqa: ANN001
     """Queue `sizes` with the MAC not ready, then let the MAC take every cycle."""
     # A fresh monitor per round: it starts by holding tready low (taf high).
-    mon = DcmacTxMonitor(
-        dut,
-        clock=dut.tx_mac_clk,
-        mac_clk_hz=h.mac_clk_hz,
-        mode="always",
-        reset=dut.tx_mac_rst,
-        start=False,
-    )
+    mon = h.tx_monitor("always", start=False)
     rng = random.Random(seed)
     payloads = [rng.randbytes(n) for n in sizes]
     for p in payloads:
@@ -157,29 +142,14 @@ async def tx_packing_from_a_full_buffer(dut) -> None:  # noqa: ANN001
 # ---------------------------------------------------------------------------- RX line rate
 
 
-def udp_frame(payload: bytes, ident: int) -> bytes:
-    pkt = (
-        Ether(dst=OWN_MAC.to_bytes(6, "big"), src=PEER_MAC.to_bytes(6, "big"))
-        / IP(src="10.0.0.20", dst=OWN_IP, id=ident, flags="DF")
-        / UDP(sport=4000, dport=PORT)
-        / payload
-    )
-    return bytes(pkt)
-
-
 async def rx_setup(dut):  # noqa: ANN001
     h = CoreHarness(dut)
     rx = DcmacRxDriver(
         dut, clock=dut.rx_mac_clk, reset=dut.rx_mac_rst, mode="line", mac_clk_hz=h.mac_clk_hz
     )
     user = UserRxMonitor(dut, clock=dut.user_clk, reset=dut.rst)
-    DcmacTxMonitor(
-        dut, clock=dut.tx_mac_clk, mac_clk_hz=h.mac_clk_hz, mode="always", reset=dut.tx_mac_rst
-    )
-    await h.reset()
-    await h.configure(OWN_MAC, OWN_IP, PORT)
-    await h.settle_config()
-    await h.enable()
+    h.tx_monitor("always")
+    await h.bring_up(OWN_MAC, OWN_IP, PORT)
     return h, rx, user
 
 
@@ -245,6 +215,23 @@ def rx_ceiling_bps(size: int) -> tuple[float, str]:
     return (line, "line") if line <= user else (user, "user port")
 
 
+def log_rx_run(dut, size: int, r: RxRun) -> tuple[float, str]:  # noqa: ANN001
+    """Log a run of `size`-byte datagrams against its binding ceiling; return the ceiling."""
+    ceiling, binds = rx_ceiling_bps(size)
+    dut._log.info(
+        "%d B: line use %.4f, delivered %d, overrun %d, %.2f Gb/s of %.2f (%s): %.4f",
+        size,
+        r.util,
+        r.counters["rx_udp_packets"],
+        r.counters["rx_drop_overrun"],
+        r.goodput / 1e9,
+        ceiling / 1e9,
+        binds,
+        r.goodput / ceiling,
+    )
+    return ceiling, binds
+
+
 def check_overrun_only(r: RxRun, n: int) -> None:
     """Every datagram sent is delivered or counted as overrun, nothing else."""
     c = r.counters
@@ -259,17 +246,7 @@ async def rx_line_rate_8192_no_loss(dut) -> None:  # noqa: ANN001
     """8192-byte datagrams at the line rate: the line binds, all delivered at its goodput."""
     n = 100
     r = await rx_at_line_rate(dut, [8192] * n)
-    ceiling, binds = rx_ceiling_bps(8192)
-    dut._log.info(
-        "8192 B: line use %.4f, delivered %d, overrun %d, %.2f Gb/s of %.2f (%s): %.4f",
-        r.util,
-        r.counters["rx_udp_packets"],
-        r.counters["rx_drop_overrun"],
-        r.goodput / 1e9,
-        ceiling / 1e9,
-        binds,
-        r.goodput / ceiling,
-    )
+    ceiling, binds = log_rx_run(dut, 8192, r)
     assert binds == "line" and r.util > 0.99
     check_overrun_only(r, n)
     assert r.missing == 0
@@ -282,17 +259,7 @@ async def rx_line_rate_8972_user_port_binds(dut) -> None:  # noqa: ANN001
     it stays busy and the excess is dropped whole, counted as overrun."""
     n = 120
     r = await rx_at_line_rate(dut, [8972] * n)
-    ceiling, binds = rx_ceiling_bps(8972)
-    dut._log.info(
-        "8972 B: line use %.4f, delivered %d, overrun %d, %.2f Gb/s of %.2f (%s): %.4f",
-        r.util,
-        r.counters["rx_udp_packets"],
-        r.counters["rx_drop_overrun"],
-        r.goodput / 1e9,
-        ceiling / 1e9,
-        binds,
-        r.goodput / ceiling,
-    )
+    ceiling, binds = log_rx_run(dut, 8972, r)
     assert binds == "user port" and r.util > 0.99
     check_overrun_only(r, n)
     assert r.missing > 0

@@ -16,7 +16,7 @@ from cocotb.triggers import ClockCycles, RisingEdge, Timer
 
 from verification.core_harness import CoreHarness
 from verification.models import frames
-from verification.models.dcmac_tx import DcmacTxMonitor
+from verification.models.dcmac_tx import DcmacTxMonitor, assert_frames
 from verification.models.user_tx import UserTxDriver
 
 OWN_MAC = 0x02000A00000A
@@ -34,21 +34,8 @@ async def start(
     seed: int = 1,
 ) -> tuple[CoreHarness, DcmacTxMonitor, UserTxDriver]:
     h = CoreHarness(dut)
-    mon = DcmacTxMonitor(
-        dut,
-        clock=dut.tx_mac_clk,
-        mac_clk_hz=h.mac_clk_hz,
-        mode=mode,
-        seed=seed,
-        reset=dut.tx_mac_rst,
-    )
-    drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
-    await h.reset()
-    await h.configure(OWN_MAC, OWN_IP, PORT, gateway=GATEWAY, netmask=NETMASK, ttl=TTL)
-    for index, mac in ARP.items():
-        await h.set_arp(index, mac)
-    await h.settle_config()
-    await h.enable()
+    mon, drv = h.tx_monitor(mode, seed=seed), h.user_tx()
+    await h.bring_up(OWN_MAC, OWN_IP, PORT, gateway=GATEWAY, netmask=NETMASK, ttl=TTL, arp=ARP)
     return h, mon, drv
 
 
@@ -63,30 +50,6 @@ def expected(
     )
 
 
-async def wait_frames(mon: DcmacTxMonitor, count: int, limit_ns: int = 200_000) -> None:
-    waited = 0
-    while len(mon.frames) < count and waited < limit_ns:
-        await Timer(200, unit="ns")
-        waited += 200
-    assert len(mon.frames) >= count, f"only {len(mon.frames)} of {count} frames arrived"
-
-
-def compare(got: list, want: list[bytes]) -> None:
-    assert len(got) == len(want), f"{len(got)} frames, expected {len(want)}"
-    for k, (g, w) in enumerate(zip(got, want, strict=True)):
-        if g.body != w:
-            diff = (
-                next(i for i in range(min(len(g.body), len(w))) if g.body[i] != w[i])
-                if len(g.body) == len(w)
-                else None
-            )
-            raise AssertionError(
-                f"frame {k}: length {len(g.body)} vs {len(w)}, first difference at {diff}\n"
-                f"got  {g.body[:64].hex()}\nwant {w[:64].hex()}"
-            )
-        assert not g.err
-
-
 @cocotb.test()
 async def byte_order_on_the_wire(dut) -> None:  # noqa: ANN001
     """tx_data[1023:1016] is the first payload byte on the wire (docs/design/core.md §1)."""
@@ -94,11 +57,11 @@ async def byte_order_on_the_wire(dut) -> None:  # noqa: ANN001
     payload = bytes(range(128)) + bytes(range(128, 256))
     dst = int(ipaddress.IPv4Address("10.0.0.20"))
     await drv.send(payload, dst, 9000)
-    await wait_frames(mon, 1)
+    await mon.wait_frames(1)
     body = mon.frames[0].body
     assert body[42 : 42 + 256] == payload
     assert body[:6] == ARP[20].to_bytes(6, "big")
-    compare(mon.frames, [expected(payload, dst, 9000, 0)])
+    assert_frames(mon.frames, [expected(payload, dst, 9000, 0)])
 
 
 @cocotb.test()
@@ -134,9 +97,9 @@ async def random_lengths_and_destinations_match_scapy(dut) -> None:  # noqa: ANN
             sent_bytes += size
         drv.send_nowait(payload, dst, dport)
     await drv.wait_idle()
-    await wait_frames(mon, len(want))
+    await mon.wait_frames(len(want))
     await ClockCycles(dut.tx_mac_clk, 200)
-    compare(mon.frames, want)
+    assert_frames(mon.frames, want)
     await Timer(1, unit="us")  # counters cross into the register clock
     c = await h.counters(
         [
@@ -172,8 +135,8 @@ async def udp_checksum_disable_sends_zero(dut) -> None:  # noqa: ANN001
     for p in payloads:
         drv.send_nowait(p, dst, 4000)
     await drv.wait_idle()
-    await wait_frames(mon, 2)
-    compare(
+    await mon.wait_frames(2)
+    assert_frames(
         mon.frames, [expected(p, dst, 4000, i, udp_checksum=False) for i, p in enumerate(payloads)]
     )
 
@@ -189,8 +152,8 @@ async def back_to_back_small_frames_pack_segments(dut) -> None:  # noqa: ANN001
     for p in payloads:
         drv.send_nowait(p, dst, 5000)
     await drv.wait_idle()
-    await wait_frames(mon, len(payloads))
-    compare(mon.frames, [expected(p, dst, 5000, i) for i, p in enumerate(payloads)])
+    await mon.wait_frames(len(payloads))
+    assert_frames(mon.frames, [expected(p, dst, 5000, i) for i, p in enumerate(payloads)])
     starts = [f.first_cycle for f in mon.frames]
     shared = sum(1 for a, b in itertools.pairwise(starts) if a == b)
     assert shared > 0, "segment packing never started two frames in one cycle"
@@ -242,13 +205,13 @@ async def cpu_frames_go_out_between_data_frames(dut) -> None:  # noqa: ANN001
         await send_cpu_frame(h, c)
         await wait_cpu_idle(h)
     await drv.wait_idle()
-    await wait_frames(mon, len(data) + len(cpu))
+    await mon.wait_frames(len(data) + len(cpu))
     bodies = [f.body for f in mon.frames]
     want_cpu = [c + bytes(max(0, 60 - len(c))) for c in cpu]
     got_cpu = [b for b in bodies if b in want_cpu]
     assert got_cpu == want_cpu, "CPU frames missing, reordered or altered"
     got_data = [f for f in mon.frames if f.body not in want_cpu]
-    compare(got_data, [expected(p, dst, 6000, i) for i, p in enumerate(data)])
+    assert_frames(got_data, [expected(p, dst, 6000, i) for i, p in enumerate(data)])
     await Timer(1, unit="us")
     c = await h.counters(["tx_cpu_frames", "tx_frames", "tx_udp_packets", "tx_bytes"])
     assert c["tx_cpu_frames"] == len(cpu)
@@ -346,5 +309,7 @@ async def soft_reset_mid_stream_never_truncates_a_frame(dut) -> None:  # noqa: A
     for p in again:
         drv.send_nowait(p, dst, 8001)
     await drv.wait_idle()
-    await wait_frames(mon, before + len(again))
-    compare(mon.frames[before:], [expected(p, dst, 8001, base_id + i) for i, p in enumerate(again)])
+    await mon.wait_frames(before + len(again))
+    assert_frames(
+        mon.frames[before:], [expected(p, dst, 8001, base_id + i) for i, p in enumerate(again)]
+    )

@@ -20,8 +20,6 @@ from cocotb_fhg_core_rx import FCS_ON_BUS, config, run_mix
 from cocotb_fhg_core_tx import ARP, GATEWAY, NETMASK, OWN_IP, OWN_MAC, PORT, TTL, expected
 
 from verification.core_harness import CoreHarness
-from verification.models.dcmac_tx import DcmacTxMonitor
-from verification.models.user_tx import UserTxDriver
 
 WINDOW_NS = 5000 * 4  # AXIL_CLK_HZ cycles of the 250 MHz register clock
 
@@ -29,22 +27,8 @@ WINDOW_NS = 5000 * 4  # AXIL_CLK_HZ cycles of the 250 MHz register clock
 @cocotb.test()
 async def taf_honoured_frames_whole_and_exact(dut) -> None:  # noqa: ANN001
     h = CoreHarness(dut)
-    mon = DcmacTxMonitor(
-        dut,
-        clock=dut.tx_mac_clk,
-        mac_clk_hz=h.mac_clk_hz,
-        mode="random",
-        seed=5,
-        reset=dut.tx_mac_rst,
-        taf_prob=0.1,
-    )
-    drv = UserTxDriver(dut, clock=dut.user_clk, reset=dut.rst)
-    await h.reset()
-    await h.configure(OWN_MAC, OWN_IP, PORT, gateway=GATEWAY, netmask=NETMASK, ttl=TTL)
-    for index, mac in ARP.items():
-        await h.set_arp(index, mac)
-    await h.settle_config()
-    await h.enable()
+    mon, drv = h.tx_monitor("random", seed=5, taf_prob=0.1), h.user_tx()
+    await h.bring_up(OWN_MAC, OWN_IP, PORT, gateway=GATEWAY, netmask=NETMASK, ttl=TTL, arp=ARP)
     rng = random.Random(6)
     dst = int(ipaddress.IPv4Address("10.0.0.20"))
     payloads = [rng.randbytes(rng.choice([20, 64, 129, 700, 1472, 4000])) for _ in range(60)]

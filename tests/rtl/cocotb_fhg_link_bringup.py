@@ -235,12 +235,18 @@ async def retries_after_loss_of_alignment(dut) -> None:  # noqa: ANN001
     h.check_clean()
 
 
+async def run_until_failed(dut, seed: int, max_retries: int) -> Harness:  # noqa: ANN001
+    """A bring-up with no partner on the line: it stops in [6] after max_retries retries."""
+    h = Harness(dut, seed=seed, partner=False)
+    await h.start(max_retries=max_retries)
+    await h.wait_for("failed", lambda: h.state() == FAILED, limit=20000)
+    assert int(dut.retries.value) == max_retries
+    return h
+
+
 @cocotb.test()
 async def gives_up_after_max_retries(dut) -> None:  # noqa: ANN001
-    h = Harness(dut, seed=4, partner=False)
-    await h.start(max_retries=3)
-    await h.wait_for("failed", lambda: h.state() == FAILED, limit=20000)
-    assert int(dut.retries.value) == 3
+    h = await run_until_failed(dut, seed=4, max_retries=3)
     assert not h.up() and int(dut.rx_aligned.value) == 0
     attempts = split_attempts(check_full_run(h), dm.BringupValues())
     assert attempts == [P["ALIGN_POLLS"]] * 4, attempts  # 1 + max_retries attempts
@@ -253,10 +259,7 @@ async def gives_up_after_max_retries(dut) -> None:  # noqa: ANN001
 
 @cocotb.test()
 async def restart_recovers_from_failed(dut) -> None:  # noqa: ANN001
-    h = Harness(dut, seed=5, partner=False)
-    await h.start(max_retries=1)
-    await h.wait_for("failed", lambda: h.state() == FAILED, limit=20000)
-    assert int(dut.retries.value) == 1
+    h = await run_until_failed(dut, seed=5, max_retries=1)
     h.regs.restore_partner()
     since = len(h.regs.log)
     seen = len(h.states_seen)

@@ -12,6 +12,7 @@ SOURCES = [
     paths.FHG_HDL / "cdc" / "fhg_sync_bits.sv",
     paths.FHG_HDL / "cdc" / "fhg_cdc_snapshot.sv",
     paths.FHG_HDL / "cdc" / "fhg_cfg_sync.sv",
+    paths.RUNTIME_HDL / "fhg_toolflow" / "fhg_axil_regport.sv",
     paths.RUNTIME_HDL / "fhg_toolflow" / "fhg_sys_block.sv",
 ]
 IDENTITY = {"BOARD_ID": 0x180, "REV": 0x00010002, "REV_RCS": 0x7}

@@ -321,38 +321,24 @@ class DcmacTxChecker:
         return self._in_frame
 
     def step_cycle(self, cyc: TxCycle | None, tready: int, taf: int) -> int:
+        """Check one cycle (``cyc``: what the client presents, None or not tvalid: nothing).
+        Returns the wire bytes the consumed segments cost (data bytes plus, per EOP, FCS +
+        preamble + IFG and any runt padding) for the pacer."""
         if cyc is None or not cyc.tvalid:
-            return self.step(0, _ZEROS, _ZEROS, _ZEROS, _ZEROS, _ZEROS, _ZEROS, tready, taf)
-        return self.step(
-            cyc.tvalid, cyc.ena, cyc.sop, cyc.eop, cyc.err, cyc.mty, cyc.data, tready, taf
-        )
-
-    def step(
-        self,
-        tvalid: int,
-        ena: Sequence[int],
-        sop: Sequence[int],
-        eop: Sequence[int],
-        err: Sequence[int],
-        mty: Sequence[int],
-        data: Sequence[int],
-        tready: int,
-        taf: int,
-    ) -> int:
-        """Check one cycle. Returns the wire bytes the consumed segments cost (data bytes
-        plus, per EOP, FCS + preamble + IFG and any runt padding) for the pacer."""
+            cyc = _IDLE
+        tvalid = cyc.tvalid
         c = self.cycle
         st = self.stats
         st.cycles += 1
         if self._prev_tready and not tready and not self._prev_taf:
             raise DcmacProtocolError("taf_lead", c, -1, "tready fell with taf low last cycle")
         if self._held is not None:
-            self._check_hold(c, tvalid, ena, sop, eop, err, mty, data)
-        active = bool(tvalid) and any(ena)
+            self._check_hold(c, cyc)
+        active = bool(tvalid) and any(cyc.ena)
         try:
             if tvalid and not tready:
                 st.stall_cycles += 1
-                self._held = self._snapshot(ena, sop, eop, err, mty, data)
+                self._held = self._snapshot(cyc)
                 return 0
             self._held = None
             if not tready:
@@ -367,7 +353,7 @@ class DcmacTxChecker:
                 return 0
             st.data_cycles += 1
             try:
-                return self._consume(c, ena, sop, eop, err, mty, data)
+                return self._consume(c, cyc)
             finally:
                 self.data_cycle += 1
         finally:
@@ -376,50 +362,25 @@ class DcmacTxChecker:
             self.cycle = c + 1
 
     @staticmethod
-    def _snapshot(
-        ena: Sequence[int],
-        sop: Sequence[int],
-        eop: Sequence[int],
-        err: Sequence[int],
-        mty: Sequence[int],
-        data: Sequence[int],
-    ) -> tuple[tuple[int, ...], ...]:
+    def _snapshot(cyc: TxCycle) -> tuple[tuple[int, ...], ...]:
         # Only active segments matter; inactive ones may carry anything.
         return tuple(
-            (1, sop[i], eop[i], err[i], mty[i], data[i]) if ena[i] else (0,)
+            (1, cyc.sop[i], cyc.eop[i], cyc.err[i], cyc.mty[i], cyc.data[i]) if cyc.ena[i] else (0,)
             for i in range(SEGMENTS)
         )
 
-    def _check_hold(
-        self,
-        c: int,
-        tvalid: int,
-        ena: Sequence[int],
-        sop: Sequence[int],
-        eop: Sequence[int],
-        err: Sequence[int],
-        mty: Sequence[int],
-        data: Sequence[int],
-    ) -> None:
+    def _check_hold(self, c: int, cyc: TxCycle) -> None:
         held = self._held
         assert held is not None
-        if not tvalid:
+        if not cyc.tvalid:
             raise DcmacProtocolError("hold", c, -1, "tvalid dropped before the cycle was taken")
-        now = self._snapshot(ena, sop, eop, err, mty, data)
+        now = self._snapshot(cyc)
         for i in range(SEGMENTS):
             if now[i] != held[i]:
                 raise DcmacProtocolError("hold", c, i, "segment changed while tready was low")
 
-    def _consume(
-        self,
-        c: int,
-        ena: Sequence[int],
-        sop: Sequence[int],
-        eop: Sequence[int],
-        err: Sequence[int],
-        mty: Sequence[int],
-        data: Sequence[int],
-    ) -> int:
+    def _consume(self, c: int, cyc: TxCycle) -> int:
+        ena, sop, eop, err, mty, data = cyc.ena, cyc.sop, cyc.eop, cyc.err, cyc.mty, cyc.data
         in_frame = self._in_frame
         buf = self._buf
         if not ena[0]:
@@ -511,7 +472,7 @@ class DcmacTxChecker:
         return w - len(body)
 
 
-_ZEROS: tuple[int, ...] = (0,) * SEGMENTS
+_IDLE = TxCycle()  # a cycle without tvalid; never changed
 
 
 @dataclass
@@ -817,12 +778,7 @@ class DcmacTxMonitor(QueueMonitor[TxFrame]):
         self._rd_mty = readers("tx_axis_tuser_mty")
         self._rd_reset = int_reader(reset) if reset is not None else None
         # Reused every cycle instead of building new lists.
-        self._ena = [0] * SEGMENTS
-        self._sop = [0] * SEGMENTS
-        self._eop = [0] * SEGMENTS
-        self._err = [0] * SEGMENTS
-        self._mty = [0] * SEGMENTS
-        self._data = [0] * SEGMENTS
+        self._cyc = TxCycle()
         self._cur_tready = 0
         self._cur_taf = 0
         self._in_reset = False
@@ -844,6 +800,17 @@ class DcmacTxMonitor(QueueMonitor[TxFrame]):
     def _got_frame(self, frame: TxFrame) -> None:
         self.frames.append(frame)
         self.deliver(frame)
+
+    async def wait_frames(self, count: int, limit_ns: int = 200_000) -> None:
+        """Wait until :attr:`frames` holds ``count`` frames; fail after ``limit_ns`` of
+        simulated time."""
+        from cocotb.triggers import Timer
+
+        waited = 0
+        while len(self.frames) < count and waited < limit_ns:
+            await Timer(200, unit="ns")
+            waited += 200
+        assert len(self.frames) >= count, f"only {len(self.frames)} of {count} frames arrived"
 
     def _drive(self, tready: int, taf: int, force: bool = False) -> None:
         # Writes are scheduled simulator events: skip the ones that change nothing.
@@ -870,34 +837,43 @@ class DcmacTxMonitor(QueueMonitor[TxFrame]):
             self._in_reset = False
             self.checker = _restart_checker(self.checker, self._got_frame)
         c = self.checker
+        cyc = self._cyc
         try:
-            tvalid = self._rd_tvalid()
-            if tvalid:
-                ena = self._ena
+            cyc.tvalid = self._rd_tvalid()
+            if cyc.tvalid:
+                ena = cyc.ena
                 for i, rd in enumerate(self._rd_ena):
                     e = rd()
                     ena[i] = e
                     if e:
-                        self._sop[i] = self._rd_sop[i]()
-                        self._eop[i] = self._rd_eop[i]()
-                        self._err[i] = self._rd_err[i]()
-                        self._mty[i] = self._rd_mty[i]()
-                        self._data[i] = self._rd_data[i]()
+                        cyc.sop[i] = self._rd_sop[i]()
+                        cyc.eop[i] = self._rd_eop[i]()
+                        cyc.err[i] = self._rd_err[i]()
+                        cyc.mty[i] = self._rd_mty[i]()
+                        cyc.data[i] = self._rd_data[i]()
         except ValueError as exc:
             raise DcmacProtocolError("x_value", c.cycle, -1, str(exc)) from None
-        cost = c.step(
-            tvalid,
-            self._ena,
-            self._sop,
-            self._eop,
-            self._err,
-            self._mty,
-            self._data,
-            self._cur_tready,
-            self._cur_taf,
-        )
+        cost = c.step_cycle(cyc, self._cur_tready, self._cur_taf)
         tready, taf = self.pacer.advance(cost)
         self._drive(tready, taf)
+
+
+def assert_frames(got: Sequence[TxFrame], want: Sequence[bytes]) -> None:
+    """``got`` (frames the monitor took) are exactly ``want`` (expected frames, no FCS),
+    in order, none marked with an error."""
+    assert len(got) == len(want), f"{len(got)} frames, expected {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        if g.body != w:
+            diff = (
+                next(i for i in range(min(len(g.body), len(w))) if g.body[i] != w[i])
+                if len(g.body) == len(w)
+                else None
+            )
+            raise AssertionError(
+                f"frame {k}: length {len(g.body)} vs {len(w)}, first difference at {diff}\n"
+                f"got  {g.body[:64].hex()}\nwant {w[:64].hex()}"
+            )
+        assert not g.err
 
 
 def _restart_checker(old: DcmacTxChecker, on_frame: Callable[[TxFrame], None]) -> DcmacTxChecker:

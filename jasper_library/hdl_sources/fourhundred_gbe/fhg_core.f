@@ -8,6 +8,7 @@
 
 regs/fhg_regs_pkg.sv
 rx/fhg_rx_pkg.sv
+tx/fhg_icrc_pkg.sv
 regs/fhg_regs.sv
 
 fhg_core.sv
@@ -35,6 +36,12 @@ tx/fhg_tx_csum_tree.sv
 tx/fhg_tx_packer.sv
 tx/fhg_tx_writer.sv
 tx/fhg_tx_cpu.sv
+tx/fhg_tx_icrc.sv
+tx/fhg_rdma_ctl.sv
+tx/fhg_rdma_tx.sv
+tx/fhg_rdma_sf.sv
+tx/fhg_rdma_framer.sv
+tx/fhg_rdma_writer.sv
 
 rx/fhg_rx_path.sv
 rx/fhg_rx_unpack.sv
@@ -44,5 +51,6 @@ rx/fhg_rx_merge.sv
 rx/fhg_rx_frame_fifo.sv
 rx/fhg_rx_cpu.sv
 rx/fhg_arp_responder.sv
+rx/fhg_rx_rdma_credit.sv
 
 link/fhg_link_bringup.sv

@@ -167,12 +167,13 @@ module fhg_core #(
     assign {c_mac, c_ip, c_mask, c_gw, c_port, c_ttl, c_csum} = cfg_mac_dom;
 
     logic fabric_en_u, soft_rst_u;
+    logic rdma_restart;              // rdma_ctrl.en changed: reset the datapath
     fhg_sync_bits #(.WIDTH(1)) u_en_sync (
         .clk(user_clk), .rst(1'b0), .d(hwif_out.ctrl.fabric_en.value), .q(fabric_en_u)
     );
     fhg_pulse_sync u_srst_sync (
-        .clk_a(axil_clk), .rst_a(axil_rst), .pulse_a(hwif_out.ctrl.soft_rst.value),
-        .busy_a(),
+        .clk_a(axil_clk), .rst_a(axil_rst),
+        .pulse_a(hwif_out.ctrl.soft_rst.value || rdma_restart), .busy_a(),
         .clk_b(user_clk), .rst_b(1'b0), .pulse_b(soft_rst_u)
     );
 
@@ -236,6 +237,41 @@ module fhg_core #(
         end
     end
 
+    // ================================================================ RDMA mode
+    // docs/design/core.md §6: registers across the clocks, the credit datagrams' tap on the
+    // RX bus; fhg_tx_path holds the mode's user side, fhg_tx_icrc the ICRC on the TX bus.
+    localparam int RDMA_CFG_W = 1 + 2 + 24 + 24 + 32 + 64 + 24 + 24 + 24 + 32 + 32;
+    logic        rdma_credit_we, rdma_en_u, rdma_en_m;
+    logic [31:0] rdma_credit_next, rdma_st_chunk, rdma_cr_src_ip, rdma_cr_value;
+    logic [23:0] rdma_st_psn;
+    logic [6:0]  rdma_cnt_v;
+    logic [16*7-1:0] rdma_cnt_d;
+    logic [RDMA_CFG_W-1:0] rdma_cfg_u;
+    logic [55:0] rdma_st_u;
+    logic [4:0]  rdma_stat_u;
+    logic [1:0]  rdma_icrc_m, rdma_cr_count;
+    logic [15:0] rdma_cr_port;
+    logic        rdma_cr_valid;
+    fhg_rdma_ctl u_rdma_ctl (
+        .axil_clk(axil_clk), .axil_rst(axil_rst),
+        .a_en(hwif_out.rdma_ctrl.en.value), .a_flow_ctrl(hwif_out.rdma_ctrl.flow_ctrl.value),
+        .a_mtu(hwif_out.rdma_ctrl.mtu.value), .a_qpn(hwif_out.rdma_qpn.qpn.value),
+        .a_psn(hwif_out.rdma_psn.psn.value), .a_rkey(hwif_out.rdma_rkey.rkey.value),
+        .a_va({hwif_out.rdma_va_hi.va.value, hwif_out.rdma_va_lo.va.value}),
+        .a_slot_size(hwif_out.rdma_slot_size.bytes.value),
+        .a_slots(hwif_out.rdma_slots.slots.value), .a_chunks(hwif_out.rdma_chunks.chunks.value),
+        .a_dst_ip(hwif_out.rdma_dest_ip.ip.value), .a_credit(hwif_out.rdma_credit.chunk.value),
+        .a_credit_port(hwif_out.rdma_credit_port.port.value),
+        .restart(rdma_restart), .credit_we(rdma_credit_we), .credit_next(rdma_credit_next),
+        .st_psn(rdma_st_psn), .st_chunk(rdma_st_chunk), .cnt_v(rdma_cnt_v), .cnt_d(rdma_cnt_d),
+        .user_clk(user_clk), .u_en(rdma_en_u), .u_cfg(rdma_cfg_u), .u_st(rdma_st_u),
+        .u_stat(rdma_stat_u),
+        .tx_mac_clk(tx_mac_clk), .tx_mac_rst(tx_mac_rst), .m_en(rdma_en_m), .m_icrc(rdma_icrc_m),
+        .rx_mac_clk(rx_mac_clk), .rx_mac_rst(rx_mac_rst), .r_src_ip(rdma_cr_src_ip),
+        .r_port(rdma_cr_port), .r_credit_valid(rdma_cr_valid), .r_credit_value(rdma_cr_value),
+        .r_credit_count(rdma_cr_count)
+    );
+
     // ================================================================ transmit path
     logic          arp_tx_valid, arp_tx_ready;
     logic [511:0]  arp_tx_frame;
@@ -246,9 +282,10 @@ module fhg_core #(
     logic [1:0]    st_frames;
     logic [LEN_W+1:0] st_bytes, st_payload;
     logic [15:0]   next_ip_id;
-    logic [1023:0] seg_data;
-    logic [7:0]    seg_ena, seg_sop, seg_eop, seg_err;
-    logic [31:0]   seg_mty;
+    logic [1023:0] seg_data, pk_data;
+    logic [7:0]    seg_ena, seg_sop, seg_eop, seg_err, pk_ena, pk_sop, pk_eop, pk_err;
+    logic [31:0]   seg_mty, pk_mty;
+    logic          pk_tvalid, pk_tready;
 
     fhg_tx_path #(
         .BUF_WORDS(BUF_WORDS), .MAX_PAYLOAD(MAX_PAYLOAD), .USE_TAF(USE_TAF)
@@ -261,21 +298,31 @@ module fhg_core #(
         .tx_afull(tx_afull), .tx_overflow(tx_overflow),
         .stat_word(st_word), .stat_frame_drop(st_frame_drop),
         .stat_words_lost(st_words_lost), .stat_afull_rise(st_afull_rise),
+        .rdma_en(rdma_en_u), .rdma_cfg(rdma_cfg_u), .rdma_st(rdma_st_u), .rdma_stat(rdma_stat_u),
         .mac_clk(tx_mac_clk), .mac_rst(tx_mac_rst),
         .cfg_mac(c_mac), .cfg_ip(c_ip), .cfg_netmask(c_mask), .cfg_gateway(c_gw),
-        .cfg_port(c_port), .cfg_ttl(c_ttl), .cfg_udp_csum(c_csum),
+        .cfg_port(c_port), .cfg_ttl(c_ttl), .cfg_udp_csum(c_csum), .cfg_rdma_en(rdma_en_m),
         .arp_addr(arp_rd_addr), .arp_entry({arp_w1_b, arp_w0_b}),
         .next_ip_id(next_ip_id),
         .arp_valid(arp_tx_valid), .arp_frame(arp_tx_frame), .arp_ready(arp_tx_ready),
         .cpu_valid(cpu_valid), .cpu_nseg(cpu_nseg), .cpu_mty(cpu_mty), .cpu_word(cpu_word),
         .cpu_word_valid(cpu_word_valid), .cpu_pop(cpu_pop), .cpu_done(cpu_done),
-        .tx_tvalid(tx_axis_tvalid_0), .tx_tready(tx_axis_tready_0), .tx_taf(tx_axis_taf_0),
-        .tx_tdata(seg_data), .tx_ena(seg_ena), .tx_sop(seg_sop),
-        .tx_eop(seg_eop), .tx_err(seg_err), .tx_mty(seg_mty),
+        .tx_tvalid(pk_tvalid), .tx_tready(pk_tready), .tx_taf(tx_axis_taf_0),
+        .tx_tdata(pk_data), .tx_ena(pk_ena), .tx_sop(pk_sop),
+        .tx_eop(pk_eop), .tx_err(pk_err), .tx_mty(pk_mty),
         .stat_frames(st_frames), .stat_bytes(st_bytes), .stat_payload(st_payload),
         .stat_arp_miss(st_arp_miss), .stat_underrun(st_underrun),
         .stat_arp_sent(st_arp_sent), .stat_cpu_sent(st_cpu_sent),
         .stat_ctl_frame(st_ctl_frame), .stat_ctl_bytes(st_ctl_bytes)
+    );
+    // The ICRC of RoCEv2 frames goes in between the packer and the DCMAC.
+    fhg_tx_icrc u_icrc (
+        .clk(tx_mac_clk), .rst(tx_mac_rst), .cfg_en(rdma_en_m),
+        .in_tvalid(pk_tvalid), .in_tready(pk_tready), .in_tdata(pk_data), .in_ena(pk_ena),
+        .in_sop(pk_sop), .in_eop(pk_eop), .in_err(pk_err), .in_mty(pk_mty),
+        .tx_tvalid(tx_axis_tvalid_0), .tx_tready(tx_axis_tready_0), .tx_tdata(seg_data),
+        .tx_ena(seg_ena), .tx_sop(seg_sop), .tx_eop(seg_eop), .tx_err(seg_err), .tx_mty(seg_mty),
+        .stat_patched(rdma_icrc_m)
     );
     assign {tx_axis_tdata7, tx_axis_tdata6, tx_axis_tdata5, tx_axis_tdata4,
             tx_axis_tdata3, tx_axis_tdata2, tx_axis_tdata1, tx_axis_tdata0} = seg_data;
@@ -353,6 +400,17 @@ module fhg_core #(
         .st_cnt(rs_cnt), .st_frames(rs_frames), .st_bytes(rs_bytes),
         .st_delivered(rs_delivered), .st_udp_bytes(rs_udp_bytes), .st_words(rs_words),
         .st_bad(rs_bad)
+    );
+
+    fhg_rx_rdma_credit u_rdma_credit (
+        .clk(rx_mac_clk), .rst(rx_mac_rst), .cfg_mac(r_mac), .cfg_ip(r_ip),
+        .cfg_src_ip(rdma_cr_src_ip), .cfg_port(rdma_cr_port),
+        .rx_tvalid(rx_axis_tvalid_0), .rx_data(rx_bus),
+        .rx_ena({rx_axis_tuser_ena7, rx_axis_tuser_ena6, rx_axis_tuser_ena5, rx_axis_tuser_ena4, rx_axis_tuser_ena3, rx_axis_tuser_ena2, rx_axis_tuser_ena1, rx_axis_tuser_ena0}),
+        .rx_sop({rx_axis_tuser_sop7, rx_axis_tuser_sop6, rx_axis_tuser_sop5, rx_axis_tuser_sop4, rx_axis_tuser_sop3, rx_axis_tuser_sop2, rx_axis_tuser_sop1, rx_axis_tuser_sop0}),
+        .rx_eop({rx_axis_tuser_eop7, rx_axis_tuser_eop6, rx_axis_tuser_eop5, rx_axis_tuser_eop4, rx_axis_tuser_eop3, rx_axis_tuser_eop2, rx_axis_tuser_eop1, rx_axis_tuser_eop0}),
+        .rx_err({rx_axis_tuser_err7, rx_axis_tuser_err6, rx_axis_tuser_err5, rx_axis_tuser_err4, rx_axis_tuser_err3, rx_axis_tuser_err2, rx_axis_tuser_err1, rx_axis_tuser_err0}),
+        .credit_valid(rdma_cr_valid), .credit_value(rdma_cr_value), .credit_count(rdma_cr_count)
     );
 
     logic [15:0] cpu_rx_len_a;
@@ -601,6 +659,25 @@ module fhg_core #(
         hwif_in.rx_drop_arp.count.incrvalue       = 24'(dr_d[fhg_rx_pkg::V_ARP_DROP]);
         hwif_in.rx_drop_disabled.count.incr       = dr_v[fhg_rx_pkg::V_DISABLED];
         hwif_in.rx_drop_disabled.count.incrvalue  = 24'(dr_d[fhg_rx_pkg::V_DISABLED]);
+
+        hwif_in.rdma_credit.chunk.we   = rdma_credit_we;
+        hwif_in.rdma_credit.chunk.next = rdma_credit_next;
+        hwif_in.rdma_next_psn.psn.next = rdma_st_psn;
+        hwif_in.rdma_chunk.chunk.next  = rdma_st_chunk;
+        hwif_in.rdma_datagrams_dropped.count.incr      = rdma_cnt_v[0];
+        hwif_in.rdma_datagrams_dropped.count.incrvalue = 24'(rdma_cnt_d[16*0 +: 16]);
+        hwif_in.rdma_datagrams.count.incr              = rdma_cnt_v[1];
+        hwif_in.rdma_datagrams.count.incrvalue         = 24'(rdma_cnt_d[16*1 +: 16]);
+        hwif_in.rdma_chunks_dropped.count.incr         = rdma_cnt_v[2];
+        hwif_in.rdma_chunks_dropped.count.incrvalue    = 24'(rdma_cnt_d[16*2 +: 16]);
+        hwif_in.rdma_chunks_sent.count.incr            = rdma_cnt_v[3];
+        hwif_in.rdma_chunks_sent.count.incrvalue       = 24'(rdma_cnt_d[16*3 +: 16]);
+        hwif_in.rdma_oversize.count.incr               = rdma_cnt_v[4];
+        hwif_in.rdma_oversize.count.incrvalue          = 24'(rdma_cnt_d[16*4 +: 16]);
+        hwif_in.rdma_credit_frames.count.incr          = rdma_cnt_v[5];
+        hwif_in.rdma_credit_frames.count.incrvalue     = 24'(rdma_cnt_d[16*5 +: 16]);
+        hwif_in.rdma_icrc_frames.count.incr            = rdma_cnt_v[6];
+        hwif_in.rdma_icrc_frames.count.incrvalue       = 24'(rdma_cnt_d[16*6 +: 16]);
 
         hwif_in.arp_table.rd_ack  = arp_ack_rd;
         hwif_in.arp_table.rd_data = arp_sel_q ? arp_w1_a : arp_w0_a;

@@ -9,6 +9,7 @@
 //   * TO_PROCESSOR = 1 ("To Processor"): `user_data_in` (user_clk) is sampled continuously
 //     and software reads a recent value, never a mix of two; writes are answered SLVERR.
 //   * Any address inside the block's span reads the one word (the toolflow gives it 4 B).
+//     The bus side is fhg_axil_regport: one axil_clk cycle from AW+W to B and from AR to R.
 //   * axil_rst_n resets the register (and, through a synchroniser, the crossing).
 module fhg_sw_reg #(
     parameter bit          TO_PROCESSOR = 1'b0,
@@ -45,42 +46,17 @@ module fhg_sw_reg #(
     logic [31:0] value, from_user;
     assign axil_rst = !axil_rst_n;
 
-    // Write: take AW and W together, answer once the response is free.
-    assign s_axil_awready = s_axil_awvalid && s_axil_wvalid && !s_axil_bvalid;
-    assign s_axil_wready  = s_axil_awready;
-    always_ff @(posedge axil_clk) begin
-        if (axil_rst) begin
-            value         <= INIT_VAL;
-            s_axil_bvalid <= 1'b0;
-            s_axil_bresp  <= 2'b00;
-        end else begin
-            if (s_axil_awready) begin
-                s_axil_bvalid <= 1'b1;
-                s_axil_bresp  <= TO_PROCESSOR ? 2'b10 : 2'b00;
-                if (!TO_PROCESSOR) begin
-                    for (int b = 0; b < 4; b++) begin
-                        if (s_axil_wstrb[b]) value[b*8 +: 8] <= s_axil_wdata[b*8 +: 8];
-                    end
-                end
-            end else if (s_axil_bready) begin
-                s_axil_bvalid <= 1'b0;
-            end
-        end
-    end
+    logic              wr_en, wr_err;
+    logic [ADDR_W-1:0] wr_addr, rd_addr;
+    logic [31:0]       wr_data, wr_mask, rd_data;
+    fhg_axil_regport #(.ADDR_W(ADDR_W)) u_port (.clk(axil_clk), .rst(axil_rst), .*);
+    assign wr_err  = TO_PROCESSOR;
+    assign rd_data = TO_PROCESSOR ? from_user : value;
 
-    assign s_axil_arready = s_axil_arvalid && !s_axil_rvalid;
     always_ff @(posedge axil_clk) begin
-        if (axil_rst) begin
-            s_axil_rvalid <= 1'b0;
-            s_axil_rdata  <= '0;
-        end else if (s_axil_arready) begin
-            s_axil_rvalid <= 1'b1;
-            s_axil_rdata  <= TO_PROCESSOR ? from_user : value;
-        end else if (s_axil_rready) begin
-            s_axil_rvalid <= 1'b0;
-        end
+        if (axil_rst) value <= INIT_VAL;
+        else if (wr_en && !TO_PROCESSOR) value <= (value & ~wr_mask) | (wr_data & wr_mask);
     end
-    assign s_axil_rresp = 2'b00;
 
     logic unused_update, unused_valid;
     fhg_sync_bits #(.WIDTH(1)) u_rst_sync (
@@ -105,8 +81,7 @@ module fhg_sw_reg #(
         end
     endgenerate
 
-    // Unused by design: addresses (one word) and protection bits.
+    // Unused by design: the addresses (one word).
     logic unused_inputs;
-    assign unused_inputs = ^{s_axil_awaddr, s_axil_araddr, s_axil_awprot, s_axil_arprot,
-                      user_data_in};
+    assign unused_inputs = ^{wr_addr, rd_addr, user_data_in};
 endmodule

@@ -11,8 +11,9 @@
 //       0x14 sys_clkcounter r   free-running count of user_clk edges (wraps at 2^32)
 //     Other words read 0. A write anywhere but the scratchpad is answered SLVERR and changes
 //     nothing.
-//   * Latency: reads answer one axil_clk cycle after AR; writes one cycle after AW+W.
-//     Throughput: one transaction per two cycles per channel (no outstanding requests).
+//   * Bus side: fhg_axil_regport. Latency: reads answer one axil_clk cycle after AR;
+//     writes one cycle after AW+W. Throughput: one transaction per two cycles per channel
+//     (no outstanding requests).
 //   * CDC: the counter runs in user_clk and crosses to axil_clk through fhg_cfg_sync, so a
 //     read returns a recent count, never a mix of two (casperfpga's estimate_fpga_clock()
 //     divides the difference of two reads by the time between them). axil_rst (active high,
@@ -58,56 +59,28 @@ module fhg_sys_block #(
 
     logic [31:0] scratchpad, count_user, count_axil;
 
-    // ---------------- write: AW and W together, answered once the response is free
-    logic is_scratch;
-    assign s_axil_awready = s_axil_awvalid && s_axil_wvalid && !s_axil_bvalid;
-    assign s_axil_wready  = s_axil_awready;
-    assign is_scratch = {s_axil_awaddr[ADDR_W-1:2], 2'b00} == A_SCRATCHPAD;
+    // ---------------- bus: only the scratchpad takes writes
+    logic              wr_en, wr_err;
+    logic [ADDR_W-1:0] wr_addr, rd_addr;
+    logic [31:0]       wr_data, wr_mask, rd_data;
+    fhg_axil_regport #(.ADDR_W(ADDR_W)) u_port (.clk(axil_clk), .rst(axil_rst), .*);
+    assign wr_err = {wr_addr[ADDR_W-1:2], 2'b00} != A_SCRATCHPAD;
+
     always_ff @(posedge axil_clk) begin
-        if (axil_rst) begin
-            scratchpad    <= SCRATCHPAD_INIT;
-            s_axil_bvalid <= 1'b0;
-            s_axil_bresp  <= 2'b00;
-        end else begin
-            if (s_axil_awready) begin
-                s_axil_bvalid <= 1'b1;
-                s_axil_bresp  <= is_scratch ? 2'b00 : 2'b10;
-                if (is_scratch) begin
-                    for (int b = 0; b < 4; b++) begin
-                        if (s_axil_wstrb[b]) scratchpad[b*8 +: 8] <= s_axil_wdata[b*8 +: 8];
-                    end
-                end
-            end else if (s_axil_bready) begin
-                s_axil_bvalid <= 1'b0;
-            end
-        end
+        if (axil_rst) scratchpad <= SCRATCHPAD_INIT;
+        else if (wr_en && !wr_err) scratchpad <= (scratchpad & ~wr_mask) | (wr_data & wr_mask);
     end
 
-    // ---------------- read
-    logic [31:0] rword;
     always_comb begin
-        unique case ({s_axil_araddr[ADDR_W-1:2], 2'b00})
-            A_BOARD_ID:   rword = BOARD_ID;
-            A_REV:        rword = REV;
-            A_REV_RCS:    rword = REV_RCS;
-            A_SCRATCHPAD: rword = scratchpad;
-            A_CLKCOUNTER: rword = count_axil;
-            default:      rword = 32'h0;
+        unique case ({rd_addr[ADDR_W-1:2], 2'b00})
+            A_BOARD_ID:   rd_data = BOARD_ID;
+            A_REV:        rd_data = REV;
+            A_REV_RCS:    rd_data = REV_RCS;
+            A_SCRATCHPAD: rd_data = scratchpad;
+            A_CLKCOUNTER: rd_data = count_axil;
+            default:      rd_data = 32'h0;
         endcase
     end
-    assign s_axil_arready = s_axil_arvalid && !s_axil_rvalid;
-    always_ff @(posedge axil_clk) begin
-        if (axil_rst) begin
-            s_axil_rvalid <= 1'b0;
-            s_axil_rdata  <= '0;
-        end else if (s_axil_arready) begin
-            s_axil_rvalid <= 1'b1;
-            s_axil_rdata  <= rword;
-        end else if (s_axil_rready) begin
-            s_axil_rvalid <= 1'b0;
-        end
-    end
-    assign s_axil_rresp = 2'b00;
 
     // ---------------- user-clock counter and its crossing
     always_ff @(posedge user_clk) begin
@@ -121,8 +94,7 @@ module fhg_sys_block #(
         .dst_update(unused_update), .dst_valid(unused_valid)
     );
 
-    // Unused by design: the byte-offset bits of word addresses and the protection bits.
+    // Unused by design: the byte-offset bits of word addresses.
     logic unused_inputs;
-    assign unused_inputs = ^{s_axil_awaddr[1:0], s_axil_araddr[1:0], s_axil_awprot,
-                             s_axil_arprot};
+    assign unused_inputs = ^{wr_addr[1:0], rd_addr[1:0]};
 endmodule

@@ -18,13 +18,27 @@ struct chunk {
     std::uint64_t chunk_id = 0;
     std::size_t n_present = 0;
     std::size_t index = 0;  // position in the pool, stable for the chunk's lifetime
+    // Per-slot arrays of SPEAD formats (spead.h); null otherwise.
+    std::uint64_t *heap_bytes = nullptr;  // payload bytes received per slot
+    std::uint64_t *items = nullptr;       // named items: item i of slot s at [i * ppc + s]
+    std::uint64_t *cells = nullptr;       // received 8-byte cells: cell_words per slot
+};
+
+// The per-slot arrays a pool gives each chunk beside its payload and presence flags.
+struct slot_extras {
+    bool heap_bytes = false;
+    std::size_t items = 0;       // uint64 values per slot
+    std::size_t cell_words = 0;  // uint64 words of cell bitmap per slot
+
+    std::size_t words() const noexcept { return (heap_bytes ? 1 : 0) + items + cell_words; }
 };
 
 // Owns the memory of every chunk. Page-aligned so that a later pinning or DMA
 // registration can cover it directly.
 class chunk_pool {
 public:
-    chunk_pool(std::size_t n_chunks, std::size_t packets_per_chunk, std::size_t payload_size);
+    chunk_pool(std::size_t n_chunks, std::size_t packets_per_chunk, std::size_t payload_size,
+               const slot_extras &extras = {});
     chunk_pool(const chunk_pool &) = delete;
     chunk_pool &operator=(const chunk_pool &) = delete;
 
@@ -32,6 +46,9 @@ public:
     chunk *get(std::size_t i) noexcept { return &chunks_[i]; }
     std::size_t packets_per_chunk() const noexcept { return packets_per_chunk_; }
     std::size_t payload_size() const noexcept { return payload_size_; }
+    const slot_extras &extras() const noexcept { return extras_; }
+    // Clears a chunk's per-slot arrays for reuse (items to spead_item_absent).
+    void reset_extras(chunk &c) const noexcept;
 
 private:
     struct free_deleter {
@@ -39,7 +56,9 @@ private:
     };
     std::size_t packets_per_chunk_;
     std::size_t payload_size_;
+    slot_extras extras_;
     std::unique_ptr<std::uint8_t, free_deleter> data_;
+    std::unique_ptr<std::uint8_t, free_deleter> extra_;
     std::unique_ptr<std::uint8_t, free_deleter> present_;
     std::vector<chunk> chunks_;
 };

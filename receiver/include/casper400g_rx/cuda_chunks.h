@@ -31,6 +31,9 @@ struct gpu_chunk {
     // once the work queued there before the release has finished.
     cu::event done[max_consumers] = {};
     unsigned n_done = 0;
+    // SPEAD formats: the host chunk's per-heap byte counts and named items, in host memory.
+    std::uint64_t *heap_bytes_host = nullptr;
+    std::uint64_t *items_host = nullptr;  // item i of slot s at [i * packets_per_chunk + s]
 };
 
 class gpu_chunk_pool {
@@ -46,6 +49,9 @@ public:
     cu::deviceptr present_base() const noexcept { return present_.get(); }
     const cu::mapped_host_memory &present_host() const noexcept { return present_host_; }
     const std::shared_ptr<const cu::device> &dev() const noexcept { return dev_; }
+    // Gives every chunk host arrays for per-heap byte counts and the named items.
+    void add_host_extras(std::vector<std::uint64_t> item_ids);
+    const std::vector<std::uint64_t> &item_ids() const noexcept { return item_ids_; }
 
 private:
     std::shared_ptr<const cu::device> dev_;
@@ -55,6 +61,8 @@ private:
     cu::mapped_host_memory present_host_;
     std::vector<cu::event_owner> events_;
     std::vector<gpu_chunk> chunks_;
+    std::unique_ptr<std::uint64_t[]> extras_host_;
+    std::vector<std::uint64_t> item_ids_;
 };
 
 // Bounded FIFO of GPU chunk pointers (capacity = pool size, so push never waits).

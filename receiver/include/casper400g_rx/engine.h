@@ -11,7 +11,12 @@
 // queue has moved past it. A queue that holds chunks back without placing packets (a
 // stalled queue) is passed over after `stall_timeout_ms` or when the others run out
 // of chunks; that is counted (`queue_stalls`), its later packets for chunks already
-// handed on count `late`, and it rejoins the window at its next packet.
+// handed on count `late`, and it rejoins the window at its next packet. With
+// `skip_lagging` (live sources), a queue that keeps placing but lags so far behind (a slower core, an overloaded NIC ring full of
+// old packets) that the others wait for it longer than a fifth of the stall timeout is
+// moved forward at its next batch: its older packets count `late` (skipped at no copy
+// cost), counted `queue_skips`, so that under overload the capture runs at the sum of
+// its queues' rates rather than K times the slowest one's.
 #pragma once
 
 #include <atomic>
@@ -25,6 +30,7 @@
 
 #include "casper400g_rx/chunk.h"
 #include "casper400g_rx/format.h"
+#include "casper400g_rx/spead.h"
 
 namespace casper400g_rx {
 
@@ -38,6 +44,10 @@ struct engine_config {
     std::optional<std::uint64_t> first_chunk;  // default: the first packet's chunk
     // How long chunks wait for a queue that has stopped placing packets (several queues).
     std::uint32_t stall_timeout_ms = 50;
+    // Move a queue that keeps placing but lags forward (its older packets late) rather
+    // than wait for it: for live sources, whose other queues drop while they wait; a
+    // replay (pcap, mem generator) waits, losing nothing.
+    bool skip_lagging = true;
 
     void validate() const;
 };
@@ -56,6 +66,11 @@ struct counters {
     std::uint64_t discarded = 0;        // packets arriving while stopping (no chunk available)
     std::uint64_t waits = 0;            // times the engine waited for a free chunk
     std::uint64_t queue_stalls = 0;     // times chunks were handed on past a stalled queue
+    std::uint64_t queue_skips = 0;      // times a lagging queue's window was moved forward
+    // SPEAD formats (spead.h): heaps with some bytes but not all when their chunk left,
+    // and `rejected` by reason (spead_reject - 1).
+    std::uint64_t heaps_partial = 0;
+    std::uint64_t rejected_by[n_spead_rejects] = {};
 };
 
 class engine {
@@ -80,7 +95,7 @@ public:
 
     // Consistent lock-free snapshot of each queue's and the window's counters,
     // refreshed after every batch and before any wait.
-    counters stats() const noexcept;
+    virtual counters stats() const noexcept;
 
     chunk_queue &ready() noexcept { return ready_; }
     void release(chunk *c);  // consumer hands a chunk back
@@ -143,11 +158,16 @@ private:
     // The window's record of each queue (under mutex_).
     struct queue_record {
         std::uint64_t head = 0;
+        std::uint64_t skip_to = 0;  // the others waited too long for it: move to here
         bool attached = true;  // chunks wait for this queue
         bool done = false;
     };
 
     bool enter(queue_state &s, std::size_t q);  // false: the engine has finished
+    // The open chunk of id `id` for queue `q`, or nullptr once the packet was counted
+    // (`late`, or `discarded` while finishing).
+    chunk *window_chunk(queue_state &s, std::size_t q, std::uint64_t id);
+    void place_spead(queue_state &s, std::size_t q, const packet_ref &pkt);  // engine_spead.cpp
     bool sync_locked(queue_state &s, std::size_t q);
     void start_locked(std::uint64_t id);
     void place(queue_state &s, std::size_t q, const packet_ref &pkt);
@@ -157,6 +177,7 @@ private:
     void close_ready_locked();
     void close_chunk_locked(std::uint64_t id);
     bool pass_stalled_locked();
+    void skip_lagging_locked(std::uint64_t target);
     std::uint64_t min_attached_head() const noexcept;
 
     std::vector<std::unique_ptr<queue_state>> queues_;
@@ -167,5 +188,29 @@ private:
     bool blocked_ = false;       // head_ waits for a queue another queue has passed
     std::chrono::steady_clock::time_point blocked_since_{};
 };
+
+// Per packet, on both placement paths (engine.cpp, engine_spead.cpp): inline.
+inline chunk *engine::window_chunk(queue_state &s, std::size_t q, std::uint64_t id) {
+    const std::size_t w = cfg_.max_chunks;
+    for (;;) {
+        if (s.discarding) {
+            s.c.discarded++;
+            s.c.received++;
+            return nullptr;
+        }
+        if (s.synced) {
+            if (id < s.head) {
+                s.c.late++;
+                s.c.received++;
+                return nullptr;
+            }
+            if (id - s.head < w) {
+                const cached &e = s.cache[id % w];
+                if (e.c != nullptr && e.id == id) return e.c;
+            }
+        }
+        if (!slow_path(s, q, id)) s.discarding = true;
+    }
+}
 
 }  // namespace casper400g_rx

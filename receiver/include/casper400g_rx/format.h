@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "casper400g_rx/spead.h"
+
 namespace casper400g_rx {
 
 // One received packet as the engine sees it: the UDP payload, plus the IPv4
@@ -32,6 +34,12 @@ struct format {
     std::optional<field> stream_id;   // when set, packets whose id differs are rejected
     std::uint64_t stream_id_value = 0;
     std::uint16_t udp_port = 0;  // frame sources only: 0 accepts any destination port
+    // SPEAD heaps as slots (spead.h): payload_size is then the heap size, packets vary
+    // in size up to max_packet, and `source`, `seq` and `stream_id` are not used.
+    std::optional<spead_format> spead;
+
+    // The largest UDP payload of the stream (receive buffers, MTU checks).
+    std::size_t max_udp_payload() const noexcept { return spead ? spead->max_packet : payload_size; }
 
     // Throws std::invalid_argument naming the offending value.
     void validate() const;

@@ -19,12 +19,33 @@
 // predictions move the lane's later receives forward (packets lost), or make the next
 // receives scratch ones that absorb the extra packets (a delayed packet arrived), so a
 // gap or a delay costs about one queue depth of copies, not the rest of the stream.
+//
+// Several lanes (receive queues) share one chunk stream without a lock per batch, each
+// with its own window of max_chunks chunks that only its own packets move (as the
+// copying engine's queues): each lane posts into and completes from the chunks it holds
+// on its own thread, and a chunk leaves once every lane has moved past it. Slots are disjoint by prediction (lane q owns the slots of its residue); a
+// slot's state (posted / bounce waiting / being filled by copy) is one atomic byte, so
+// a fix-up copy by another lane and the slot's own receive never collide; presence is
+// taken by atomic exchange; counters belong to the lane. The engine's mutex is taken
+// per chunk, not per packet: to open a chunk or move a lane's hold to the next one, to
+// move the window, for the fix-up copies of mispredicted packets, and to hand chunks
+// on. Each lane counts the receives it has posted into each pool chunk; a chunk that
+// left the window goes to the consumer once no lane counts any. A lane that has
+// completed nothing for `stall_timeout_ms` (a queue without traffic) and holds the
+// stream back -- its window behind the others', or its receives pinning a chunk that
+// left the window -- is passed over, counted `queue_stalls`: the window moves on
+// without it (it rejoins at its next packet; older ones count late), and its receives
+// are orphaned (their slots stay unusable until they complete; what lands there is
+// placed by copy). A lane that keeps completing but lags so far that another waits for
+// it longer than a fifth of the stall timeout is moved forward between its calls (its
+// older packets count late), counted `queue_skips`.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "casper400g_rx/engine.h"
@@ -82,6 +103,7 @@ public:
     // the sequence numbers q, q + lanes, q + 2 lanes, ... (one lane: every packet).
     // `depth` receives may be posted per lane.
     hds_engine(const format &fmt, const engine_config &cfg, std::size_t lanes, std::size_t depth);
+    ~hds_engine() override;
 
     std::size_t lanes() const noexcept { return lanes_.size(); }
     std::size_t depth() const noexcept { return depth_; }
@@ -99,6 +121,7 @@ public:
 
     // Up to `max` new receive targets for `lane`; fewer when the lane's queue is full,
     // the window cannot hold the predicted slots yet, or no free chunk is left.
+    // One thread per lane calls post/complete/cancel; lanes run concurrently.
     std::size_t post(std::size_t lane, recv_target *out, std::size_t max);
     // Completions of `lane`, in the order its receives were posted.
     void complete(std::size_t lane, const recv_completion *c, std::size_t n);
@@ -108,6 +131,7 @@ public:
     std::size_t outstanding(std::size_t lane) const;
 
     void finish() override;
+    counters stats() const noexcept override;
     split_counters split_stats() const noexcept;
 
 private:
@@ -116,12 +140,17 @@ private:
         chunk *c = nullptr;    // nullptr: a scratch receive, `slot` indexes the scratch ring
         std::size_t slot = 0;
         std::uint64_t shift = 0;  // the lane's accumulated resync when posted
+        bool orphan = false;      // its chunk was handed on past this (stalled) lane
     };
     struct aligned_free {
         void operator()(std::uint8_t *p) const noexcept;
     };
     using buffer = std::unique_ptr<std::uint8_t[], aligned_free>;
-    struct lane_state {
+    static constexpr std::size_t n_split = sizeof(split_counters) / sizeof(std::uint64_t);
+    // What one lane's thread owns. `busy`/`gen` as in the copying engine: the lane sets
+    // `busy` and then checks `gen`; the window bumps `gen` and then checks `busy`, and
+    // edits an idle lane's receives (orphaning them) only when it is not inside a call.
+    struct alignas(64) lane_state {
         std::vector<desc> ring;
         buffer headers;
         buffer scratch;
@@ -130,51 +159,104 @@ private:
         std::uint64_t scratch_done = 0;
         std::uint64_t posted = 0;
         std::uint64_t completed = 0;
+        std::uint64_t head = 0;   // this lane's window: chunk ids head .. head + max_chunks - 1
+        bool attached = true;     // the window waits for this lane (not passed over, not done)
+        std::uint64_t post_base = 0;  // posts go to chunks post_base .. post_base + lookahead
+        std::uint64_t skip_to = 0;    // the others waited too long for it: move to here
         std::uint64_t next = 0;   // next predicted sequence number
         std::uint64_t shift = 0;  // sum of forward resyncs
         std::int64_t candidate = 0;  // an offset seen once, applied when the next packet agrees
         bool stalled = false;     // counted one `waits` for the current lack of chunks
+        std::int64_t span_wait_ns = 0;  // since when it cannot post for the slowest lane
+        chunk *hold = nullptr;    // the chunk this lane posts into (counted in `res`)
+        std::uint64_t hold_id = 0;
+        std::uint64_t top = 0;    // newest chunk id placed in place
+        bool placed_any = false;
+        bool drain_due = false;   // a count in `res` reached zero on a chunk that left the window
+        // Per pool chunk: this lane's receives pointing into it, plus one for `hold`.
+        std::unique_ptr<std::atomic<std::uint32_t>[]> res;
+        std::atomic<bool> busy{false};
+        std::atomic<std::uint64_t> gen{0};
+        std::uint64_t seen_gen = 0;
+        std::atomic<std::int64_t> last_ns{0};  // steady_clock at its last completion
+        counters c;
+        split_counters s;
+        published pub{};
+        std::atomic<std::uint64_t> pub_split[n_split] = {};
     };
+    // Slot states (one atomic byte per pool slot).
+    static constexpr std::uint8_t slot_posted = 1;   // a posted receive points here
+    static constexpr std::uint8_t slot_pending = 2;  // a bounce buffer waits for that receive
+    static constexpr std::uint8_t slot_claimed = 4;  // a fix-up copy is writing it
 
     static std::size_t window_size(const engine_config &cfg, std::size_t lanes, std::size_t depth);
     static engine_config sized(const engine_config &cfg, std::size_t lanes, std::size_t depth);
     std::size_t gslot(const chunk *c, std::size_t slot) const noexcept {
         return c->index * cfg_.packets_per_chunk + slot;
     }
+    void enter(lane_state &l);
+    void leave(lane_state &l, bool publish_counters = true) noexcept;
+    bool post_slow(lane_state &l, std::size_t lane);
+    void release_hold_locked(lane_state &l);
     chunk *open_chunk(std::uint64_t id, bool may_wait);
     chunk *try_acquire();
     void start(std::uint64_t seq);
+    void move_lane_head(lane_state &l, std::uint64_t new_head);
     void advance(std::uint64_t new_head);
+    std::uint64_t min_attached_head() const noexcept;
+    bool pass_lagging_locked();
+    void check_lagging_locked();
+    bool wait_for_window(lane_state &l, std::unique_lock<std::mutex> &lock);
+    void skip_lagging_locked(std::uint64_t target);
+    void apply_skip_locked(lane_state &l);
     void flush(std::uint64_t id);
     void retire(chunk *c, bool discard);
     void drain_retired();
+    bool pass_stalled_locked(chunk *c);
+    void drop_orphan_pending_locked(chunk *c);
+    std::uint32_t reservations(const chunk *c) const noexcept;
     void resync(lane_state &l, const desc &d, std::uint64_t seq);
-    void place(std::uint64_t seq, const std::uint8_t *prefix, const desc &d,
-               const std::uint8_t *landed);
+    void complete_locked(lane_state &l, const desc &d, const std::uint8_t *hdr,
+                         std::uint32_t byte_len, bool ok, std::unique_lock<std::mutex> &lock);
+    void place_locked(lane_state &l, std::uint64_t seq, const std::uint8_t *prefix,
+                      const desc &d, const std::uint8_t *landed,
+                      std::unique_lock<std::mutex> &lock);
     const std::uint8_t *landing(const lane_state &l, const desc &d) const noexcept;
-    void retire_desc(lane_state &l, const desc &d);
-    void mark_present(chunk *c, std::size_t slot);
-    void fill_pending(const desc &d);
-    void cancel_locked(std::size_t lane);
-    void publish_split() noexcept;
+    void retire_desc(lane_state &l, const desc &d, std::unique_lock<std::mutex> &lock);
+    void placed(lane_state &l, std::uint64_t id) noexcept;
+    void fill_pending_locked(lane_state &l, chunk *c, std::size_t slot);
+    void cancel_locked(lane_state &l, std::unique_lock<std::mutex> &lock);
 
     split_layout layout_;
     std::size_t depth_;
     std::size_t wsize_;  // window ring: max_chunks + lookahead
     std::vector<lane_state> lanes_;
-    std::vector<chunk *> win_;                  // by chunk_id % wsize_
-    std::vector<std::uint8_t> reserved_;        // per pool slot: a posted receive points here
-    std::vector<std::int32_t> pending_;         // per pool slot: bounce buffer waiting, or -1
-    std::vector<std::uint32_t> chunk_reserved_;  // per pool chunk
-    std::vector<std::uint32_t> chunk_pending_;
+    std::vector<chunk *> win_;  // open chunks by chunk_id % pool size (under mutex_)
+    std::uint64_t passed_ = 0;  // the furthest head of any lane
+    std::int64_t lag_since_ns_ = 0;  // since when a lane holds the window's head back
+    std::atomic<std::uint64_t> whead_{0};  // head_, readable without the mutex
+    std::atomic<bool> wstarted_{false};
+    std::atomic<bool> wdone_{false};
+    // Per pool slot, grouped by slot % lanes within each chunk: in any one chunk the
+    // slots of a group belong to one lane, so lanes do not share the lines they write.
+    std::size_t state_stride_;
+    std::unique_ptr<std::atomic<std::uint8_t>[]> slot_state_;
+    std::atomic<std::uint8_t> &state(std::size_t g) noexcept {
+        const std::size_t ppc = cfg_.packets_per_chunk, n = lanes_.size(), slot = g % ppc;
+        return slot_state_[(g / ppc) * state_stride_ * n + (slot % n) * state_stride_ + slot / n];
+    }
+    std::unique_ptr<std::atomic<std::uint8_t>[]> retired_flag_;  // per pool chunk
+    std::vector<std::int32_t> pending_;          // per pool slot: bounce buffer, or -1
+    std::vector<std::uint32_t> chunk_pending_;  // per pool chunk (under mutex_)
     std::vector<std::uint8_t> chunk_discard_;
     std::vector<chunk *> retired_;  // left the window, in order, waiting for their receives
     std::size_t retired_head_ = 0;
     std::size_t retired_count_ = 0;
+    const chunk *blocked_ = nullptr;  // the retired chunk lanes' receives hold back
+    std::uint64_t blocked_id_ = 0;
+    std::int64_t blocked_since_ns_ = 0;
     buffer bounce_;
     std::vector<std::int32_t> bounce_free_;
-    split_counters s_;
-    std::atomic<std::uint64_t> pub_split_[sizeof(split_counters) / sizeof(std::uint64_t)] = {};
 };
 
 }  // namespace casper400g_rx

@@ -18,11 +18,7 @@ b = struct('SourceBlock', src, 'BlockType', block_type, 'MaskType', mask_type, .
 if mod(numel(varargin), 2) ~= 0
   error('shim:add_block', 'parameters must come in name/value pairs');
 end
-for k = 1:2:numel(varargin)
-  b.(varargin{k}) = varargin{k + 1};
-end
-s.blocks(dst) = b;
-shim_state(s);
+store_block(s, dst, b, varargin);
 end
 
 function copy_block(s, src, dst, params)
@@ -49,7 +45,11 @@ for j = 1:numel(s.lines)
     s.lines{end + 1} = {[dst ln{1}(numel(src) + 1:end)], ln{2}, ln{3}, s.next_line};
   end
 end
-b = s.blocks(dst);
+store_block(s, dst, s.blocks(dst), params);
+end
+
+function store_block(s, dst, b, params)
+% Block b at dst with the name/value pairs of params set, kept in the shim's state.
 for k = 1:2:numel(params)
   b.(params{k}) = params{k + 1};
 end

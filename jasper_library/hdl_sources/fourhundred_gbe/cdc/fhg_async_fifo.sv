@@ -28,16 +28,13 @@
 //     rd_clk cycles earlier (the reader only reads behind the synchronised write pointer). The
 //     pointer crossings need set_max_delay -datapath_only of about one source period; the RAM
 //     write-to-read path is covered by the same argument as for a dual-port RAM.
-//   * RAM: the array has no reset and a registered read with enable, so Vivado maps it to
+//   * RAM: an fhg_ram_sdp (no reset, registered read with enable), so Vivado maps it to
 //     LUTRAM or block RAM depending on size; RAM_STYLE passes through as ram_style.
 module fhg_async_fifo #(
     parameter int WIDTH     = 32,
     parameter int DEPTH     = 16,
     parameter int STAGES    = 3,
-    // Only read by the ram_style attribute, which the lint tool does not count as a use.
-    /* verilator lint_off UNUSEDPARAM */
     parameter     RAM_STYLE = "auto"
-    /* verilator lint_on UNUSEDPARAM */
 ) (
     input  logic                   wr_clk,
     input  logic                   wr_rst,
@@ -83,8 +80,6 @@ module fhg_async_fifo #(
     lower_prefix = b;
   endfunction
 
-  (* ram_style = RAM_STYLE *) logic [WIDTH-1:0] mem[0:DEPTH-1];
-
   // ---------------- write side ----------------
   // Pointers carry one extra bit so that full (wrapped once) and empty (equal) differ.
   logic [AW:0] wr_bin, wr_gray, wr_bin_next, wr_used_next;
@@ -100,12 +95,6 @@ module fhg_async_fifo #(
   assign wr_do        = wr_en && !full;
   assign wr_bin_next  = wr_bin + {{AW{1'b0}}, wr_do};
   assign wr_used_next = wr_bin_next - rd_bin_w;
-
-  always_ff @(posedge wr_clk) begin
-    if (wr_do) begin
-      mem[wr_bin[AW-1:0]] <= wr_data;
-    end
-  end
 
   always_ff @(posedge wr_clk) begin
     if (wr_rst) begin
@@ -140,12 +129,23 @@ module fhg_async_fifo #(
   assign rd_valid_next = rd_load || (rd_valid && !rd_ready);
   assign avail         = wr_bin_r - rd_bin;
 
-  // Registered read with enable and no reset: the block-RAM read template.
-  always_ff @(posedge rd_clk) begin
-    if (rd_load) begin
-      rd_data <= mem[rd_bin[AW-1:0]];
-    end
-  end
+  // The RAM: written at the write pointer, read into rd_data (registered, with enable) at
+  // the read pointer whenever the output register is refilled.
+  fhg_ram_sdp #(
+      .WIDTH     (WIDTH),
+      .DEPTH     (DEPTH),
+      .RD_LATENCY(1),
+      .RAM_STYLE (RAM_STYLE)
+  ) u_ram (
+      .wr_clk (wr_clk),
+      .wr_en  (wr_do),
+      .wr_addr(wr_bin[AW-1:0]),
+      .wr_data(wr_data),
+      .rd_clk (rd_clk),
+      .rd_en  (rd_load),
+      .rd_addr(rd_bin[AW-1:0]),
+      .rd_data(rd_data)
+  );
 
   always_ff @(posedge rd_clk) begin
     if (rd_rst) begin

@@ -279,17 +279,18 @@ module fhg_link_bringup #(
     end
 
     // ------------------------------------------------------------ register write lists
-    // Step k of each list; the last step of a list is *_LAST.
-    localparam logic [2:0] DC_LAST = 3'd5, CFG_LAST = 3'd4, REL_LAST = 3'd5;
+    // Step k of each list; the last step of a list is *_LAST. [2] asserts the DCMAC's reset
+    // controls in the order of reset_op, [3] releases them (writes 0) in the same order.
+    localparam logic [2:0] RST_LAST = 3'd5, CFG_LAST = 3'd4;
 
-    function automatic logic [63:0] dc_assert_op(input logic [2:0] k);
+    function automatic logic [63:0] reset_op(input logic [2:0] k);
         case (k)
-            3'd0:    dc_assert_op = {R_GLOBAL_CTL_TX,  GLOBAL_RESET_VALUE};
-            3'd1:    dc_assert_op = {R_GLOBAL_CTL_RX,  GLOBAL_RESET_VALUE};
-            3'd2:    dc_assert_op = {R_C0_PORT_CTL_TX, PORT_RESET_VALUE};
-            3'd3:    dc_assert_op = {R_C0_PORT_CTL_RX, PORT_RESET_VALUE};
-            3'd4:    dc_assert_op = {R_C0_CHAN_CTL_TX, 32'h1};
-            default: dc_assert_op = {R_C0_CHAN_CTL_RX, 32'h1};
+            3'd0:    reset_op = {R_GLOBAL_CTL_TX,  GLOBAL_RESET_VALUE};
+            3'd1:    reset_op = {R_GLOBAL_CTL_RX,  GLOBAL_RESET_VALUE};
+            3'd2:    reset_op = {R_C0_PORT_CTL_TX, PORT_RESET_VALUE};
+            3'd3:    reset_op = {R_C0_PORT_CTL_RX, PORT_RESET_VALUE};
+            3'd4:    reset_op = {R_C0_CHAN_CTL_TX, 32'h1};
+            default: reset_op = {R_C0_CHAN_CTL_RX, 32'h1};
         endcase
     endfunction
 
@@ -303,37 +304,26 @@ module fhg_link_bringup #(
         endcase
     endfunction
 
-    function automatic logic [63:0] release_op(input logic [2:0] k);
-        case (k)
-            3'd0:    release_op = {R_GLOBAL_CTL_TX,  32'h0};
-            3'd1:    release_op = {R_GLOBAL_CTL_RX,  32'h0};
-            3'd2:    release_op = {R_C0_PORT_CTL_TX, 32'h0};
-            3'd3:    release_op = {R_C0_PORT_CTL_RX, 32'h0};
-            3'd4:    release_op = {R_C0_CHAN_CTL_TX, 32'h0};
-            default: release_op = {R_C0_CHAN_CTL_RX, 32'h0};
-        endcase
-    endfunction
-
     // ------------------------------------------------------------ sequencer
 
     // The transaction of the current state and step, and the step that ends its list.
     logic        op_axi, op_wr;
-    logic [63:0] op;
+    logic [63:0] op, rst_op;
     logic [2:0]  op_last_step;
     always_comb begin
         op_axi = 1'b1;
         op_wr  = 1'b1;
+        rst_op = reset_op(step);
         case (st)
-            S_DC_ASSERT:            op_last_step = DC_LAST;
+            S_DC_ASSERT, S_RELEASE: op_last_step = RST_LAST;
             S_CFG:                  op_last_step = CFG_LAST;
-            S_RELEASE:              op_last_step = REL_LAST;
             S_POLL_CLR, S_POLL_READ: op_last_step = 3'd1;  // PHY status, then MAC status
             default:                op_last_step = 3'd0;
         endcase
         case (st)
-            S_DC_ASSERT:   op = dc_assert_op(step);
+            S_DC_ASSERT:   op = rst_op;
             S_CFG:         op = cfg_op(step);
-            S_RELEASE:     op = release_op(step);
+            S_RELEASE:     op = {rst_op[63:32], 32'h0};
             S_RXP_ASSERT:  op = {R_C0_PORT_CTL_RX, RX_PORT_RESET_VALUE};
             S_RXP_RELEASE: op = {R_C0_PORT_CTL_RX, 32'h0};
             S_POLL_CLR:    op = {(step == 3'd0) ? R_C0_RX_PHY_STAT : R_C0_RX_MAC_STAT, 32'hFFFF_FFFF};
@@ -370,19 +360,85 @@ module fhg_link_bringup #(
         endcase
     end
 
+    // The transition table: the state after `st` and whether it is taken this cycle (`go`).
+    // A state moves on when its list of transactions ends (op_last), its timer runs out or
+    // what it waits for arrives; a failed attempt retries or gives up; a restart comes
+    // before everything.
+    seq_t nxt;
+    logic go;
+    always_comb begin
+        go  = 1'b1;
+        nxt = st;
+        if (restart_take) begin
+            nxt = S_GT_RST;
+        end else if (attempt_failed) begin
+            nxt = give_up ? S_FAILED : retry_from;
+        end else begin
+            case (st)
+                S_IDLE:        begin go = auto_bringup;     nxt = S_GT_RST;      end
+                S_GT_RST:      begin go = timer_out;        nxt = S_GT_WAIT;     end
+                S_GT_WAIT:     begin go = tx_all && rx_all; nxt = S_DC_ASSERT;   end
+                S_DC_ASSERT:   begin go = op_last;          nxt = S_DC_HOLD;     end
+                S_DC_HOLD:     begin go = timer_out;        nxt = S_CFG;         end
+                S_CFG:         begin go = op_last;          nxt = S_RELEASE;     end
+                S_RELEASE:     begin go = op_last;          nxt = S_RXGT_RST;    end
+                S_RXGT_RST:    begin go = timer_out;        nxt = S_RXGT_WAIT;   end
+                S_RXGT_WAIT:   begin go = rx_all;           nxt = S_RXP_ASSERT;  end
+                S_RXP_ASSERT:  begin go = op_last;          nxt = S_RXP_HOLD;    end
+                S_RXP_HOLD:    begin go = timer_out;        nxt = S_RXP_RELEASE; end
+                S_RXP_RELEASE: begin go = op_last;          nxt = S_POLL_CLR;    end
+                S_POLL_CLR:    begin go = op_last;          nxt = S_POLL_WAIT;   end
+                S_POLL_WAIT:   begin go = timer_out;        nxt = S_POLL_READ;   end
+                // Aligned: (stay) up and poll again later. Lost while up: the alignment
+                // loop again (auto_bringup) or idle. Else the attempt's next poll.
+                S_POLL_READ: begin
+                    go  = op_last && (rx_aligned || mon || polls > 32'd1);
+                    nxt = rx_aligned ? S_UP
+                        : !mon       ? S_POLL_CLR
+                        : auto_bringup ? S_RXGT_RST : S_IDLE;
+                end
+                S_UP:          begin go = timer_out;        nxt = S_POLL_CLR;    end
+                S_FAILED:      go = 1'b0;  // [6] is left by restart only
+                default:       nxt = S_IDLE;
+            endcase
+        end
+    end
+
+    // Each state is entered with its timer loaded; states without a timer ignore it.
+    function automatic logic [31:0] entry_time(input seq_t s);
+        case (s)
+            S_GT_RST, S_RXGT_RST:   entry_time = 32'(GT_RESET_CYCLES);
+            S_GT_WAIT, S_RXGT_WAIT: entry_time = 32'(GT_READY_TIMEOUT);
+            S_DC_HOLD:              entry_time = 32'(DCMAC_RESET_CYCLES);
+            S_RXP_HOLD:             entry_time = 32'(RX_RESET_CYCLES);
+            S_POLL_WAIT:            entry_time = 32'(SETTLE_CYCLES);
+            S_UP:                   entry_time = 32'(MONITOR_CYCLES);
+            default:                entry_time = 32'd0;
+        endcase
+    endfunction
+
+    // Reset pulses: `rst` and [1] assert every hardware reset, [4] the RX side's; the GT
+    // datapath resets drop as the pulse's timer runs out.
+    logic pulse_all, pulse_rx;
+    assign pulse_all = rst || (st == S_GT_RST && !restart_take);
+    assign pulse_rx  = pulse_all || (st == S_RXGT_RST && !restart_take);
+
     always_ff @(posedge clk) begin
         ax_req    <= 1'b0;
         link_down <= 1'b0;
-        // Every timed state is entered with its timer loaded; the states below act on
-        // timer_out and override this count where they load the next one.
         if (!timer_out) timer <= timer - 32'd1;
-        // A completed transaction: the next step of the state's list, or back to step 0.
+        if (go) begin
+            st    <= nxt;
+            timer <= entry_time(nxt);
+        end
+        // A completed transaction: the next step of the state's list, or back to step 0
+        // (every state is entered at step 0: it is left at the end of its list).
         if (op_done) begin
             issued <= 1'b0;
             step   <= op_last ? 3'd0 : step + 3'd1;
         end
         if (restart) restart_pend <= 1'b1;
-        // Request the step's transaction once; the state's branch below advances on ax_done.
+        // Request the step's transaction once; the state advances on its ax_done.
         if (op_axi && !issued && !restart_take) begin
             ax_req   <= 1'b1;
             ax_write <= op_wr;
@@ -399,115 +455,18 @@ module fhg_link_bringup #(
             mon          <= 1'b0;
             link_up      <= 1'b0;
             rx_aligned   <= 1'b0;
-            st           <= S_GT_RST;
-            timer        <= 32'(GT_RESET_CYCLES);
         end else begin
+            // What the states do besides moving on.
             case (st)
-                S_IDLE: begin
-                    if (auto_bringup) begin
-                        st      <= S_GT_RST;
-                        timer   <= 32'(GT_RESET_CYCLES);
-                        retries <= '0;
-                    end
-                end
-
-                // [1] GT datapath resets, then wait for every lane's reset-done.
-                S_GT_RST: begin
-                    rx_aligned            <= 1'b0;
-                    gt_reset_tx_datapath  <= '1;
-                    gt_reset_rx_datapath  <= '1;
-                    dcmac_tx_core_reset   <= 1'b1;
-                    dcmac_rx_core_reset   <= 1'b1;
-                    dcmac_tx_serdes_reset <= '1;
-                    dcmac_rx_serdes_reset <= '1;
-                    mac_rst               <= 1'b1;
-                    link_up               <= 1'b0;
-                    if (timer_out) begin
-                        gt_reset_tx_datapath <= '0;
-                        gt_reset_rx_datapath <= '0;
-                        st    <= S_GT_WAIT;
-                        timer <= 32'(GT_READY_TIMEOUT);
-                    end
-                end
-                S_GT_WAIT: begin
-                    // Reset-done flags still high from before the pulse need a few cycles to
-                    // fall through the synchroniser; GT_RESET_CYCLES covers that.
-                    if (tx_all) begin
-                        dcmac_tx_core_reset   <= 1'b0;
-                        dcmac_tx_serdes_reset <= '0;
-                    end
-                    if (rx_all) begin
-                        dcmac_rx_core_reset   <= 1'b0;
-                        dcmac_rx_serdes_reset <= '0;
-                    end
-                    if (tx_all && rx_all) begin
-                        st   <= S_DC_ASSERT;
-                        step <= '0;
-                    end
-                end
-
-                // [2] DCMAC soft resets over AXI4-Lite, held a while.
-                S_DC_ASSERT: begin
-                    if (op_last) begin
-                        st    <= S_DC_HOLD;
-                        timer <= 32'(DCMAC_RESET_CYCLES);
-                    end
-                end
-                S_DC_HOLD: if (timer_out) st <= S_CFG;
-
-                // [3] configuration while in reset, then release.
-                S_CFG: if (op_last) st <= S_RELEASE;
-                S_RELEASE: begin
-                    if (op_last) begin
-                        mac_rst <= 1'b0;
-                        st      <= S_RXGT_RST;
-                        timer   <= 32'(GT_RESET_CYCLES);
-                    end
-                end
-
-                // [4] alignment loop: GT RX datapath reset, RX port reset, polls.
-                S_RXGT_RST: begin
-                    rx_aligned            <= 1'b0;  // the RX side is being reset
-                    gt_reset_rx_datapath  <= '1;
-                    dcmac_rx_core_reset   <= 1'b1;
-                    dcmac_rx_serdes_reset <= '1;
-                    if (timer_out) begin
-                        gt_reset_rx_datapath <= '0;
-                        st    <= S_RXGT_WAIT;
-                        timer <= 32'(GT_READY_TIMEOUT);
-                    end
-                end
-                S_RXGT_WAIT: begin
-                    if (rx_all) begin
-                        dcmac_rx_core_reset   <= 1'b0;
-                        dcmac_rx_serdes_reset <= '0;
-                        st   <= S_RXP_ASSERT;
-                        step <= '0;
-                    end
-                end
-                S_RXP_ASSERT: begin
-                    if (op_last) begin
-                        st    <= S_RXP_HOLD;
-                        timer <= 32'(RX_RESET_CYCLES);
-                    end
-                end
-                S_RXP_HOLD: if (timer_out) st <= S_RXP_RELEASE;
+                S_IDLE: if (auto_bringup) retries <= '0;
+                // [3] done: the DCMAC is out of reset.
+                S_RELEASE: if (op_last) mac_rst <= 1'b0;
                 S_RXP_RELEASE: begin
                     if (op_last) begin
-                        st    <= S_POLL_CLR;
                         polls <= 32'(ALIGN_POLLS);
                         mon   <= 1'b0;
                     end
                 end
-
-                // Poll: clear the latched status (write ones), settle, read.
-                S_POLL_CLR: begin
-                    if (op_last) begin
-                        st    <= S_POLL_WAIT;
-                        timer <= 32'(SETTLE_CYCLES);
-                    end
-                end
-                S_POLL_WAIT: if (timer_out) st <= S_POLL_READ;
                 S_POLL_READ: begin
                     if (op_done && !op_last) begin
                         rx_phy_status <= ax_rdata;
@@ -516,82 +475,65 @@ module fhg_link_bringup #(
                         rx_remote_fault <= ax_rdata[0];
                         rx_local_fault  <= ax_rdata[1];
                         if (rx_aligned) begin
-                            // Aligned: (stay) up and poll again later.
                             link_up <= 1'b1;
                             mon     <= 1'b1;
-                            st      <= S_UP;
-                            timer   <= 32'(MONITOR_CYCLES);
                         end else if (mon) begin
-                            // Lost while up.
                             link_up   <= 1'b0;
                             link_down <= 1'b1;
                             mon       <= 1'b0;
-                            if (auto_bringup) begin
-                                retries <= '0;
-                                st      <= S_RXGT_RST;
-                                timer   <= 32'(GT_RESET_CYCLES);
-                            end else begin
-                                st <= S_IDLE;
-                            end
+                            if (auto_bringup) retries <= '0;
                         end else if (polls > 32'd1) begin
                             polls <= polls - 32'd1;
-                            st    <= S_POLL_CLR;
-                        end  // else: the attempt failed (below)
+                        end
                     end
                 end
-
-                // [5] up: poll every MONITOR_CYCLES.
-                S_UP: begin
-                    if (timer_out) begin
-                        st   <= S_POLL_CLR;
-                        step <= '0;
-                    end
-                end
-
-                // [6] failed: wait for restart.
-                S_FAILED: ;
-
-                default: st <= S_IDLE;
+                default: ;
             endcase
-
-            // A failed attempt repeats the step that failed, or stops at max_retries.
-            if (attempt_failed) begin
-                if (give_up) begin
-                    st <= S_FAILED;
-                end else begin
-                    retries <= retries + 32'd1;
-                    st      <= retry_from;
-                    timer   <= 32'(GT_RESET_CYCLES);
-                end
+            // Waiting for the GTs ([1], [4]): each side's DCMAC resets are released as soon
+            // as its lanes report ready (reset-done flags still high from before the pulse
+            // need a few cycles to fall through the synchroniser; GT_RESET_CYCLES covers it).
+            if ((st == S_GT_WAIT || st == S_RXGT_WAIT) && rx_all) begin
+                dcmac_rx_core_reset   <= 1'b0;
+                dcmac_rx_serdes_reset <= '0;
             end
+            if (st == S_GT_WAIT && tx_all) begin
+                dcmac_tx_core_reset   <= 1'b0;
+                dcmac_tx_serdes_reset <= '0;
+            end
+            if (attempt_failed && !give_up) retries <= retries + 32'd1;
+        end
+
+        if (pulse_rx) begin
+            rx_aligned            <= 1'b0;
+            gt_reset_rx_datapath  <= {NUM_LANES{rst || !timer_out}};
+            dcmac_rx_core_reset   <= 1'b1;
+            dcmac_rx_serdes_reset <= '1;
+        end
+        if (pulse_all) begin
+            gt_reset_tx_datapath  <= {NUM_LANES{rst || !timer_out}};
+            dcmac_tx_core_reset   <= 1'b1;
+            dcmac_tx_serdes_reset <= '1;
+            mac_rst               <= 1'b1;
+            link_up               <= 1'b0;
         end
 
         if (rst) begin
-            st                    <= auto_bringup ? S_GT_RST : S_IDLE;
-            restart_pend          <= 1'b0;
-            issued                <= 1'b0;
-            step                  <= '0;
-            timer                 <= 32'(GT_RESET_CYCLES);
-            polls                 <= '0;
-            mon                   <= 1'b0;
-            retries               <= '0;
-            link_up               <= 1'b0;
-            link_down             <= 1'b0;
-            rx_aligned            <= 1'b0;
-            rx_phy_status         <= '0;
-            rx_local_fault        <= 1'b0;
-            rx_remote_fault       <= 1'b0;
-            ax_req                <= 1'b0;
-            ax_write              <= 1'b0;
-            ax_addr               <= '0;
-            ax_wdata              <= '0;
-            gt_reset_tx_datapath  <= '1;
-            gt_reset_rx_datapath  <= '1;
-            dcmac_tx_core_reset   <= 1'b1;
-            dcmac_rx_core_reset   <= 1'b1;
-            dcmac_tx_serdes_reset <= '1;
-            dcmac_rx_serdes_reset <= '1;
-            mac_rst               <= 1'b1;
+            st              <= auto_bringup ? S_GT_RST : S_IDLE;
+            restart_pend    <= 1'b0;
+            issued          <= 1'b0;
+            step            <= '0;
+            timer           <= 32'(GT_RESET_CYCLES);
+            polls           <= '0;
+            mon             <= 1'b0;
+            retries         <= '0;
+            link_down       <= 1'b0;
+            rx_phy_status   <= '0;
+            rx_local_fault  <= 1'b0;
+            rx_remote_fault <= 1'b0;
+            ax_req          <= 1'b0;
+            ax_write        <= 1'b0;
+            ax_addr         <= '0;
+            ax_wdata        <= '0;
         end
     end
 

@@ -294,6 +294,27 @@ module fhg_regs (
         logic [1:0] rx_drop_cpu_busy;
         logic [1:0] rx_drop_arp;
         logic [1:0] rx_drop_disabled;
+        logic rdma_ctrl;
+        logic rdma_qpn;
+        logic rdma_psn;
+        logic rdma_rkey;
+        logic rdma_va_lo;
+        logic rdma_va_hi;
+        logic rdma_slot_size;
+        logic rdma_slots;
+        logic rdma_chunks;
+        logic rdma_dest_ip;
+        logic rdma_credit;
+        logic rdma_credit_port;
+        logic rdma_next_psn;
+        logic rdma_chunk;
+        logic [1:0] rdma_chunks_sent;
+        logic [1:0] rdma_chunks_dropped;
+        logic [1:0] rdma_datagrams;
+        logic [1:0] rdma_datagrams_dropped;
+        logic [1:0] rdma_oversize;
+        logic [1:0] rdma_credit_frames;
+        logic [1:0] rdma_icrc_frames;
         logic arp_table;
         logic cpu_tx_buf;
         logic cpu_rx_buf;
@@ -412,6 +433,34 @@ module fhg_regs (
         decoded_reg_strb.rx_drop_arp[1] = cpuif_req_masked & (cpuif_addr == 16'h26c) & !cpuif_req_is_wr;
         decoded_reg_strb.rx_drop_disabled[0] = cpuif_req_masked & (cpuif_addr == 16'h270) & !cpuif_req_is_wr;
         decoded_reg_strb.rx_drop_disabled[1] = cpuif_req_masked & (cpuif_addr == 16'h274) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_ctrl = cpuif_req_masked & (cpuif_addr == 16'h300);
+        decoded_reg_strb.rdma_qpn = cpuif_req_masked & (cpuif_addr == 16'h304);
+        decoded_reg_strb.rdma_psn = cpuif_req_masked & (cpuif_addr == 16'h308);
+        decoded_reg_strb.rdma_rkey = cpuif_req_masked & (cpuif_addr == 16'h30c);
+        decoded_reg_strb.rdma_va_lo = cpuif_req_masked & (cpuif_addr == 16'h310);
+        decoded_reg_strb.rdma_va_hi = cpuif_req_masked & (cpuif_addr == 16'h314);
+        decoded_reg_strb.rdma_slot_size = cpuif_req_masked & (cpuif_addr == 16'h318);
+        decoded_reg_strb.rdma_slots = cpuif_req_masked & (cpuif_addr == 16'h31c);
+        decoded_reg_strb.rdma_chunks = cpuif_req_masked & (cpuif_addr == 16'h320);
+        decoded_reg_strb.rdma_dest_ip = cpuif_req_masked & (cpuif_addr == 16'h324);
+        decoded_reg_strb.rdma_credit = cpuif_req_masked & (cpuif_addr == 16'h328);
+        decoded_reg_strb.rdma_credit_port = cpuif_req_masked & (cpuif_addr == 16'h32c);
+        decoded_reg_strb.rdma_next_psn = cpuif_req_masked & (cpuif_addr == 16'h330) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_chunk = cpuif_req_masked & (cpuif_addr == 16'h334) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_chunks_sent[0] = cpuif_req_masked & (cpuif_addr == 16'h340) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_chunks_sent[1] = cpuif_req_masked & (cpuif_addr == 16'h344) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_chunks_dropped[0] = cpuif_req_masked & (cpuif_addr == 16'h348) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_chunks_dropped[1] = cpuif_req_masked & (cpuif_addr == 16'h34c) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_datagrams[0] = cpuif_req_masked & (cpuif_addr == 16'h350) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_datagrams[1] = cpuif_req_masked & (cpuif_addr == 16'h354) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_datagrams_dropped[0] = cpuif_req_masked & (cpuif_addr == 16'h358) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_datagrams_dropped[1] = cpuif_req_masked & (cpuif_addr == 16'h35c) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_oversize[0] = cpuif_req_masked & (cpuif_addr == 16'h360) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_oversize[1] = cpuif_req_masked & (cpuif_addr == 16'h364) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_credit_frames[0] = cpuif_req_masked & (cpuif_addr == 16'h368) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_credit_frames[1] = cpuif_req_masked & (cpuif_addr == 16'h36c) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_icrc_frames[0] = cpuif_req_masked & (cpuif_addr == 16'h370) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_icrc_frames[1] = cpuif_req_masked & (cpuif_addr == 16'h374) & !cpuif_req_is_wr;
         decoded_reg_strb.arp_table = cpuif_req_masked & (cpuif_addr >= 16'h1000) & (cpuif_addr <= 16'h1000 + 16'h7ff);
         is_external |= cpuif_req_masked & (cpuif_addr >= 16'h1000) & (cpuif_addr <= 16'h1000 + 16'h7ff);
         decoded_reg_strb.cpu_tx_buf = cpuif_req_masked & (cpuif_addr >= 16'h4000) & (cpuif_addr <= 16'h4000 + 16'h3fff);
@@ -893,6 +942,142 @@ module fhg_regs (
                 logic overflow;
             } count;
         } rx_drop_disabled;
+        struct {
+            struct {
+                logic next;
+                logic load_next;
+            } en;
+            struct {
+                logic next;
+                logic load_next;
+            } flow_ctrl;
+            struct {
+                logic [1:0] next;
+                logic load_next;
+            } mtu;
+        } rdma_ctrl;
+        struct {
+            struct {
+                logic [23:0] next;
+                logic load_next;
+            } qpn;
+        } rdma_qpn;
+        struct {
+            struct {
+                logic [23:0] next;
+                logic load_next;
+            } psn;
+        } rdma_psn;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } rkey;
+        } rdma_rkey;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } va;
+        } rdma_va_lo;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } va;
+        } rdma_va_hi;
+        struct {
+            struct {
+                logic [23:0] next;
+                logic load_next;
+            } bytes;
+        } rdma_slot_size;
+        struct {
+            struct {
+                logic [23:0] next;
+                logic load_next;
+            } slots;
+        } rdma_slots;
+        struct {
+            struct {
+                logic [23:0] next;
+                logic load_next;
+            } chunks;
+        } rdma_chunks;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } ip;
+        } rdma_dest_ip;
+        struct {
+            struct {
+                logic [31:0] next;
+                logic load_next;
+            } chunk;
+        } rdma_credit;
+        struct {
+            struct {
+                logic [15:0] next;
+                logic load_next;
+            } port;
+        } rdma_credit_port;
+        struct {
+            struct {
+                logic [63:0] next;
+                logic load_next;
+                logic incrthreshold;
+                logic overflow;
+            } count;
+        } rdma_chunks_sent;
+        struct {
+            struct {
+                logic [63:0] next;
+                logic load_next;
+                logic incrthreshold;
+                logic overflow;
+            } count;
+        } rdma_chunks_dropped;
+        struct {
+            struct {
+                logic [63:0] next;
+                logic load_next;
+                logic incrthreshold;
+                logic overflow;
+            } count;
+        } rdma_datagrams;
+        struct {
+            struct {
+                logic [63:0] next;
+                logic load_next;
+                logic incrthreshold;
+                logic overflow;
+            } count;
+        } rdma_datagrams_dropped;
+        struct {
+            struct {
+                logic [63:0] next;
+                logic load_next;
+                logic incrthreshold;
+                logic overflow;
+            } count;
+        } rdma_oversize;
+        struct {
+            struct {
+                logic [63:0] next;
+                logic load_next;
+                logic incrthreshold;
+                logic overflow;
+            } count;
+        } rdma_credit_frames;
+        struct {
+            struct {
+                logic [63:0] next;
+                logic load_next;
+                logic incrthreshold;
+                logic overflow;
+            } count;
+        } rdma_icrc_frames;
     } field_combo_t;
     field_combo_t field_combo;
 
@@ -1198,6 +1383,107 @@ module fhg_regs (
                 logic [63:0] value;
             } count;
         } rx_drop_disabled;
+        struct {
+            struct {
+                logic value;
+            } en;
+            struct {
+                logic value;
+            } flow_ctrl;
+            struct {
+                logic [1:0] value;
+            } mtu;
+        } rdma_ctrl;
+        struct {
+            struct {
+                logic [23:0] value;
+            } qpn;
+        } rdma_qpn;
+        struct {
+            struct {
+                logic [23:0] value;
+            } psn;
+        } rdma_psn;
+        struct {
+            struct {
+                logic [31:0] value;
+            } rkey;
+        } rdma_rkey;
+        struct {
+            struct {
+                logic [31:0] value;
+            } va;
+        } rdma_va_lo;
+        struct {
+            struct {
+                logic [31:0] value;
+            } va;
+        } rdma_va_hi;
+        struct {
+            struct {
+                logic [23:0] value;
+            } bytes;
+        } rdma_slot_size;
+        struct {
+            struct {
+                logic [23:0] value;
+            } slots;
+        } rdma_slots;
+        struct {
+            struct {
+                logic [23:0] value;
+            } chunks;
+        } rdma_chunks;
+        struct {
+            struct {
+                logic [31:0] value;
+            } ip;
+        } rdma_dest_ip;
+        struct {
+            struct {
+                logic [31:0] value;
+            } chunk;
+        } rdma_credit;
+        struct {
+            struct {
+                logic [15:0] value;
+            } port;
+        } rdma_credit_port;
+        struct {
+            struct {
+                logic [63:0] value;
+            } count;
+        } rdma_chunks_sent;
+        struct {
+            struct {
+                logic [63:0] value;
+            } count;
+        } rdma_chunks_dropped;
+        struct {
+            struct {
+                logic [63:0] value;
+            } count;
+        } rdma_datagrams;
+        struct {
+            struct {
+                logic [63:0] value;
+            } count;
+        } rdma_datagrams_dropped;
+        struct {
+            struct {
+                logic [63:0] value;
+            } count;
+        } rdma_oversize;
+        struct {
+            struct {
+                logic [63:0] value;
+            } count;
+        } rdma_credit_frames;
+        struct {
+            struct {
+                logic [63:0] value;
+            } count;
+        } rdma_icrc_frames;
     } field_storage_t;
     field_storage_t field_storage;
 
@@ -2985,6 +3271,541 @@ module fhg_regs (
             end
         end
     end
+    // Field: fhg_regs.rdma_ctrl.en
+    always_comb begin
+        automatic logic [0:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_ctrl.en.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.rdma_ctrl && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.rdma_ctrl.en.value & ~decoded_wr_biten[0:0]) | (decoded_wr_data[0:0] & decoded_wr_biten[0:0]);
+            load_next_c = '1;
+        end
+        field_combo.rdma_ctrl.en.next = next_c;
+        field_combo.rdma_ctrl.en.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_ctrl.en.value <= 1'h0;
+        end else begin
+            if(field_combo.rdma_ctrl.en.load_next) begin
+                field_storage.rdma_ctrl.en.value <= field_combo.rdma_ctrl.en.next;
+            end
+        end
+    end
+    assign hwif_out.rdma_ctrl.en.value = field_storage.rdma_ctrl.en.value;
+    // Field: fhg_regs.rdma_ctrl.flow_ctrl
+    always_comb begin
+        automatic logic [0:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_ctrl.flow_ctrl.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.rdma_ctrl && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.rdma_ctrl.flow_ctrl.value & ~decoded_wr_biten[1:1]) | (decoded_wr_data[1:1] & decoded_wr_biten[1:1]);
+            load_next_c = '1;
+        end
+        field_combo.rdma_ctrl.flow_ctrl.next = next_c;
+        field_combo.rdma_ctrl.flow_ctrl.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_ctrl.flow_ctrl.value <= 1'h1;
+        end else begin
+            if(field_combo.rdma_ctrl.flow_ctrl.load_next) begin
+                field_storage.rdma_ctrl.flow_ctrl.value <= field_combo.rdma_ctrl.flow_ctrl.next;
+            end
+        end
+    end
+    assign hwif_out.rdma_ctrl.flow_ctrl.value = field_storage.rdma_ctrl.flow_ctrl.value;
+    // Field: fhg_regs.rdma_ctrl.mtu
+    always_comb begin
+        automatic logic [1:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_ctrl.mtu.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.rdma_ctrl && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.rdma_ctrl.mtu.value & ~decoded_wr_biten[5:4]) | (decoded_wr_data[5:4] & decoded_wr_biten[5:4]);
+            load_next_c = '1;
+        end
+        field_combo.rdma_ctrl.mtu.next = next_c;
+        field_combo.rdma_ctrl.mtu.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_ctrl.mtu.value <= 2'h2;
+        end else begin
+            if(field_combo.rdma_ctrl.mtu.load_next) begin
+                field_storage.rdma_ctrl.mtu.value <= field_combo.rdma_ctrl.mtu.next;
+            end
+        end
+    end
+    assign hwif_out.rdma_ctrl.mtu.value = field_storage.rdma_ctrl.mtu.value;
+    // Field: fhg_regs.rdma_qpn.qpn
+    always_comb begin
+        automatic logic [23:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_qpn.qpn.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.rdma_qpn && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.rdma_qpn.qpn.value & ~decoded_wr_biten[23:0]) | (decoded_wr_data[23:0] & decoded_wr_biten[23:0]);
+            load_next_c = '1;
+        end
+        field_combo.rdma_qpn.qpn.next = next_c;
+        field_combo.rdma_qpn.qpn.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_qpn.qpn.value <= 24'h0;
+        end else begin
+            if(field_combo.rdma_qpn.qpn.load_next) begin
+                field_storage.rdma_qpn.qpn.value <= field_combo.rdma_qpn.qpn.next;
+            end
+        end
+    end
+    assign hwif_out.rdma_qpn.qpn.value = field_storage.rdma_qpn.qpn.value;
+    // Field: fhg_regs.rdma_psn.psn
+    always_comb begin
+        automatic logic [23:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_psn.psn.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.rdma_psn && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.rdma_psn.psn.value & ~decoded_wr_biten[23:0]) | (decoded_wr_data[23:0] & decoded_wr_biten[23:0]);
+            load_next_c = '1;
+        end
+        field_combo.rdma_psn.psn.next = next_c;
+        field_combo.rdma_psn.psn.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_psn.psn.value <= 24'h0;
+        end else begin
+            if(field_combo.rdma_psn.psn.load_next) begin
+                field_storage.rdma_psn.psn.value <= field_combo.rdma_psn.psn.next;
+            end
+        end
+    end
+    assign hwif_out.rdma_psn.psn.value = field_storage.rdma_psn.psn.value;
+    // Field: fhg_regs.rdma_rkey.rkey
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_rkey.rkey.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.rdma_rkey && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.rdma_rkey.rkey.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.rdma_rkey.rkey.next = next_c;
+        field_combo.rdma_rkey.rkey.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_rkey.rkey.value <= 32'h0;
+        end else begin
+            if(field_combo.rdma_rkey.rkey.load_next) begin
+                field_storage.rdma_rkey.rkey.value <= field_combo.rdma_rkey.rkey.next;
+            end
+        end
+    end
+    assign hwif_out.rdma_rkey.rkey.value = field_storage.rdma_rkey.rkey.value;
+    // Field: fhg_regs.rdma_va_lo.va
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_va_lo.va.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.rdma_va_lo && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.rdma_va_lo.va.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.rdma_va_lo.va.next = next_c;
+        field_combo.rdma_va_lo.va.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_va_lo.va.value <= 32'h0;
+        end else begin
+            if(field_combo.rdma_va_lo.va.load_next) begin
+                field_storage.rdma_va_lo.va.value <= field_combo.rdma_va_lo.va.next;
+            end
+        end
+    end
+    assign hwif_out.rdma_va_lo.va.value = field_storage.rdma_va_lo.va.value;
+    // Field: fhg_regs.rdma_va_hi.va
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_va_hi.va.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.rdma_va_hi && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.rdma_va_hi.va.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.rdma_va_hi.va.next = next_c;
+        field_combo.rdma_va_hi.va.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_va_hi.va.value <= 32'h0;
+        end else begin
+            if(field_combo.rdma_va_hi.va.load_next) begin
+                field_storage.rdma_va_hi.va.value <= field_combo.rdma_va_hi.va.next;
+            end
+        end
+    end
+    assign hwif_out.rdma_va_hi.va.value = field_storage.rdma_va_hi.va.value;
+    // Field: fhg_regs.rdma_slot_size.bytes
+    always_comb begin
+        automatic logic [23:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_slot_size.bytes.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.rdma_slot_size && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.rdma_slot_size.bytes.value & ~decoded_wr_biten[23:0]) | (decoded_wr_data[23:0] & decoded_wr_biten[23:0]);
+            load_next_c = '1;
+        end
+        field_combo.rdma_slot_size.bytes.next = next_c;
+        field_combo.rdma_slot_size.bytes.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_slot_size.bytes.value <= 24'h2008;
+        end else begin
+            if(field_combo.rdma_slot_size.bytes.load_next) begin
+                field_storage.rdma_slot_size.bytes.value <= field_combo.rdma_slot_size.bytes.next;
+            end
+        end
+    end
+    assign hwif_out.rdma_slot_size.bytes.value = field_storage.rdma_slot_size.bytes.value;
+    // Field: fhg_regs.rdma_slots.slots
+    always_comb begin
+        automatic logic [23:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_slots.slots.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.rdma_slots && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.rdma_slots.slots.value & ~decoded_wr_biten[23:0]) | (decoded_wr_data[23:0] & decoded_wr_biten[23:0]);
+            load_next_c = '1;
+        end
+        field_combo.rdma_slots.slots.next = next_c;
+        field_combo.rdma_slots.slots.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_slots.slots.value <= 24'h400;
+        end else begin
+            if(field_combo.rdma_slots.slots.load_next) begin
+                field_storage.rdma_slots.slots.value <= field_combo.rdma_slots.slots.next;
+            end
+        end
+    end
+    assign hwif_out.rdma_slots.slots.value = field_storage.rdma_slots.slots.value;
+    // Field: fhg_regs.rdma_chunks.chunks
+    always_comb begin
+        automatic logic [23:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_chunks.chunks.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.rdma_chunks && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.rdma_chunks.chunks.value & ~decoded_wr_biten[23:0]) | (decoded_wr_data[23:0] & decoded_wr_biten[23:0]);
+            load_next_c = '1;
+        end
+        field_combo.rdma_chunks.chunks.next = next_c;
+        field_combo.rdma_chunks.chunks.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_chunks.chunks.value <= 24'h4;
+        end else begin
+            if(field_combo.rdma_chunks.chunks.load_next) begin
+                field_storage.rdma_chunks.chunks.value <= field_combo.rdma_chunks.chunks.next;
+            end
+        end
+    end
+    assign hwif_out.rdma_chunks.chunks.value = field_storage.rdma_chunks.chunks.value;
+    // Field: fhg_regs.rdma_dest_ip.ip
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_dest_ip.ip.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.rdma_dest_ip && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.rdma_dest_ip.ip.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end
+        field_combo.rdma_dest_ip.ip.next = next_c;
+        field_combo.rdma_dest_ip.ip.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_dest_ip.ip.value <= 32'h0;
+        end else begin
+            if(field_combo.rdma_dest_ip.ip.load_next) begin
+                field_storage.rdma_dest_ip.ip.value <= field_combo.rdma_dest_ip.ip.next;
+            end
+        end
+    end
+    assign hwif_out.rdma_dest_ip.ip.value = field_storage.rdma_dest_ip.ip.value;
+    // Field: fhg_regs.rdma_credit.chunk
+    always_comb begin
+        automatic logic [31:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_credit.chunk.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.rdma_credit && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.rdma_credit.chunk.value & ~decoded_wr_biten[31:0]) | (decoded_wr_data[31:0] & decoded_wr_biten[31:0]);
+            load_next_c = '1;
+        end else if(hwif_in.rdma_credit.chunk.we) begin // HW Write - we
+            next_c = hwif_in.rdma_credit.chunk.next;
+            load_next_c = '1;
+        end
+        field_combo.rdma_credit.chunk.next = next_c;
+        field_combo.rdma_credit.chunk.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_credit.chunk.value <= 32'hffffffff;
+        end else begin
+            if(field_combo.rdma_credit.chunk.load_next) begin
+                field_storage.rdma_credit.chunk.value <= field_combo.rdma_credit.chunk.next;
+            end
+        end
+    end
+    assign hwif_out.rdma_credit.chunk.value = field_storage.rdma_credit.chunk.value;
+    // Field: fhg_regs.rdma_credit_port.port
+    always_comb begin
+        automatic logic [15:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_credit_port.port.value;
+        load_next_c = '0;
+        if(decoded_reg_strb.rdma_credit_port && decoded_req_is_wr) begin // SW write
+            next_c = (field_storage.rdma_credit_port.port.value & ~decoded_wr_biten[15:0]) | (decoded_wr_data[15:0] & decoded_wr_biten[15:0]);
+            load_next_c = '1;
+        end
+        field_combo.rdma_credit_port.port.next = next_c;
+        field_combo.rdma_credit_port.port.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_credit_port.port.value <= 16'h0;
+        end else begin
+            if(field_combo.rdma_credit_port.port.load_next) begin
+                field_storage.rdma_credit_port.port.value <= field_combo.rdma_credit_port.port.next;
+            end
+        end
+    end
+    assign hwif_out.rdma_credit_port.port.value = field_storage.rdma_credit_port.port.value;
+    // Field: fhg_regs.rdma_chunks_sent.count
+    always_comb begin
+        automatic logic [63:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_chunks_sent.count.value;
+        load_next_c = '0;
+        if(field_storage.count_reset.clear.value) begin // HW Clear
+            next_c = '0;
+            load_next_c = '1;
+        end
+        if(hwif_in.rdma_chunks_sent.count.incr) begin // increment
+            field_combo.rdma_chunks_sent.count.overflow = (((65)'(next_c) + hwif_in.rdma_chunks_sent.count.incrvalue) > 65'hffffffffffffffff);
+            next_c = next_c + hwif_in.rdma_chunks_sent.count.incrvalue;
+            load_next_c = '1;
+        end else begin
+            field_combo.rdma_chunks_sent.count.overflow = '0;
+        end
+        field_combo.rdma_chunks_sent.count.incrthreshold = (field_storage.rdma_chunks_sent.count.value >= 64'hffffffffffffffff);
+        field_combo.rdma_chunks_sent.count.next = next_c;
+        field_combo.rdma_chunks_sent.count.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_chunks_sent.count.value <= 64'h0;
+        end else begin
+            if(field_combo.rdma_chunks_sent.count.load_next) begin
+                field_storage.rdma_chunks_sent.count.value <= field_combo.rdma_chunks_sent.count.next;
+            end
+        end
+    end
+    // Field: fhg_regs.rdma_chunks_dropped.count
+    always_comb begin
+        automatic logic [63:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_chunks_dropped.count.value;
+        load_next_c = '0;
+        if(field_storage.count_reset.clear.value) begin // HW Clear
+            next_c = '0;
+            load_next_c = '1;
+        end
+        if(hwif_in.rdma_chunks_dropped.count.incr) begin // increment
+            field_combo.rdma_chunks_dropped.count.overflow = (((65)'(next_c) + hwif_in.rdma_chunks_dropped.count.incrvalue) > 65'hffffffffffffffff);
+            next_c = next_c + hwif_in.rdma_chunks_dropped.count.incrvalue;
+            load_next_c = '1;
+        end else begin
+            field_combo.rdma_chunks_dropped.count.overflow = '0;
+        end
+        field_combo.rdma_chunks_dropped.count.incrthreshold = (field_storage.rdma_chunks_dropped.count.value >= 64'hffffffffffffffff);
+        field_combo.rdma_chunks_dropped.count.next = next_c;
+        field_combo.rdma_chunks_dropped.count.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_chunks_dropped.count.value <= 64'h0;
+        end else begin
+            if(field_combo.rdma_chunks_dropped.count.load_next) begin
+                field_storage.rdma_chunks_dropped.count.value <= field_combo.rdma_chunks_dropped.count.next;
+            end
+        end
+    end
+    // Field: fhg_regs.rdma_datagrams.count
+    always_comb begin
+        automatic logic [63:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_datagrams.count.value;
+        load_next_c = '0;
+        if(field_storage.count_reset.clear.value) begin // HW Clear
+            next_c = '0;
+            load_next_c = '1;
+        end
+        if(hwif_in.rdma_datagrams.count.incr) begin // increment
+            field_combo.rdma_datagrams.count.overflow = (((65)'(next_c) + hwif_in.rdma_datagrams.count.incrvalue) > 65'hffffffffffffffff);
+            next_c = next_c + hwif_in.rdma_datagrams.count.incrvalue;
+            load_next_c = '1;
+        end else begin
+            field_combo.rdma_datagrams.count.overflow = '0;
+        end
+        field_combo.rdma_datagrams.count.incrthreshold = (field_storage.rdma_datagrams.count.value >= 64'hffffffffffffffff);
+        field_combo.rdma_datagrams.count.next = next_c;
+        field_combo.rdma_datagrams.count.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_datagrams.count.value <= 64'h0;
+        end else begin
+            if(field_combo.rdma_datagrams.count.load_next) begin
+                field_storage.rdma_datagrams.count.value <= field_combo.rdma_datagrams.count.next;
+            end
+        end
+    end
+    // Field: fhg_regs.rdma_datagrams_dropped.count
+    always_comb begin
+        automatic logic [63:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_datagrams_dropped.count.value;
+        load_next_c = '0;
+        if(field_storage.count_reset.clear.value) begin // HW Clear
+            next_c = '0;
+            load_next_c = '1;
+        end
+        if(hwif_in.rdma_datagrams_dropped.count.incr) begin // increment
+            field_combo.rdma_datagrams_dropped.count.overflow = (((65)'(next_c) + hwif_in.rdma_datagrams_dropped.count.incrvalue) > 65'hffffffffffffffff);
+            next_c = next_c + hwif_in.rdma_datagrams_dropped.count.incrvalue;
+            load_next_c = '1;
+        end else begin
+            field_combo.rdma_datagrams_dropped.count.overflow = '0;
+        end
+        field_combo.rdma_datagrams_dropped.count.incrthreshold = (field_storage.rdma_datagrams_dropped.count.value >= 64'hffffffffffffffff);
+        field_combo.rdma_datagrams_dropped.count.next = next_c;
+        field_combo.rdma_datagrams_dropped.count.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_datagrams_dropped.count.value <= 64'h0;
+        end else begin
+            if(field_combo.rdma_datagrams_dropped.count.load_next) begin
+                field_storage.rdma_datagrams_dropped.count.value <= field_combo.rdma_datagrams_dropped.count.next;
+            end
+        end
+    end
+    // Field: fhg_regs.rdma_oversize.count
+    always_comb begin
+        automatic logic [63:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_oversize.count.value;
+        load_next_c = '0;
+        if(field_storage.count_reset.clear.value) begin // HW Clear
+            next_c = '0;
+            load_next_c = '1;
+        end
+        if(hwif_in.rdma_oversize.count.incr) begin // increment
+            field_combo.rdma_oversize.count.overflow = (((65)'(next_c) + hwif_in.rdma_oversize.count.incrvalue) > 65'hffffffffffffffff);
+            next_c = next_c + hwif_in.rdma_oversize.count.incrvalue;
+            load_next_c = '1;
+        end else begin
+            field_combo.rdma_oversize.count.overflow = '0;
+        end
+        field_combo.rdma_oversize.count.incrthreshold = (field_storage.rdma_oversize.count.value >= 64'hffffffffffffffff);
+        field_combo.rdma_oversize.count.next = next_c;
+        field_combo.rdma_oversize.count.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_oversize.count.value <= 64'h0;
+        end else begin
+            if(field_combo.rdma_oversize.count.load_next) begin
+                field_storage.rdma_oversize.count.value <= field_combo.rdma_oversize.count.next;
+            end
+        end
+    end
+    // Field: fhg_regs.rdma_credit_frames.count
+    always_comb begin
+        automatic logic [63:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_credit_frames.count.value;
+        load_next_c = '0;
+        if(field_storage.count_reset.clear.value) begin // HW Clear
+            next_c = '0;
+            load_next_c = '1;
+        end
+        if(hwif_in.rdma_credit_frames.count.incr) begin // increment
+            field_combo.rdma_credit_frames.count.overflow = (((65)'(next_c) + hwif_in.rdma_credit_frames.count.incrvalue) > 65'hffffffffffffffff);
+            next_c = next_c + hwif_in.rdma_credit_frames.count.incrvalue;
+            load_next_c = '1;
+        end else begin
+            field_combo.rdma_credit_frames.count.overflow = '0;
+        end
+        field_combo.rdma_credit_frames.count.incrthreshold = (field_storage.rdma_credit_frames.count.value >= 64'hffffffffffffffff);
+        field_combo.rdma_credit_frames.count.next = next_c;
+        field_combo.rdma_credit_frames.count.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_credit_frames.count.value <= 64'h0;
+        end else begin
+            if(field_combo.rdma_credit_frames.count.load_next) begin
+                field_storage.rdma_credit_frames.count.value <= field_combo.rdma_credit_frames.count.next;
+            end
+        end
+    end
+    // Field: fhg_regs.rdma_icrc_frames.count
+    always_comb begin
+        automatic logic [63:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_icrc_frames.count.value;
+        load_next_c = '0;
+        if(field_storage.count_reset.clear.value) begin // HW Clear
+            next_c = '0;
+            load_next_c = '1;
+        end
+        if(hwif_in.rdma_icrc_frames.count.incr) begin // increment
+            field_combo.rdma_icrc_frames.count.overflow = (((65)'(next_c) + hwif_in.rdma_icrc_frames.count.incrvalue) > 65'hffffffffffffffff);
+            next_c = next_c + hwif_in.rdma_icrc_frames.count.incrvalue;
+            load_next_c = '1;
+        end else begin
+            field_combo.rdma_icrc_frames.count.overflow = '0;
+        end
+        field_combo.rdma_icrc_frames.count.incrthreshold = (field_storage.rdma_icrc_frames.count.value >= 64'hffffffffffffffff);
+        field_combo.rdma_icrc_frames.count.next = next_c;
+        field_combo.rdma_icrc_frames.count.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_icrc_frames.count.value <= 64'h0;
+        end else begin
+            if(field_combo.rdma_icrc_frames.count.load_next) begin
+                field_storage.rdma_icrc_frames.count.value <= field_combo.rdma_icrc_frames.count.next;
+            end
+        end
+    end
     // External region: fhg_regs.arp_table
     assign hwif_out.arp_table.req = decoded_reg_strb.arp_table;
     assign hwif_out.arp_table.addr = decoded_addr[10:0];
@@ -3098,6 +3919,27 @@ module fhg_regs (
         struct {
             logic [63:0] data;
         } rx_drop_disabled;
+        struct {
+            logic [63:0] data;
+        } rdma_chunks_sent;
+        struct {
+            logic [63:0] data;
+        } rdma_chunks_dropped;
+        struct {
+            logic [63:0] data;
+        } rdma_datagrams;
+        struct {
+            logic [63:0] data;
+        } rdma_datagrams_dropped;
+        struct {
+            logic [63:0] data;
+        } rdma_oversize;
+        struct {
+            logic [63:0] data;
+        } rdma_credit_frames;
+        struct {
+            logic [63:0] data;
+        } rdma_icrc_frames;
     } rbuf_storage_t;
     rbuf_storage_t rbuf_storage;
 
@@ -3249,6 +4091,41 @@ module fhg_regs (
     always_ff @(posedge clk) begin
         if(decoded_reg_strb.rx_drop_disabled[0] && !decoded_req_is_wr) begin
             rbuf_storage.rx_drop_disabled.data[63:0] <= field_storage.rx_drop_disabled.count.value;
+        end
+    end
+    always_ff @(posedge clk) begin
+        if(decoded_reg_strb.rdma_chunks_sent[0] && !decoded_req_is_wr) begin
+            rbuf_storage.rdma_chunks_sent.data[63:0] <= field_storage.rdma_chunks_sent.count.value;
+        end
+    end
+    always_ff @(posedge clk) begin
+        if(decoded_reg_strb.rdma_chunks_dropped[0] && !decoded_req_is_wr) begin
+            rbuf_storage.rdma_chunks_dropped.data[63:0] <= field_storage.rdma_chunks_dropped.count.value;
+        end
+    end
+    always_ff @(posedge clk) begin
+        if(decoded_reg_strb.rdma_datagrams[0] && !decoded_req_is_wr) begin
+            rbuf_storage.rdma_datagrams.data[63:0] <= field_storage.rdma_datagrams.count.value;
+        end
+    end
+    always_ff @(posedge clk) begin
+        if(decoded_reg_strb.rdma_datagrams_dropped[0] && !decoded_req_is_wr) begin
+            rbuf_storage.rdma_datagrams_dropped.data[63:0] <= field_storage.rdma_datagrams_dropped.count.value;
+        end
+    end
+    always_ff @(posedge clk) begin
+        if(decoded_reg_strb.rdma_oversize[0] && !decoded_req_is_wr) begin
+            rbuf_storage.rdma_oversize.data[63:0] <= field_storage.rdma_oversize.count.value;
+        end
+    end
+    always_ff @(posedge clk) begin
+        if(decoded_reg_strb.rdma_credit_frames[0] && !decoded_req_is_wr) begin
+            rbuf_storage.rdma_credit_frames.data[63:0] <= field_storage.rdma_credit_frames.count.value;
+        end
+    end
+    always_ff @(posedge clk) begin
+        if(decoded_reg_strb.rdma_icrc_frames[0] && !decoded_req_is_wr) begin
+            rbuf_storage.rdma_icrc_frames.data[63:0] <= field_storage.rdma_icrc_frames.count.value;
         end
     end
 
@@ -3626,6 +4503,92 @@ module fhg_regs (
         end
         if(rd_mux_addr == 16'h274) begin
             readback_data_var = rbuf_storage.rx_drop_disabled.data[63:32];
+        end
+        if(rd_mux_addr == 16'h300) begin
+            readback_data_var[0] = field_storage.rdma_ctrl.en.value;
+            readback_data_var[1] = field_storage.rdma_ctrl.flow_ctrl.value;
+            readback_data_var[5:4] = field_storage.rdma_ctrl.mtu.value;
+        end
+        if(rd_mux_addr == 16'h304) begin
+            readback_data_var[23:0] = field_storage.rdma_qpn.qpn.value;
+        end
+        if(rd_mux_addr == 16'h308) begin
+            readback_data_var[23:0] = field_storage.rdma_psn.psn.value;
+        end
+        if(rd_mux_addr == 16'h30c) begin
+            readback_data_var[31:0] = field_storage.rdma_rkey.rkey.value;
+        end
+        if(rd_mux_addr == 16'h310) begin
+            readback_data_var[31:0] = field_storage.rdma_va_lo.va.value;
+        end
+        if(rd_mux_addr == 16'h314) begin
+            readback_data_var[31:0] = field_storage.rdma_va_hi.va.value;
+        end
+        if(rd_mux_addr == 16'h318) begin
+            readback_data_var[23:0] = field_storage.rdma_slot_size.bytes.value;
+        end
+        if(rd_mux_addr == 16'h31c) begin
+            readback_data_var[23:0] = field_storage.rdma_slots.slots.value;
+        end
+        if(rd_mux_addr == 16'h320) begin
+            readback_data_var[23:0] = field_storage.rdma_chunks.chunks.value;
+        end
+        if(rd_mux_addr == 16'h324) begin
+            readback_data_var[31:0] = field_storage.rdma_dest_ip.ip.value;
+        end
+        if(rd_mux_addr == 16'h328) begin
+            readback_data_var[31:0] = field_storage.rdma_credit.chunk.value;
+        end
+        if(rd_mux_addr == 16'h32c) begin
+            readback_data_var[15:0] = field_storage.rdma_credit_port.port.value;
+        end
+        if(rd_mux_addr == 16'h330) begin
+            readback_data_var[23:0] = hwif_in.rdma_next_psn.psn.next;
+        end
+        if(rd_mux_addr == 16'h334) begin
+            readback_data_var[31:0] = hwif_in.rdma_chunk.chunk.next;
+        end
+        if(rd_mux_addr == 16'h340) begin
+            readback_data_var[31:0] = field_storage.rdma_chunks_sent.count.value[31:0];
+        end
+        if(rd_mux_addr == 16'h344) begin
+            readback_data_var = rbuf_storage.rdma_chunks_sent.data[63:32];
+        end
+        if(rd_mux_addr == 16'h348) begin
+            readback_data_var[31:0] = field_storage.rdma_chunks_dropped.count.value[31:0];
+        end
+        if(rd_mux_addr == 16'h34c) begin
+            readback_data_var = rbuf_storage.rdma_chunks_dropped.data[63:32];
+        end
+        if(rd_mux_addr == 16'h350) begin
+            readback_data_var[31:0] = field_storage.rdma_datagrams.count.value[31:0];
+        end
+        if(rd_mux_addr == 16'h354) begin
+            readback_data_var = rbuf_storage.rdma_datagrams.data[63:32];
+        end
+        if(rd_mux_addr == 16'h358) begin
+            readback_data_var[31:0] = field_storage.rdma_datagrams_dropped.count.value[31:0];
+        end
+        if(rd_mux_addr == 16'h35c) begin
+            readback_data_var = rbuf_storage.rdma_datagrams_dropped.data[63:32];
+        end
+        if(rd_mux_addr == 16'h360) begin
+            readback_data_var[31:0] = field_storage.rdma_oversize.count.value[31:0];
+        end
+        if(rd_mux_addr == 16'h364) begin
+            readback_data_var = rbuf_storage.rdma_oversize.data[63:32];
+        end
+        if(rd_mux_addr == 16'h368) begin
+            readback_data_var[31:0] = field_storage.rdma_credit_frames.count.value[31:0];
+        end
+        if(rd_mux_addr == 16'h36c) begin
+            readback_data_var = rbuf_storage.rdma_credit_frames.data[63:32];
+        end
+        if(rd_mux_addr == 16'h370) begin
+            readback_data_var[31:0] = field_storage.rdma_icrc_frames.count.value[31:0];
+        end
+        if(rd_mux_addr == 16'h374) begin
+            readback_data_var = rbuf_storage.rdma_icrc_frames.data[63:32];
         end
         if((rd_mux_addr >= 16'h1000) && (rd_mux_addr <= 16'h1000 + 16'h7ff)) begin
             readback_data_var = hwif_in.arp_table.rd_data;

@@ -525,6 +525,94 @@ package fhg_regs_pkg;
     } fhg_regs__cnt64_r_count_50b45443_desc_24dfc78e__in_t;
 
     typedef struct {
+        logic [31:0] next;
+        logic we;
+    } fhg_regs__rdma_credit__chunk__in_t;
+
+    typedef struct {
+        fhg_regs__rdma_credit__chunk__in_t chunk;
+    } fhg_regs__rdma_credit__in_t;
+
+    typedef struct {
+        logic [23:0] next;
+    } fhg_regs__stat_f_desc_e3e10b02_w24__in_t;
+
+    typedef struct {
+        fhg_regs__stat_f_desc_e3e10b02_w24__in_t psn;
+    } fhg_regs__rdma_next_psn__in_t;
+
+    typedef struct {
+        logic [31:0] next;
+    } fhg_regs__stat_f_desc_54b3b0aa_w32__in_t;
+
+    typedef struct {
+        fhg_regs__stat_f_desc_54b3b0aa_w32__in_t chunk;
+    } fhg_regs__rdma_chunk__in_t;
+
+    typedef struct {
+        logic incr;
+        logic [23:0] incrvalue;
+    } fhg_regs__cnt64_r_count_50b45443_desc_81649882__count_hwclr_4411c4f5__in_t;
+
+    typedef struct {
+        fhg_regs__cnt64_r_count_50b45443_desc_81649882__count_hwclr_4411c4f5__in_t count;
+    } fhg_regs__cnt64_r_count_50b45443_desc_81649882__in_t;
+
+    typedef struct {
+        logic incr;
+        logic [23:0] incrvalue;
+    } fhg_regs__cnt64_r_count_50b45443_desc_4c020ce5__count_hwclr_4411c4f5__in_t;
+
+    typedef struct {
+        fhg_regs__cnt64_r_count_50b45443_desc_4c020ce5__count_hwclr_4411c4f5__in_t count;
+    } fhg_regs__cnt64_r_count_50b45443_desc_4c020ce5__in_t;
+
+    typedef struct {
+        logic incr;
+        logic [23:0] incrvalue;
+    } fhg_regs__cnt64_r_count_50b45443_desc_a6ea7450__count_hwclr_4411c4f5__in_t;
+
+    typedef struct {
+        fhg_regs__cnt64_r_count_50b45443_desc_a6ea7450__count_hwclr_4411c4f5__in_t count;
+    } fhg_regs__cnt64_r_count_50b45443_desc_a6ea7450__in_t;
+
+    typedef struct {
+        logic incr;
+        logic [23:0] incrvalue;
+    } fhg_regs__cnt64_r_count_50b45443_desc_d85032ef__count_hwclr_4411c4f5__in_t;
+
+    typedef struct {
+        fhg_regs__cnt64_r_count_50b45443_desc_d85032ef__count_hwclr_4411c4f5__in_t count;
+    } fhg_regs__cnt64_r_count_50b45443_desc_d85032ef__in_t;
+
+    typedef struct {
+        logic incr;
+        logic [23:0] incrvalue;
+    } fhg_regs__cnt64_r_count_50b45443_desc_80902960__count_hwclr_4411c4f5__in_t;
+
+    typedef struct {
+        fhg_regs__cnt64_r_count_50b45443_desc_80902960__count_hwclr_4411c4f5__in_t count;
+    } fhg_regs__cnt64_r_count_50b45443_desc_80902960__in_t;
+
+    typedef struct {
+        logic incr;
+        logic [23:0] incrvalue;
+    } fhg_regs__cnt64_r_count_50b45443_desc_9f016db7__count_hwclr_4411c4f5__in_t;
+
+    typedef struct {
+        fhg_regs__cnt64_r_count_50b45443_desc_9f016db7__count_hwclr_4411c4f5__in_t count;
+    } fhg_regs__cnt64_r_count_50b45443_desc_9f016db7__in_t;
+
+    typedef struct {
+        logic incr;
+        logic [23:0] incrvalue;
+    } fhg_regs__cnt64_r_count_50b45443_desc_e55a2b98__count_hwclr_4411c4f5__in_t;
+
+    typedef struct {
+        fhg_regs__cnt64_r_count_50b45443_desc_e55a2b98__count_hwclr_4411c4f5__in_t count;
+    } fhg_regs__cnt64_r_count_50b45443_desc_e55a2b98__in_t;
+
+    typedef struct {
         logic rd_ack;
         logic [31:0] rd_data;
         logic wr_ack;
@@ -593,6 +681,16 @@ package fhg_regs_pkg;
         fhg_regs__cnt64_r_count_50b45443_desc_b0d4adef__in_t rx_drop_cpu_busy;
         fhg_regs__cnt64_r_count_50b45443_desc_189b0bf0__in_t rx_drop_arp;
         fhg_regs__cnt64_r_count_50b45443_desc_24dfc78e__in_t rx_drop_disabled;
+        fhg_regs__rdma_credit__in_t rdma_credit;
+        fhg_regs__rdma_next_psn__in_t rdma_next_psn;
+        fhg_regs__rdma_chunk__in_t rdma_chunk;
+        fhg_regs__cnt64_r_count_50b45443_desc_81649882__in_t rdma_chunks_sent;
+        fhg_regs__cnt64_r_count_50b45443_desc_4c020ce5__in_t rdma_chunks_dropped;
+        fhg_regs__cnt64_r_count_50b45443_desc_a6ea7450__in_t rdma_datagrams;
+        fhg_regs__cnt64_r_count_50b45443_desc_d85032ef__in_t rdma_datagrams_dropped;
+        fhg_regs__cnt64_r_count_50b45443_desc_80902960__in_t rdma_oversize;
+        fhg_regs__cnt64_r_count_50b45443_desc_9f016db7__in_t rdma_credit_frames;
+        fhg_regs__cnt64_r_count_50b45443_desc_e55a2b98__in_t rdma_icrc_frames;
         fhg_regs__arp_table__external__in_t arp_table;
         fhg_regs__cpu_tx_buf__external__in_t cpu_tx_buf;
         fhg_regs__cpu_rx_buf__external__in_t cpu_rx_buf;
@@ -772,6 +870,112 @@ package fhg_regs_pkg;
     } fhg_regs__cpu_rx_ack__out_t;
 
     typedef struct {
+        logic value;
+    } fhg_regs__cfg_f_desc_f8dbd152__out_t;
+
+    typedef struct {
+        logic value;
+    } fhg_regs__cfg_f_desc_32505383__out_t;
+
+    typedef struct {
+        logic [1:0] value;
+    } fhg_regs__cfg_f_desc_7e29b4e9_w2__out_t;
+
+    typedef struct {
+        fhg_regs__cfg_f_desc_f8dbd152__out_t en;
+        fhg_regs__cfg_f_desc_32505383__out_t flow_ctrl;
+        fhg_regs__cfg_f_desc_7e29b4e9_w2__out_t mtu;
+    } fhg_regs__rdma_ctrl__out_t;
+
+    typedef struct {
+        logic [23:0] value;
+    } fhg_regs__cfg_f_desc_facf9730_w24__out_t;
+
+    typedef struct {
+        fhg_regs__cfg_f_desc_facf9730_w24__out_t qpn;
+    } fhg_regs__rdma_qpn__out_t;
+
+    typedef struct {
+        logic [23:0] value;
+    } fhg_regs__cfg_f_desc_2d1b0656_w24__out_t;
+
+    typedef struct {
+        fhg_regs__cfg_f_desc_2d1b0656_w24__out_t psn;
+    } fhg_regs__rdma_psn__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } fhg_regs__cfg_f_desc_91e9f3bc_w32__out_t;
+
+    typedef struct {
+        fhg_regs__cfg_f_desc_91e9f3bc_w32__out_t rkey;
+    } fhg_regs__rdma_rkey__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } fhg_regs__cfg_f_desc_2c01ba13_w32__out_t;
+
+    typedef struct {
+        fhg_regs__cfg_f_desc_2c01ba13_w32__out_t va;
+    } fhg_regs__rdma_va_lo__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } fhg_regs__cfg_f_desc_15e0beef_w32__out_t;
+
+    typedef struct {
+        fhg_regs__cfg_f_desc_15e0beef_w32__out_t va;
+    } fhg_regs__rdma_va_hi__out_t;
+
+    typedef struct {
+        logic [23:0] value;
+    } fhg_regs__cfg_f_desc_3b7433ba_w24__out_t;
+
+    typedef struct {
+        fhg_regs__cfg_f_desc_3b7433ba_w24__out_t bytes;
+    } fhg_regs__rdma_slot_size__out_t;
+
+    typedef struct {
+        logic [23:0] value;
+    } fhg_regs__cfg_f_desc_96032a65_w24__out_t;
+
+    typedef struct {
+        fhg_regs__cfg_f_desc_96032a65_w24__out_t slots;
+    } fhg_regs__rdma_slots__out_t;
+
+    typedef struct {
+        logic [23:0] value;
+    } fhg_regs__cfg_f_desc_f39adcc6_w24__out_t;
+
+    typedef struct {
+        fhg_regs__cfg_f_desc_f39adcc6_w24__out_t chunks;
+    } fhg_regs__rdma_chunks__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } fhg_regs__cfg_f_desc_363f04b2_w32__out_t;
+
+    typedef struct {
+        fhg_regs__cfg_f_desc_363f04b2_w32__out_t ip;
+    } fhg_regs__rdma_dest_ip__out_t;
+
+    typedef struct {
+        logic [31:0] value;
+    } fhg_regs__rdma_credit__chunk__out_t;
+
+    typedef struct {
+        fhg_regs__rdma_credit__chunk__out_t chunk;
+    } fhg_regs__rdma_credit__out_t;
+
+    typedef struct {
+        logic [15:0] value;
+    } fhg_regs__cfg_f_desc_310d9c86_w16__out_t;
+
+    typedef struct {
+        fhg_regs__cfg_f_desc_310d9c86_w16__out_t port;
+    } fhg_regs__rdma_credit_port__out_t;
+
+    typedef struct {
         logic req;
         logic [10:0] addr;
         logic req_is_wr;
@@ -810,6 +1014,18 @@ package fhg_regs_pkg;
         fhg_regs__link_ctrl__out_t link_ctrl;
         fhg_regs__cpu_tx_len__out_t cpu_tx_len;
         fhg_regs__cpu_rx_ack__out_t cpu_rx_ack;
+        fhg_regs__rdma_ctrl__out_t rdma_ctrl;
+        fhg_regs__rdma_qpn__out_t rdma_qpn;
+        fhg_regs__rdma_psn__out_t rdma_psn;
+        fhg_regs__rdma_rkey__out_t rdma_rkey;
+        fhg_regs__rdma_va_lo__out_t rdma_va_lo;
+        fhg_regs__rdma_va_hi__out_t rdma_va_hi;
+        fhg_regs__rdma_slot_size__out_t rdma_slot_size;
+        fhg_regs__rdma_slots__out_t rdma_slots;
+        fhg_regs__rdma_chunks__out_t rdma_chunks;
+        fhg_regs__rdma_dest_ip__out_t rdma_dest_ip;
+        fhg_regs__rdma_credit__out_t rdma_credit;
+        fhg_regs__rdma_credit_port__out_t rdma_credit_port;
         fhg_regs__arp_table__external__out_t arp_table;
         fhg_regs__cpu_tx_buf__external__out_t cpu_tx_buf;
         fhg_regs__cpu_rx_buf__external__out_t cpu_rx_buf;

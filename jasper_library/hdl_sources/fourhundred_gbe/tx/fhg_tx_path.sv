@@ -35,7 +35,8 @@ module fhg_tx_path #(
     localparam int AW     = $clog2(BUF_WORDS),
     localparam int WP     = AW + 1,
     localparam int SP     = AW + 4,
-    localparam int LEN_W  = 14
+    localparam int LEN_W  = 14,
+    localparam int RCFG_W = 1 + 2 + 24 + 24 + 32 + 64 + 24 + 24 + 24 + 32 + 32
 ) (
     // ---------------------------------------------------------------- user_clk
     input  wire                 user_clk,
@@ -54,6 +55,12 @@ module fhg_tx_path #(
     output logic                stat_frame_drop,
     output logic [7:0]          stat_words_lost,
     output logic                stat_afull_rise,
+    // RDMA mode (fhg_rdma_tx): selected at the user side's reset, from rdma_en.
+    input  wire                 rdma_en,
+    input  wire  [RCFG_W-1:0]   rdma_cfg,
+    output logic [55:0]         rdma_st,
+    output logic [4:0]          rdma_stat,       // {oversize, chunk_done, chunk_dropped,
+                                                 //  dgram, dgram_dropped}
 
     // ---------------------------------------------------------------- mac_clk
     input  wire                 mac_clk,
@@ -65,6 +72,7 @@ module fhg_tx_path #(
     input  wire  [15:0]         cfg_port,
     input  wire  [7:0]          cfg_ttl,
     input  wire                 cfg_udp_csum,
+    input  wire                 cfg_rdma_en,     // RDMA mode: UDP checksum 0
     output logic [7:0]          arp_addr,
     input  wire  [63:0]         arp_entry,
     output logic [15:0]         next_ip_id,
@@ -189,21 +197,75 @@ module fhg_tx_path #(
     logic [$clog2(DESC_DEPTH):0] desc_wcount;
     logic          desc_full, desc_pop;
 
+    // The UDP writer or, in the RDMA mode, fhg_rdma_tx fills the buffer; the mode is chosen
+    // when the user side resets (the core resets it whenever rdma_en changes).
+    logic          rdma_sel;
+    always_ff @(posedge user_clk) if (w_rst) rdma_sel <= rdma_en;
+    initial rdma_sel = 1'b0;
+
+    logic          u_wr0_en, u_wr1_en, u_desc_push, u_afull, u_overflow;
+    logic [AW-2:0] u_wr0_addr, u_wr1_addr;
+    logic [1023:0] u_wr0_data, u_wr1_data;
+    logic [WP-1:0] u_final;
+    logic [DESC_W-1:0] uw_desc;
+    logic          u_st_word, u_st_drop, u_st_afull;
+    logic [7:0]    u_st_lost;
     fhg_tx_writer #(
         .BUF_WORDS(BUF_WORDS), .MAX_PAYLOAD(MAX_PAYLOAD), .DESC_SLOTS(DESC_DEPTH)
     ) u_writer (
-        .clk(user_clk), .rst(w_rst), .accept(w_accept),
-        .tx_data(tx_data), .tx_valid(tx_valid), .tx_byte_enable(tx_byte_enable),
+        .clk(user_clk), .rst(w_rst), .accept(w_accept && !rdma_sel),
+        .tx_data(tx_data), .tx_valid(tx_valid && !rdma_sel), .tx_byte_enable(tx_byte_enable),
         .tx_dest_ip(tx_dest_ip), .tx_dest_port(tx_dest_port),
         .tx_end_of_frame(tx_end_of_frame),
-        .tx_afull(tx_afull), .tx_overflow(tx_overflow),
-        .wr0_en(wr0_en), .wr0_addr(wr0_addr), .wr0_data(wr0_data),
-        .wr1_en(wr1_en), .wr1_addr(wr1_addr), .wr1_data(wr1_data),
-        .rd_word(rd_word_u), .final_word(final_word_u),
-        .desc_valid(desc_push), .desc_data(desc_wdata), .desc_used(desc_wcount),
-        .stat_word(stat_word), .stat_frame_drop(stat_frame_drop),
-        .stat_words_lost(stat_words_lost), .stat_afull_rise(stat_afull_rise)
+        .tx_afull(u_afull), .tx_overflow(u_overflow),
+        .wr0_en(u_wr0_en), .wr0_addr(u_wr0_addr), .wr0_data(u_wr0_data),
+        .wr1_en(u_wr1_en), .wr1_addr(u_wr1_addr), .wr1_data(u_wr1_data),
+        .rd_word(rd_word_u), .final_word(u_final),
+        .desc_valid(u_desc_push), .desc_data(uw_desc), .desc_used(desc_wcount),
+        .stat_word(u_st_word), .stat_frame_drop(u_st_drop),
+        .stat_words_lost(u_st_lost), .stat_afull_rise(u_st_afull)
     );
+
+
+    logic          r_wr0_en, r_wr1_en, r_desc_push, r_afull, r_overflow;
+    logic [AW-2:0] r_wr0_addr, r_wr1_addr;
+    logic [1023:0] r_wr0_data, r_wr1_data;
+    logic [WP-1:0] r_final;
+    logic [DESC_W-1:0] r_desc;
+    logic          r_st_word, r_st_drop, r_st_afull;
+    logic [7:0]    r_st_lost;
+    fhg_rdma_tx #(
+        .BUF_WORDS(BUF_WORDS), .DESC_SLOTS(DESC_DEPTH), .MAX_PAYLOAD(MAX_PAYLOAD)
+    ) u_rdma (
+        .clk(user_clk), .rst(w_rst), .accept(w_accept && rdma_sel), .cfg(rdma_cfg),
+        .tx_data(tx_data), .tx_valid(tx_valid && rdma_sel), .tx_byte_enable(tx_byte_enable),
+        .tx_end_of_frame(tx_end_of_frame), .tx_afull(r_afull), .tx_overflow(r_overflow),
+        .wr0_en(r_wr0_en), .wr0_addr(r_wr0_addr), .wr0_data(r_wr0_data),
+        .wr1_en(r_wr1_en), .wr1_addr(r_wr1_addr), .wr1_data(r_wr1_data),
+        .rd_word(rd_word_u), .final_word(r_final),
+        .desc_valid(r_desc_push), .desc_data(r_desc), .desc_used(desc_wcount),
+        .st(rdma_st), .stat_word(r_st_word), .stat_frame_drop(r_st_drop),
+        .stat_words_lost(r_st_lost), .stat_afull_rise(r_st_afull),
+        .stat_oversize(rdma_stat[4]), .stat_chunk_done(rdma_stat[3]),
+        .stat_chunk_dropped(rdma_stat[2]), .stat_dgram(rdma_stat[1]),
+        .stat_dgram_dropped(rdma_stat[0])
+    );
+
+    assign wr0_en          = rdma_sel ? r_wr0_en    : u_wr0_en;
+    assign wr0_addr        = rdma_sel ? r_wr0_addr  : u_wr0_addr;
+    assign wr0_data        = rdma_sel ? r_wr0_data  : u_wr0_data;
+    assign wr1_en          = rdma_sel ? r_wr1_en    : u_wr1_en;
+    assign wr1_addr        = rdma_sel ? r_wr1_addr  : u_wr1_addr;
+    assign wr1_data        = rdma_sel ? r_wr1_data  : u_wr1_data;
+    assign final_word_u    = rdma_sel ? r_final     : u_final;
+    assign desc_push       = rdma_sel ? r_desc_push : u_desc_push;
+    assign desc_wdata      = rdma_sel ? r_desc      : uw_desc;
+    assign tx_afull        = rdma_sel ? r_afull     : u_afull;
+    assign tx_overflow     = rdma_sel ? r_overflow  : u_overflow;
+    assign stat_word       = rdma_sel ? r_st_word   : u_st_word;
+    assign stat_frame_drop = rdma_sel ? r_st_drop   : u_st_drop;
+    assign stat_words_lost = rdma_sel ? r_st_lost   : u_st_lost;
+    assign stat_afull_rise = rdma_sel ? r_st_afull  : u_st_afull;
 
     // Buffer: even words in bank 0, odd words in bank 1.
     logic          rd0_en, rd1_en;
@@ -254,7 +316,7 @@ module fhg_tx_path #(
         .clk(mac_clk), .rst(m_flush_rst),
         .cfg_mac(cfg_mac), .cfg_ip(cfg_ip), .cfg_netmask(cfg_netmask),
         .cfg_gateway(cfg_gateway), .cfg_port(cfg_port), .cfg_ttl(cfg_ttl),
-        .cfg_udp_csum(cfg_udp_csum),
+        .cfg_udp_csum(cfg_udp_csum && !cfg_rdma_en),
         .in_valid(desc_rd_valid && mst == M_RUN), .in_data(desc_rdata), .in_ready(h_in_ready),
         .arp_addr(arp_addr), .arp_entry(arp_entry),
         .out_room(hq_room), .out_valid(hq_valid), .out_data(hq_data),

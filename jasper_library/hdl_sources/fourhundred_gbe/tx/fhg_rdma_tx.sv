@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// fhg_rdma_tx — the RDMA mode's user side (user_clk): datagram store-and-forward
+// (fhg_rdma_sf), ring framing (fhg_rdma_framer) and buffer placement (fhg_rdma_writer).
+// fhg_tx_path uses it instead of fhg_tx_writer while the RDMA mode is selected; the
+// buffer, the descriptor queue, the header stage and the packer are shared.
+//
+// Contract
+//   * User port and TX buffer interfaces as fhg_tx_writer (docs/design/core.md §1, §2).
+//   * cfg: the ring configuration in user_clk, quasi-static, one vector (RCFG_W bits, MSB
+//     first): {flow_ctrl, mtu_sel[1:0], qpn[23:0], start_psn[23:0], rkey[31:0], va[63:0],
+//     slot_size[23:0], slots_per_chunk[23:0], chunks[23:0], credit[31:0], dst_ip[31:0]}.
+//     The ring state is loaded at rst (docs/design/core.md §6).
+//   * st: {psn[23:0], chunk[31:0]} (status); stat_*: one-cycle counts.
+//   * Throughput: one user word per cycle in; out, one buffer word per cycle plus one cycle
+//     per datagram whose slot needs a word more than the datagram. Back-pressure from the
+//     buffer stalls the framer; the store-and-forward FIFO absorbs it, and tx_afull stops
+//     the user before it fills.
+module fhg_rdma_tx #(
+    parameter int BUF_WORDS   = 512,
+    parameter int DESC_SLOTS  = 512,
+    parameter int MAX_PAYLOAD = 8972,
+    localparam int SF_WORDS = 1 << $clog2(2 * ((MAX_PAYLOAD + 127) / 128) + 16),
+    localparam int AW     = $clog2(BUF_WORDS),
+    localparam int WP     = AW + 1,
+    localparam int SP     = AW + 4,
+    localparam int LEN_W  = 14,
+    localparam int DESC_W = SP + LEN_W + 32 + 16 + 16,
+    localparam int RCFG_W = 1 + 2 + 24 + 24 + 32 + 64 + 24 + 24 + 24 + 32 + 32
+) (
+    input  wire                 clk,
+    input  wire                 rst,
+    input  wire                 accept,
+    input  wire  [RCFG_W-1:0]   cfg,
+
+    input  wire  [1023:0]       tx_data,
+    input  wire                 tx_valid,
+    input  wire  [127:0]        tx_byte_enable,
+    input  wire                 tx_end_of_frame,
+    output logic                tx_afull,
+    output logic                tx_overflow,
+
+    output logic                wr0_en,
+    output logic [AW-2:0]       wr0_addr,
+    output logic [1023:0]       wr0_data,
+    output logic                wr1_en,
+    output logic [AW-2:0]       wr1_addr,
+    output logic [1023:0]       wr1_data,
+    input  wire  [WP-1:0]       rd_word,
+    output logic [WP-1:0]       final_word,
+    output logic                desc_valid,
+    output logic [DESC_W-1:0]   desc_data,
+    input  wire  [$clog2(DESC_SLOTS):0] desc_used,
+
+    output logic [55:0]         st,
+    output logic                stat_word,
+    output logic                stat_frame_drop,
+    output logic [7:0]          stat_words_lost,
+    output logic                stat_afull_rise,
+    output logic                stat_oversize,
+    output logic                stat_chunk_done,
+    output logic                stat_chunk_dropped,
+    output logic                stat_dgram,
+    output logic                stat_dgram_dropped
+);
+    logic        c_flow;
+    logic [1:0]  c_mtu;
+    logic [23:0] c_qpn, c_psn, c_slot_size, c_slots, c_chunks;
+    logic [31:0] c_rkey, c_credit, c_dst_ip;
+    logic [63:0] c_va;
+    assign {c_flow, c_mtu, c_qpn, c_psn, c_rkey, c_va, c_slot_size, c_slots, c_chunks,
+            c_credit, c_dst_ip} = cfg;
+
+    // Largest datagram a slot takes: the slot minus its 8-byte header (0 if none fits).
+    logic [LEN_W-1:0] max_len;
+    always_ff @(posedge clk)
+        max_len <= (c_slot_size < 24'd8) ? '0
+                 : (c_slot_size - 24'd8 > 24'(MAX_PAYLOAD)) ? LEN_W'(MAX_PAYLOAD)
+                 : LEN_W'(c_slot_size - 24'd8);
+
+    logic          sf_valid, sf_ready, sf_first, sf_last;
+    logic [1023:0] sf_data;
+    logic [LEN_W-1:0] sf_len;
+    fhg_rdma_sf #(.DEPTH(SF_WORDS), .MAX_PAYLOAD(MAX_PAYLOAD)) u_sf (
+        .clk(clk), .rst(rst), .accept(accept), .cfg_max_len(max_len),
+        .tx_data(tx_data), .tx_valid(tx_valid), .tx_byte_enable(tx_byte_enable),
+        .tx_end_of_frame(tx_end_of_frame), .tx_afull(tx_afull), .tx_overflow(tx_overflow),
+        .o_valid(sf_valid), .o_ready(sf_ready), .o_data(sf_data), .o_first(sf_first),
+        .o_last(sf_last), .o_len(sf_len),
+        .stat_word(stat_word), .stat_frame_drop(stat_frame_drop),
+        .stat_words_lost(stat_words_lost), .stat_afull_rise(stat_afull_rise),
+        .stat_oversize(stat_oversize)
+    );
+
+    logic          w_valid, w_ready, w_sop, w_eop, w_imm;
+    logic [1023:0] w_data;
+    logic [7:0]    w_nbytes;
+    logic [255:0]  w_hdr;
+    logic [1:0]    w_pad;
+    logic [LEN_W-1:0] w_udp_len;
+    logic [23:0]   st_psn;
+    logic [31:0]   st_chunk;
+    fhg_rdma_framer u_framer (
+        .clk(clk), .rst(rst),
+        .cfg_mtu_sel(c_mtu), .cfg_qpn(c_qpn), .cfg_psn(c_psn), .cfg_rkey(c_rkey),
+        .cfg_va(c_va), .cfg_slot_size(c_slot_size), .cfg_slots(c_slots),
+        .cfg_chunks(c_chunks), .cfg_flow_ctrl(c_flow), .cfg_credit(c_credit),
+        .i_valid(sf_valid), .i_ready(sf_ready), .i_data(sf_data), .i_first(sf_first),
+        .i_last(sf_last), .i_len(sf_len),
+        .w_valid(w_valid), .w_ready(w_ready), .w_data(w_data), .w_nbytes(w_nbytes),
+        .w_sop(w_sop), .w_eop(w_eop), .w_hdr(w_hdr), .w_imm(w_imm), .w_pad(w_pad),
+        .w_udp_len(w_udp_len),
+        .st_psn(st_psn), .st_chunk(st_chunk),
+        .stat_chunk_done(stat_chunk_done), .stat_chunk_dropped(stat_chunk_dropped),
+        .stat_dgram(stat_dgram), .stat_dgram_dropped(stat_dgram_dropped)
+    );
+    assign st = {st_psn, st_chunk};
+
+    fhg_rdma_writer #(
+        .BUF_WORDS(BUF_WORDS), .DESC_SLOTS(DESC_SLOTS), .MAX_PAYLOAD(MAX_PAYLOAD)
+    ) u_writer (
+        .clk(clk), .rst(rst), .cfg_dst_ip(c_dst_ip),
+        .w_valid(w_valid), .w_ready(w_ready), .w_data(w_data), .w_nbytes(w_nbytes),
+        .w_sop(w_sop), .w_eop(w_eop), .w_hdr(w_hdr), .w_imm(w_imm), .w_pad(w_pad),
+        .w_udp_len(w_udp_len),
+        .wr0_en(wr0_en), .wr0_addr(wr0_addr), .wr0_data(wr0_data),
+        .wr1_en(wr1_en), .wr1_addr(wr1_addr), .wr1_data(wr1_data),
+        .rd_word(rd_word), .final_word(final_word),
+        .desc_valid(desc_valid), .desc_data(desc_data), .desc_used(desc_used)
+    );
+endmodule

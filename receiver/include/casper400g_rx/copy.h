@@ -1,0 +1,63 @@
+// Copies into chunk memory, shared by the placement paths.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace casper400g_rx {
+
+// The payload goes to a chunk that the CPU does not read again (the consumer, or the
+// DMA to the GPU, reads it later): streaming stores write it without reading the line
+// first and without evicting the cache, a third less memory traffic than memcpy.
+inline void copy_payload(std::uint8_t *dst, const std::uint8_t *src, std::size_t size) noexcept {
+#if defined(__x86_64__)
+    if ((reinterpret_cast<std::uintptr_t>(dst) & 15) == 0 && size % 64 == 0) {
+        auto *d = reinterpret_cast<__m128i *>(dst);
+        const auto *s = reinterpret_cast<const __m128i *>(src);
+        for (std::size_t i = 0; i < size / 16; i += 4) {
+            const __m128i a = _mm_loadu_si128(s + i);
+            const __m128i b = _mm_loadu_si128(s + i + 1);
+            const __m128i c = _mm_loadu_si128(s + i + 2);
+            const __m128i e = _mm_loadu_si128(s + i + 3);
+            _mm_stream_si128(d + i, a);
+            _mm_stream_si128(d + i + 1, b);
+            _mm_stream_si128(d + i + 2, c);
+            _mm_stream_si128(d + i + 3, e);
+        }
+        return;
+    }
+#endif
+    std::memcpy(dst, src, size);
+}
+
+// The same for pieces of a slot at any offset and of any size (the packets of a SPEAD
+// heap): plain copies up to the first 16-byte boundary and after the last whole 64 bytes,
+// streaming stores in between. Pieces under 4 KiB are copied plainly: their cache lines
+// at both ends are shared with the neighbouring packets, and mixing streaming and plain
+// stores in one line costs more than it saves (a third of the rate for 1472-B packets).
+inline void copy_into_chunk(std::uint8_t *dst, const std::uint8_t *src, std::size_t size) noexcept {
+    const std::size_t head = (16 - (reinterpret_cast<std::uintptr_t>(dst) & 15)) & 15;
+    if (size < 4096 + head) {
+        std::memcpy(dst, src, size);
+        return;
+    }
+    std::memcpy(dst, src, head);
+    const std::size_t bulk = (size - head) / 64 * 64;
+    copy_payload(dst + head, src + head, bulk);
+    std::memcpy(dst + head + bulk, src + head + bulk, size - head - bulk);
+}
+
+// Streaming stores are weakly ordered: this makes them visible before anything that
+// may hand their chunk on (a window move, the end of a batch).
+inline void order_payload_stores() noexcept {
+#if defined(__x86_64__)
+    _mm_sfence();
+#endif
+}
+
+}  // namespace casper400g_rx

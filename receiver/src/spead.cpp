@@ -1,0 +1,211 @@
+#include "casper400g_rx/spead.h"
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "casper400g_rx/chunk.h"
+#include "casper400g_rx/copy.h"
+
+namespace casper400g_rx {
+
+namespace {
+
+std::uint64_t load_be64(const std::uint8_t *p) noexcept {
+    std::uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
+    return v;
+}
+
+std::string hex(std::uint64_t v) {
+    char buf[24];
+    std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+// The cells whose first byte lies in [offset, offset + length): distinct packets of a
+// heap never share one. The packet that ends the heap also takes the extra cell past the
+// heap's last, so that a final packet too short to start a cell has one, and a repeat
+// of it is seen.
+struct cell_range {
+    std::size_t first, end;
+};
+
+cell_range cells_of(std::uint64_t offset, std::uint64_t length, std::size_t heap_size) noexcept {
+    const std::uint64_t stop = offset + length;
+    return {static_cast<std::size_t>((offset + spead_cell - 1) / spead_cell),
+            static_cast<std::size_t>((stop + spead_cell - 1) / spead_cell + (stop == heap_size))};
+}
+
+std::uint64_t word_mask(std::size_t w, const cell_range &r) noexcept {
+    const std::size_t lo = w * 64 > r.first ? 0 : r.first - w * 64;
+    const std::size_t hi = r.end - w * 64 >= 64 ? 64 : r.end - w * 64;  // exclusive
+    const std::uint64_t upper = hi == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << hi) - 1;
+    return upper & ~((std::uint64_t{1} << lo) - 1);
+}
+
+}  // namespace
+
+const char *spead_reject_name(spead_reject r) noexcept {
+    switch (r) {
+        case spead_reject::none: return "none";
+        case spead_reject::frame: return "frame";
+        case spead_reject::size: return "size";
+        case spead_reject::magic: return "magic";
+        case spead_reject::flavour: return "flavour";
+        case spead_reject::items: return "items";
+        case spead_reject::missing: return "missing";
+        case spead_reject::payload: return "payload";
+        case spead_reject::heap_size: return "heap_size";
+        case spead_reject::offset: return "offset";
+        case spead_reject::index: return "index";
+        case spead_reject::unaligned: return "unaligned";
+        case spead_reject::count_: break;
+    }
+    return "?";
+}
+
+void spead_format::validate(std::size_t heap_size) const {
+    if (heap_address_bits != 40 && heap_address_bits != 48)
+        throw std::invalid_argument("SPEAD heap_address_bits must be 40 (SPEAD-64-40) or 48 "
+                                    "(SPEAD-64-48), got " +
+                                    std::to_string(heap_address_bits));
+    if (heap_size == 0) throw std::invalid_argument("SPEAD heap size must be > 0, got 0");
+    if (heap_size > (std::size_t{1} << 31))
+        throw std::invalid_argument("SPEAD heap size " + std::to_string(heap_size) +
+                                    " exceeds 2^31 bytes");
+    const std::uint64_t max_id = (std::uint64_t{1} << (63 - heap_address_bits)) - 1;
+    auto check_id = [max_id](std::uint64_t id, const char *what) {
+        if (id == 0 || id > max_id)
+            throw std::invalid_argument(std::string(what) + " " + hex(id) +
+                                        " is not an item id of this flavour (1.." + hex(max_id) +
+                                        ")");
+        if (id == spead_heap_size_id || id == spead_heap_offset_id ||
+            id == spead_payload_length_id)
+            throw std::invalid_argument(std::string(what) + " " + hex(id) +
+                                        " is a per-packet item (heap size, heap offset or "
+                                        "payload length)");
+    };
+    check_id(index_item, "SPEAD index item");
+    if (index_step == 0) throw std::invalid_argument("SPEAD index_step must be > 0, got 0");
+    if (n_items > spead_max_items)
+        throw std::invalid_argument("at most " + std::to_string(spead_max_items) +
+                                    " SPEAD items, got " + std::to_string(n_items));
+    for (std::size_t i = 0; i < n_items; i++) {
+        check_id(items[i], "SPEAD item");
+        for (std::size_t j = 0; j < i; j++)
+            if (items[j] == items[i])
+                throw std::invalid_argument("SPEAD item " + hex(items[i]) + " named twice");
+    }
+    if (max_packet < 8 + 4 * 8 || max_packet > 65507)
+        throw std::invalid_argument("SPEAD max_packet must be 40..65507 bytes, got " +
+                                    std::to_string(max_packet));
+}
+
+std::size_t spead_format::cell_words(std::size_t heap_size) noexcept {
+    const std::size_t bits = (heap_size + spead_cell - 1) / spead_cell + 1;
+    return (bits + 63) / 64;
+}
+
+spead_reject parse_spead(const std::uint8_t *data, std::size_t size, const spead_format &f,
+                         std::size_t heap_size, spead_packet &out) noexcept {
+    if (data == nullptr) return spead_reject::frame;
+    if (size < 8 || size > f.max_packet) return spead_reject::size;
+    if (data[0] != 0x53 || data[1] != 4) return spead_reject::magic;
+    const unsigned abits = f.heap_address_bits;
+    if (data[3] * 8u != abits || data[2] + data[3] != 8) return spead_reject::flavour;
+    const std::size_t n = (std::size_t{data[6]} << 8) | data[7];
+    if (n > (size - 8) / 8) return spead_reject::items;
+    const std::uint64_t value_mask = (std::uint64_t{1} << abits) - 1;
+    const std::uint64_t id_mask = (std::uint64_t{1} << (63 - abits)) - 1;
+    std::uint64_t special[5] = {};
+    bool have[5] = {};
+    bool have_index = false;
+    std::uint64_t index_value = 0;
+    out.items.fill(spead_item_absent);
+    const std::uint8_t *p = data + 8;
+    for (std::size_t i = 0; i < n; i++, p += 8) {
+        const std::uint64_t ptr = load_be64(p);
+        if ((ptr >> 63) == 0) continue;  // addressed items are the heap's own business
+        const std::uint64_t id = (ptr >> abits) & id_mask;
+        const std::uint64_t v = ptr & value_mask;
+        if (id >= spead_heap_cnt_id && id <= spead_payload_length_id) {
+            special[id] = v;
+            have[id] = true;
+        }
+        if (id == f.index_item) {
+            index_value = v;
+            have_index = true;
+        }
+        for (std::size_t k = 0; k < f.n_items; k++)
+            if (id == f.items[k]) out.items[k] = v;
+    }
+    if (!have[spead_heap_cnt_id] || !have[spead_heap_size_id] || !have[spead_heap_offset_id] ||
+        !have[spead_payload_length_id])
+        return spead_reject::missing;
+    const std::size_t header = 8 + 8 * n;
+    const std::uint64_t length = special[spead_payload_length_id];
+    if (length > size - header) return spead_reject::payload;
+    if (special[spead_heap_size_id] != heap_size) return spead_reject::heap_size;
+    const std::uint64_t offset = special[spead_heap_offset_id];
+    if (offset > heap_size || length > heap_size - offset) return spead_reject::offset;
+    if (!have_index || index_value % f.index_step != 0) return spead_reject::index;
+    if (length > 0 && length < spead_cell && offset + length != heap_size &&
+        (offset + spead_cell - 1) / spead_cell == (offset + length + spead_cell - 1) / spead_cell)
+        return spead_reject::unaligned;
+    out.heap_cnt = special[spead_heap_cnt_id];
+    out.offset = offset;
+    out.length = length;
+    out.index = index_value / f.index_step;
+    out.payload = data + header;
+    return spead_reject::none;
+}
+
+heap_deposit deposit_heap_packet(chunk &c, std::size_t slot, const spead_packet &p,
+                                 std::size_t heap_size, std::size_t ppc,
+                                 std::size_t n_items) noexcept {
+    std::uint8_t *heap = c.data + slot * heap_size;
+    std::uint64_t *bytes = c.heap_bytes + slot;
+    bool complete = false;
+    if (p.length == heap_size) {
+        // The whole heap in one packet: its byte count goes from 0 to full at once, and
+        // only for the first copy of it.
+        std::uint64_t none = 0;
+        if (!__atomic_compare_exchange_n(bytes, &none, std::uint64_t{heap_size}, false,
+                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            return heap_deposit::duplicate;
+        copy_payload(heap, p.payload, heap_size);
+        complete = true;
+    } else if (p.length > 0) {
+        if (__atomic_load_n(bytes, __ATOMIC_RELAXED) >= heap_size) return heap_deposit::duplicate;
+        const cell_range r = cells_of(p.offset, p.length, heap_size);
+        std::uint64_t *words = c.cells + slot * spead_format::cell_words(heap_size);
+        const std::size_t w0 = r.first / 64, w1 = (r.end - 1) / 64;
+        // Any cell already received: a repeat of this packet, or one overlapping it.
+        for (std::size_t w = w0; w <= w1; w++)
+            if (__atomic_load_n(&words[w], __ATOMIC_RELAXED) & word_mask(w, r))
+                return heap_deposit::duplicate;
+        // The first word decides between two queues placing copies of the same packet.
+        const std::uint64_t m0 = word_mask(w0, r);
+        if (__atomic_fetch_or(&words[w0], m0, __ATOMIC_RELAXED) & m0)
+            return heap_deposit::duplicate;
+        for (std::size_t w = w0 + 1; w <= w1; w++)
+            __atomic_fetch_or(&words[w], word_mask(w, r), __ATOMIC_RELAXED);
+        copy_into_chunk(heap + p.offset, p.payload, p.length);
+        complete = __atomic_add_fetch(bytes, p.length, __ATOMIC_RELAXED) == heap_size;
+    }
+    // A packet without payload still carries items.
+    for (std::size_t k = 0; k < n_items; k++)
+        if (p.items[k] != spead_item_absent)
+            __atomic_store_n(&c.items[k * ppc + slot], p.items[k], __ATOMIC_RELAXED);
+    if (complete) __atomic_store_n(&c.present[slot], std::uint8_t{1}, __ATOMIC_RELAXED);
+    return heap_deposit::placed;
+}
+
+std::size_t count_partial_heaps(const chunk &c, std::size_t ppc) noexcept {
+    std::size_t n = 0;
+    for (std::size_t s = 0; s < ppc; s++) n += c.present[s] == 0 && c.heap_bytes[s] != 0 ? 1 : 0;
+    return n;
+}
+
+}  // namespace casper400g_rx

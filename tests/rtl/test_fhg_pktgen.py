@@ -1,0 +1,113 @@
+"""The example design's generator (fhg_pktgen + fhg_pktgen_spead) under Verilator: one
+build, one pytest result per cocotb test, and the SPEAD heaps it emitted decoded by spead2
+and captured by the receiver."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+from conftest import need_tool
+
+import casper400g_rx as rx
+from casper400g_dev import checkout, sim
+
+HERE = Path(__file__).parent
+COCOTB_MODULE = HERE / "cocotb_fhg_pktgen.py"
+NAMES = sim.cocotb_test_names(COCOTB_MODULE)
+EXAMPLE = checkout.ROOT / "examples" / "pktgen_400g"
+TIMESTAMP, CHANNEL, DATA = 0x1600, 0x4103, 0x3300
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, sim.TestOutcome], Path]:
+    dut = sim.build(
+        "fhg_pktgen", [EXAMPLE / "fhg_pktgen_spead.sv", EXAMPLE / "fhg_pktgen.sv"], "fhg_pktgen"
+    )
+    out = tmp_path_factory.mktemp("pktgen") / "spead.json"
+    outcomes = sim.run(dut, COCOTB_MODULE.stem, HERE, extra_env={"CASPER400G_JOB_OUT": str(out)})
+    return outcomes, out
+
+
+def test_every_cocotb_test_was_collected() -> None:
+    assert set(NAMES) == {
+        "example_stream_unchanged",
+        "spead_heaps",
+        "mode_follows_the_register_per_packet",
+    }
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pktgen(run: tuple[dict[str, sim.TestOutcome], Path], name: str) -> None:
+    sim.assert_passed(run[0], name)
+
+
+def example_payload(n: int, size: int) -> bytes:
+    words = np.arange((size + 7) // 8, dtype=np.uint64) | np.uint64(n << 10)
+    words[0] = n
+    return words.astype(">u8").tobytes()[:size]
+
+
+def test_spead_heaps_decode_in_spead2(run: tuple[dict[str, sim.TestOutcome], Path]) -> None:
+    sim.assert_passed(run[0], "spead_heaps")
+    try:
+        import spead2
+        import spead2.recv
+    except ImportError:
+        need_tool("spead2 is not installed (`make test` installs it: pip install spead2)")
+    job = json.loads(run[1].read_text())
+    packets = [bytes.fromhex(p["payload"]) for p in job["packets"]]
+    heaps = decode(spead2, packets)
+    assert [h["cnt"] for h in heaps] == [p["n"] for p in job["packets"]]
+    for h, p in zip(heaps, job["packets"], strict=True):
+        assert h["timestamp"] == p["n"] * job["step"] and h["channel"] == job["channel"]
+        assert h["data"] == example_payload(p["n"], p["size"]), p["n"]
+
+
+def decode(spead2: ModuleType, packets: list[bytes]) -> list[dict]:
+    """spead2's own receive stream and item group over the packets."""
+    stream = spead2.recv.Stream(spead2.ThreadPool(1), spead2.recv.StreamConfig(max_heaps=4))
+    stream.add_buffer_reader(b"".join(packets))
+    ig = spead2.ItemGroup()
+    flavour = [("u", 48)]
+    ig.add_item(TIMESTAMP, "timestamp", "", shape=(), format=flavour)
+    ig.add_item(CHANNEL, "channel", "", shape=(), format=flavour)
+    ig.add_item(DATA, "data", "", shape=(None,), format=[("u", 8)])
+    out = []
+    for heap in stream:
+        assert not isinstance(heap, spead2.recv.IncompleteHeap)
+        assert heap.flavour.heap_address_bits == 48
+        ig.update(heap)
+        out.append(
+            {
+                "cnt": heap.cnt,
+                "timestamp": int(ig["timestamp"].value),
+                "channel": int(ig["channel"].value),
+                "data": np.asarray(ig["data"].value, dtype=np.uint8).tobytes(),
+            }
+        )
+    return out
+
+
+def test_spead_heaps_captured_by_the_receiver(run: tuple[dict[str, sim.TestOutcome], Path]) -> None:
+    """The generator's 8192-B heaps into the receiver, slots by timestamp / step."""
+    sim.assert_passed(run[0], "spead_heaps")
+    job = json.loads(run[1].read_text())
+    sent = [p for p in job["packets"] if p["size"] == 8192]
+    rows = np.stack([np.frombuffer(bytes.fromhex(p["payload"]), np.uint8) for p in sent])
+    fmt = rx.Format.spead(8192, index_item=TIMESTAMP, index_step=job["step"], items=[CHANNEL])
+    cap = rx.Capture("mem", fmt=fmt, packets=rows, packets_per_chunk=4)
+    with cap:
+        chunks = {}
+        for c in cap.chunks(timeout=5):
+            chunks[c.chunk_id] = (c.present.copy(), c.data.copy(), c.items[CHANNEL].copy())
+            c.release()
+    assert cap.stats.packets == len(sent) and cap.stats.rejected == 0
+    for p in sent:
+        present, data, channel = chunks[p["n"] // 4]
+        slot = p["n"] % 4
+        assert present[slot] and channel[slot] == job["channel"]
+        assert bytes(data[slot]) == example_payload(p["n"], 8192)
