@@ -55,6 +55,7 @@ TIMING_CLOCKS: dict[str, dict[str, float]] = {
     "fhg_stats_rate": {"clk": AXIL_PERIOD_NS},
     "fhg_link_bringup": {"clk": AXIL_PERIOD_NS},
     "fhg_gbe_boot": {"clk": AXIL_PERIOD_NS},
+    "fhg_rdma_ctl": {"axil_clk": AXIL_PERIOD_NS},
 }
 
 # The tops whose timing estimates together cover every module of fhg_core.f that Yosys can
@@ -72,6 +73,9 @@ TIMING_TOPS = (
     "fhg_stats_rate",
     "fhg_link_bringup",
     "fhg_gbe_boot",
+    "fhg_tx_icrc",
+    "fhg_rx_rdma_credit",
+    "fhg_rdma_ctl",
 )
 
 # fhg_core itself carries PeakRDL's unpacked hwif structs (as does the register block), which
