@@ -113,28 +113,36 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 
 
 def _synth_timing(args: argparse.Namespace) -> int:
-    """`synth --timing`: logic levels between registers in the flattened netlist."""
+    """`synth --timing`: logic levels between registers, per top (`--top core`: all)."""
     import json
-    import tempfile
     from pathlib import Path
 
     from . import synth, timing
 
-    with tempfile.TemporaryDirectory(prefix="casper400g-timing-") as tmp:
-        net = Path(tmp) / "netlist.json"
+    tops = list(synth.TIMING_TOPS) if args.top == "core" else [args.top]
+    limit = args.limit or timing.LIMIT
+    results: dict[str, dict] = {}
+    for top in tops:
         try:
-            result = synth.run(top=args.top, flatten=True, netlist_out=net)
-            report = timing.analyse_file(net, limit=args.limit or timing.LIMIT)
+            results[top] = timing.estimate(
+                top,
+                limit=limit,
+                flatten=args.flatten,
+                cache_dir=Path(args.cache) if args.cache else None,
+            )
         except (synth.SynthError, timing.TimingError) as exc:
             print(f"synth: {exc}", file=sys.stderr)
             return 1
-    synth.print_table(result)
-    timing.print_report(report)
+        synth.print_table(results[top]["synth"])
+        timing.print_report(results[top]["timing"])
+    if len(tops) > 1:
+        timing.print_summary({t: r["timing"] for t, r in results.items()})
     if args.json:
         out = Path(args.json)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({"synth": result, "timing": report}, indent=2) + "\n")
-    return 0 if not report["over_limit"] else 1
+        data = results[tops[0]] if len(tops) == 1 else results
+        out.write_text(json.dumps(data, indent=2) + "\n")
+    return 0 if not any(r["timing"]["over_limit"] for r in results.values()) else 1
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
@@ -371,22 +379,36 @@ def build_parser() -> argparse.ArgumentParser:
     synth_p = sub.add_parser(
         "synth", help="Yosys resource estimate (LUT/FF/BRAM/CARRY) of the TX path or a module"
     )
-    synth_p.add_argument("--top", default="fhg_tx_path", help="top module (default fhg_tx_path)")
     synth_p.add_argument(
-        "--flatten", action="store_true", help="optimise across modules (total only)"
+        "--top",
+        default="fhg_tx_path",
+        help="top module (default fhg_tx_path); with --timing, `core` runs every top that "
+        "together covers fhg_core.f",
+    )
+    synth_p.add_argument(
+        "--flatten",
+        action="store_true",
+        help="optimise across modules (total only); with --timing, flatten before LUT mapping "
+        "(slow: hours for the receive path)",
     )
     synth_p.add_argument("--json", help="also write the full results to this JSON file")
     synth_p.add_argument(
         "--timing",
         action="store_true",
-        help="timing estimate: logic levels on every register-to-register path of the "
-        "flattened netlist, worst 20 named, per module, carry chains (docs/resources.md)",
+        help="timing estimate: logic levels on every register-to-register path (modules "
+        "mapped one by one, then flattened), worst 20 named, per module, carry chains "
+        "(docs/resources.md)",
     )
     synth_p.add_argument(
         "--limit",
         type=int,
         default=None,
         help="with --timing: most logic levels a path may have (default 6); exit 1 above it",
+    )
+    synth_p.add_argument(
+        "--cache",
+        help="with --timing: keep each top's estimate in this folder, keyed by a digest of "
+        "its sources, and reuse it while they are unchanged",
     )
     synth_p.set_defaults(func=_cmd_synth)
 

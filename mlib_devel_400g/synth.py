@@ -34,7 +34,49 @@ CORE_PARAMS: dict[str, dict[str, int]] = {
     "fhg_tx_writer": {"BUF_WORDS": 512, "MAX_PAYLOAD": 8972, "DESC_SLOTS": 512},
     "fhg_tx_header": {"SP": 13},
     "fhg_tx_packer": {"BUF_WORDS": 512, "RD_LATENCY": 2},
+    "fhg_stats_rate": {"N": 4},
 }
+
+# For the timing estimate a top is flattened before LUT mapping, so that ABC maps every path
+# whole, except the modules named here: they are mapped once as modules of their own and
+# only the mapped netlist is flattened (the receive path's three identical lanes would
+# otherwise triple a LUT mapping that takes hours).
+TIMING_KEEP: dict[str, tuple[str, ...]] = {"fhg_rx_path": ("fhg_rx_lane",)}
+
+# Clock ports slower than the MAC/user clocks (2.56 ns), with their period in ns: the
+# AXI4-Lite clock runs at 100-250 MHz (docs/design/core.md §4), so its paths get 4 ns and
+# the timing estimate scales the logic-level limit by the period (9 levels instead of 6).
+AXIL_PERIOD_NS = 4.0
+TIMING_CLOCKS: dict[str, dict[str, float]] = {
+    "fhg_tx_cpu": {"axil_clk": AXIL_PERIOD_NS},
+    "fhg_rx_cpu": {"axil_clk": AXIL_PERIOD_NS},
+    "fhg_stats_tx": {"axil_clk": AXIL_PERIOD_NS},
+    "fhg_stats_rx": {"axil_clk": AXIL_PERIOD_NS},
+    "fhg_stats_rate": {"clk": AXIL_PERIOD_NS},
+    "fhg_link_bringup": {"clk": AXIL_PERIOD_NS},
+    "fhg_gbe_boot": {"clk": AXIL_PERIOD_NS},
+    "fhg_rdma_ctl": {"axil_clk": AXIL_PERIOD_NS},
+}
+
+# The tops whose timing estimates together cover every module of fhg_core.f that Yosys can
+# read (all but fhg_core itself and the generated register block): the two datapaths and
+# the blocks fhg_core places beside them. `uncovered()` names any module none of them
+# reaches, and a test keeps that list empty.
+TIMING_TOPS = (
+    "fhg_tx_path",
+    "fhg_rx_path",
+    "fhg_tx_cpu",
+    "fhg_rx_cpu",
+    "fhg_arp_responder",
+    "fhg_stats_tx",
+    "fhg_stats_rx",
+    "fhg_stats_rate",
+    "fhg_link_bringup",
+    "fhg_gbe_boot",
+    "fhg_tx_icrc",
+    "fhg_rx_rdma_credit",
+    "fhg_rdma_ctl",
+)
 
 # fhg_core itself carries PeakRDL's unpacked hwif structs (as does the register block), which
 # the Yosys front end cannot read, so it is never part of the source set.
@@ -176,6 +218,37 @@ def _mask_comments(text: str) -> str:
         return re.sub(r"[^\n]", " ", m.group(0))
 
     return re.sub(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', blank, text, flags=re.S)
+
+
+_INSTANCE = re.compile(r"^\s*(fhg_\w+)\s*(?:#\s*\(|\w+\s*\()", re.M)
+
+
+def instantiated(top: str, files: Iterable[Path] | None = None) -> set[str]:
+    """`top` and every module of the sources below it (by their instantiations)."""
+    files = list(files) if files is not None else source_files()
+    modules = defined_modules(files)
+    below: dict[str, set[str]] = {
+        name: {m for m in _INSTANCE.findall(_mask_comments(path.read_text())) if m in modules}
+        for name, path in modules.items()
+    }
+    # One file per module here, so a file's instances are its module's.
+    seen, todo = set(), [top]
+    while todo:
+        mod = todo.pop()
+        if mod in seen or mod not in modules:
+            continue
+        seen.add(mod)
+        todo.extend(below[mod] - seen)
+    return seen
+
+
+def uncovered(tops: Iterable[str] = TIMING_TOPS, files: Iterable[Path] | None = None) -> list[str]:
+    """Modules of the sources that none of `tops` reaches."""
+    files = list(files) if files is not None else source_files()
+    reached: set[str] = set()
+    for top in tops:
+        reached |= instantiated(top, files)
+    return sorted(set(defined_modules(files)) - reached)
 
 
 _RETURN = re.compile(r"\breturn\b")
@@ -364,6 +437,7 @@ def _script(
     blackboxes: Sequence[str],
     flatten: bool,
     netlist: bool = False,
+    keep: Sequence[str] = (),
 ) -> tuple[str, list[str]]:
     """The Yosys script and the names of its steps, in order."""
     steps: list[tuple[str, list[str]]] = []
@@ -374,15 +448,26 @@ def _script(
         f" -chparam {k} {json.dumps(v) if isinstance(v, str) else int(v)}"
         for k, v in params.items()
     )
-    steps.append(("elaborate", [f"hierarchy -check -top {top}{chparam}"]))
+    elaborate = [f"hierarchy -check -top {top}{chparam}"]
+    if keep:
+        # A parameterised module is named `$paramod\<name>\<parameters>` once elaborated.
+        names = " ".join(f"$paramod\\{k}\\* {k}" for k in keep)
+        elaborate.append(f"setattr -mod -set keep_hierarchy 1 {names}")
+        flatten = True
+    steps.append(("elaborate", elaborate))
     opts = f"-family {FAMILY} -top {top} -noiopad -noclkbuf" + (" -flatten" if flatten else "")
     for i, stage in enumerate(SYNTH_STAGES):
         nxt = SYNTH_STAGES[i + 1] if i + 1 < len(SYNTH_STAGES) else ""
         steps.append((f"synth_xilinx {stage}", [f"synth_xilinx {opts} -run {stage}:{nxt}"]))
     steps.append(("stat", ["tee -q -o stat.json stat -json", "tee -q -o stat.txt stat"]))
     if netlist:
-        # The mapped netlist, for the logic-level analysis (mlib_devel_400g.timing).
-        steps.append(("write_json", ["write_json netlist.json"]))
+        # The mapped netlist, flat, for the logic-level analysis (mlib_devel_400g.timing).
+        # Mapped module by module, it is flattened only now: ABC maps each module on its own
+        # (a lane once for its three instances), which keeps LUT mapping to minutes where a
+        # design flattened before mapping takes hours, and `flatten` leaves `$scopeinfo`
+        # cells that tell the analysis which instance each register belongs to.
+        cmds = [f"hierarchy -top {top}", "setattr -mod -unset keep_hierarchy", "flatten"]
+        steps.append(("write_json", [*cmds, "write_json netlist.json"]))
     lines: list[str] = []
     for name, cmds in steps:
         lines.append(f"log {_MARK} {name}")
@@ -402,6 +487,7 @@ def run(
     log_file: Path | None = None,
     files: Sequence[Path] | None = None,
     netlist_out: Path | None = None,
+    keep: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Synthesise `top` with Yosys and return its resource counts.
 
@@ -413,7 +499,8 @@ def run(
     (per base module name: "instances", "local" and per-instance "total" counts), the raw
     "cells" of the whole design, and how it was obtained ("yosys_version", "script",
     "command", "elapsed_s"). `netlist_out` also writes the mapped netlist there (Yosys
-    JSON), as the logic-level analysis reads it.
+    JSON), as the logic-level analysis reads it, flattened. `keep` flattens the design
+    before mapping except the modules it names (implies `flatten` for everything else).
     """
     say = progress or (lambda _msg: None)
     files = list(files) if files is not None else source_files(src_dir)
@@ -444,7 +531,7 @@ def run(
             dst.write_text(text)
             copies.append(Path("src") / f.name)
         script, step_names = _script(
-            top, copies, params, blackboxes, flatten, netlist=netlist_out is not None
+            top, copies, params, blackboxes, flatten, netlist=netlist_out is not None, keep=keep
         )
         (work / "synth.ys").write_text(script)
         # Progress and failures are read from Yosys's log file, not its stdout: in the

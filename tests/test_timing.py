@@ -158,3 +158,121 @@ def test_hierarchical_netlists_are_refused() -> None:
 def test_cli_timing_reports_a_missing_module(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["synth", "--timing", "--top", "fhg_no_such_module"]) == 1
     assert "fhg_no_such_module not found" in capsys.readouterr().err
+
+
+def test_a_path_counts_only_the_carry_it_runs_along() -> None:
+    """An adder's top bit feeding a second adder's top bit: the second chain adds one bit
+    of carry, not its whole length (8 bits into the first chain, 1 into the second)."""
+    n = Net()
+    q = n.ff(n.bit(), "a_q")
+    o1 = [n.bit() for _ in range(4)]
+    co1 = [n.bit() for _ in range(4)]
+    n.cell(
+        "CARRY4", {"CI": ["0"], "CYINIT": ["0"], "DI": [q] * 4, "S": [q] * 4, "O": o1, "CO": co1}
+    )
+    o2 = [n.bit() for _ in range(4)]
+    co2 = [n.bit() for _ in range(4)]
+    n.cell(
+        "CARRY4",
+        {"CI": [co1[3]], "CYINIT": ["0"], "DI": [q] * 4, "S": [q] * 4, "O": o2, "CO": co2},
+    )
+    top = o2[3]  # bit 7 of the first 8-bit sum
+    o3 = [n.bit() for _ in range(4)]
+    co3 = [n.bit() for _ in range(4)]
+    n.cell(
+        "CARRY4",
+        {
+            "CI": ["0"],
+            "CYINIT": ["0"],
+            "DI": ["0"] * 4,
+            "S": ["0", "0", "0", top],
+            "O": o3,
+            "CO": co3,
+        },
+    )
+    n.ff(o3[3], "sum2_q")
+    n.ff(o3[0], "low_q")
+    rep = timing.analyse(n.netlist())
+    paths = {p["endpoint"]: p for p in rep["worst"]}
+    assert paths["sum2_q"]["carry_blocks"] == pytest.approx(9 / 8)
+    assert paths["sum2_q"]["levels"] == 2
+    assert paths["low_q"]["carry_blocks"] == 0.0  # bit 0 of the second adder: no carry in
+
+
+def test_lutram_outputs_depend_on_their_own_address() -> None:
+    """RAM32M16: DOA follows ADDRA (here a register), not the write address ADDRH (here
+    three LUTs deep); the write port itself is an end point."""
+    n = Net()
+    ra = n.ff(n.bit(), "raddr_q")
+    wa = n.lut_chain(n.ff(n.bit(), "waddr_q"), 3)
+    doa = n.bit()
+    dirs = {
+        "ADDRA": "input",
+        "ADDRH": "input",
+        "DIA": "input",
+        "WE": "input",
+        "WCLK": "input",
+        "DOA": "output",
+    }
+    n.cells["ram"] = {
+        "type": "RAM32M16",
+        "connections": {
+            "ADDRA": [ra],
+            "ADDRH": [wa],
+            "DIA": [ra],
+            "WE": ["1"],
+            "WCLK": [2],
+            "DOA": [doa],
+        },
+        "port_directions": dirs,
+        "attributes": {"src": "/x/fhg_x.sv:3.1-3.5", "hdlname": "u_f bank0.0.0"},
+    }
+    n.ff(doa, "rd_q")
+    rep = timing.analyse(n.netlist())
+    paths = {p["endpoint"]: p for p in rep["worst"]}
+    assert paths["rd_q"]["levels"] == 1
+    assert paths["u_f.bank0 (LUT-RAM write)"]["levels"] == 3
+
+
+def test_a_slower_clock_has_its_own_limit() -> None:
+    """End points clocked from a port named in clock_limits may have more levels."""
+    n = Net()
+    n.ports["axil_clk"] = {"direction": "input", "bits": [3]}
+    q = n.ff(n.bit(), "src_q")
+    d = n.lut_chain(q, 8)
+    qq = n.bit()
+    n.cells["slow_ff"] = {
+        "type": "FDRE",
+        "connections": {"C": [3], "CE": ["1"], "R": ["0"], "D": [d], "Q": [qq]},
+        "port_directions": _DIRS["FDRE"],
+        "attributes": {"src": "/x/fhg_slow.sv:2.1-2.5"},
+    }
+    n.names["slow_q"] = {"bits": [qq], "hide_name": 0}
+    n.ff(n.lut_chain(q, 7), "fast_q")
+    rep = timing.analyse(n.netlist(), limit=6, clock_limits={"axil_clk": 9})
+    assert [p["endpoint"] for p in rep["over_limit"]] == ["fast_q"]
+    slow = next(p for p in rep["worst"] if p["endpoint"] == "slow_q")
+    assert (slow["clock"], slow["limit"], slow["levels"]) == ("axil_clk", 9, 8)
+    assert timing.clock_limits("fhg_stats_rx") == {"axil_clk": 9}
+
+
+def test_registers_are_attributed_to_their_instance() -> None:
+    """After `flatten`, $scopeinfo cells map instance paths to modules."""
+    net = two_paths(7, 3).netlist()
+    cells = net["modules"]["top"]["cells"]
+    cells["u_lane"] = {
+        "type": "$scopeinfo",
+        "connections": {},
+        "attributes": {"module_hdlname": "fhg_lane"},
+    }
+    # rename the deep register's cell into the instance
+    deep = next(
+        k
+        for k, c in cells.items()
+        if c["type"] == "FDRE"
+        and c["connections"]["Q"] == net["modules"]["top"]["netnames"]["deep_q"]["bits"]
+    )
+    cells["$flatten\\u_lane.$auto$ff"] = cells.pop(deep)
+    rep = timing.analyse(net, limit=6)
+    assert rep["per_module"]["fhg_lane"]["max_levels"] == 7
+    assert rep["per_module"]["fhg_shallow"]["max_levels"] == 3  # no scope: its source file

@@ -94,10 +94,12 @@ async def tx_packing_from_a_full_buffer(dut) -> None:  # noqa: ANN001
             for j, (a, b) in enumerate(itertools.pairwise(mon.frames))
             if packing_stats([a, b]).gapless == 0
         ]
-        # The burst's edges: the first two cycles go out with one frame each while the
-        # prefetch fills, and the last frame waits for its last buffer word to be final.
-        edges = {1, 2, len(sizes) - 1}
-        steady = packing_stats(mon.frames[2:-1])
+        # The burst's edges: the first three cycles (one per register between the packer's
+        # decision and the bus, filled before the MAC stalls) go out with one frame each
+        # while the prefetch fills, and the last frame waits for its last buffer word to be
+        # final.
+        edges = {1, 2, 3, len(sizes) - 1}
+        steady = packing_stats(mon.frames[3:-1])
         dut._log.info(
             "%s: %d/%d gapless (gaps at frames %s), %d in the same cycle, %d two-SOP "
             "cycles (ideal %d), segment fill %.4f (ideal %.4f); without the edges: "

@@ -6,7 +6,7 @@
 //   * Write side (wr_clk): `wr_data` is stored at a wr_clk edge where `wr_en` is high and
 //     `full` is low. Writing while `full` is high is ignored (the word is dropped); the caller
 //     checks `full` first. `full` is registered and conservative: it is set as soon as DEPTH
-//     words are in the RAM and clears STAGES+1..STAGES+2 wr_clk edges after a read freed one.
+//     words are in the RAM and clears STAGES+3..STAGES+4 wr_clk edges after a read freed one.
 //   * `wr_count` (0..DEPTH) is the number of RAM words as seen by the writer. It lags reads, so
 //     it never under-reports; `full` is exactly `wr_count == DEPTH`.
 //   * Read side (rd_clk): `rd_data`/`rd_valid` come straight from registers. A word is popped
@@ -16,7 +16,9 @@
 //   * `rd_count` (0..DEPTH+1) is the number of words the reader can see, including the one in
 //     the output register. It lags writes, so it never over-reports.
 //   * Capacity: DEPTH words in the RAM plus one in the output register.
-//   * Latency: a write becomes visible as `rd_valid` STAGES+1..STAGES+2 rd_clk edges later.
+//   * Latency: a write becomes visible as `rd_valid` STAGES+3..STAGES+4 rd_clk edges later
+//     (the other side's pointer is decoded from gray in two registered steps after the
+//     synchroniser, so no path carries decode and arithmetic in one cycle).
 //   * Resets: `wr_rst` and `rd_rst` are synchronous to their own clocks. For a clean flush both
 //     must be asserted so that they overlap for at least one edge of each clock (normally one
 //     reset source synchronised into each domain). Resetting one side alone leaves the two
@@ -61,13 +63,21 @@ module fhg_async_fifo #(
     bin2gray = b ^ (b >> 1);
   endfunction
 
-  function automatic logic [AW:0] gray2bin(input logic [AW:0] g);
+  // Gray to binary: bit i is the parity of the gray bits from i up. Decoded in two
+  // registered halves (upper bits' prefix parities first, then the lower bits against the
+  // upper half's parity), so neither step is a long chain of XORs.
+  localparam int H = (AW + 1) / 2;
+  function automatic logic [AW:0] upper_prefix(input logic [AW:0] g);
+    logic [AW:0] u;
+    u = g;
+    for (int i = AW - 1; i >= H; i = i - 1) u[i] = u[i+1] ^ g[i];
+    upper_prefix = u;
+  endfunction
+  function automatic logic [AW:0] lower_prefix(input logic [AW:0] u);
     logic [AW:0] b;
-    b[AW] = g[AW];
-    for (int i = AW - 1; i >= 0; i = i - 1) begin
-      b[i] = b[i+1] ^ g[i];
-    end
-    gray2bin = b;
+    b = u;
+    for (int i = H - 1; i >= 0; i = i - 1) b[i] = u[H] ^ (^(u[H-1:0] >> i));
+    lower_prefix = b;
   endfunction
 
   // ---------------- write side ----------------
@@ -76,9 +86,15 @@ module fhg_async_fifo #(
   logic [AW:0] rd_gray_w;  // reader's gray pointer, synchronised into wr_clk
   logic        wr_do;
 
+  logic [AW:0] rd_bin_w, rd_half_w;   // decoded in two registered steps
+  always_ff @(posedge wr_clk) begin
+    rd_half_w <= wr_rst ? '0 : upper_prefix(rd_gray_w);
+    rd_bin_w  <= wr_rst ? '0 : lower_prefix(rd_half_w);
+  end
+
   assign wr_do        = wr_en && !full;
   assign wr_bin_next  = wr_bin + {{AW{1'b0}}, wr_do};
-  assign wr_used_next = wr_bin_next - gray2bin(rd_gray_w);
+  assign wr_used_next = wr_bin_next - rd_bin_w;
 
   always_ff @(posedge wr_clk) begin
     if (wr_rst) begin
@@ -96,16 +112,22 @@ module fhg_async_fifo #(
   end
 
   // ---------------- read side ----------------
-  logic [AW:0] rd_bin, rd_gray, rd_bin_next, wr_bin_r;
+  logic [AW:0] rd_bin, rd_gray, rd_bin_next, wr_bin_r, rd_bin1, avail;
   logic [AW:0] wr_gray_r;  // writer's gray pointer, synchronised into rd_clk
   logic        rd_load, rd_valid_next, ram_empty;
 
-  assign wr_bin_r      = gray2bin(wr_gray_r);
+  logic [AW:0] wr_half_r;
+  always_ff @(posedge rd_clk) begin
+    wr_half_r <= rd_rst ? '0 : upper_prefix(wr_gray_r);
+    wr_bin_r  <= rd_rst ? '0 : lower_prefix(wr_half_r);
+  end
   assign ram_empty     = (wr_bin_r == rd_bin);
   // Refill the output register when it is empty or being popped this cycle.
   assign rd_load       = (!rd_valid || rd_ready) && !ram_empty;
-  assign rd_bin_next   = rd_bin + {{AW{1'b0}}, rd_load};
+  assign rd_bin1       = rd_bin + 1'b1;
+  assign rd_bin_next   = rd_load ? rd_bin1 : rd_bin;
   assign rd_valid_next = rd_load || (rd_valid && !rd_ready);
+  assign avail         = wr_bin_r - rd_bin;
 
   // The RAM: written at the write pointer, read into rd_data (registered, with enable) at
   // the read pointer whenever the output register is refilled.
@@ -133,9 +155,10 @@ module fhg_async_fifo #(
       rd_count <= '0;
     end else begin
       rd_bin   <= rd_bin_next;
-      rd_gray  <= bin2gray(rd_bin_next);
+      rd_gray  <= rd_load ? bin2gray(rd_bin1) : bin2gray(rd_bin);
       rd_valid <= rd_valid_next;
-      rd_count <= (wr_bin_r - rd_bin_next) + {{AW{1'b0}}, rd_valid_next};
+      // words in the RAM after this cycle's load, plus the one in the output register
+      rd_count <= avail - (AW+1)'(rd_load) + (AW+1)'(rd_valid_next);
     end
   end
 

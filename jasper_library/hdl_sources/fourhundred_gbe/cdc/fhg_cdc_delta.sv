@@ -12,7 +12,8 @@
 //     `dst_valid`/`dst_delta` to a counter's incr/incrvalue inputs reproduces the source count.
 //   * Throughput: one transfer per handshake round trip (about STAGES+2 dst_clk cycles plus
 //     STAGES+1 src_clk cycles); counts keep accumulating meanwhile. Latency from an increment to
-//     its `dst_valid`: at most two round trips.
+//     its `dst_valid`: at most two round trips plus one src_clk cycle (the increment is
+//     registered as it arrives).
 //   * Width: the accumulator must not wrap, i.e. DELTA_W >= INCR_W + log2(round trip in
 //     src_clk cycles + 1). With STAGES = 3, clocks within 4x of each other give a round trip
 //     under 32 source cycles, so INCR_W + 5 bits suffice (16 bits for INCR_W <= 8, the default).
@@ -43,16 +44,26 @@ module fhg_cdc_delta #(
 
   // The running total is handed over whenever no transfer is in flight; the accumulator
   // restarts from zero in that same cycle, so the increment of the hand-over cycle is in
-  // the total and none is lost or counted twice.
+  // the total and none is lost or counted twice. The increment is registered as it arrives
+  // (one src_clk cycle), and whether the total is non-zero comes from a flag kept beside
+  // the accumulator (total non-zero = accumulator non-zero or increment non-zero), so no
+  // path runs through the adder and then a wide comparison.
   logic [DELTA_W-1:0] acc, acc_sum;
-  logic src_ready;
+  logic [INCR_W-1:0]  incr_q;
+  logic src_ready, acc_nz, send;
 
-  assign acc_sum = acc + {{(DELTA_W - INCR_W) {1'b0}}, src_incr};
+  assign acc_sum = acc + {{(DELTA_W - INCR_W) {1'b0}}, incr_q};
+  assign send    = acc_nz || incr_q != '0;
 
   always_ff @(posedge src_clk) begin
-    if (src_rst) acc <= '0;
-    else if (src_ready && acc_sum != '0) acc <= '0;
-    else acc <= acc_sum;
+    incr_q <= src_rst ? '0 : src_incr;
+    if (src_rst || (src_ready && send)) begin
+      acc    <= '0;
+      acc_nz <= 1'b0;
+    end else begin
+      acc    <= acc_sum;
+      acc_nz <= send;
+    end
   end
 
   fhg_cdc_snapshot #(
@@ -62,7 +73,7 @@ module fhg_cdc_delta #(
       .src_clk  (src_clk),
       .src_rst  (src_rst),
       .src_data (acc_sum),
-      .src_send (acc_sum != '0),
+      .src_send (send),
       .src_ready(src_ready),
       .dst_clk  (dst_clk),
       .dst_rst  (dst_rst),

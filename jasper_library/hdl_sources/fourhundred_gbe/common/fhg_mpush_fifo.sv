@@ -6,10 +6,11 @@
 // Contract
 //   * Port p writes `data[p]` when `push[p]`; `rank[p]` is its place among this cycle's
 //     pushes (the k pushing ports carry ranks 0..k-1, each once). The caller never pushes
-//     more than DEPTH - count entries (the lanes check `count` a cycle ahead).
-//   * `count` (registered) includes the head; `head`/`valid` show the oldest entry
-//     combinationally from the registers; `pop` with `valid` removes it.
-//   * An entry pushed in one cycle is visible from the next one.
+//     more than DEPTH - count entries (the lanes check `count` ahead of their pushes).
+//   * `count` (registered) is the number of entries held, the head included; it counts a
+//     push from the next cycle on.
+//   * `head`/`valid` come from a register (the oldest entry); `pop` with `valid` removes it
+//     and the next one shows in the next cycle. Push to visible: two cycles.
 module fhg_mpush_fifo #(
     parameter int WIDTH = 8,
     parameter int DEPTH = 8,
@@ -32,24 +33,42 @@ module fhg_mpush_fifo #(
 
     logic [WIDTH-1:0] mem [DEPTH];
     logic [AW-1:0]    wr_ptr, rd_ptr;
-    logic [AW:0]      npush;
+    logic [AW:0]      npush, stored;    // stored: entries in mem (the head register apart)
+    logic             load, take;
 
     always_comb begin
         npush = '0;
         for (int p = 0; p < NP; p++) npush = npush + (AW+1)'(push[p]);
     end
 
-    assign valid = count != 0;
-    assign head  = mem[rd_ptr];
+    assign take = pop && valid;
+    assign load = stored != '0 && (!valid || pop);
 
+    // The write places wr_ptr + 0..NP-1, kept ready in registers (no adder before the
+    // write enables).
+    logic [AW-1:0] wr_at [NP];
+    logic [AW-1:0] wr_ptr_n [NP];    // wr_ptr + 1 .. wr_ptr + NP
+    always_comb begin
+        wr_at[0] = wr_ptr;
+        for (int r = 1; r < NP; r++) wr_at[r] = wr_ptr_n[r-1];
+    end
     always_ff @(posedge clk) begin
         for (int p = 0; p < NP; p++)
-            if (push[p]) mem[wr_ptr + AW'(rank[2*p +: 2])] <= data[WIDTH*p +: WIDTH];
+            if (push[p]) mem[wr_at[rank[2*p +: 2]]] <= data[WIDTH*p +: WIDTH];
+        if (load) head <= mem[rd_ptr];
+    end
+
+    always_ff @(posedge clk) begin
         wr_ptr <= wr_ptr + AW'(npush);
-        if (pop && valid) rd_ptr <= rd_ptr + 1'b1;
-        count <= count + npush - (AW+1)'(pop && valid);
+        for (int r = 0; r < NP; r++) wr_ptr_n[r] <= wr_ptr + AW'(npush) + AW'(r + 1);
+        if (load) rd_ptr <= rd_ptr + 1'b1;
+        if (load) valid <= 1'b1;
+        else if (take) valid <= 1'b0;
+        stored <= stored + npush - (AW+1)'(load);
+        count  <= count + npush - (AW+1)'(take);
         if (rst) begin
-            wr_ptr <= '0; rd_ptr <= '0; count <= '0;
+            wr_ptr <= '0; rd_ptr <= '0; stored <= '0; count <= '0; valid <= 1'b0;
+            for (int r = 0; r < NP; r++) wr_ptr_n[r] <= AW'(r + 1);
         end
     end
 endmodule

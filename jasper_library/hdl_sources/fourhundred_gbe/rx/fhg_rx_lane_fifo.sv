@@ -42,8 +42,12 @@ module fhg_rx_lane_fifo #(
 
     assign wa0 = wr_ptr[AW-1:0];
     assign wa1 = wa0 + 1'b1;
-    assign ram_used = wr_ptr - rd_ptr;
-    assign load = ram_used != 0 && (!rd_valid || rd_pop);
+    // ram_used (words in the banks, not yet in rd_data) is counted in a register of its
+    // own, so `load` does not wait for a subtraction.
+    logic [AW:0] used_keep, used_load;
+    assign load      = ram_used != 0 && (!rd_valid || rd_pop);
+    assign used_keep = ram_used + (AW+1)'(push0) + (AW+1)'(push0 && push1);
+    assign used_load = used_keep - (AW+1)'(1);
 
     always_ff @(posedge clk) begin
         // Bank by address parity: the two words of one cycle never share a bank.
@@ -53,6 +57,9 @@ module fhg_rx_lane_fifo #(
         if (push1 &&  wa1[0]) bank1[wa1[AW-1:1]] <= data1;
     end
 
+    logic [AW:0] cnt_keep, cnt_pop;
+    assign cnt_keep = count + (AW+1)'(push0) + (AW+1)'(push0 && push1);
+    assign cnt_pop  = cnt_keep - (AW+1)'(1);
     always_ff @(posedge clk) begin
         wr_ptr <= wr_ptr + (AW+1)'(push0) + (AW+1)'(push0 && push1);
         if (load) begin
@@ -61,9 +68,11 @@ module fhg_rx_lane_fifo #(
         end
         if (load) rd_valid <= 1'b1;
         else if (rd_pop) rd_valid <= 1'b0;
-        count <= count + (AW+1)'(push0) + (AW+1)'(push0 && push1) - (AW+1)'(rd_pop && rd_valid);
+        // (the pop, which comes late in the cycle, only chooses between two sums)
+        count <= (rd_pop && rd_valid) ? cnt_pop : cnt_keep;
+        ram_used <= load ? used_load : used_keep;
         if (rst) begin
-            wr_ptr <= '0; rd_ptr <= '0; rd_valid <= 1'b0; count <= '0;
+            wr_ptr <= '0; rd_ptr <= '0; rd_valid <= 1'b0; count <= '0; ram_used <= '0;
         end
     end
 endmodule

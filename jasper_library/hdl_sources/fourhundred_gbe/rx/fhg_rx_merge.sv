@@ -10,7 +10,8 @@
 //   * UDP checksum (RFC 768): summed over the payload words (bytes past the length masked)
 //     plus the lane's header sum; verified when the datagram's checksum field is non-zero.
 //     A failure still delivers the datagram, with `bad` set on its last word.
-//   * FIFO: words reach `fifo_*` CSUM_DELAY cycles after they left the lane FIFO. A datagram
+//   * FIFO: words reach `fifo_*` 10 cycles after they left the lane FIFO (register, mask,
+//     the 3-cycle adder tree, then accumulate, add the header's part, fold: one adder each). A datagram
 //     whose lane marked it bad (ok=0 on its last entry) is discarded and not counted here (the
 //     lane counted it). When the FIFO has no room for a word, the rest of that datagram is
 //     dropped and the whole datagram discarded: st_overrun.
@@ -71,20 +72,31 @@ module fhg_rx_merge #(
     end
 
     // ---------------------------------------------------------------- checksum pipeline
+    // Stage 0: the taken word, registered as it leaves its lane.
+    logic          m0_v;
+    logic [LW-1:0] m0_word;
+    logic [MW-1:0] m0_meta;
+    always_ff @(posedge clk) begin
+        m0_v    <= go;
+        m0_word <= word;
+        m0_meta <= meta_s;
+        if (rst) m0_v <= 1'b0;
+    end
+
     // Stage 1: mask the last word's unused bytes, feed the adder tree (3 cycles).
     logic          m1_v, m1_last, m1_ok;
     logic [7:0]    m1_cnt;
     logic [MW-1:0] m1_meta;
     logic [1023:0] m1_data;
     always_ff @(posedge clk) begin
-        m1_v <= go;
-        m1_last <= word[1025];
-        m1_ok <= word[1024];
-        m1_cnt <= word[1033:1026];
-        m1_meta <= meta_s;
+        m1_v <= m0_v;
+        m1_last <= m0_word[1025];
+        m1_ok <= m0_word[1024];
+        m1_cnt <= m0_word[1033:1026];
+        m1_meta <= m0_meta;
         for (int b = 0; b < 128; b++)
-            m1_data[8*b +: 8] <= (!word[1025] || (!word[1033] && 8'(b) <= word[1033:1026]))
-                                 ? word[8*b +: 8] : 8'd0;
+            m1_data[8*b +: 8] <= (!m0_word[1025] || (!m0_word[1033] && 8'(b) <= m0_word[1033:1026]))
+                                 ? m0_word[8*b +: 8] : 8'd0;
         if (rst) m1_v <= 1'b0;
     end
 
@@ -95,8 +107,10 @@ module fhg_rx_merge #(
         .sum(tsum), .out_valid(t_v), .out_sof(t_sof), .out_eof(t_eof)
     );
 
-    // The words wait beside the tree, then one more cycle for the end-around fold.
-    localparam int D = 4;
+    // The words wait beside the tree (d_*[2] is aligned with its output), then three more
+    // cycles while the datagram's sum is closed: accumulated (into d_*[3]), the header's
+    // part added (d_*[4]), folded and compared (d_*[5]), which the FIFO write then uses.
+    localparam int D = 6;
     logic          d_v [D], d_last [D], d_ok [D];
     logic [7:0]    d_cnt [D];
     logic [MW-1:0] d_meta [D];
@@ -111,50 +125,48 @@ module fhg_rx_merge #(
         if (rst) for (int i = 0; i < D; i++) d_v[i] <= 1'b0;
     end
 
-    // Accumulate per datagram; d_*[2] is aligned with the tree output.
-    logic [31:0] acc, acc_next, total;
+    // Accumulate per datagram, one adder per stage after the running sum.
+    logic [31:0] acc, acc_next, dsum, total;
     logic [16:0] fold1;
-    logic [15:0] fold;
-    logic        bad_q, v_last_q;
-    always_comb begin
-        acc_next = acc + 32'(tsum);
-    end
+    logic        sum_ok, bad_q;
+    assign acc_next = acc + 32'(tsum);
     always_ff @(posedge clk) begin
         if (t_v) acc <= t_eof ? 32'd0 : acc_next;
-        v_last_q <= t_v && t_eof;
-        total <= acc_next + 32'(d_meta[2][19:0]);
+        dsum  <= acc_next;                            // with d_*[3]
+        total <= dsum + 32'(d_meta[3][19:0]);         // with d_*[4]
+        // The ones'-complement fold of `total` is 0xFFFF exactly when its two halves add
+        // up to 0xFFFF or 0x1FFFE.
+        sum_ok <= fold1 == 17'h0FFFF || fold1 == 17'h1FFFE;   // with d_*[5]
         if (rst) acc <= '0;
     end
-    always_comb begin
-        fold1 = 17'(total[15:0]) + 17'(total[31:16]);
-        fold  = fold1[15:0] + 16'(fold1[16]);
-        // checksum field zero: not computed by the sender, nothing to verify
-        bad_q = v_last_q && d_meta[3][20] && fold != 16'hFFFF;
-    end
+    assign fold1 = 17'(total[15:0]) + 17'(total[31:16]);
+    // checksum field zero: not computed by the sender, nothing to verify
+    assign bad_q = d_last[D-1] && d_meta[D-1][20] && !sum_ok;
 
     // ---------------------------------------------------------------- FIFO writes
     logic       dropping;
     logic [7:0] nwords;
     logic       ow, oend, okeep, ovr;
+    localparam int L = D - 1;
     always_comb begin
-        ow    = d_v[3] && !dropping && fifo_room && !(d_last[3] && !d_ok[3]);
-        oend  = d_v[3] && d_last[3];
-        ovr   = d_v[3] && !(d_last[3] && !d_ok[3]) && (dropping || !fifo_room);
-        okeep = oend && d_ok[3] && !ovr;
+        ow    = d_v[L] && !dropping && fifo_room && !(d_last[L] && !d_ok[L]);
+        oend  = d_v[L] && d_last[L];
+        ovr   = d_v[L] && !(d_last[L] && !d_ok[L]) && (dropping || !fifo_room);
+        okeep = oend && d_ok[L] && !ovr;
     end
     assign fifo_wr   = ow;
     assign fifo_end  = oend;
     assign fifo_keep = okeep;
-    assign fifo_data = {d_last[3] && d_cnt[3][7], d_meta[3][116:21], bad_q && d_last[3], d_last[3],
-                        d_cnt[3][6:0], d_data[3]};
+    assign fifo_data = {d_last[L] && d_cnt[L][7], d_meta[L][116:21], bad_q, d_last[L],
+                        d_cnt[L][6:0], d_data[L]};
 
     always_ff @(posedge clk) begin
         st_delivered <= okeep;
         st_bad       <= okeep && bad_q;
-        st_overrun   <= oend && d_ok[3] && ovr;
+        st_overrun   <= oend && d_ok[L] && ovr;
         st_words     <= nwords + 8'd1;
-        st_bytes     <= 14'({nwords[6:0], 7'd0}) + (d_cnt[3][7] ? 14'd0 : 14'(d_cnt[3][6:0]) + 14'd1);
-        if (d_v[3]) nwords <= oend ? 8'd0 : nwords + 8'd1;
+        st_bytes     <= 14'({nwords[6:0], 7'd0}) + (d_cnt[L][7] ? 14'd0 : 14'(d_cnt[L][6:0]) + 14'd1);
+        if (d_v[L]) nwords <= oend ? 8'd0 : nwords + 8'd1;
         if (ovr) dropping <= 1'b1;
         if (oend) dropping <= 1'b0;
         if (rst) begin

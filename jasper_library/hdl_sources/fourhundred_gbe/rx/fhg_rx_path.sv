@@ -14,10 +14,15 @@
 //     counted (st_cnt[V_OVERRUN]) and `rx_overrun` stays set until `rx_overrun_ack`.
 //     `user_rst` empties the FIFO (at a frame boundary).
 //   * CPU RX: frames the filter sends to the CPU are written through cpu_we*/cpu_row*/
-//     cpu_data*; `cpu_placed` (with a stable `cpu_len`) hands one over; a frame for the CPU
-//     that arrives before `cpu_released` is dropped (V_CPU_BUSY).
+//     cpu_data* (registered); `cpu_placed` (with a stable `cpu_len`), after the frame's last
+//     words, hands one over; a frame for the CPU whose header is decided while the buffer is
+//     not free (written, or waiting for `cpu_released`) is dropped (V_CPU_BUSY).
 //   * ARP: consumed ARP frames leave through the arp queue ({reply, sha, spa}); while it
 //     is nearly full further ARP frames are not consumed (V_ARP_DROP or to the CPU).
+//   * Latency: bus to the lanes 3 cycles (fhg_rx_unpack), lane 4 (fhg_rx_lane), merger and
+//     FIFO beyond; the statistics follow a frame's verdict by one cycle. Every output that
+//     leaves for another module is registered, except the user port, which the RX FIFO's
+//     read register drives.
 //   * Statistics (mac_clk, one cycle each): st_cnt holds, per verdict code of fhg_rx_pkg, the
 //     number of frames that got it this cycle (3 bits each; code V_PEND is not used: the
 //     merger's st_delivered counts those), st_frames/st_bytes all frames and their bytes
@@ -109,8 +114,8 @@ module fhg_rx_path #(
     // ================================================================ lanes
     logic [NL-1:0]    hdr_evt, acc_push, cpu_want, lf_valid, lf_pop;
     logic [NL-1:0]    cpu_grant;
-    logic [NL-1:0]    l_we0, l_we1, l_end, l_end_ok, l_rel, arp_evt, arp_reply, vd_valid;
-    logic [2:0]       hdr_tag [NL];
+    logic [NL-1:0]    l_we0, l_we1, l_end, l_end_ok, arp_evt, arp_reply, vd_valid;
+    logic [2:0]       hdr_tag [NL], acc_tag [NL], ev_tag [NL];
     logic [MW-1:0]    acc_meta [NL];
     logic [LW-1:0]    lf_data [NL];
     logic [6:0]       l_row0 [NL], l_row1 [NL];
@@ -133,26 +138,31 @@ module fhg_rx_path #(
             .cfg_promisc(cfg_promisc), .cfg_cpu_rx_en(cfg_cpu_rx_en),
             .cfg_fabric_en(cfg_fabric_en), .cfg_arp_reply_en(cfg_arp_reply_en),
             .cfg_arp_learn_en(cfg_arp_learn_en),
-            .hdr_evt(hdr_evt[l]), .hdr_tag(hdr_tag[l]), .acc_push(acc_push[l]),
-            .acc_meta(acc_meta[l]), .acc_room(acc_room), .cpu_want(cpu_want[l]),
-            .cpu_grant(cpu_grant[l]), .arp_room(arp_room),
+            .hdr_evt(hdr_evt[l]), .hdr_tag(hdr_tag[l]), .acc_room(acc_room),
+            .cpu_want(cpu_want[l]), .cpu_grant(cpu_grant[l]), .arp_room(arp_room),
+            .acc_push(acc_push[l]), .acc_meta(acc_meta[l]), .acc_tag(acc_tag[l]),
             .lf_valid(lf_valid[l]), .lf_data(lf_data[l]), .lf_pop(lf_pop[l]),
             .cpu_we0(l_we0[l]), .cpu_row0(l_row0[l]), .cpu_data0(l_data0[l]),
             .cpu_we1(l_we1[l]), .cpu_row1(l_row1[l]), .cpu_data1(l_data1[l]),
-            .cpu_end(l_end[l]), .cpu_end_ok(l_end_ok[l]), .cpu_rel(l_rel[l]),
-            .cpu_len(l_len[l]),
+            .cpu_end(l_end[l]), .cpu_end_ok(l_end_ok[l]), .cpu_len(l_len[l]),
             .arp_evt(arp_evt[l]), .arp_evt_reply(arp_reply[l]), .arp_sha(arp_sha[l]),
-            .arp_spa(arp_spa[l]),
+            .arp_spa(arp_spa[l]), .ev_tag(ev_tag[l]),
             .vd_valid(vd_valid[l]), .vd_code(vd_code[l]), .vd_bytes(vd_bytes[l])
         );
     end
 
     // Frames decided in the same cycle are ordered by their arrival tags (at most three
     // consecutive frames are in flight at one stage, so a 3-bit tag distance tells them apart).
+    // (a table of the six tag bits: one LUT, no subtractor)
+    logic older_tab [64];
+    initial
+        for (int i = 0; i < 64; i++) begin
+            logic [2:0] d;
+            d = 3'(i) - 3'(i >> 3);     // b - a for {a, b} = i
+            older_tab[i] = d != 3'd0 && d <= 3'd3;
+        end
     function automatic logic older(input logic [2:0] a, input logic [2:0] b);
-        logic [2:0] d;
-        d = b - a;
-        older = d != 3'd0 && d <= 3'd3;
+        older = older_tab[{a, b}];
     endfunction
     function automatic logic [1:0] rank_of(input int l, input logic [NL-1:0] ev,
                                            input logic [3*NL-1:0] tags);
@@ -163,11 +173,18 @@ module fhg_rx_path #(
         rank_of = r;
     endfunction
 
-    logic [3*NL-1:0] tags;
-    always_comb for (int l = 0; l < NL; l++) tags[3*l +: 3] = hdr_tag[l];
+    logic [3*NL-1:0] tags, acc_tags, ev_tags;
+    always_comb
+        for (int l = 0; l < NL; l++) begin
+            tags[3*l +: 3]     = hdr_tag[l];
+            acc_tags[3*l +: 3] = acc_tag[l];
+            ev_tags[3*l +: 3]  = ev_tag[l];
+        end
 
     // ================================================================ order queue
-    localparam int OQ = 8;
+    // Pushes reach the queue a cycle after the header decision that checked `acc_room`, so
+    // the check leaves room for two frames per lane: one decided now, one still on its way.
+    localparam int OQ = 16;
     logic [$clog2(OQ):0]   oq_count;
     logic [NL*(MW+2)-1:0]  oq_in;
     logic [2*NL-1:0]       oq_rank;
@@ -176,10 +193,10 @@ module fhg_rx_path #(
     always_comb begin
         for (int l = 0; l < NL; l++) begin
             oq_in[(MW+2)*l +: MW+2] = {2'(l), acc_meta[l]};
-            oq_rank[2*l +: 2] = rank_of(l, acc_push, tags);
+            oq_rank[2*l +: 2] = rank_of(l, acc_push, acc_tags);
         end
     end
-    assign acc_room = oq_count <= ($clog2(OQ)+1)'(OQ - NL);
+    assign acc_room = oq_count <= ($clog2(OQ)+1)'(OQ - 2 * NL);
     fhg_mpush_fifo #(.WIDTH(MW + 2), .DEPTH(OQ), .NP(NL)) u_order (
         .clk(mac_clk), .rst(mac_rst), .push(acc_push), .data(oq_in), .rank(oq_rank),
         .count(oq_count), .valid(oq_valid), .head(oq_head), .pop(oq_pop)
@@ -216,10 +233,20 @@ module fhg_rx_path #(
     assign r_cnt   = r_data[1030:1024];
     assign r_last  = r_data[1031];
     assign r_empty = r_data[EW-1];
+    // k <= cnt as (group of 16 below cnt's) or (same group, place not above cnt's): each
+    // enable a small function of the count, not a comparator.
+    logic [7:0]  g_lt, g_eq;
+    logic [15:0] l_le;
     always_comb begin
+        for (int g = 0; g < 8; g++) begin
+            g_lt[g] = 3'(g) < r_cnt[6:4];
+            g_eq[g] = 3'(g) == r_cnt[6:4];
+        end
+        for (int l = 0; l < 16; l++) l_le[l] = 4'(l) <= r_cnt[3:0];
         for (int k = 0; k < 128; k++) begin
             rx_data[1023 - 8*k -: 8] = r_data[8*k +: 8];
-            rx_byte_enable[127 - k]  = !r_last || (!r_empty && 7'(k) <= r_cnt);
+            rx_byte_enable[127 - k]  = !r_last
+                                       || (!r_empty && (g_lt[k / 16] || (g_eq[k / 16] && l_le[k % 16])));
         end
         rx_valid        = r_valid;
         rx_end_of_frame = r_valid && r_last;
@@ -231,27 +258,31 @@ module fhg_rx_path #(
     end
 
     // ================================================================ CPU RX buffer owner
+    // The buffer goes to the oldest lane that wants it at header time while it is free; the
+    // owner's end (registered in the lane) then places the frame or frees the buffer again.
     localparam logic [1:0] C_FREE = 2'd0, C_WRITING = 2'd1, C_FULL = 2'd2;
     logic [1:0]    c_st;
     logic [1:0]    c_owner;
-    logic          c_avail, c_granted;
+    logic          c_granted;
     logic [1:0]    c_new;
     always_comb begin
-        c_avail = c_st == C_FREE || (c_st == C_WRITING && l_rel[c_owner]);
         cpu_grant = '0; c_granted = 1'b0; c_new = c_owner;
         for (int l = 0; l < NL; l++)
-            if (cpu_want[l] && rank_of(l, cpu_want, tags) == 2'd0 && c_avail) begin
+            if (cpu_want[l] && rank_of(l, cpu_want, tags) == 2'd0 && c_st == C_FREE) begin
                 cpu_grant[l] = 1'b1; c_granted = 1'b1; c_new = 2'(l);
             end
     end
-    always_comb begin
+    always_ff @(posedge mac_clk) begin
         // the writer: a frame granted now (its first words may come at once), else the owner
-        cpu_we0   = l_we0[c_new] && (c_granted || c_st == C_WRITING);
-        cpu_row0  = l_row0[c_new];
-        cpu_data0 = l_data0[c_new];
-        cpu_we1   = l_we1[c_new] && (c_granted || c_st == C_WRITING);
-        cpu_row1  = l_row1[c_new];
-        cpu_data1 = l_data1[c_new];
+        cpu_we0   <= l_we0[c_new] && (c_granted || c_st == C_WRITING);
+        cpu_row0  <= l_row0[c_new];
+        cpu_data0 <= l_data0[c_new];
+        cpu_we1   <= l_we1[c_new] && (c_granted || c_st == C_WRITING);
+        cpu_row1  <= l_row1[c_new];
+        cpu_data1 <= l_data1[c_new];
+        if (mac_rst) begin
+            cpu_we0 <= 1'b0; cpu_we1 <= 1'b0;
+        end
     end
     always_ff @(posedge mac_clk) begin
         cpu_placed <= 1'b0;
@@ -265,12 +296,6 @@ module fhg_rx_path #(
         if (c_granted) begin
             c_owner <= c_new;
             c_st <= C_WRITING;
-            if (l_end[c_new]) begin
-                c_st <= l_end_ok[c_new] ? C_FULL : C_FREE;
-                if (l_end_ok[c_new]) begin
-                    cpu_placed <= 1'b1; cpu_len <= l_len[c_new];
-                end
-            end
         end
         if (mac_rst) begin
             c_st <= C_FREE; cpu_placed <= 1'b0;
@@ -278,39 +303,45 @@ module fhg_rx_path #(
     end
 
     // ================================================================ ARP event queue
-    localparam int AQ = 8;
+    // Checked at header time; a lane's event is pushed at its frame's end, registered, so
+    // each lane may have two on their way (one ended, one decided).
+    localparam int AQ = 16;
     logic [$clog2(AQ):0] aq_count;
     logic [NL*81-1:0]    aq_in;
     logic [2*NL-1:0]     aq_rank;
-    logic [NL-1:0]       arp_tags_ev;
     always_comb begin
-        arp_tags_ev = arp_evt;
         for (int l = 0; l < NL; l++) begin
             aq_in[81*l +: 81] = {arp_reply[l], arp_sha[l], arp_spa[l]};
-            aq_rank[2*l +: 2] = rank_of(l, arp_tags_ev, tags);
+            aq_rank[2*l +: 2] = rank_of(l, arp_evt, ev_tags);
         end
     end
-    assign arp_room = aq_count <= ($clog2(AQ)+1)'(AQ - NL);
+    assign arp_room = aq_count <= ($clog2(AQ)+1)'(AQ - 2 * NL);
     fhg_mpush_fifo #(.WIDTH(81), .DEPTH(AQ), .NP(NL)) u_arpq (
         .clk(mac_clk), .rst(mac_rst), .push(arp_evt), .data(aq_in), .rank(aq_rank),
         .count(aq_count), .valid(arp_q_valid), .head(arp_q_data), .pop(arp_q_pop)
     );
 
     // ================================================================ statistics
+    // Per code, how many lanes gave it this cycle (the lanes' verdicts are registered; a
+    // lane's vd_bytes is zero without a verdict).
     logic [2:0]  cnt_n [NC];
     logic [1:0]  fr_n;
     logic [15:0] by_n;
+    logic        ovr_any;
     always_comb begin
-        for (int c = 0; c < NC; c++) cnt_n[c] = '0;
-        fr_n = '0; by_n = '0;
-        for (int l = 0; l < NL; l++)
-            if (vd_valid[l]) begin
-                cnt_n[vd_code[l]] = cnt_n[vd_code[l]] + 3'd1;
-                fr_n = fr_n + 2'd1;
-                by_n = by_n + 16'(vd_bytes[l]);
-            end
+        for (int c = 0; c < NC; c++) begin
+            cnt_n[c] = '0;
+            for (int l = 0; l < NL; l++)
+                cnt_n[c] = cnt_n[c] + 3'(vd_valid[l] && vd_code[l] == 5'(c));
+        end
         cnt_n[fhg_rx_pkg::V_OVERRUN] = cnt_n[fhg_rx_pkg::V_OVERRUN] + 3'(m_overrun);
         cnt_n[fhg_rx_pkg::V_PEND] = '0;
+        fr_n = '0;
+        for (int l = 0; l < NL; l++) fr_n = fr_n + 2'(vd_valid[l]);
+        by_n = 16'(vd_bytes[0]) + 16'(vd_bytes[1]) + 16'(vd_bytes[2]);
+        ovr_any = m_overrun;
+        for (int l = 0; l < NL; l++)
+            ovr_any = ovr_any || (vd_valid[l] && vd_code[l] == fhg_rx_pkg::V_OVERRUN);
     end
     always_ff @(posedge mac_clk) begin
         for (int c = 0; c < NC; c++) st_cnt[3*c +: 3] <= cnt_n[c];
@@ -321,7 +352,7 @@ module fhg_rx_path #(
     // ================================================================ overrun flag
     logic ovr_u, ovr_busy;
     fhg_pulse_sync u_ovr (
-        .clk_a(mac_clk), .rst_a(mac_rst), .pulse_a(cnt_n[fhg_rx_pkg::V_OVERRUN] != 0),
+        .clk_a(mac_clk), .rst_a(mac_rst), .pulse_a(ovr_any),
         .busy_a(ovr_busy), .clk_b(user_clk), .rst_b(1'b0), .pulse_b(ovr_u)
     );
     always_ff @(posedge user_clk) begin

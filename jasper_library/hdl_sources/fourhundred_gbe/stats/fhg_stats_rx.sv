@@ -57,11 +57,24 @@ module fhg_stats_rx #(
     assign verdict_v[0]      = 1'b0;
     assign verdict_d[15:0]   = '0;
 
-    logic [4:0] drops;
-    always_comb begin
-        drops = '0;
-        for (int c = int'(fhg_rx_pkg::V_FCS); c < NC; c++) drops = drops + 5'(verdict_cnt[3*c +: 3]);
+    // All drop reasons together, summed in two registered halves (one cycle later).
+    localparam int D0 = int'(fhg_rx_pkg::V_FCS);
+    localparam int DM = (D0 + NC) / 2;
+    logic [4:0] drops, drops_lo, drops_hi, drops_lo_sum, drops_hi_sum;
+    always_ff @(posedge mac_clk) begin
+        drops_lo <= drops_lo_sum;
+        drops_hi <= drops_hi_sum;
+        if (mac_rst) begin
+            drops_lo <= '0; drops_hi <= '0;
+        end
     end
+    always_comb begin
+        drops_lo_sum = '0;
+        drops_hi_sum = '0;
+        for (int c = D0; c < DM; c++) drops_lo_sum = drops_lo_sum + 5'(verdict_cnt[3*c +: 3]);
+        for (int c = DM; c < NC; c++) drops_hi_sum = drops_hi_sum + 5'(verdict_cnt[3*c +: 3]);
+    end
+    assign drops = drops_lo + drops_hi;
 
     fhg_cdc_delta #(.INCR_W(2)) u_frames (
         .src_clk(mac_clk), .src_rst(mac_rst), .src_incr(frames),

@@ -9,7 +9,8 @@
 //     cpu_word_valid); cpu_pop/cpu_done mirror the packer's ctl_pop/ctl_done while the CPU
 //     frame is selected.
 //   * The choice is made when a control frame starts and held until its last word has
-//     been taken, so frames never interleave. Combinational, no latency.
+//     been taken, so frames never interleave. Combinational, no latency; the statistics
+//     (stat_*_sent) are registered, one cycle after the frame's last word was taken.
 module fhg_tx_ctl_arb #(
     localparam int NSEG_W = 10
 ) (
@@ -63,8 +64,15 @@ module fhg_tx_ctl_arb #(
         arp_ready = ctl_pop && !pick_cpu;
         cpu_pop   = ctl_pop && pick_cpu;
         cpu_done  = ctl_done && pick_cpu;
-        stat_arp_sent = ctl_done && !pick_cpu;
-        stat_cpu_sent = ctl_done && pick_cpu;
+    end
+
+    // Statistics one cycle later, from a register.
+    always_ff @(posedge clk) begin
+        stat_arp_sent <= ctl_done && !pick_cpu;
+        stat_cpu_sent <= ctl_done && pick_cpu;
+        if (rst) begin
+            stat_arp_sent <= 1'b0; stat_cpu_sent <= 1'b0;
+        end
     end
 
     always_ff @(posedge clk) begin

@@ -16,9 +16,10 @@
 //     wire order, byte k in hdr[8k+7:8k].
 //   * Frame geometry for the packer: nseg = ceil(max(42+len, 60)/16) segments, mty = unused
 //     bytes of the last segment.
-//   * Throughput one descriptor per cycle; latency 4 cycles. Output is pushed only when
-//     the consumer has announced room (out_room counts free slots; in-flight entries are
-//     accounted for here), so there is no back-pressure inside the pipeline.
+//   * Throughput one descriptor per cycle; latency 4 cycles. A descriptor is taken only
+//     while the consumer announces room for more than the five that can be in flight here
+//     (out_room counts free slots; in_ready is registered), so there is no back-pressure
+//     inside the pipeline.
 //   * arp_addr/arp_entry: read port of the ARP table RAM, one cycle read latency; entry
 //     layout as the register map: [15:0] MAC[47:32], [16] valid, [63:32] MAC[31:0].
 module fhg_tx_header #(
@@ -65,10 +66,10 @@ module fhg_tx_header #(
     logic [15:0]      d_port, d_psum;
     assign {d_start, d_len, d_ip, d_port, d_psum} = in_data;
 
-    logic [2:0] inflight;
+    // in_ready is registered: after this cycle at most five entries are in flight (this
+    // cycle's pop, three stages, the output), so room for more than five is enough.
     logic v1, v2, v3;
-    assign inflight = 3'(v1) + 3'(v2) + 3'(v3) + 3'(out_valid);
-    assign in_ready = !rst && (out_room > 5'(inflight));
+    always_ff @(posedge clk) in_ready <= !rst && (out_room > 5'd5);
 
     logic is_mc, is_bc, on_net;
     always_comb begin

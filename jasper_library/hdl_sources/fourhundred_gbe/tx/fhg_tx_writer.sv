@@ -17,7 +17,7 @@
 //     consecutive word addresses, so an even and an odd bank take them (wr0 = even bank,
 //     wr1 = odd bank).
 //   * When a frame has been written completely its descriptor (start segment, payload
-//     length, destination, UDP payload checksum) is pushed out, CSUM_LAT+3 cycles after
+//     length, destination, UDP payload checksum) is pushed out, CSUM_LAT+4 cycles after
 //     tx_end_of_frame. `final_word` tells the MAC side which words will not be written
 //     again (all words below it).
 //   * Words below `final_word` are never written again, so the MAC side reads only those
@@ -30,8 +30,15 @@
 //     descriptor is pushed, `tx_overflow` becomes sticky until rst, and it is counted.
 //   * tx_afull asks the user to stop after the current frame: it is high while less than
 //     one maximum-size frame (plus the pipeline's slack) is free.
+//   * The byte count of the last word is the position of its last enabled byte (the enables
+//     are contiguous from the top; none enabled counts as no byte).
+//   * Stages, all registered: A takes the word (wire order, disabled bytes zeroed, the byte
+//     count); B adds up the frame's length and what its end will need (too long, the number
+//     of segments the last word reaches); C places the word in the buffer. C's loop only
+//     chooses among values prepared from registers: where the next frame would start (its
+//     word, segment offset and whether it shares the partial word) is kept ready.
 //
-// Latency: tx_data → buffer write 2 cycles; tx_end_of_frame → descriptor CSUM_LAT+3.
+// Latency: tx_data → buffer write 3 cycles; tx_end_of_frame → descriptor CSUM_LAT+4.
 module fhg_tx_writer #(
     parameter int BUF_WORDS   = 512,    // buffer depth in 1024-bit words (power of two)
     parameter int MAX_PAYLOAD = 8972,   // largest UDP payload accepted (bytes)
@@ -87,30 +94,84 @@ module fhg_tx_writer #(
             $error("fhg_tx_writer: BUF_WORDS must be a power of two holding two maximum frames");
     end
 
-    // ------------------------------------------------------------------ stage 1: register
-    // Byte-reverse into wire order and zero the bytes the user did not enable.
-    logic [1023:0] s1_data;
-    logic          s1_valid, s1_eof;
-    logic [7:0]    s1_nbytes;        // bytes in this word, 1..128
-    logic [31:0]   s1_ip;
-    logic [15:0]   s1_port;
-
-    function automatic logic [7:0] count_ones(input logic [127:0] v);
-        logic [7:0] n;
-        n = '0;
-        for (int i = 0; i < 128; i++) n = n + 8'(v[i]);
-        count_ones = n;
-    endfunction
+    // ------------------------------------------------------------------ stage A: register
+    // Byte-reverse into wire order and zero the bytes the user did not enable. The byte
+    // count of a last word: the enables are contiguous from bit 127, so it is one more than
+    // the place (from the top) of the last enabled byte, where the enables end. That place
+    // is found per group of 16 bytes here (which group, and where in it) and put together
+    // in stage B, so neither half is a deep encoder.
+    logic [1023:0] a_data;
+    logic          a_valid, a_eof, a_none;
+    logic [7:0]    a_grp;            // the enables end in this group of 16 (from the top)
+    logic [3:0]    a_loc [8];        // ...at this place in it
+    logic [6:0]    a_m;              // bytes in this word minus one (stage B, from the above)
+    logic [31:0]   a_ip;
+    logic [15:0]   a_port;
 
     always_ff @(posedge clk) begin
-        s1_valid <= tx_valid && !rst;
-        s1_eof   <= tx_end_of_frame;
-        s1_ip    <= tx_dest_ip;
-        s1_port  <= tx_dest_port;
-        s1_nbytes <= tx_end_of_frame ? count_ones(tx_byte_enable) : 8'd128;
+        a_valid <= tx_valid && !rst;
+        a_eof   <= tx_end_of_frame;
+        a_ip    <= tx_dest_ip;
+        a_port  <= tx_dest_port;
+        a_none  <= tx_end_of_frame && !tx_byte_enable[127];
+        for (int g = 0; g < 8; g++) begin
+            logic       hit;
+            logic [3:0] loc;
+            hit = 1'b0;
+            loc = '0;
+            for (int k = 0; k < 16; k++) begin
+                // byte j = 16g + k from the top is the last enabled one
+                if (tx_byte_enable[127 - (16*g + k)]
+                    && (16*g + k == 127 || !tx_byte_enable[126 - (16*g + k)])) begin
+                    hit = 1'b1;
+                    loc = loc | 4'(k);
+                end
+            end
+            // a word that is not a frame's last counts all 128 bytes (the last group's end)
+            a_grp[g] <= tx_end_of_frame ? hit : (g == 7);
+            a_loc[g] <= tx_end_of_frame ? loc : 4'd15;
+        end
         for (int i = 0; i < 128; i++)
-            s1_data[8*i +: 8] <= (tx_end_of_frame && !tx_byte_enable[127-i]) ? 8'h00
-                                 : tx_data[1023-8*i -: 8];
+            a_data[8*i +: 8] <= (tx_end_of_frame && !tx_byte_enable[127-i]) ? 8'h00
+                                : tx_data[1023-8*i -: 8];
+    end
+    always_comb begin
+        a_m = '0;
+        for (int g = 0; g < 8; g++) if (a_grp[g]) a_m = a_m | {3'(g), a_loc[g]};
+    end
+
+    // ------------------------------------------------------------------ stage B: length
+    // The frame's length as the user gives it (a dropped frame's remaining words are
+    // discarded anyway, so the length may run on through them). With m = bytes - 1 of the
+    // last word, the length is {words, m} + 1: no adder is needed to compare it.
+    logic [6:0]     u_words;         // whole words of this user frame before the current one
+    logic           a_short;         // the frame is one word of under 18 bytes (padded to 60)
+    always_comb a_short = u_words == 7'd0 && (a_none || a_m < 7'd17);
+    always_ff @(posedge clk) begin
+        if (a_valid) u_words <= a_eof ? 7'd0 : u_words + 7'd1;
+        if (rst) u_words <= '0;
+    end
+
+    logic [1023:0]  b_data;
+    logic           b_valid, b_eof, b_too_long;
+    logic [LEN_W:0] b_plen_next;
+    logic [3:0]     b_kq;            // segments the end reaches past the payload's offset
+    logic [31:0]    b_ip;
+    logic [15:0]    b_port;
+    always_ff @(posedge clk) begin
+        b_valid     <= a_valid && !rst;
+        b_eof       <= a_eof;
+        b_ip        <= a_ip;
+        b_port      <= a_port;
+        b_data      <= a_data;
+        b_plen_next <= a_none ? (LEN_W+1)'({u_words, 7'b0})
+                              : (LEN_W+1)'({u_words, a_m}) + (LEN_W+1)'(1);
+        b_too_long  <= a_none ? (LEN_W+1)'({u_words, 7'b0}) > (LEN_W+1)'(MAX_PAYLOAD)
+                              : (LEN_W+1)'({u_words, a_m}) >= (LEN_W+1)'(MAX_PAYLOAD);
+        // The payload starts at offset 16*o3 + 10 in its word, so its end lies
+        // ceil((16*o3 + 10 + bytes) / 16) = o3 + (bytes + 25) / 16 segments from the word;
+        // with bytes = 16h + l + 1 (m = 16h + l) that is o3 + h + 1 + (l >= 6).
+        b_kq        <= a_short ? 4'd2 : 4'(a_m[6:4]) + 4'd1 + 4'(a_m[3:0] >= 4'd6);
     end
 
     // ------------------------------------------------------------------ checksum pipeline
@@ -120,89 +181,96 @@ module fhg_tx_writer #(
     logic        csum_valid, csum_sof, csum_eof;
     fhg_tx_csum_tree #(.LAT(CSUM_LAT)) u_csum (
         .clk      (clk),
-        .data     (s1_data),
-        .in_valid (s1_valid && !s1_drop_now),
-        .in_sof   (s1_sof),
-        .in_eof   (s1_eof),
+        .data     (b_data),
+        .in_valid (b_valid && !drop_now),
+        .in_sof   (!in_frame),
+        .in_eof   (b_eof),
         .sum      (csum_word),
         .out_valid(csum_valid),
         .out_sof  (csum_sof),
         .out_eof  (csum_eof)
     );
 
-    // ------------------------------------------------------------------ stage 2: placement
+    // ------------------------------------------------------------------ stage C: placement
     logic [SP-1:0]   start_seg;      // where the current (or next) frame starts
     logic [WP-1:0]   cur_w;          // buffer word receiving the low part of the next word
-    logic [6:0]      off;            // byte offset of the next user word inside cur_w
+    logic [2:0]      off3;           // segment offset of the payload in the frame's words
     logic [1023:0]   pw;             // partial word: bytes below the fill level, zeros above
     logic [WP-1:0]   pw_idx;         // buffer word pw belongs to
     logic            in_frame;       // a word of the current frame has been accepted
     logic            dropping;       // discard until end of frame
-    logic [LEN_W:0]  plen;           // payload bytes accepted so far in this frame
-    logic            s1_sof;
-    logic            s1_drop_now;
+    logic            drop_now;
+    // Kept ready for the next frame's first word (from start_seg and pw_idx):
+    logic [WP-1:0]   nf_w;           // its buffer word: start_seg's word, one more from
+                                     // segment 6 on (the 42-byte header fills 2.6 segments)
+    logic [2:0]      nf_o3;          // its payload's segment offset: start_seg + 2 (mod 8)
+    logic            nf_same;        // it shares the partial word pw
+    // ...and where the words may go: w+1 and w+2 of both candidates.
+    logic [WP-1:0]   cur_w1, cur_w2, nf_w1, nf_w2;
+    logic            ns_cur, ns_nf;  // no space for the candidate's next two words
+    logic            reader_near, desc_near_full;
 
-    assign s1_sof = !in_frame;
-
-    // Placement of this word (frame start recomputes the offset from start_seg).
-    logic [WP-1:0]  w_lo;
-    logic [6:0]     o;
-    logic [1023:0]  base;            // content below the offset in word w_lo
-    logic [AW+7:0] x;                // byte position of the payload start in the buffer
-    assign x = {1'b0, start_seg[SP-2:0], 4'b0000} + (AW+8)'(42);
-    always_comb begin
-        if (!in_frame) begin
-            w_lo = {start_seg[SP-1], x[AW+6:7]} + WP'(x[AW+7] ? BUF_WORDS : 0);
-            o    = x[6:0];
-            // Same word as the frame start: keep the previous frame's tail bytes.
-            base = (w_lo == pw_idx) ? pw : '0;
-        end else begin
-            w_lo = cur_w;
-            o    = off;
-            base = pw;
+    // o3 + kq as a table (7 inputs: two LUT levels, where an adder would add a carry chain
+    // in front of everything the end decides).
+    // Each entry: {r, r > 8, r == 8, r == 16, r >= 14, r >= 6, (r mod 8) < 6}.
+    typedef struct packed {
+        logic [4:0] r;
+        logic       gt8, eq8, eq16, ge14, ge6, same;
+    } end_t;
+    end_t end_tab [128];
+    initial
+        for (int i = 0; i < 128; i++) begin
+            logic [4:0] v;
+            v = 5'(i >> 4) + 5'(i & 15);
+            end_tab[i] = {v, v > 5'd8, v == 5'd8, v == 5'd16, v >= 5'd14, v >= 5'd6,
+                          v[2:0] < 3'd6};
         end
+    end_t e_cur, e_nf, e;             // the frame's end for either placement, and the one used
+
+    // Placement of this word.
+    logic [WP-1:0]  w_lo, w_lo1, w_lo2;
+    logic [2:0]     o3;
+    logic [1023:0]  base;            // content below the offset in word w_lo
+    logic [4:0]     r;               // segments from w_lo*8 to the frame's end (1..16)
+    always_comb begin
+        w_lo  = in_frame ? cur_w  : nf_w;
+        w_lo1 = in_frame ? cur_w1 : nf_w1;
+        w_lo2 = in_frame ? cur_w2 : nf_w2;
+        o3    = in_frame ? off3   : nf_o3;
+        base  = (in_frame || nf_same) ? pw : '0;
+        e_cur = end_tab[{off3, b_kq}];
+        e_nf  = end_tab[{nf_o3, b_kq}];
+        e     = in_frame ? e_cur : e_nf;
+        r     = e.r;
     end
 
     // Shift the word into the two-word window: lo = word w_lo, hi = word w_lo+1. Frames
     // start on segment boundaries and the header is 42 bytes, so the offset is always
     // 16k + 10: a fixed 10-byte shift and an 8-way segment shift, not a 128-way one.
     logic [2047:0] window;
-    always_comb window = ({1024'b0, s1_data} << 80) << (128 * o[6:4]);
+    always_comb window = ({1024'b0, b_data} << 80) << (128 * o3);
 
     logic [1023:0] lo, hi;
     assign lo = base | window[1023:0];
     assign hi = window[2047:1024];
 
-    // End of frame: end position inside the window (bytes), with runt padding to 60.
-    logic [LEN_W:0]  plen_next;
-    logic [8:0]      e_raw, e_pad;
-    logic [4:0]      end_seg_rel;    // 1..16 segments from w_lo*8
-    always_comb begin
-        plen_next = plen + (LEN_W+1)'(s1_nbytes);
-        e_raw     = 9'(o) + 9'(s1_nbytes);
-        if (plen_next + 42 < 60) e_pad = e_raw + 9'(60 - 42 - plen_next);
-        else                     e_pad = e_raw;
-        end_seg_rel = 5'((e_pad + 9'd15) >> 4);
-    end
-
-    // The reader is close enough to the write position to be waiting for the last word.
-    logic reader_near;
-    assign reader_near = (pw_idx - rd_word) <= WP'(MAX_WORDS + 2);
-
     // Space: the highest word this cycle may write is w_lo+1.
-    logic [WP-1:0] used_words;
-    logic          no_space, too_long, desc_near_full;
-    assign used_words     = (w_lo + WP'(1)) - rd_word;
-    assign no_space       = used_words >= WP'(BUF_WORDS);
-    assign too_long       = plen_next > (LEN_W+1)'(MAX_PAYLOAD);
-    assign desc_near_full = desc_used >= ($clog2(DESC_SLOTS)+1)'(DESC_SLOTS - DESC_MARGIN);
-    assign s1_drop_now    = dropping || (s1_valid && (no_space || too_long || !accept
-                                                      || (!in_frame && desc_near_full)));
+    logic no_space;
+    assign no_space = in_frame ? ns_cur : ns_nf;
+    assign drop_now = dropping || (b_valid && (no_space || b_too_long || !accept
+                                               || (!in_frame && desc_near_full)));
 
     // Descriptor fields travel with the checksum pipeline.
     logic [SP-1:0]  eof_start_seg;
     logic [LEN_W-1:0] eof_len;
     logic           eof_push;
+
+    // Where the next frame starts after an end at segment r of word w_lo.
+    logic [WP-1:0] end_w, end_nf_w;
+    always_comb begin
+        end_w    = e.eq16 ? w_lo2 : (e.gt8 || e.eq8) ? w_lo1 : w_lo;
+        end_nf_w = e.ge14 ? w_lo2 : e.ge6 ? w_lo1 : w_lo;
+    end
 
     always_ff @(posedge clk) begin
         wr0_en <= 1'b0;
@@ -214,17 +282,19 @@ module fhg_tx_writer #(
         if (rst) begin
             start_seg   <= '0;
             cur_w       <= '0;
-            off         <= '0;
+            off3        <= '0;
             pw          <= '0;
             pw_idx      <= '0;
             in_frame    <= 1'b0;
             dropping    <= 1'b0;
-            plen        <= '0;
             final_word  <= '0;
             tx_overflow <= 1'b0;
-        end else if (s1_valid) begin
+            nf_w        <= '0;
+            nf_o3       <= 3'd2;
+            nf_same     <= 1'b1;
+        end else if (b_valid) begin
             stat_word <= 1'b1;
-            if (s1_drop_now) begin
+            if (drop_now) begin
                 stat_words_lost <= 8'd1;
                 if (!dropping) begin
                     stat_frame_drop <= 1'b1;
@@ -235,46 +305,48 @@ module fhg_tx_writer #(
                         start_seg <= {cur_w, 3'b000};
                         pw        <= '0;
                         pw_idx    <= cur_w;
+                        nf_w      <= cur_w;
+                        nf_o3     <= 3'd2;
+                        nf_same   <= 1'b1;
                     end
                 end
-                dropping <= !s1_eof;
+                dropping <= !b_eof;
                 in_frame <= 1'b0;
-                plen     <= '0;
             end else begin
-                plen <= s1_eof ? '0 : plen_next;
-                in_frame <= !s1_eof;
+                in_frame <= !b_eof;
                 // Low word is always written; with even/odd banking by address parity.
                 if (w_lo[0]) begin
                     wr1_en <= 1'b1; wr1_addr <= w_lo[AW-1:1]; wr1_data <= lo;
                 end else begin
                     wr0_en <= 1'b1; wr0_addr <= w_lo[AW-1:1]; wr0_data <= lo;
                 end
-                if (!s1_eof) begin
-                    cur_w      <= w_lo + WP'(1);
-                    off        <= o;
+                if (!b_eof) begin
+                    cur_w      <= w_lo1;
+                    off3       <= o3;
                     pw         <= hi;
-                    pw_idx     <= w_lo + WP'(1);
-                    final_word <= w_lo + WP'(1);
+                    pw_idx     <= w_lo1;
+                    final_word <= w_lo1;
                 end else begin
                     eof_push      <= 1'b1;
                     eof_start_seg <= start_seg;
-                    eof_len       <= plen_next[LEN_W-1:0];
-                    start_seg     <= {w_lo, 3'b000} + SP'(end_seg_rel);
-                    if (end_seg_rel > 5'd8) begin
+                    eof_len       <= b_plen_next[LEN_W-1:0];
+                    start_seg     <= {end_w, r[2:0]};
+                    nf_w          <= end_nf_w;
+                    nf_o3         <= r[2:0] + 3'd2;
+                    nf_same       <= e.same;
+                    if (e.gt8) begin
                         // The frame reaches into the next word: flush it as well.
                         if (w_lo[0]) begin
-                            wr0_en <= 1'b1; wr0_addr <= w_lo[AW-1:1] + 1'b1; wr0_data <= hi;
+                            wr0_en <= 1'b1; wr0_addr <= w_lo1[AW-1:1]; wr0_data <= hi;
                         end else begin
                             wr1_en <= 1'b1; wr1_addr <= w_lo[AW-1:1]; wr1_data <= hi;
                         end
-                        pw         <= (end_seg_rel == 5'd16) ? '0 : hi;
-                        pw_idx     <= w_lo + ((end_seg_rel == 5'd16) ? WP'(2) : WP'(1));
-                        final_word <= w_lo + ((end_seg_rel == 5'd16) ? WP'(2) : WP'(1));
+                        pw         <= e.eq16 ? '0 : hi;
                     end else begin
-                        pw         <= (end_seg_rel == 5'd8) ? '0 : lo;
-                        pw_idx     <= w_lo + ((end_seg_rel == 5'd8) ? WP'(1) : WP'(0));
-                        final_word <= w_lo + ((end_seg_rel == 5'd8) ? WP'(1) : WP'(0));
+                        pw         <= e.eq8 ? '0 : lo;
                     end
+                    pw_idx     <= end_w;
+                    final_word <= end_w;
                 end
             end
         end else if (!in_frame && start_seg[2:0] != 3'd0 && reader_near) begin
@@ -285,6 +357,9 @@ module fhg_tx_writer #(
             pw         <= '0;
             pw_idx     <= pw_idx + WP'(1);
             final_word <= pw_idx + WP'(1);
+            nf_w       <= pw_idx + WP'(1);
+            nf_o3      <= 3'd2;
+            nf_same    <= 1'b1;
         end
         if (rst) begin
             wr0_en <= 1'b0;
@@ -293,9 +368,31 @@ module fhg_tx_writer #(
         end
     end
 
+    // Prepared from registers for the next cycle (a cycle late where that is conservative:
+    // the reader only moves on, and a seal a cycle late changes nothing).
+    always_comb begin
+        cur_w1 = cur_w + WP'(1);
+        cur_w2 = cur_w + WP'(2);
+        nf_w1  = nf_w + WP'(1);
+        nf_w2  = nf_w + WP'(2);
+        // The word after w_lo must not reach the oldest word the reader still needs.
+        ns_cur = !before_w(cur_w1, rd_word + WP'(BUF_WORDS));
+        ns_nf  = !before_w(nf_w1, rd_word + WP'(BUF_WORDS));
+    end
+    function automatic logic before_w(input logic [WP-1:0] a, input logic [WP-1:0] b);
+        logic [WP-1:0] d;
+        d = a - b;
+        before_w = d[WP-1];
+    endfunction
+    always_ff @(posedge clk) begin
+        // The reader is close enough to the write position to be waiting for the last word.
+        reader_near    <= (pw_idx - rd_word) <= WP'(MAX_WORDS + 2);
+        desc_near_full <= desc_used >= ($clog2(DESC_SLOTS)+1)'(DESC_SLOTS - DESC_MARGIN - 1);
+    end
+
     // ------------------------------------------------------------------ descriptor
-    // eof_push happens one cycle after stage 1; the checksum appears CSUM_LAT cycles after
-    // stage 1. Delay the frame's fields to meet it, then fold the sum (2 cycles).
+    // eof_push happens one cycle after stage B; the checksum appears CSUM_LAT cycles after
+    // stage B. Delay the frame's fields to meet it, then fold the sum (2 cycles).
     localparam int FIELD_W = SP + LEN_W + 48;
     logic [FIELD_W-1:0] fields_q [CSUM_LAT];
     logic [CSUM_LAT-1:0] push_q;
@@ -311,9 +408,9 @@ module fhg_tx_writer #(
 
     logic [31:0] eof_ip;
     logic [15:0] eof_port;
-    always_ff @(posedge clk) if (s1_valid && s1_eof) begin
-        eof_ip   <= s1_ip;
-        eof_port <= s1_port;
+    always_ff @(posedge clk) if (b_valid && b_eof) begin
+        eof_ip   <= b_ip;
+        eof_port <= b_port;
     end
 
     // Per-frame accumulation of the tree's output.
