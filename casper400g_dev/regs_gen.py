@@ -202,6 +202,12 @@ def _py_field(f: Field, indent: str) -> str:
     )
 
 
+def _py_fields(fields: tuple[Field, ...]) -> str:
+    """The fields argument of a generated Register or Region, and the call's end."""
+    inner = "".join(_py_field(f, "            ") for f in fields)
+    return f"        (\n{inner}        ),\n    ),\n"
+
+
 def render_python(model: RegMap) -> str:
     out = [_PY_HEADER.format(name=model.name), _map_classes(), "\n\n"]
     out.append(f"BLOCK_NAME = {model.name!r}\n")
@@ -212,10 +218,7 @@ def render_python(model: RegMap) -> str:
         out.append(f"    {r.name!r}: Register(\n")
         out.append(f"        {r.name!r}, {r.title!r}, {r.offset:#06x}, {r.width}, {r.sw!r},\n")
         out.append(f"        {r.desc!r},\n")
-        out.append("        (\n")
-        for f in r.fields:
-            out.append(_py_field(f, "            "))
-        out.append("        ),\n    ),\n")
+        out.append(_py_fields(r.fields))
     out.append("}\n\n")
     out.append("REGIONS: dict[str, Region] = {\n")
     for g in model.regions:
@@ -223,10 +226,7 @@ def render_python(model: RegMap) -> str:
         out.append(f"        {g.name!r}, {g.title!r}, {g.offset:#06x}, {g.size:#06x}, {g.sw!r},\n")
         out.append(f"        {g.desc!r},\n")
         out.append(f"        {g.entries}, {g.entry_bytes},\n")
-        out.append("        (\n")
-        for f in g.entry_fields:
-            out.append(_py_field(f, "            "))
-        out.append("        ),\n    ),\n")
+        out.append(_py_fields(g.entry_fields))
     out.append("}\n\n")
     out.append(
         "COUNTERS: tuple[str, ...] = tuple(n for n, r in REGISTERS.items() if r.is_counter)\n"
