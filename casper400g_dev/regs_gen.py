@@ -21,7 +21,8 @@ from pathlib import Path
 
 from mlib_devel_400g import paths
 
-from . import checkout
+from . import checkout, regmap_types
+from .regmap_types import Field, Region, Register
 
 BLOCK_NAME = "fhg_regs"
 
@@ -42,52 +43,12 @@ MD_DOC = Path("docs") / "registers.md"
 
 
 @dataclass(frozen=True)
-class FieldInfo:
-    name: str
-    lsb: int
-    width: int
-    sw: str
-    hw: str
-    reset: int | None
-    singlepulse: bool
-    counter: bool
-    desc: str
-
-
-@dataclass(frozen=True)
-class RegInfo:
-    name: str
-    title: str
-    offset: int
-    width: int
-    desc: str
-    fields: tuple[FieldInfo, ...]
-
-    @property
-    def sw(self) -> str:
-        return "rw" if any("w" in f.sw for f in self.fields) else "r"
-
-
-@dataclass(frozen=True)
-class RegionInfo:
-    name: str
-    title: str
-    offset: int
-    size: int
-    sw: str
-    desc: str
-    entries: int
-    entry_bytes: int
-    entry_fields: tuple[FieldInfo, ...]
-
-
-@dataclass(frozen=True)
 class RegMap:
     name: str
     desc: str
     size: int
-    registers: tuple[RegInfo, ...]
-    regions: tuple[RegionInfo, ...]
+    registers: tuple[Register, ...]
+    regions: tuple[Region, ...]
 
 
 def _clean(text: str | None) -> str:
@@ -99,8 +60,8 @@ def _access(prop: object) -> str:
     return {"na": "-", "rw1": "rw", "w1": "w"}.get(name, name)
 
 
-def _field_info(node) -> FieldInfo:  # noqa: ANN001 - systemrdl FieldNode
-    return FieldInfo(
+def _field_info(node) -> Field:  # noqa: ANN001 - systemrdl FieldNode
+    return Field(
         name=node.inst_name,
         lsb=node.lsb,
         width=node.width,
@@ -130,23 +91,25 @@ def build_model(root) -> RegMap:  # noqa: ANN001 - systemrdl RootNode
     from systemrdl.node import MemNode, RegNode
 
     top = root.top
-    registers: list[RegInfo] = []
-    regions: list[RegionInfo] = []
+    registers: list[Register] = []
+    regions: list[Region] = []
     for node in top.children():
         if isinstance(node, RegNode):
+            fields = tuple(_field_info(f) for f in node.fields())
             registers.append(
-                RegInfo(
+                Register(
                     name=node.inst_name,
                     title=_clean(node.get_property("name")),
                     offset=node.address_offset,
                     width=node.get_property("regwidth"),
+                    sw="rw" if any("w" in f.sw for f in fields) else "r",
                     desc=_clean(node.get_property("desc")),
-                    fields=tuple(_field_info(f) for f in node.fields()),
+                    fields=fields,
                 )
             )
         elif isinstance(node, MemNode):
             vregs = list(node.registers())
-            entry_fields: tuple[FieldInfo, ...] = ()
+            entry_fields: tuple[Field, ...] = ()
             entry_bytes = node.get_property("memwidth") // 8
             if vregs:
                 first = vregs[0]
@@ -155,7 +118,7 @@ def build_model(root) -> RegMap:  # noqa: ANN001 - systemrdl RootNode
                 entry_fields = tuple(_field_info(f) for f in first.fields())
                 entry_bytes = first.get_property("regwidth") // 8
             regions.append(
-                RegionInfo(
+                Region(
                     name=node.inst_name,
                     title=_clean(node.get_property("name")),
                     offset=node.address_offset,
@@ -207,6 +170,7 @@ def export_sv(root, out_dir: Path) -> None:  # noqa: ANN001 - systemrdl RootNode
 
 # --------------------------------------------------------------------------- Python map
 
+# The generated map's docstring and imports; its classes follow, as regmap_types.py has them.
 _PY_HEADER = '''\
 """Register map of the casper400g 400GbE core ({name}).
 
@@ -222,94 +186,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
-class Field:
-    """A bit field: bits [lsb + width - 1 : lsb] of its register (or region entry)."""
-
-    name: str
-    lsb: int
-    width: int
-    sw: str  # software access: "rw", "r" or "w"
-    hw: str  # hardware access: "rw", "r", "w" or "-"
-    reset: int | None  # None: value is driven by the core, not stored
-    singlepulse: bool  # writing 1 gives a one-cycle pulse; always reads 0
-    counter: bool
-    desc: str
-
-    @property
-    def msb(self) -> int:
-        return self.lsb + self.width - 1
-
-    @property
-    def mask(self) -> int:
-        return ((1 << self.width) - 1) << self.lsb
-
-    def get(self, reg_value: int) -> int:
-        """Extract this field from a register value."""
-        return (reg_value >> self.lsb) & ((1 << self.width) - 1)
-
-    def put(self, reg_value: int, value: int) -> int:
-        """Return reg_value with this field replaced by value."""
-        if not 0 <= value < (1 << self.width):
-            raise ValueError(
-                f"value {{value!r}} does not fit field {{self.name}} ({{self.width}} bits)"
-            )
-        return (reg_value & ~self.mask) | (value << self.lsb)
-
-
-@dataclass(frozen=True)
-class Register:
-    name: str
-    title: str
-    offset: int
-    width: int  # bits: 32, or 64 for counters read as two words
-    sw: str
-    desc: str
-    fields: tuple[Field, ...]
-
-    @property
-    def nbytes(self) -> int:
-        return self.width // 8
-
-    @property
-    def reset(self) -> int:
-        """Reset value of the stored fields (core-driven fields count as 0)."""
-        value = 0
-        for f in self.fields:
-            if f.reset is not None:
-                value |= f.reset << f.lsb
-        return value
-
-    @property
-    def is_counter(self) -> bool:
-        return any(f.counter for f in self.fields)
-
-    def field(self, name: str) -> Field:
-        for f in self.fields:
-            if f.name == name:
-                return f
-        raise KeyError(f"register {{self.name}} has no field {{name!r}}")
-
-
-@dataclass(frozen=True)
-class Region:
-    """An external region whose storage belongs to the core (RAMs, buffers)."""
-
-    name: str
-    title: str
-    offset: int
-    size: int
-    sw: str
-    desc: str
-    entries: int
-    entry_bytes: int
-    entry_fields: tuple[Field, ...]
-
-
 '''
 
 
-def _py_field(f: FieldInfo, indent: str) -> str:
+def _map_classes() -> str:
+    text = Path(regmap_types.__file__).read_text()
+    return text[text.index("@dataclass") :]
+
+
+def _py_field(f: Field, indent: str) -> str:
     return (
         f"{indent}Field({f.name!r}, {f.lsb}, {f.width}, {f.sw!r}, {f.hw!r}, "
         f"{f.reset if f.reset is None else hex(f.reset)}, {f.singlepulse}, {f.counter},\n"
@@ -317,8 +202,14 @@ def _py_field(f: FieldInfo, indent: str) -> str:
     )
 
 
+def _py_fields(fields: tuple[Field, ...]) -> str:
+    """The fields argument of a generated Register or Region, and the call's end."""
+    inner = "".join(_py_field(f, "            ") for f in fields)
+    return f"        (\n{inner}        ),\n    ),\n"
+
+
 def render_python(model: RegMap) -> str:
-    out = [_PY_HEADER.format(name=model.name)]
+    out = [_PY_HEADER.format(name=model.name), _map_classes(), "\n\n"]
     out.append(f"BLOCK_NAME = {model.name!r}\n")
     out.append(f"BLOCK_SIZE = {model.size:#x}\n")
     out.append("WORD_BYTES = 4\n\n")
@@ -327,10 +218,7 @@ def render_python(model: RegMap) -> str:
         out.append(f"    {r.name!r}: Register(\n")
         out.append(f"        {r.name!r}, {r.title!r}, {r.offset:#06x}, {r.width}, {r.sw!r},\n")
         out.append(f"        {r.desc!r},\n")
-        out.append("        (\n")
-        for f in r.fields:
-            out.append(_py_field(f, "            "))
-        out.append("        ),\n    ),\n")
+        out.append(_py_fields(r.fields))
     out.append("}\n\n")
     out.append("REGIONS: dict[str, Region] = {\n")
     for g in model.regions:
@@ -338,10 +226,7 @@ def render_python(model: RegMap) -> str:
         out.append(f"        {g.name!r}, {g.title!r}, {g.offset:#06x}, {g.size:#06x}, {g.sw!r},\n")
         out.append(f"        {g.desc!r},\n")
         out.append(f"        {g.entries}, {g.entry_bytes},\n")
-        out.append("        (\n")
-        for f in g.entry_fields:
-            out.append(_py_field(f, "            "))
-        out.append("        ),\n    ),\n")
+        out.append(_py_fields(g.entry_fields))
     out.append("}\n\n")
     out.append(
         "COUNTERS: tuple[str, ...] = tuple(n for n, r in REGISTERS.items() if r.is_counter)\n"
@@ -358,17 +243,17 @@ _ACCESS_WORDS = {
 }
 
 
-def _bits(f: FieldInfo) -> str:
+def _bits(f: Field) -> str:
     return f"{f.lsb}" if f.width == 1 else f"{f.lsb + f.width - 1}:{f.lsb}"
 
 
-def _reset_text(f: FieldInfo) -> str:
+def _reset_text(f: Field) -> str:
     if f.reset is None:
         return "core"
     return f"{f.reset:#x}" if f.width > 4 else str(f.reset)
 
 
-def _field_access(f: FieldInfo) -> str:
+def _field_access(f: Field) -> str:
     if f.singlepulse:
         return "W1P"
     if f.counter:
@@ -378,14 +263,10 @@ def _field_access(f: FieldInfo) -> str:
     return f.sw.upper()
 
 
-def _reg_reset(r: RegInfo) -> str:
+def _reg_reset(r: Register) -> str:
     if all(f.reset is None for f in r.fields):
         return "core"
-    value = 0
-    for f in r.fields:
-        if f.reset is not None:
-            value |= f.reset << f.lsb
-    return f"0x{value:0{r.width // 4}X}"
+    return f"0x{r.reset:0{r.width // 4}X}"
 
 
 def render_markdown(model: RegMap) -> str:

@@ -60,6 +60,24 @@ def need_tool(message: str) -> None:
     pytest.skip(message)
 
 
+def ensure_qemu() -> None:
+    """QEMU for the soft-RoCE VM tests: CI (as root) installs Debian's qemu-system-x86 when
+    it is missing; otherwise need_tool."""
+    from verification.softroce.vm import qemu_available
+
+    if qemu_available():
+        return
+    if os.environ.get("CI") == "true" and os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for cmd in (
+            ["apt-get", "update", "-qq"],
+            ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "qemu-system-x86"],
+        ):
+            subprocess.run(cmd, env=env, check=False, capture_output=True)
+    if not qemu_available():
+        need_tool("qemu-system-x86_64 not found (Debian package qemu-system-x86)")
+
+
 def reference_tree(name: str) -> Path:
     """A tree of the shared reference copies (``shared/reference/<name>`` beside the
     checkout or one of its parents), or ``$CASPER400G_REFERENCE/<name>``."""

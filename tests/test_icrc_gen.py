@@ -30,26 +30,7 @@ def test_model_matches_zlib_for_every_start_segment(seed: int) -> None:
     rng = random.Random(seed)
     for n in range(40):
         imm = n % 2 == 1
-        w = roce.RdmaWrite(
-            src_mac=rng.getrandbits(48),
-            dst_mac=rng.getrandbits(48),
-            src_ip=rng.getrandbits(32),
-            dst_ip=rng.getrandbits(32),
-            dest_qp=rng.getrandbits(24),
-            psn=rng.getrandbits(24),
-            payload=rng.randbytes(rng.randint(0, 300)),
-            va=rng.getrandbits(64),
-            rkey=rng.getrandbits(32),
-            immediate=rng.getrandbits(32) if imm else None,
-            operation=(
-                roce.Operation.RDMA_WRITE_ONLY_WITH_IMMEDIATE
-                if imm
-                else roce.Operation.RDMA_WRITE_ONLY
-            ),
-            ip_id=rng.getrandbits(16),
-            ttl=rng.getrandbits(8),
-            tos=rng.getrandbits(8),
-        )
+        w = roce.random_write(rng, lambda: rng.randint(0, 300), imm)
         frame = roce.build_frame(w)
         want = int.from_bytes(frame[-4:], "little")
         for first in range(icrc_gen.SEGMENTS):

@@ -25,14 +25,13 @@ fails under CI=true.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from conftest import REPO_ROOT, need_tool
+from conftest import REPO_ROOT, ensure_qemu, need_tool
 
 import casper400g_rx as rx
 from casper400g_dev import sim
@@ -42,7 +41,7 @@ from verification.models.roce import Operation, RdmaWrite, parse_frame
 from verification.pcapio import read_pcap, write_pcap
 from verification.softroce import rdma_guest
 from verification.softroce.image import VM_XCHG_DIR, ImageError, build_image
-from verification.softroce.vm import PEER_IP, PEER_MAC, VM_IP, SoftRoceVm, qemu_available
+from verification.softroce.vm import PEER_IP, PEER_MAC, VM_IP, SoftRoceVm
 
 PAYLOAD = 2048  # one packet per slot at MTU 4096: a slot's header proves its data
 SLOTS = 4
@@ -53,22 +52,6 @@ CREDIT_PORT = 4792
 UDP_PORT = 7150
 CORE_PORT = 7148
 PSN = 0xFF_FFF9  # the PSNs run through the 24-bit wrap
-
-
-def _ensure_qemu() -> None:
-    if qemu_available():
-        return
-    if os.environ.get("CI") == "true" and os.geteuid() == 0:
-        import subprocess
-
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for cmd in (
-            ["apt-get", "update", "-qq"],
-            ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "qemu-system-x86"],
-        ):
-            subprocess.run(cmd, env=env, check=False, capture_output=True)
-    if not qemu_available():
-        need_tool("qemu-system-x86_64 not found (Debian package qemu-system-x86)")
 
 
 def _credit_of(frame: bytes) -> int | None:
@@ -99,7 +82,7 @@ def _expected(params: RdmaParams) -> tuple[list[RdmaWrite], RingSender]:
 
 
 def test_core_writes_into_the_receiver_through_rdma_rxe(tmp_path: Path) -> None:
-    _ensure_qemu()
+    ensure_qemu()
     try:
         image = build_image()
     except ImageError as exc:

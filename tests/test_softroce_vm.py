@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
-import subprocess
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -29,6 +27,7 @@ from ipaddress import ip_address
 from pathlib import Path
 
 import pytest
+from conftest import ensure_qemu
 
 from verification.models.roce import (
     Operation,
@@ -64,7 +63,6 @@ from verification.softroce.vm import (
     VM_IP,
     VM_MAC,
     SoftRoceVm,
-    qemu_available,
 )
 
 IN_CI = os.environ.get("CI") == "true"
@@ -84,23 +82,9 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-def _ensure_qemu() -> None:
-    if qemu_available():
-        return
-    if IN_CI and os.geteuid() == 0 and shutil.which("apt-get"):
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for cmd in (
-            ["apt-get", "update", "-qq"],
-            ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "qemu-system-x86"],
-        ):
-            subprocess.run(cmd, env=env, check=False, capture_output=True)
-    if not qemu_available():
-        _unavailable("qemu-system-x86_64 not found (Debian package qemu-system-x86)")
-
-
 @pytest.fixture(scope="module")
 def vm_parts() -> tuple[VmImage, Path]:
-    _ensure_qemu()
+    ensure_qemu()
     try:
         image = build_image()
     except ImageError as exc:

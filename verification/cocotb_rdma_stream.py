@@ -28,14 +28,6 @@ from verification.models.user_tx import UserTxDriver
 from verification.pcapio import write_pcap
 
 
-async def wait_frames(mon: DcmacTxMonitor, count: int, limit_ns: int = 5_000_000) -> None:
-    waited = 0
-    while len(mon.frames) < count and waited < limit_ns:
-        await Timer(500, unit="ns")
-        waited += 500
-    assert len(mon.frames) >= count, f"{len(mon.frames)} of {count} frames"
-
-
 @cocotb.test()
 async def rdma_then_udp(dut) -> None:  # noqa: ANN001
     params = json.loads(os.environ["CASPER400G_RDMA_PARAMS"])
@@ -94,7 +86,7 @@ async def rdma_then_udp(dut) -> None:  # noqa: ANN001
     for k in range(n):
         drv.send_nowait(bytes(payloads[k]), v["ip"], plan["udp_port"])
     await drv.wait_idle()
-    await wait_frames(mon, first + n)
+    await mon.wait_frames(first + n, limit_ns=5_000_000)
     udp_frames = [f.body for f in mon.frames[first:]]
     write_pcap(out / "rdma.pcap", rdma_frames)
     write_pcap(out / "udp.pcap", udp_frames)

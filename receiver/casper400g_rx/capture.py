@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from types import TracebackType
 from typing import Any, Literal
 
 import numpy as np
@@ -365,12 +364,7 @@ class Capture:
     def __enter__(self) -> Capture:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def chunks(self, timeout: float | None = None) -> Iterator[_core.Chunk | _core.GpuChunk]:

@@ -58,14 +58,10 @@ def _open_device(device: str) -> int:
     return ordinal
 
 
-class HostToGpu:
-    """A host capture whose chunks are delivered into GPU memory; offers the host
-    capture's interface (what casper400g_rx.Capture uses) with GPU chunks."""
+class _GpuRing:
+    """What both GPU captures pass straight to their ring of GPU chunks."""
 
-    def __init__(self, host: Any, device: str, gpu_chunks: int = 0) -> None:
-        ordinal = _open_device(device)
-        self._host = host
-        self._gpu = _core.gpu_delivery(host, ordinal, gpu_chunks)
+    _gpu: Any
 
     def start(self) -> None:
         self._gpu.start()
@@ -75,6 +71,16 @@ class HostToGpu:
 
     def next_chunk(self, timeout: float | None = None) -> _core.GpuChunk | None:
         return self._gpu.next_chunk(timeout)
+
+
+class HostToGpu(_GpuRing):
+    """A host capture whose chunks are delivered into GPU memory; offers the host
+    capture's interface (what casper400g_rx.Capture uses) with GPU chunks."""
+
+    def __init__(self, host: Any, device: str, gpu_chunks: int = 0) -> None:
+        ordinal = _open_device(device)
+        self._host = host
+        self._gpu = _core.gpu_delivery(host, ordinal, gpu_chunks)
 
     @property
     def stats(self) -> dict[str, int]:
@@ -89,7 +95,7 @@ class HostToGpu:
         return getattr(self._host, name)
 
 
-class GpuDirect:
+class GpuDirect(_GpuRing):
     """GPUDirect capture fed by the NIC emulation (mem backend)."""
 
     def __init__(
@@ -142,15 +148,6 @@ class GpuDirect:
     warnings: list[str] = []  # noqa: RUF012 - the host capture's interface
     port = None
     rcvbuf = None
-
-    def start(self) -> None:
-        self._gpu.start()
-
-    def stop(self) -> None:
-        self._gpu.stop()
-
-    def next_chunk(self, timeout: float | None = None) -> _core.GpuChunk | None:
-        return self._gpu.next_chunk(timeout)
 
     def time_ring_pass(self, control_only: bool = False) -> float:
         return float(self._gpu.time_ring_pass(control_only))

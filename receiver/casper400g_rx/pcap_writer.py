@@ -7,7 +7,6 @@ Identification carries the low 16 bits of the sequence number.
 from __future__ import annotations
 
 import struct
-from types import TracebackType
 from typing import BinaryIO
 
 _ETH = bytes.fromhex("0200000000020200000000010800")
@@ -51,10 +50,5 @@ class PcapWriter:
     def __enter__(self) -> PcapWriter:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -174,14 +174,7 @@ format make_format(std::size_t payload_size, const std::string &seq, std::size_t
 }
 
 linktype parse_linktype(std::uint32_t lt) {
-    switch (static_cast<linktype>(lt)) {
-        case linktype::ethernet:
-        case linktype::raw:
-        case linktype::linux_sll:
-        case linktype::ipv4:
-        case linktype::linux_sll2:
-            return static_cast<linktype>(lt);
-    }
+    if (const auto known = to_linktype(lt)) return *known;
     throw std::invalid_argument("unsupported link type " + std::to_string(lt));
 }
 

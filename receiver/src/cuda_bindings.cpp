@@ -14,6 +14,7 @@
 #include "casper400g_rx/cuda_fatbin.h"
 #include "casper400g_rx/cuda_gpudirect.h"
 #include "casper400g_rx/emu_source.h"
+#include "casper400g_rx/py_dlpack.h"
 #include "casper400g_rx/py_wait.h"
 #include "casper400g_rx/spead_bindings.h"
 
@@ -22,63 +23,6 @@ namespace py = pybind11;
 namespace casper400g_rx {
 
 namespace {
-
-// DLPack structures (dlpack.h ABI, versions 0.8 and 1.x).
-struct dl_device {
-    std::int32_t device_type;
-    std::int32_t device_id;
-};
-struct dl_dtype {
-    std::uint8_t code;
-    std::uint8_t bits;
-    std::uint16_t lanes;
-};
-struct dl_tensor {
-    void *data;
-    dl_device device;
-    std::int32_t ndim;
-    dl_dtype dtype;
-    std::int64_t *shape;
-    std::int64_t *strides;
-    std::uint64_t byte_offset;
-};
-struct dl_managed {
-    dl_tensor tensor;
-    void *ctx;
-    void (*deleter)(dl_managed *);
-};
-struct dl_version {
-    std::uint32_t major;
-    std::uint32_t minor;
-};
-struct dl_managed_versioned {
-    dl_version version;
-    void *ctx;
-    void (*deleter)(dl_managed_versioned *);
-    std::uint64_t flags;
-    dl_tensor tensor;
-};
-constexpr std::int32_t dl_cuda = 2;
-constexpr std::uint8_t dl_uint = 1;
-constexpr std::uint8_t dl_bool = 6;
-
-// One exported tensor: keeps the Python owner (the chunk) alive until the consumer
-// drops it.
-struct export_ctx {
-    PyObject *owner;
-    std::int64_t shape[2];
-    std::int64_t strides[2];
-    dl_managed managed;
-    dl_managed_versioned versioned;
-};
-
-void drop_ctx(export_ctx *ctx) {
-    // Consumers may call the deleter from any thread, with or without the GIL.
-    PyGILState_STATE g = PyGILState_Ensure();
-    Py_XDECREF(ctx->owner);
-    delete ctx;
-    PyGILState_Release(g);
-}
 
 struct view {
     cu::deviceptr ptr;
@@ -180,50 +124,16 @@ struct py_gpu_mask {
 };
 
 py::capsule make_dlpack(py::object owner, const view &v, int ordinal, bool versioned) {
-    auto *ctx = new export_ctx{};
-    ctx->owner = owner.release().ptr();
-    ctx->shape[0] = v.shape[0];
-    ctx->shape[1] = v.shape[1];
-    if (v.ndim == 2) {
-        ctx->strides[0] = v.shape[1];
-        ctx->strides[1] = 1;
-    } else {
-        ctx->strides[0] = 1;
-    }
-    dl_tensor t{};
-    t.data = reinterpret_cast<void *>(static_cast<std::uintptr_t>(v.ptr));
-    t.device = dl_device{dl_cuda, ordinal};
-    t.ndim = v.ndim;
-    t.dtype = v.is_bool ? dl_dtype{dl_bool, 8, 1} : dl_dtype{dl_uint, 8, 1};
-    t.shape = ctx->shape;
-    t.strides = ctx->strides;
-    t.byte_offset = 0;
-    if (versioned) {
-        ctx->versioned.version = dl_version{1, 0};
-        ctx->versioned.ctx = ctx;
-        ctx->versioned.deleter = [](dl_managed_versioned *m) {
-            drop_ctx(static_cast<export_ctx *>(m->ctx));
-        };
-        ctx->versioned.flags = 0;
-        ctx->versioned.tensor = t;
-        return py::capsule(&ctx->versioned, "dltensor_versioned", [](PyObject *cap) {
-            // Unconsumed (the name was not changed to used_...): free it here.
-            if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
-                auto *m = static_cast<dl_managed_versioned *>(
-                    PyCapsule_GetPointer(cap, "dltensor_versioned"));
-                m->deleter(m);
-            }
-        });
-    }
-    ctx->managed.ctx = ctx;
-    ctx->managed.deleter = [](dl_managed *m) { drop_ctx(static_cast<export_ctx *>(m->ctx)); };
-    ctx->managed.tensor = t;
-    return py::capsule(&ctx->managed, "dltensor", [](PyObject *cap) {
-        if (PyCapsule_IsValid(cap, "dltensor")) {
-            auto *m = static_cast<dl_managed *>(PyCapsule_GetPointer(cap, "dltensor"));
-            m->deleter(m);
-        }
-    });
+    dl_view d{};
+    d.data = reinterpret_cast<void *>(static_cast<std::uintptr_t>(v.ptr));
+    d.device = dl_device{dl_cuda, ordinal};
+    d.ndim = v.ndim;
+    d.shape[0] = v.shape[0];
+    d.shape[1] = v.shape[1];
+    d.strides[0] = v.ndim == 2 ? v.shape[1] : 1;
+    d.strides[1] = 1;
+    d.is_bool = v.is_bool;
+    return dl_capsule(std::move(owner), d, versioned);
 }
 
 // __dlpack__(stream=None, max_version=None, dl_device=None, copy=None) for a view of

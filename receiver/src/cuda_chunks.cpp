@@ -57,57 +57,6 @@ void gpu_chunk_pool::add_host_extras(std::vector<std::uint64_t> item_ids) {
     }
 }
 
-void gpu_chunk_queue::push(gpu_chunk *c) {
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (count_ == ring_.size()) throw std::logic_error("GPU chunk queue overflow");
-        ring_[(head_ + count_) % ring_.size()] = c;
-        count_++;
-    }
-    cv_.notify_one();
-}
-
-gpu_chunk *gpu_chunk_queue::try_pop() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (count_ == 0) return nullptr;
-    gpu_chunk *c = ring_[head_];
-    head_ = (head_ + 1) % ring_.size();
-    count_--;
-    return c;
-}
-
-gpu_chunk *gpu_chunk_queue::pop_for(std::chrono::nanoseconds timeout, status &why) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const bool woken = cv_.wait_for(lock, timeout, [this] { return count_ > 0 || finished_; });
-    if (count_ > 0) {
-        gpu_chunk *c = ring_[head_];
-        head_ = (head_ + 1) % ring_.size();
-        count_--;
-        why = status::ok;
-        return c;
-    }
-    why = woken ? status::finished : status::timeout;
-    return nullptr;
-}
-
-void gpu_chunk_queue::finish() {
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        finished_ = true;
-    }
-    cv_.notify_all();
-}
-
-std::size_t gpu_chunk_queue::size() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return count_;
-}
-
-bool gpu_chunk_queue::drained() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return finished_ && count_ == 0;
-}
-
 void record_release(const cu::device &dev, gpu_chunk *c, const std::vector<cu::stream> &after) {
     dev.make_current();
     c->n_done = 0;

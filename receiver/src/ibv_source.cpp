@@ -64,6 +64,7 @@ std::string ibv_gpu_register_check(const std::string &, int, std::size_t) { comp
 #include "casper400g_rx/cuda_driver.h"
 #include "casper400g_rx/ibv_lib.h"
 #include "casper400g_rx/mlx5_cqe.h"
+#include "casper400g_rx/sysfs.h"
 
 namespace casper400g_rx {
 
@@ -115,24 +116,6 @@ struct device_list {
 };
 
 // ---- host facts ------------------------------------------------------------------------
-
-std::string read_text(const std::string &path) {
-    std::ifstream f(path);
-    std::string s;
-    std::getline(f, s);
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-    return s;
-}
-
-std::vector<std::string> list_dir(const std::string &path) {
-    std::vector<std::string> out;
-    if (DIR *d = opendir(path.c_str())) {
-        while (dirent *e = readdir(d))
-            if (e->d_name[0] != '.') out.emplace_back(e->d_name);
-        closedir(d);
-    }
-    return out;
-}
 
 struct ifaddr_list {
     ifaddrs *head = nullptr;
@@ -186,12 +169,12 @@ bool parse_mac(const std::string &s, std::uint8_t out[6]) {
 }
 
 std::string rdma_device_of(const std::string &iface) {
-    const auto devs = list_dir("/sys/class/net/" + iface + "/device/infiniband");
+    const auto devs = sysfs_list("/sys/class/net/" + iface + "/device/infiniband");
     return devs.empty() ? std::string() : devs.front();
 }
 
 std::string netdev_of(const std::string &rdma_dev) {
-    const auto nets = list_dir("/sys/class/infiniband/" + rdma_dev + "/device/net");
+    const auto nets = sysfs_list("/sys/class/infiniband/" + rdma_dev + "/device/net");
     return nets.empty() ? std::string() : nets.front();
 }
 
@@ -419,12 +402,12 @@ ibv_source::ibv_source(const format &fmt, const ibv_options &opt, engine &eng)
         throw std::invalid_argument("bad IPv4 address '" + opt_.ip + "'");
     ip_be_ = a.s_addr;
     const std::string mac_path = "/sys/class/net/" + iface + "/address";
-    const std::string mac = opt_.mac.empty() ? read_text(mac_path) : opt_.mac;
+    const std::string mac = opt_.mac.empty() ? sysfs_read(mac_path) : opt_.mac;
     if (mac.empty())
         throw std::invalid_argument("cannot read the MAC address of " + iface + " from " + mac_path);
     if (!parse_mac(mac, mac_))
         throw std::invalid_argument("cannot use MAC address '" + mac + "' of " + iface);
-    const std::string mtu_text = read_text("/sys/class/net/" + iface + "/mtu");
+    const std::string mtu_text = sysfs_read("/sys/class/net/" + iface + "/mtu");
     const std::size_t ip_len = 20 + 8 + fmt_.max_udp_payload();
     if (!mtu_text.empty() && std::stoul(mtu_text) < ip_len)
         throw std::invalid_argument("MTU " + mtu_text + " of " + iface + " is smaller than the " +

@@ -62,19 +62,12 @@ pcap_source::pcap_source(const std::string &path, std::uint16_t udp_port)
         throw std::invalid_argument("'" + path + "' is not a pcap file (magic " + hex + ")");
     }
     const std::uint32_t lt = load32(file_.data() + 20, swapped_) & 0xffffu;
-    switch (static_cast<linktype>(lt)) {
-        case linktype::ethernet:
-        case linktype::raw:
-        case linktype::linux_sll:
-        case linktype::ipv4:
-        case linktype::linux_sll2:
-            lt_ = static_cast<linktype>(lt);
-            break;
-        default:
-            throw std::invalid_argument("'" + path + "' has link type " + std::to_string(lt) +
-                                        "; supported: 1 (Ethernet), 101/228 (raw IPv4), "
-                                        "113/276 (Linux cooked)");
-    }
+    const auto known = to_linktype(lt);
+    if (!known)
+        throw std::invalid_argument("'" + path + "' has link type " + std::to_string(lt) +
+                                    "; supported: 1 (Ethernet), 101/228 (raw IPv4), "
+                                    "113/276 (Linux cooked)");
+    lt_ = *known;
 }
 
 void pcap_source::run(std::size_t, engine &eng, const std::atomic<bool> &stop) {

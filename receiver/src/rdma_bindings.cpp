@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "casper400g_rx/engine.h"
+#include "casper400g_rx/py_dlpack.h"
 #include "casper400g_rx/py_wait.h"
 #include "casper400g_rx/rdma_source.h"
 
@@ -22,46 +23,6 @@ namespace py = pybind11;
 namespace casper400g_rx {
 
 namespace {
-
-// DLPack (dlpack.h ABI 0.8: the "dltensor" capsule every consumer takes).
-struct dl_device {
-    std::int32_t device_type;
-    std::int32_t device_id;
-};
-struct dl_dtype {
-    std::uint8_t code;
-    std::uint8_t bits;
-    std::uint16_t lanes;
-};
-struct dl_tensor {
-    void *data;
-    dl_device device;
-    std::int32_t ndim;
-    dl_dtype dtype;
-    std::int64_t *shape;
-    std::int64_t *strides;
-    std::uint64_t byte_offset;
-};
-struct dl_managed {
-    dl_tensor tensor;
-    void *ctx;
-    void (*deleter)(dl_managed *);
-};
-struct dl_export {
-    PyObject *owner;
-    std::int64_t shape[2];
-    std::int64_t strides[2];
-    dl_managed managed;
-};
-constexpr std::int32_t dl_cuda = 2;
-
-void dl_delete(dl_managed *m) {
-    auto *e = static_cast<dl_export *>(m->ctx);
-    PyGILState_STATE g = PyGILState_Ensure();
-    Py_XDECREF(e->owner);
-    delete e;
-    PyGILState_Release(g);
-}
 
 class py_rdma_capture;
 
@@ -103,32 +64,20 @@ private:
     rdma_ring::slot_chunk *c_;
 };
 
+// A "dltensor" capsule (DLPack 0.8: the one every consumer takes) of a `rows` x `cols`
+// byte array, rows `row_stride` apart.
 py::capsule dlpack(py::object owner, std::uint64_t ptr, std::int64_t rows, std::int64_t cols,
                    std::int64_t row_stride, bool is_bool, dl_device dev) {
-    auto *e = new dl_export{};
-    e->owner = owner.release().ptr();
-    e->shape[0] = rows;
-    e->shape[1] = cols;
-    e->strides[0] = row_stride;
-    e->strides[1] = 1;
-    dl_tensor &t = e->managed.tensor;
-    t.data = reinterpret_cast<void *>(ptr);
-    t.device = dev;
-    t.ndim = cols > 0 ? 2 : 1;
-    t.dtype = dl_dtype{static_cast<std::uint8_t>(is_bool ? 6 : 1), 8, 1};
-    t.shape = e->shape;
-    t.strides = e->strides;
-    if (t.ndim == 1) e->strides[0] = 1;
-    t.byte_offset = 0;
-    e->managed.ctx = e;
-    e->managed.deleter = dl_delete;
-    return py::capsule(&e->managed, "dltensor", [](PyObject *cap) {
-        // Only a capsule nobody consumed (still named "dltensor") is ours to free.
-        if (PyCapsule_IsValid(cap, "dltensor")) {
-            auto *m = static_cast<dl_managed *>(PyCapsule_GetPointer(cap, "dltensor"));
-            if (m != nullptr && m->deleter != nullptr) m->deleter(m);
-        }
-    });
+    dl_view v{};
+    v.data = reinterpret_cast<void *>(ptr);
+    v.device = dev;
+    v.ndim = cols > 0 ? 2 : 1;
+    v.shape[0] = rows;
+    v.shape[1] = cols;
+    v.strides[0] = v.ndim == 2 ? row_stride : 1;
+    v.strides[1] = 1;
+    v.is_bool = is_bool;
+    return dl_capsule(std::move(owner), v, false);
 }
 
 std::uintptr_t stream_handle(const py::object &stream) {

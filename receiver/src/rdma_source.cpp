@@ -18,6 +18,7 @@
 #include "casper400g_rx/cuda_fatbin.h"
 #include "casper400g_rx/errors.h"
 #include "casper400g_rx/fd.h"
+#include "casper400g_rx/sysfs.h"
 #ifdef CASPER400G_RX_HAVE_IBV
 #include "casper400g_rx/ibv_lib.h"
 #endif
@@ -25,23 +26,6 @@
 namespace casper400g_rx {
 
 namespace {
-
-std::string read_line(const std::string &path) {
-    std::ifstream f(path);
-    std::string s;
-    std::getline(f, s);
-    return s;
-}
-
-std::vector<std::string> list_dir(const std::string &path) {
-    std::vector<std::string> out;
-    if (DIR *d = opendir(path.c_str())) {
-        while (dirent *e = readdir(d))
-            if (e->d_name[0] != '.') out.emplace_back(e->d_name);
-        closedir(d);
-    }
-    return out;
-}
 
 in_addr parse_ipv4(const std::string &what, const std::string &s) {
     in_addr a{};
@@ -112,9 +96,9 @@ struct gid_choice {
 gid_choice find_gid(const std::string &dev, const std::string &want_ip) {
     const std::string base = "/sys/class/infiniband/" + dev + "/ports/1/";
     for (int i = 0; i < 256; i++) {
-        const std::string gid = read_line(base + "gids/" + std::to_string(i));
+        const std::string gid = sysfs_read(base + "gids/" + std::to_string(i));
         if (gid.empty()) break;
-        if (read_line(base + "gid_attrs/types/" + std::to_string(i)) != "RoCE v2") continue;
+        if (sysfs_read(base + "gid_attrs/types/" + std::to_string(i)) != "RoCE v2") continue;
         // ::ffff:a.b.c.d as sysfs writes it: 0000:0000:0000:0000:0000:ffff:aabb:ccdd
         if (gid.rfind("0000:0000:0000:0000:0000:ffff:", 0) != 0) continue;
         const unsigned hi = std::stoul(gid.substr(30, 4), nullptr, 16);
@@ -122,7 +106,7 @@ gid_choice find_gid(const std::string &dev, const std::string &want_ip) {
         const std::string ip = std::to_string(hi >> 8) + "." + std::to_string(hi & 0xFF) + "." +
                                std::to_string(lo >> 8) + "." + std::to_string(lo & 0xFF);
         if (!want_ip.empty() && ip != want_ip) continue;
-        return {i, "::ffff:" + ip, ip, read_line(base + "gid_attrs/ndevs/" + std::to_string(i))};
+        return {i, "::ffff:" + ip, ip, sysfs_read(base + "gid_attrs/ndevs/" + std::to_string(i))};
     }
     return {};
 }
@@ -339,7 +323,7 @@ rdma_capture::rdma_capture(const rdma_geometry &g, const rdma_options &o)
     params_.gid_index = gid.index;
     params_.ip = gid.ip;
     params_.netdev = gid.netdev;
-    params_.mac = read_line("/sys/class/net/" + gid.netdev + "/address");
+    params_.mac = sysfs_read("/sys/class/net/" + gid.netdev + "/address");
 
     m.pd = {lib.alloc_pd(m.ctx.get()), lib.dealloc_pd};
     if (!m.pd) throw_errno("ibv_alloc_pd");

@@ -95,14 +95,6 @@ async def connect(h: CoreHarness, cfg: RingConfig, credit: int = NO_CREDIT) -> N
     await h.wait_tx_ready()
 
 
-async def wait_frames(mon: DcmacTxMonitor, count: int, limit_ns: int = 2_000_000) -> None:
-    waited = 0
-    while len(mon.frames) < count and waited < limit_ns:
-        await Timer(500, unit="ns")
-        waited += 500
-    assert len(mon.frames) >= count, f"only {len(mon.frames)} of {count} frames arrived"
-
-
 def check_frames(got: list, want: list[RdmaWrite], first_ip_id: int) -> None:
     assert len(got) == len(want), f"{len(got)} frames, expected {len(want)}"
     for k, (g, w) in enumerate(zip(got, want, strict=True)):
@@ -138,6 +130,23 @@ async def counters(h: CoreHarness) -> dict[str, int]:
 
 def delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
     return {k: after[k] - before[k] for k in after}
+
+
+async def all_sent(
+    h: CoreHarness,
+    mon: DcmacTxMonitor,
+    drv: UserTxDriver,
+    want: list[RdmaWrite],
+    first: int,
+    before: dict[str, int],
+) -> dict[str, int]:
+    """Once the datagrams are in and ``want`` has come out from frame ``first`` on: checks
+    the frames against scapy's and returns the counters' change since ``before``."""
+    await drv.wait_idle()
+    await mon.wait_frames(first + len(want), limit_ns=2_000_000)
+    await Timer(1000, unit="ns")
+    check_frames(mon.frames[first:], want, first_ip_id=0)
+    return delta(await counters(h), before)
 
 
 GEOMETRIES = [
@@ -177,18 +186,14 @@ async def frames_match_scapy_across_geometries(dut) -> None:  # noqa: ANN001
             chunk = k // cfg.slots
             if k % cfg.slots == 0 and chunk >= cfg.chunks:
                 # Release the chunk that held this one's place before it starts.
-                await wait_frames(mon, first + len(want))
+                await mon.wait_frames(first + len(want), limit_ns=2_000_000)
                 await drv.wait_idle()
                 await h.write_reg("rdma_credit", chunk - cfg.chunks)
                 sender.credit = chunk - cfg.chunks
                 await Timer(300, unit="ns")
             want += sender.send(payload)
             drv.send_nowait(payload, 0, 0)
-        await drv.wait_idle()
-        await wait_frames(mon, first + len(want))
-        await Timer(1000, unit="ns")
-        check_frames(mon.frames[first:], want, first_ip_id=0)
-        d = delta(await counters(h), before)
+        d = await all_sent(h, mon, drv, want, first, before)
         assert d["rdma_datagrams"] == n and d["rdma_datagrams_dropped"] == 0, (gi, d)
         assert d["rdma_chunks_sent"] == sender.chunks_sent == n // cfg.slots, (gi, d)
         assert d["rdma_chunks_dropped"] == 0, (gi, d)
@@ -220,7 +225,7 @@ async def flow_control_drops_whole_chunks_and_says_so(dut) -> None:  # noqa: ANN
             want.extend(sender.send(payload))
             drv.send_nowait(payload, 0, 0)
         await drv.wait_idle()
-        await wait_frames(mon, first + len(want))
+        await mon.wait_frames(first + len(want), limit_ns=2_000_000)
         await Timer(500, unit="ns")
 
     def credit_frame(value: int, src_ip: int = PEER_IP, port: int = CREDIT_PORT) -> bytes:
@@ -296,11 +301,7 @@ async def oversize_rejected_and_udp_mode_back(dut) -> None:  # noqa: ANN001
         with contextlib.suppress(Oversize):
             want += sender.send(payload)
         drv.send_nowait(payload, 0, 0)
-    await drv.wait_idle()
-    await wait_frames(mon, first + len(want))
-    await Timer(1000, unit="ns")
-    check_frames(mon.frames[first:], want, first_ip_id=0)
-    d = delta(await counters(h), before)
+    d = await all_sent(h, mon, drv, want, first, before)
     assert d["rdma_oversize"] == 2 and d["rdma_datagrams"] == 3, d
     # Back to UDP: the IP Identification restarts with the reset the switch makes.
     await h.set_field("rdma_ctrl", "en", 0)
@@ -309,7 +310,7 @@ async def oversize_rejected_and_udp_mode_back(dut) -> None:  # noqa: ANN001
     first = len(mon.frames)
     payload = bytes(range(100))
     await drv.send(payload, PEER_IP, 9000)
-    await wait_frames(mon, first + 1)
+    await mon.wait_frames(first + 1, limit_ns=2_000_000)
     exp = frames.expected_udp_frame(OWN_MAC, PEER_MAC, OWN_IP, PEER_IP, PORT, 9000, 0, TTL,
                                     payload)  # fmt: skip
     assert mon.frames[first].body == exp

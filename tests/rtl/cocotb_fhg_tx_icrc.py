@@ -32,26 +32,7 @@ def roce_frame(rng: random.Random) -> bytes:
         else rng.randint(0, 700)
     )
     imm = rng.random() < 0.4
-    w = roce.RdmaWrite(
-        src_mac=rng.getrandbits(48),
-        dst_mac=rng.getrandbits(48),
-        src_ip=rng.getrandbits(32),
-        dst_ip=rng.getrandbits(32),
-        dest_qp=rng.getrandbits(24),
-        psn=rng.getrandbits(24),
-        payload=rng.randbytes(n),
-        va=rng.getrandbits(64),
-        rkey=rng.getrandbits(32),
-        immediate=rng.getrandbits(32) if imm else None,
-        operation=(
-            roce.Operation.RDMA_WRITE_ONLY_WITH_IMMEDIATE if imm else roce.Operation.RDMA_WRITE_ONLY
-        ),
-        src_port=rng.getrandbits(16),
-        ip_id=rng.getrandbits(16),
-        ttl=rng.getrandbits(8),
-        tos=rng.getrandbits(8),
-        udp_checksum=rng.random() < 0.3,
-    )
+    w = roce.random_write(rng, n, imm, any_src_port=True, any_udp_checksum=True)
     return roce.build_frame(w)
 
 

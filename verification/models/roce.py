@@ -19,9 +19,10 @@ first (the byte order of the Ethernet FCS).
 from __future__ import annotations
 
 import ipaddress
+import random
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
@@ -186,6 +187,48 @@ class RdmaWrite:
             )
         if self.immediate is not None:
             _check_range("immediate", self.immediate, 32)
+
+
+def random_write(
+    rng: random.Random,
+    payload_size: int | Callable[[], int],
+    immediate: bool,
+    *,
+    any_src_port: bool = False,
+    any_udp_checksum: bool = False,
+) -> RdmaWrite:
+    """A WRITE ONLY packet (with Immediate when ``immediate``) whose every header field is
+    drawn from ``rng``: stimulus for the ICRC checks. ``payload_size`` is drawn after the
+    addresses when it is a callable; the source port and the UDP checksum are drawn only
+    when asked for (else their defaults)."""
+    src_mac, dst_mac = rng.getrandbits(48), rng.getrandbits(48)
+    src_ip, dst_ip = rng.getrandbits(32), rng.getrandbits(32)
+    dest_qp, psn = rng.getrandbits(24), rng.getrandbits(24)
+    payload = rng.randbytes(payload_size if isinstance(payload_size, int) else payload_size())
+    va, rkey = rng.getrandbits(64), rng.getrandbits(32)
+    imm = rng.getrandbits(32) if immediate else None
+    src_port = rng.getrandbits(16) if any_src_port else ROCE_V2_SPORT_BASE
+    ip_id, ttl, tos = rng.getrandbits(16), rng.getrandbits(8), rng.getrandbits(8)
+    return RdmaWrite(
+        src_mac=src_mac,
+        dst_mac=dst_mac,
+        src_ip=ipaddress.IPv4Address(src_ip),
+        dst_ip=ipaddress.IPv4Address(dst_ip),
+        dest_qp=dest_qp,
+        psn=psn,
+        payload=payload,
+        va=va,
+        rkey=rkey,
+        immediate=imm,
+        operation=(
+            Operation.RDMA_WRITE_ONLY_WITH_IMMEDIATE if immediate else Operation.RDMA_WRITE_ONLY
+        ),
+        src_port=src_port,
+        ip_id=ip_id,
+        ttl=ttl,
+        tos=tos,
+        udp_checksum=any_udp_checksum and rng.random() < 0.3,
+    )
 
 
 def build_frame(w: RdmaWrite) -> bytes:

@@ -24,7 +24,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 
 from .image import RUN_SCRIPT, VM_XCHG_DIR, VmImage
 
@@ -261,10 +260,5 @@ class SoftRoceVm:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -10,6 +10,8 @@
 #include <mutex>
 #include <vector>
 
+#include "casper400g_rx/ptr_queue.h"
+
 namespace casper400g_rx {
 
 struct chunk {
@@ -63,34 +65,7 @@ private:
     std::vector<chunk> chunks_;
 };
 
-// Bounded FIFO of chunk pointers. Its capacity is the pool size, so push never
-// waits. A lock is taken per chunk, never per packet.
-class chunk_queue {
-public:
-    enum class status { ok, timeout, interrupted, finished };
-
-    explicit chunk_queue(std::size_t capacity);
-
-    void push(chunk *c);
-    chunk *try_pop();
-    // Waits up to `timeout` for a chunk. Returns nullptr with the reason when none.
-    chunk *pop_for(std::chrono::nanoseconds timeout, status &why);
-    // Wakes current and future waiters until reset_interrupt().
-    void interrupt();
-    // No more chunks will be pushed: waiters get `finished` once the queue is empty.
-    void finish();
-    std::size_t size() const;
-    // finish() was called and every chunk has been popped.
-    bool drained() const;
-
-private:
-    mutable std::mutex mutex_;
-    std::condition_variable cv_;
-    std::vector<chunk *> ring_;
-    std::size_t head_ = 0;
-    std::size_t count_ = 0;
-    bool interrupted_ = false;
-    bool finished_ = false;
-};
+// Chunks between the engine and the consumer (a lock per chunk, never per packet).
+using chunk_queue = ptr_queue<chunk>;
 
 }  // namespace casper400g_rx

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "casper400g_rx/cuda_driver.h"
+#include "casper400g_rx/ptr_queue.h"
 
 namespace casper400g_rx {
 
@@ -65,25 +66,8 @@ private:
     std::vector<std::uint64_t> item_ids_;
 };
 
-// Bounded FIFO of GPU chunk pointers (capacity = pool size, so push never waits).
-class gpu_chunk_queue {
-public:
-    enum class status { ok, timeout, finished };
-    explicit gpu_chunk_queue(std::size_t capacity) : ring_(capacity) {}
-    void push(gpu_chunk *c);
-    gpu_chunk *try_pop();
-    gpu_chunk *pop_for(std::chrono::nanoseconds timeout, status &why);
-    void finish();
-    std::size_t size() const;
-    bool drained() const;
-
-private:
-    mutable std::mutex mutex_;
-    std::condition_variable cv_;
-    std::vector<gpu_chunk *> ring_;
-    std::size_t head_ = 0, count_ = 0;
-    bool finished_ = false;
-};
+// GPU chunks between the filling thread and the consumer.
+using gpu_chunk_queue = ptr_queue<gpu_chunk>;
 
 // What the Python layer needs from a GPU capture.
 class gpu_capture {

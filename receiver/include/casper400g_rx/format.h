@@ -65,6 +65,19 @@ private:
 // Link-layer types understood by frame sources (pcap numbering).
 enum class linktype : std::uint32_t { ethernet = 1, raw = 101, linux_sll = 113, ipv4 = 228, linux_sll2 = 276 };
 
+// `value` as a linktype when it is one of the above, else nullopt.
+constexpr std::optional<linktype> to_linktype(std::uint32_t value) noexcept {
+    switch (static_cast<linktype>(value)) {
+        case linktype::ethernet:
+        case linktype::raw:
+        case linktype::linux_sll:
+        case linktype::ipv4:
+        case linktype::linux_sll2:
+            return static_cast<linktype>(value);
+    }
+    return std::nullopt;
+}
+
 // Parses an Ethernet/IPv4/UDP frame (or the other link types) down to its UDP
 // payload. Rejects truncated or inconsistent headers, non-UDP, IP fragments and,
 // when udp_port != 0, other destination ports. Never reads outside [data, data+size).

@@ -104,37 +104,27 @@ module fhg_cdc_tb #(
       .pulse_b(ps_pulse_b)
   );
 
-  fhg_ram_sdp #(
-      .WIDTH     (36),
-      .DEPTH     (64),
-      .RD_LATENCY(1),
-      .RAM_STYLE ("block")
-  ) u_sdp1 (
-      .wr_clk (clk_a),
-      .wr_en  (sdp_wr_en),
-      .wr_addr(sdp_wr_addr),
-      .wr_data(sdp_wr_data),
-      .rd_clk (clk_b),
-      .rd_en  (sdp_rd_en),
-      .rd_addr(sdp_rd_addr),
-      .rd_data(sdp1_rd_data)
-  );
-
-  fhg_ram_sdp #(
-      .WIDTH     (36),
-      .DEPTH     (64),
-      .RD_LATENCY(2),
-      .RAM_STYLE ("block")
-  ) u_sdp2 (
-      .wr_clk (clk_a),
-      .wr_en  (sdp_wr_en),
-      .wr_addr(sdp_wr_addr),
-      .wr_data(sdp_wr_data),
-      .rd_clk (clk_b),
-      .rd_en  (sdp_rd_en),
-      .rd_addr(sdp_rd_addr),
-      .rd_data(sdp2_rd_data)
-  );
+  // One SDP per read latency (1, 2), on the same write and read stimulus.
+  logic [35:0] sdp_rd_data[2];
+  for (genvar l = 0; l < 2; l++) begin : g_sdp
+    fhg_ram_sdp #(
+        .WIDTH     (36),
+        .DEPTH     (64),
+        .RD_LATENCY(l + 1),
+        .RAM_STYLE ("block")
+    ) u_sdp (
+        .wr_clk (clk_a),
+        .wr_en  (sdp_wr_en),
+        .wr_addr(sdp_wr_addr),
+        .wr_data(sdp_wr_data),
+        .rd_clk (clk_b),
+        .rd_en  (sdp_rd_en),
+        .rd_addr(sdp_rd_addr),
+        .rd_data(sdp_rd_data[l])
+    );
+  end
+  assign sdp1_rd_data = sdp_rd_data[0];
+  assign sdp2_rd_data = sdp_rd_data[1];
 
   fhg_ram_tdp #(
       .WIDTH(24),
