@@ -17,20 +17,33 @@
 //     free, or `accept` is low: the user stops after the datagram in progress.
 //   * Reader: first-word-fall-through; o_first/o_last mark a datagram's words, o_len its
 //     length in bytes (with every word). One word per cycle.
-//   * Latency: a datagram is visible to the reader 5 cycles after its tx_end_of_frame, then
+//   * o_tag, valid with a datagram's first word: its slot's geometry for the framer, so the
+//     framer's per-datagram arithmetic is done here, off its per-word paths. With the slot
+//     t = 8 + length bytes (sequence number and datagram) and M the path MTU (cfg_mtu_sel as
+//     fhg_rdma_framer's), MSB first: {slot words - 1 [7], slot is one word, two words,
+//     slot words > datagram words, bytes of the slot's last word [8], packets - 1 [4], one
+//     packet, two packets, last packet's RDMA length [13], its pad bytes [2], its UDP length
+//     without ImmDt [14], with ImmDt [14]} (the UDP length: BTH/RETH (+ImmDt), data, pad,
+//     ICRC).
+//   * Latency: a datagram is visible to the reader 6 cycles after its tx_end_of_frame, then
 //     RD_LATENCY + 1 cycles to o_valid.
+//   * Timing: every decision is taken from registers (the byte count from where the enables
+//     end, the length checks a stage ahead, room and queue-full flags a cycle early and
+//     conservative by one word).
 module fhg_rdma_sf #(
     parameter int DEPTH       = 256,      // words (power of two, >= 2 maximum datagrams)
     parameter int MAX_PAYLOAD = 8972,
     parameter int RD_LATENCY  = 2,
     parameter int LQ_DEPTH    = 64,       // datagrams waiting (length queue)
     localparam int AW    = $clog2(DEPTH),
-    localparam int LEN_W = 14
+    localparam int LEN_W = 14,
+    localparam int TAG_W = 67
 ) (
     input  wire                 clk,
     input  wire                 rst,
     input  wire                 accept,
     input  wire  [LEN_W-1:0]    cfg_max_len,
+    input  wire  [1:0]          cfg_mtu_sel,      // the framer's path MTU (for o_tag)
 
     input  wire  [1023:0]       tx_data,
     input  wire                 tx_valid,
@@ -44,7 +57,7 @@ module fhg_rdma_sf #(
     output logic [1023:0]       o_data,
     output logic                o_first,
     output logic                o_last,
-    output logic [LEN_W-1:0]    o_len,
+    output logic [TAG_W-1:0]    o_tag,
 
     output logic                stat_word,
     output logic                stat_frame_drop,
@@ -61,26 +74,73 @@ module fhg_rdma_sf #(
         if (DEPTH < 2 * MAX_WORDS + 2 * SLACK || (DEPTH & (DEPTH - 1)) != 0)
             $error("fhg_rdma_sf: DEPTH must be a power of two holding two maximum datagrams");
         if (RD_LATENCY + 2 > OQ) $error("fhg_rdma_sf: output queue too small");
+        if (RD_LATENCY != 2) $error("fhg_rdma_sf: the tags take exactly two read stages");
     end
 
-    function automatic logic [7:0] count_ones(input logic [127:0] v);
-        logic [7:0] n;
-        n = '0;
-        for (int i = 0; i < 128; i++) n = n + 8'(v[i]);
-        count_ones = n;
-    endfunction
-
     // ------------------------------------------------------------------ stage 1
+    // Wire order, bytes past the end zeroed. The byte count of a last word: the enables are
+    // contiguous from bit 127, so it is one more than the place (from the top) of the last
+    // enabled byte; that place is found per group of 16 bytes here and put together in
+    // stage 2, so neither half is a deep encoder.
     logic [1023:0] s1_data;
-    logic          s1_valid, s1_eof;
-    logic [7:0]    s1_nbytes;
+    logic          s1_valid, s1_eof, s1_none;
+    logic [7:0]    s1_grp;
+    logic [3:0]    s1_loc [8];
     always_ff @(posedge clk) begin
-        s1_valid  <= tx_valid && !rst;
-        s1_eof    <= tx_end_of_frame;
-        s1_nbytes <= tx_end_of_frame ? count_ones(tx_byte_enable) : 8'd128;
+        s1_valid <= tx_valid && !rst;
+        s1_eof   <= tx_end_of_frame;
+        s1_none  <= tx_end_of_frame && !tx_byte_enable[127];
+        for (int g = 0; g < 8; g++) begin
+            logic       hit;
+            logic [3:0] loc;
+            hit = 1'b0;
+            loc = '0;
+            for (int k = 0; k < 16; k++) begin
+                if (tx_byte_enable[127 - (16*g + k)]
+                    && (16*g + k == 127 || !tx_byte_enable[126 - (16*g + k)])) begin
+                    hit = 1'b1;
+                    loc = loc | 4'(k);
+                end
+            end
+            s1_grp[g] <= tx_end_of_frame ? hit : (g == 7);
+            s1_loc[g] <= tx_end_of_frame ? loc : 4'd15;
+        end
         for (int i = 0; i < 128; i++)
             s1_data[8*i +: 8] <= (tx_end_of_frame && !tx_byte_enable[127-i]) ? 8'h00
                                  : tx_data[1023-8*i -: 8];
+    end
+    logic [6:0] s1_m;                      // bytes of the word minus one (unless s1_none)
+    always_comb begin
+        s1_m = '0;
+        for (int g = 0; g < 8; g++) if (s1_grp[g]) s1_m = s1_m | {3'(g), s1_loc[g]};
+    end
+
+    // ------------------------------------------------------------------ stage 2: length
+    // The datagram's length so far as the user gives it: with m = bytes - 1 of this word it
+    // is {words, m} + 1, so the checks need no adder. A dropped datagram's later words are
+    // discarded whatever the count says.
+    logic [6:0]       u_words;             // whole words of this datagram before this one
+    always_ff @(posedge clk) begin
+        if (s1_valid) u_words <= s1_eof ? 7'd0 : u_words + 7'd1;
+        if (rst) u_words <= '0;
+    end
+    logic [1023:0]    s2_data;
+    logic             s2_valid, s2_eof, s2_too_long, s2_oversize;
+    logic [LEN_W:0]   s2_len_next;
+    logic [6:0]       s2_wm1;
+    always_ff @(posedge clk) begin
+        s2_valid    <= s1_valid && !rst;
+        s2_eof      <= s1_eof;
+        s2_data     <= s1_data;
+        s2_len_next <= s1_none ? (LEN_W+1)'({u_words, 7'b0})
+                               : (LEN_W+1)'({u_words, s1_m}) + (LEN_W+1)'(1);
+        s2_too_long <= s1_none ? (LEN_W+1)'({u_words, 7'b0}) > (LEN_W+1)'(MAX_PAYLOAD)
+                               : (LEN_W+1)'({u_words, s1_m}) >= (LEN_W+1)'(MAX_PAYLOAD);
+        s2_oversize <= s1_none ? (LEN_W+1)'({u_words, 7'b0}) > (LEN_W+1)'(cfg_max_len)
+                               : (LEN_W+1)'({u_words, s1_m}) >= (LEN_W+1)'(cfg_max_len);
+        // Words minus one: a last word without bytes ends the datagram at the word before
+        // (a zero-length datagram still has its one word).
+        s2_wm1      <= (s1_none && u_words != 7'd0) ? u_words - 7'd1 : u_words;
     end
 
     // ------------------------------------------------------------------ write side
@@ -89,7 +149,6 @@ module fhg_rdma_sf #(
     // (its write leaves the write register one cycle after the commit).
     logic [AW:0]    cwp_r1, cwp_r;
     logic           in_frame, dropping;
-    logic [LEN_W:0] len;
     logic [LQ_AW:0] lq_wp, lq_rp, lq_wp_r1, lq_wp_r;
     always_ff @(posedge clk) begin
         cwp_r1   <= cwp;
@@ -100,16 +159,17 @@ module fhg_rdma_sf #(
             cwp_r1 <= '0; cwp_r <= '0; lq_wp_r1 <= '0; lq_wp_r <= '0;
         end
     end
-    logic [LEN_W-1:0] lq_mem [LQ_DEPTH];
 
-    logic [LEN_W:0] len_next;
-    logic           no_room, lq_full, too_long, oversize, drop_now;
-    assign len_next = len + (LEN_W+1)'(s1_nbytes);
-    assign no_room  = (wp + (AW+1)'(1) - ra) > (AW+1)'(DEPTH - 4);
-    assign lq_full  = (lq_wp - lq_rp) >= (LQ_AW+1)'(LQ_DEPTH);
-    assign too_long = len_next > (LEN_W+1)'(MAX_PAYLOAD);
-    assign oversize = len_next > (LEN_W+1)'(cfg_max_len);
-    assign drop_now = no_room || too_long || oversize || !accept || (!in_frame && lq_full);
+    logic [LEN_W+6:0] lq_mem [LQ_DEPTH];  // {words - 1, length}
+
+    // Room and queue space from last cycle's pointers, one word more conservative: the
+    // write pointer moves by at most one a cycle and the read pointers only forward.
+    logic no_room, lq_full, drop_now;
+    always_ff @(posedge clk) begin
+        no_room <= (wp + (AW+1)'(2) - ra) > (AW+1)'(DEPTH - 4);
+        lq_full <= (lq_wp + (LQ_AW+1)'(1) - lq_rp) >= (LQ_AW+1)'(LQ_DEPTH);
+    end
+    assign drop_now = no_room || s2_too_long || s2_oversize || !accept || (!in_frame && lq_full);
 
     logic          ram_we;
     logic [AW-1:0] ram_wa;
@@ -122,37 +182,36 @@ module fhg_rdma_sf #(
         stat_oversize   <= 1'b0;
         if (rst) begin
             wp <= '0; fsp <= '0; cwp <= '0;
-            in_frame <= 1'b0; dropping <= 1'b0; len <= '0;
+            in_frame <= 1'b0; dropping <= 1'b0;
             lq_wp <= '0;
             tx_overflow <= 1'b0;
-        end else if (s1_valid) begin
+        end else if (s2_valid) begin
             stat_word <= 1'b1;
             if (dropping || drop_now) begin
                 stat_words_lost <= 8'd1;
                 if (!dropping) begin
                     // What the datagram wrote is given back; it never becomes visible.
                     wp <= fsp;
-                    if (oversize && !too_long && !no_room && accept && !(!in_frame && lq_full))
+                    if (s2_oversize && !s2_too_long && !no_room && accept
+                        && !(!in_frame && lq_full))
                         stat_oversize <= 1'b1;
                     else begin
                         stat_frame_drop <= 1'b1;
                         tx_overflow <= 1'b1;
                     end
                 end
-                dropping <= !s1_eof;
+                dropping <= !s2_eof;
                 in_frame <= 1'b0;
-                len      <= '0;
             end else begin
                 ram_we <= 1'b1;
                 ram_wa <= wp[AW-1:0];
-                ram_wd <= s1_data;
-                in_frame <= !s1_eof;
-                len      <= s1_eof ? '0 : len_next;
-                if (s1_eof) begin
+                ram_wd <= s2_data;
+                in_frame <= !s2_eof;
+                if (s2_eof) begin
                     wp  <= wp + (AW+1)'(1);
                     fsp <= wp + (AW+1)'(1);
                     cwp <= wp + (AW+1)'(1);
-                    lq_mem[lq_wp[LQ_AW-1:0]] <= len_next[LEN_W-1:0];
+                    lq_mem[lq_wp[LQ_AW-1:0]] <= {s2_wm1, s2_len_next[LEN_W-1:0]};
                     lq_wp <= lq_wp + (LQ_AW+1)'(1);
                 end else begin
                     wp <= wp + (AW+1)'(1);
@@ -169,11 +228,9 @@ module fhg_rdma_sf #(
         .wr_clk(clk), .wr_en(ram_we), .wr_addr(ram_wa), .wr_data(ram_wd),
         .rd_clk(clk), .rd_en(fetch), .rd_addr(ra[AW-1:0]), .rd_data(rd_data)
     );
-    logic [LEN_W-1:0] f_len;               // length of the datagram being fetched
-    logic [LEN_W-1:0] f_left;              // its words still to fetch, after this one
+    logic [6:0]    f_left;                 // words of the datagram still to fetch
     logic          f_active;
     logic [RD_LATENCY-1:0] fl_v, fl_first, fl_last;
-    logic [LEN_W-1:0] fl_len [RD_LATENCY];
     logic [$clog2(OQ):0] oq_count;
     logic [2:0]    fl_n;
     always_comb begin
@@ -183,9 +240,9 @@ module fhg_rdma_sf #(
     logic        o_pop;
     assign o_pop = o_valid && o_ready;
 
-    logic [LEN_W-1:0] h_len, h_words;      // the datagram at the length queue's head
-    assign h_len   = lq_mem[lq_rp[LQ_AW-1:0]];
-    assign h_words = (h_len == '0) ? LEN_W'(1) : LEN_W'((h_len + LEN_W'(127)) >> 7);
+    logic [LEN_W-1:0] h_len;               // the datagram at the length queue's head
+    logic [6:0]       h_wm1;               // ...its words minus one
+    assign {h_wm1, h_len} = lq_mem[lq_rp[LQ_AW-1:0]];
     logic lq_nonempty;
     assign lq_nonempty = lq_wp_r != lq_rp;
 
@@ -193,29 +250,55 @@ module fhg_rdma_sf #(
                    && (($clog2(OQ)+1)'(oq_count) + ($clog2(OQ)+1)'(fl_n) < ($clog2(OQ)+1)'(OQ));
 
     logic          fetch_first, fetch_last;
-    logic [LEN_W-1:0] fetch_len;
     always_comb begin
         fetch_first = !f_active;
-        fetch_len   = f_active ? f_len : h_len;
-        fetch_last  = f_active ? (f_left == LEN_W'(1)) : (h_words == LEN_W'(1));
+        fetch_last  = f_active ? (f_left == 7'd1) : (h_wm1 == 7'd0);
+    end
+
+    // The tags, over the two read stages: the slot's bytes minus one, then what follows.
+    logic [LEN_W-1:0] fl_tm1;
+    logic [6:0]       fl_wm1;
+    logic [TAG_W-1:0] fl_tag;
+    logic [12:0]      mtu_mask;
+    always_ff @(posedge clk) begin
+        case (cfg_mtu_sel)
+            2'd0:    mtu_mask <= 13'd1023;
+            2'd1:    mtu_mask <= 13'd2047;
+            default: mtu_mask <= 13'd4095;
+        endcase
+    end
+    always_ff @(posedge clk) begin
+        logic [6:0]  nout_m1;
+        logic [3:0]  npk_m1;
+        logic [12:0] low;
+        fl_tm1 <= h_len + LEN_W'(7);
+        fl_wm1 <= h_wm1;
+        nout_m1 = fl_tm1[13:7];
+        low     = fl_tm1[12:0] & mtu_mask;
+        case (mtu_mask)
+            13'd1023: npk_m1 = 4'(fl_tm1[13:10]);
+            13'd2047: npk_m1 = 4'(fl_tm1[13:11]);
+            default:  npk_m1 = 4'(fl_tm1[13:12]);
+        endcase
+        fl_tag <= {nout_m1, nout_m1 == 7'd0, nout_m1 == 7'd1, nout_m1 > fl_wm1,
+                   8'(fl_tm1[6:0]) + 8'd1, npk_m1, npk_m1 == 4'd0, npk_m1 == 4'd1,
+                   low + 13'd1, ~fl_tm1[1:0],
+                   14'(low | 13'd3) + 14'd33, 14'(low | 13'd3) + 14'd37};
     end
 
     always_ff @(posedge clk) begin
         fl_v     <= {fl_v[RD_LATENCY-2:0], fetch};
         fl_first <= {fl_first[RD_LATENCY-2:0], fetch_first};
         fl_last  <= {fl_last[RD_LATENCY-2:0], fetch_last};
-        fl_len[0] <= fetch_len;
-        for (int i = 1; i < RD_LATENCY; i++) fl_len[i] <= fl_len[i-1];
         if (fetch) begin
             ra <= ra + (AW+1)'(1);
             if (!f_active) begin
                 lq_rp    <= lq_rp + (LQ_AW+1)'(1);
-                f_len    <= h_len;
-                f_left   <= h_words - LEN_W'(1);
-                f_active <= h_words != LEN_W'(1);
+                f_left   <= h_wm1;
+                f_active <= h_wm1 != 7'd0;
             end else begin
-                f_left   <= f_left - LEN_W'(1);
-                f_active <= f_left != LEN_W'(1);
+                f_left   <= f_left - 7'd1;
+                f_active <= f_left != 7'd1;
             end
         end
         if (rst) begin
@@ -228,13 +311,12 @@ module fhg_rdma_sf #(
 
     // Output queue.
     logic [1023:0]    oq_data [OQ];
-    logic [LEN_W+1:0] oq_tag [OQ];           // {first, last, len}
+    logic [TAG_W+1:0] oq_tag [OQ];           // {first, last, tag}
     logic [$clog2(OQ)-1:0] oq_head, oq_tail;
     always_ff @(posedge clk) begin
         if (fl_v[RD_LATENCY-1]) begin
             oq_data[oq_tail] <= rd_data;
-            oq_tag[oq_tail]  <= {fl_first[RD_LATENCY-1], fl_last[RD_LATENCY-1],
-                                 fl_len[RD_LATENCY-1]};
+            oq_tag[oq_tail]  <= {fl_first[RD_LATENCY-1], fl_last[RD_LATENCY-1], fl_tag};
             oq_tail <= oq_tail + 1'b1;
         end
         if (o_pop) oq_head <= oq_head + 1'b1;
@@ -247,7 +329,7 @@ module fhg_rdma_sf #(
     end
     assign o_valid = oq_count != '0;
     assign o_data  = oq_data[oq_head];
-    assign {o_first, o_last, o_len} = oq_tag[oq_head];
+    assign {o_first, o_last, o_tag} = oq_tag[oq_head];
 
     // ------------------------------------------------------------------ almost full
     logic afull_q;

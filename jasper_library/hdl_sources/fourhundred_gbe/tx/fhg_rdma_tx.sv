@@ -79,13 +79,13 @@ module fhg_rdma_tx #(
 
     logic          sf_valid, sf_ready, sf_first, sf_last;
     logic [1023:0] sf_data;
-    logic [LEN_W-1:0] sf_len;
+    logic [66:0]   sf_tag;
     fhg_rdma_sf #(.DEPTH(SF_WORDS), .MAX_PAYLOAD(MAX_PAYLOAD)) u_sf (
-        .clk(clk), .rst(rst), .accept(accept), .cfg_max_len(max_len),
+        .clk(clk), .rst(rst), .accept(accept), .cfg_max_len(max_len), .cfg_mtu_sel(c_mtu),
         .tx_data(tx_data), .tx_valid(tx_valid), .tx_byte_enable(tx_byte_enable),
         .tx_end_of_frame(tx_end_of_frame), .tx_afull(tx_afull), .tx_overflow(tx_overflow),
         .o_valid(sf_valid), .o_ready(sf_ready), .o_data(sf_data), .o_first(sf_first),
-        .o_last(sf_last), .o_len(sf_len),
+        .o_last(sf_last), .o_tag(sf_tag),
         .stat_word(stat_word), .stat_frame_drop(stat_frame_drop),
         .stat_words_lost(stat_words_lost), .stat_afull_rise(stat_afull_rise),
         .stat_oversize(stat_oversize)
@@ -105,7 +105,7 @@ module fhg_rdma_tx #(
         .cfg_va(c_va), .cfg_slot_size(c_slot_size), .cfg_slots(c_slots),
         .cfg_chunks(c_chunks), .cfg_flow_ctrl(c_flow), .cfg_credit(c_credit),
         .i_valid(sf_valid), .i_ready(sf_ready), .i_data(sf_data), .i_first(sf_first),
-        .i_last(sf_last), .i_len(sf_len),
+        .i_last(sf_last), .i_tag(sf_tag),
         .w_valid(w_valid), .w_ready(w_ready), .w_data(w_data), .w_nbytes(w_nbytes),
         .w_sop(w_sop), .w_eop(w_eop), .w_hdr(w_hdr), .w_imm(w_imm), .w_pad(w_pad),
         .w_udp_len(w_udp_len),

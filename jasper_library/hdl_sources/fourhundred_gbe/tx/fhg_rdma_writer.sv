@@ -6,7 +6,8 @@
 // Contract
 //   * Input: fhg_rdma_framer's packet words (valid/ready; the first word of a packet with
 //     its 28 or 32 bytes of BTH + RETH (+ ImmDt), w_nbytes valid bytes per word, zero
-//     beyond). A stall (ready low) never loses anything.
+//     beyond). A stall (ready low) never loses anything; w_ready is a register (one word may
+//     still be taken in the cycle after it falls) and the words pass a register slice.
 //   * Buffer layout (fhg_tx_writer's): a stream of 16-byte segments in wire order, frame k
 //     starting on the segment after frame k-1 ends. A packet's frame is a 42-byte gap (the
 //     packer merges the Ethernet/IPv4/UDP header there), the BTH/RETH/ImmDt bytes, the
@@ -67,13 +68,21 @@ module fhg_rdma_writer #(
     initial if (BUF_WORDS < 2 * MAX_PKT_WORDS + 8 || (BUF_WORDS & (BUF_WORDS - 1)) != 0)
         $error("fhg_rdma_writer: BUF_WORDS must be a power of two holding two packets");
 
+    // A word as the placement takes it: [header (hl bytes), data] (q_vec), and where the
+    // frame ends relative to the frame start's segment s, k = hl + 42 + data bytes + pad +
+    // 4 bytes past 16 s, in segments (q_kseg = ceil(k / 16)) and as k > 192 / k > 176 (a
+    // one-word packet then spills into a third buffer word when s is 4 / 5): all prepared
+    // in the input slice, from the framer's registers.
+    logic           q_valid, q_sop, q_eop, q_kA, q_kB;
+    logic [1279:0]  q_vec;
+    logic [3:0]     q_kseg;
+    logic [LEN_W-1:0] q_udp_len;
     logic [SP-1:0]  start_seg;       // where the next frame starts
     logic [1023:0]  pw;              // partial word (bytes below the fill level)
     logic [WP-1:0]  pw_idx;
     logic           in_pkt;
     logic [WP-1:0]  b_cur;           // B of the next word (see below)
     logic [2:0]     s_q;             // segment of the frame start inside its word
-    logic           hl32_q;
     logic [SP-1:0]  f_start;         // the packet's frame start
     logic           flush_pending;   // a third word of the last cycle still to write
     logic [WP-1:0]  flush_idx;
@@ -85,49 +94,56 @@ module fhg_rdma_writer #(
     // 16 s + 42 into the three words B, B+1, B+2 places both.
     logic [WP-1:0]  b;
     logic [2:0]     s;
-    logic           hl32;
-    assign b    = w_sop ? start_seg[SP-1:3] : b_cur;
-    assign s    = w_sop ? start_seg[2:0] : s_q;
-    assign hl32 = w_sop ? w_imm : hl32_q;
+    logic [SP-1:0]  cur;             // {B, s}
+    assign cur = q_sop ? start_seg : {b_cur, s_q};
+    assign b   = cur[SP-1:3];
+    assign s   = cur[2:0];
+    logic [WP-1:0]  bp [4];          // B + 0..3
+    always_comb for (int k = 0; k < 4; k++) bp[k] = b + WP'(k);
 
-    logic [1279:0] vec;              // header (hl bytes) then the 128 data bytes
-    always_comb begin
-        logic [255:0] h;
-        h = w_sop ? w_hdr : '0;
-        if (hl32) vec = {w_data, h};
-        else      vec = {32'd0, w_data, h[223:0]};
-    end
-
+    // The partial word is word B whenever a packet starts (a frame's end and the sealing
+    // step both leave it where the next frame starts); inside a packet it is B exactly when
+    // the last word's data started in B (hi_half low), which pw_b keeps.
+    logic          pw_b, pw_at_b;
+    assign pw_at_b = q_sop || pw_b;
     logic [3071:0] win, base3;
     logic          hi_half;          // the data starts in word B+1
     assign hi_half = s[2];           // 16 s + 42 + hl >= 128 exactly when s >= 4
     always_comb begin
         // What is already in the words: the partial word is B (first word of a packet, or
         // s < 4) or B+1.
-        base3 = (pw_idx == b) ? {2048'd0, pw} : {1024'd0, pw, 1024'd0};
-        win   = base3 | (({1792'd0, vec} << 336) << (128 * s));
+        base3 = pw_at_b ? {2048'd0, pw} : {1024'd0, pw, 1024'd0};
+        win   = base3 | (({1792'd0, q_vec} << 336) << (128 * s));
     end
 
-    // Where this word ends, relative to the data's first buffer word lo = B + hi_half.
-    logic [WP-1:0] lo;
-    logic [6:0]    o;                // data offset inside lo
-    logic [8:0]    e;                // end of the frame (pad and ICRC included) from lo
+    // Where this word ends, relative to the data's first buffer word lo = B + hi_half: the
+    // frame's end (pad and ICRC included) lies 16 s + k bytes past word B.
+    logic [WP-1:0] lo, lo1;
     logic [4:0]    end_seg_rel;
-    assign lo = b + WP'(hi_half);
-    assign o  = 7'(16 * s + (hl32 ? 74 : 70));
-    assign e  = 9'(o) + 9'(w_nbytes) + 9'(w_pad) + 9'd4;
-    assign end_seg_rel = 5'((e + 9'd15) >> 4);
+    assign lo  = hi_half ? bp[1] : bp[0];
+    assign lo1 = hi_half ? bp[2] : bp[1];
+    assign end_seg_rel = 5'(s) + 5'(q_kseg) - (hi_half ? 5'd8 : 5'd0);
+    // The word after the frame's end, from lo: 0, 1 (end in lo or at its end) or 2.
+    logic [WP-1:0] lo_end;
+    always_comb begin
+        logic [1:0] d;
+        d = (end_seg_rel > 5'd8) ? ((end_seg_rel == 5'd16) ? 2'd2 : 2'd1)
+                                 : ((end_seg_rel == 5'd8) ? 2'd1 : 2'd0);
+        lo_end = bp[2'(hi_half) + d];
+    end
 
     logic three;                     // header word B, data words B+1 and B+2
-    assign three = w_sop && w_eop && (s == 3'd4 || s == 3'd5) && e > 9'd128;
+    assign three = q_sop && q_eop && ((s == 3'd4 && q_kA) || (s == 3'd5 && q_kB));
     logic hdr_word;                  // the first word also writes word B (header in it)
-    assign hdr_word = w_sop && (s == 3'd4 || s == 3'd5);
+    assign hdr_word = q_sop && (s == 3'd4 || s == 3'd5);
 
     // Room: a whole maximum packet beyond the partial word, and descriptor slots.
+    // Registered, from last cycle's pointers: the partial word moves on by at most three
+    // words a cycle and one descriptor is pushed at most, so the margins grow by that much.
     logic room;
-    assign room = ((pw_idx - rd_word) <= WP'(BUF_WORDS - MAX_PKT_WORDS - 4))
-                  && (desc_used < ($clog2(DESC_SLOTS)+1)'(DESC_SLOTS - DESC_MARGIN));
-    assign w_ready = room && !flush_pending && !rst;
+    always_ff @(posedge clk)
+        room <= ((pw_idx - rd_word) <= WP'(BUF_WORDS - MAX_PKT_WORDS - 7))
+                && (desc_used < ($clog2(DESC_SLOTS)+1)'(DESC_SLOTS - DESC_MARGIN - 1));
 
     logic reader_near;
     assign reader_near = (pw_idx - rd_word) <= WP'(MAX_PKT_WORDS + 2);
@@ -140,7 +156,55 @@ module fhg_rdma_writer #(
     logic [WP-1:0] flush_final;
 
     logic take;
-    assign take = w_valid && w_ready;
+    assign take = q_valid && room && !flush_pending && !rst;
+
+    // Input register slice: the placement works on registered words, and w_ready is a
+    // register (a skid register takes the one word that may come after it falls).
+    logic          s_valid, s_sop, s_eop, s_kA, s_kB;
+    logic [1279:0] s_vec;
+    logic [3:0]    s_kseg;
+    logic [LEN_W-1:0] s_udp_len;
+    logic          in_hl32;          // the packet arriving has ImmDt (32 header bytes)
+    logic          x_hl32;
+    logic [1279:0] x_vec;
+    logic [8:0]    x_k;
+    always_comb begin
+        logic [255:0] h;
+        x_hl32 = w_sop ? w_imm : in_hl32;
+        h = w_sop ? w_hdr : '0;
+        x_vec = x_hl32 ? {w_data, h} : {32'd0, w_data, h[223:0]};
+        x_k = (x_hl32 ? 9'd74 : 9'd70) + 9'(w_nbytes) + 9'(w_pad) + 9'd4;
+    end
+    always_ff @(posedge clk) begin
+        logic acc, q_free;
+        acc    = w_valid && w_ready;
+        q_free = take || !q_valid;
+        if (acc && w_sop) in_hl32 <= w_imm;
+        if (q_free) begin
+            if (s_valid) begin
+                {q_vec, q_kseg, q_kA, q_kB, q_sop, q_eop, q_udp_len} <=
+                    {s_vec, s_kseg, s_kA, s_kB, s_sop, s_eop, s_udp_len};
+                q_valid <= 1'b1;
+                s_valid <= 1'b0;
+            end else begin
+                {q_vec, q_kseg, q_kA, q_kB, q_sop, q_eop, q_udp_len} <=
+                    {x_vec, 4'((x_k + 9'd15) >> 4), x_k > 9'd192, x_k > 9'd176, w_sop, w_eop,
+                     w_udp_len};
+                q_valid <= acc;
+            end
+        end else if (acc) begin
+            {s_vec, s_kseg, s_kA, s_kB, s_sop, s_eop, s_udp_len} <=
+                {x_vec, 4'((x_k + 9'd15) >> 4), x_k > 9'd192, x_k > 9'd176, w_sop, w_eop,
+                 w_udp_len};
+            s_valid <= 1'b1;
+        end
+        w_ready <= !(q_free ? 1'b0 : (s_valid || acc));
+        if (rst) begin
+            q_valid <= 1'b0;
+            s_valid <= 1'b0;
+            w_ready <= 1'b0;
+        end
+    end
 
     // This cycle's buffer writes (at most two, to consecutive words).
     logic          pa_en, pb_en;
@@ -148,14 +212,14 @@ module fhg_rdma_writer #(
     logic [1023:0] pa_data, pb_data;
     always_comb begin
         pa_en = 1'b0; pa_idx = lo; pa_data = w_lo;
-        pb_en = 1'b0; pb_idx = lo + WP'(1); pb_data = w_hi;
+        pb_en = 1'b0; pb_idx = lo1; pb_data = w_hi;
         if (flush_pending) begin
             pa_en = 1'b1; pa_idx = flush_idx; pa_data = flush_data;
         end else if (take) begin
             pa_en = 1'b1;
             if (hdr_word) begin
                 pb_en = 1'b1; pb_idx = b; pb_data = w_b;
-            end else if (w_eop && end_seg_rel > 5'd8) begin
+            end else if (q_eop && end_seg_rel > 5'd8) begin
                 pb_en = 1'b1;
             end
         end
@@ -197,40 +261,40 @@ module fhg_rdma_writer #(
             flush_pending <= 1'b0;
             final_word    <= flush_final;
         end else if (take) begin
-            if (w_sop) begin
+            if (q_sop) begin
                 s_q     <= start_seg[2:0];
-                hl32_q  <= w_imm;
                 f_start <= start_seg;
             end
-            b_cur <= b + WP'(1);
-            if (!w_eop) begin
+            b_cur <= bp[1];
+            pw_b  <= !hi_half;
+            if (!q_eop) begin
                 in_pkt     <= 1'b1;
                 pw         <= w_hi;
-                pw_idx     <= lo + WP'(1);
-                final_word <= lo + WP'(1);
+                pw_idx     <= lo1;
+                final_word <= lo1;
             end else begin
                 in_pkt     <= 1'b0;
                 desc_valid <= 1'b1;
-                desc_data  <= {w_sop ? start_seg : f_start, w_udp_len, cfg_dst_ip, ROCE_PORT,
+                desc_data  <= {q_sop ? start_seg : f_start, q_udp_len, cfg_dst_ip, ROCE_PORT,
                                16'd0};
-                start_seg  <= {lo, 3'b000} + SP'(end_seg_rel);
+                // {lo, 0} + end_seg_rel = {B, s} + k in segments
+                start_seg  <= cur + SP'(q_kseg);
+                pw_idx     <= lo_end;
                 if (end_seg_rel > 5'd8) begin
                     pw     <= (end_seg_rel == 5'd16) ? '0 : w_hi;
-                    pw_idx <= lo + ((end_seg_rel == 5'd16) ? WP'(2) : WP'(1));
                     if (three) begin
                         // Word B and lo now, lo + 1 next cycle: final only once written.
                         flush_pending <= 1'b1;
-                        flush_idx     <= lo + WP'(1);
+                        flush_idx     <= lo1;
                         flush_data    <= w_hi;
-                        flush_final   <= lo + ((end_seg_rel == 5'd16) ? WP'(2) : WP'(1));
-                        final_word    <= lo + WP'(1);
+                        flush_final   <= lo_end;
+                        final_word    <= lo1;
                     end else begin
-                        final_word <= lo + ((end_seg_rel == 5'd16) ? WP'(2) : WP'(1));
+                        final_word <= lo_end;
                     end
                 end else begin
                     pw         <= (end_seg_rel == 5'd8) ? '0 : w_lo;
-                    pw_idx     <= lo + ((end_seg_rel == 5'd8) ? WP'(1) : WP'(0));
-                    final_word <= lo + ((end_seg_rel == 5'd8) ? WP'(1) : WP'(0));
+                    final_word <= lo_end;
                 end
             end
         end else if (!in_pkt && start_seg[2:0] != 3'd0 && reader_near) begin

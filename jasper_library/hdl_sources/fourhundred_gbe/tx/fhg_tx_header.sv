@@ -105,9 +105,6 @@ module fhg_tx_header #(
     end
 
     // ------------------------------------------------------------------ stage 1: sums, MAC
-    logic [15:0] s1_ip_len, s1_udp_len;
-    assign s1_ip_len  = 16'(s1_len) + 16'd28;
-    assign s1_udp_len = 16'(s1_len) + 16'd8;
 
     logic [SP-1:0]    s2_start;
     logic [LEN_W-1:0] s2_len;
@@ -116,6 +113,16 @@ module fhg_tx_header #(
     logic [47:0]      s2_dmac;
     logic             s2_drop;
     logic [19:0]      s2_ip_sum, s2_udp_sum;
+    // The configuration's and the constants' share of both sums (the lengths' offsets
+    // included: IP length = len + 28, UDP length = len + 8, counted twice), added ahead (it
+    // is quasi-static), so the per-frame adder trees have fewer operands and no adder in
+    // front of them.
+    logic [19:0]      c_ip_sum, c_udp_sum;
+    always_ff @(posedge clk) begin
+        c_ip_sum  <= 20'h4500 + 20'h4000 + 20'({cfg_ttl, 8'd17}) + 20'd28
+                   + 20'(cfg_ip[31:16]) + 20'(cfg_ip[15:0]);
+        c_udp_sum <= 20'(cfg_ip[31:16]) + 20'(cfg_ip[15:0]) + 20'd17 + 20'd16 + 20'(cfg_port);
+    end
     always_ff @(posedge clk) begin
         v2 <= v1;
         s2_start <= s1_start;
@@ -133,14 +140,13 @@ module fhg_tx_header #(
             s2_dmac <= {arp_entry[15:0], arp_entry[63:32]};
             s2_drop <= !arp_entry[16];
         end
-        s2_ip_sum <= 20'h4500 + 20'h4000 + 20'({cfg_ttl, 8'd17})
-                   + 20'(cfg_ip[31:16]) + 20'(cfg_ip[15:0])
+        s2_ip_sum <= c_ip_sum
                    + 20'(s1_ip[31:16]) + 20'(s1_ip[15:0])
-                   + 20'(s1_ip_len) + 20'(s1_id);
-        s2_udp_sum <= 20'(cfg_ip[31:16]) + 20'(cfg_ip[15:0])
+                   + 20'(s1_len) + 20'(s1_id);
+        s2_udp_sum <= c_udp_sum
                     + 20'(s1_ip[31:16]) + 20'(s1_ip[15:0])
-                    + 20'd17 + 20'(s1_udp_len) + 20'(s1_udp_len)
-                    + 20'(cfg_port) + 20'(s1_port) + 20'(s1_psum);
+                    + 20'({s1_len, 1'b0})
+                    + 20'(s1_port) + 20'(s1_psum);
         if (rst) v2 <= 1'b0;
     end
 

@@ -213,7 +213,7 @@ module fhg_tx_path #(
     fhg_tx_writer #(
         .BUF_WORDS(BUF_WORDS), .MAX_PAYLOAD(MAX_PAYLOAD), .DESC_SLOTS(DESC_DEPTH)
     ) u_writer (
-        .clk(user_clk), .rst(w_rst), .accept(w_accept && !rdma_sel),
+        .clk(user_clk), .rst(w_rst), .accept(w_accept),
         .tx_data(tx_data), .tx_valid(tx_valid && !rdma_sel), .tx_byte_enable(tx_byte_enable),
         .tx_dest_ip(tx_dest_ip), .tx_dest_port(tx_dest_port),
         .tx_end_of_frame(tx_end_of_frame),
@@ -237,7 +237,7 @@ module fhg_tx_path #(
     fhg_rdma_tx #(
         .BUF_WORDS(BUF_WORDS), .DESC_SLOTS(DESC_DEPTH), .MAX_PAYLOAD(MAX_PAYLOAD)
     ) u_rdma (
-        .clk(user_clk), .rst(w_rst), .accept(w_accept && rdma_sel), .cfg(rdma_cfg),
+        .clk(user_clk), .rst(w_rst), .accept(w_accept), .cfg(rdma_cfg),
         .tx_data(tx_data), .tx_valid(tx_valid && rdma_sel), .tx_byte_enable(tx_byte_enable),
         .tx_end_of_frame(tx_end_of_frame), .tx_afull(r_afull), .tx_overflow(r_overflow),
         .wr0_en(r_wr0_en), .wr0_addr(r_wr0_addr), .wr0_data(r_wr0_data),
@@ -312,11 +312,15 @@ module fhg_tx_path #(
 
     assign desc_pop = desc_rd_valid && (h_in_ready || mst == M_FLUSH);
 
+    // The RDMA mode sends UDP checksum 0 (registered: both are quasi-static).
+    logic          udp_csum_m;
+    always_ff @(posedge mac_clk) udp_csum_m <= cfg_udp_csum && !cfg_rdma_en;
+
     fhg_tx_header #(.SP(SP)) u_header (
         .clk(mac_clk), .rst(m_flush_rst),
         .cfg_mac(cfg_mac), .cfg_ip(cfg_ip), .cfg_netmask(cfg_netmask),
         .cfg_gateway(cfg_gateway), .cfg_port(cfg_port), .cfg_ttl(cfg_ttl),
-        .cfg_udp_csum(cfg_udp_csum && !cfg_rdma_en),
+        .cfg_udp_csum(udp_csum_m),
         .in_valid(desc_rd_valid && mst == M_RUN), .in_data(desc_rdata), .in_ready(h_in_ready),
         .arp_addr(arp_addr), .arp_entry(arp_entry),
         .out_room(hq_room), .out_valid(hq_valid), .out_data(hq_data),
