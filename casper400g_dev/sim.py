@@ -7,7 +7,6 @@ second pytest worker) reuses the compiled model. Builds are serialised with a fi
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -15,8 +14,7 @@ import shutil
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,17 +69,6 @@ def _digest(
     return h.hexdigest()[:16]
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def build(
     name: str,
     sources: Sequence[Path],
@@ -104,7 +91,7 @@ def build(
     digest = _digest(sources, toplevel, parameters, build_args)
     build_dir = cache_dir / f"{name}-{digest}"
     stamp = build_dir / ".built"
-    with _locked(cache_dir / f"{name}.lock"):
+    with checkout.cache_lock(cache_dir / f"{name}.lock"):
         if not stamp.is_file():
             # Drop stale builds of the same design so the cache does not grow forever.
             for old in cache_dir.glob(f"{name}-*"):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import hashlib
 import os
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from casper400g_dev.checkout import cache_lock
 from casperfpga_ext import fhg_regmap as regmap
 from casperfpga_ext.fpg import FpgBlock, FpgDevice
 
@@ -106,18 +106,6 @@ def reference_commit(tree: Path) -> str:
     return digest.hexdigest()[:40]
 
 
-@contextlib.contextmanager
-def _cache_lock(name: str) -> Iterator[None]:
-    """One builder at a time (pytest-xdist workers share .cache/)."""
-    CACHE.mkdir(exist_ok=True)
-    with open(CACHE / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def cached_venv(
     name: str,
     python: str,
@@ -133,7 +121,7 @@ def cached_venv(
     boundary then fails pip's metadata check (its wheel's version differs)."""
     venv = CACHE / name
     stamp = venv / ".installed"
-    with _cache_lock(name):
+    with cache_lock(CACHE / f"{name}.lock"):
         if not stamp.is_file():
             shutil.rmtree(venv, ignore_errors=True)
             run = functools.partial(subprocess.run, capture_output=True, text=True, timeout=900)

@@ -9,15 +9,13 @@ a second ``casper400g twin`` of the same design starts at once.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,17 +172,6 @@ def digest(sources: list[Path], glue: str, options: dict[str, object]) -> str:
     return h.hexdigest()[:16]
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def compile_twin(
     sources: list[Path],
     header: FpgHeader,
@@ -210,7 +197,7 @@ def compile_twin(
     name = f"twin_{design}" if threads == 1 else f"twin_{design}_t{threads}"
     out = cache / f"{name}-{key}"
     exe = out / "obj" / EXE_NAME
-    with _locked(cache / f"{name}.lock"):
+    with checkout.cache_lock(cache / f"{name}.lock"):
         if not (out / ".built").is_file():
             for old in cache.glob(f"{name}-*"):
                 if old != out:
