@@ -53,7 +53,9 @@ from .dcmac_tx import FCS_BYTES, ethernet_fcs
 DELIVERED = "delivered"
 ARP_VERDICT = "arp"
 TO_CPU = "to_cpu"
-DROP_REASONS: tuple[str, ...] = (
+# The frame checks of docs/design/core.md §3, in the order the core applies them: each
+# failed check drops the frame and counts in the register of that name.
+FRAME_CHECKS: tuple[str, ...] = (
     "rx_drop_fcs",
     "rx_drop_dst_mac",
     "rx_drop_ethertype",
@@ -65,9 +67,8 @@ DROP_REASONS: tuple[str, ...] = (
     "rx_drop_dst_ip",
     "rx_drop_dst_port",
     "rx_drop_length",
-    "rx_drop_disabled",
-    "rx_drop_arp",
 )
+DROP_REASONS: tuple[str, ...] = (*FRAME_CHECKS, "rx_drop_disabled", "rx_drop_arp")
 VERDICTS: tuple[str, ...] = (DELIVERED, ARP_VERDICT, TO_CPU, *DROP_REASONS)
 
 BROADCAST_MAC = 0xFFFF_FFFF_FFFF
