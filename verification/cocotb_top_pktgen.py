@@ -18,12 +18,18 @@ from typing import Any
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, Timer
-from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
+from cocotbext.axi import AxiResp
 
 from casperfpga_ext import addressing
 from casperfpga_ext import fhg_regmap as regmap
 from verification import tone_model
-from verification.core_harness import AXIL_CLK_HZ, MAC_CLK_HZ, USER_CLK_HZ, simulated_hz
+from verification.core_harness import (
+    AXIL_CLK_HZ,
+    MAC_CLK_HZ,
+    USER_CLK_HZ,
+    axil_master,
+    simulated_hz,
+)
 from verification.models import frames, spead
 from verification.models.dcmac_tx import DcmacTxMonitor, TxFrame
 
@@ -38,14 +44,7 @@ class Host:
 
     def __init__(self, dut: Any, devices: dict[str, int]) -> None:
         self.devices = devices
-        self.axi = AxiLiteMaster(
-            AxiLiteBus.from_prefix(dut, "M_AXI"),
-            dut.axil_clk,
-            dut.axil_rst_n,
-            reset_active_level=False,
-        )
-        self.axi.write_if.log.setLevel("WARNING")
-        self.axi.read_if.log.setLevel("WARNING")
+        self.axi = axil_master(dut, "M_AXI")
 
     async def write(self, device: str, value: int, offset: int = 0) -> None:
         resp = await self.axi.write(self.devices[device] + offset, value.to_bytes(4, "little"))

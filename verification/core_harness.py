@@ -34,6 +34,20 @@ def _clock(signal: Any, hz: float) -> None:
     Clock(signal, period, unit="fs", period_high=period // 2).start()
 
 
+def axil_master(dut: Any, prefix: str) -> AxiLiteMaster:
+    """An AXI4-Lite master on the ``prefix`` ports, clocked by ``axil_clk`` with the
+    active-low ``axil_rst_n``; its per-transfer log lines are off (a run makes thousands)."""
+    axi = AxiLiteMaster(
+        AxiLiteBus.from_prefix(dut, prefix),
+        dut.axil_clk,
+        dut.axil_rst_n,
+        reset_active_level=False,
+    )
+    axi.write_if.log.setLevel("WARNING")
+    axi.read_if.log.setLevel("WARNING")
+    return axi
+
+
 class CoreHarness:
     def __init__(self, dut: Any, mac_clk_hz: float = MAC_CLK_HZ) -> None:
         self.dut = dut
@@ -54,14 +68,7 @@ class CoreHarness:
         dut.tx_end_of_frame.value = 0
         dut.rx_ack.value = 0
         dut.rx_overrun_ack.value = 0
-        self.axi = AxiLiteMaster(
-            AxiLiteBus.from_prefix(dut, "s_axil"),
-            dut.axil_clk,
-            dut.axil_rst_n,
-            reset_active_level=False,
-        )
-        self.axi.write_if.log.setLevel("WARNING")
-        self.axi.read_if.log.setLevel("WARNING")
+        self.axi = axil_master(dut, "s_axil")
 
     def tx_monitor(
         self, mode: str = "line", mac_clk_hz: float | None = None, **kw: Any

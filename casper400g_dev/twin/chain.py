@@ -179,7 +179,14 @@ def capture(
     ``cfg.chunks`` chunks (or what arrives before ``timeout``), stop."""
     import casper400g_rx as rx
 
-    fmt = rx.Format(payload_size=cfg.size)
+    # The same chunking whichever source the capture reads.
+    chunking: dict[str, Any] = dict(
+        fmt=rx.Format(payload_size=cfg.size),
+        packets_per_chunk=cfg.packets_per_chunk,
+        max_chunks=cfg.max_chunks,
+        first_chunk=0,
+        device=device,
+    )
     host = board.network.host
     xp = array_module(device)
     spectrum = Spectrum(xp, cfg.size) if cfg.tone is not None else None
@@ -199,28 +206,12 @@ def capture(
         # No NIC: the generator sends into the twin's pcap file, replayed afterwards.
         fpga.write_int("pkt_ctrl", 1)
         _wait_frames(board, block, tx_before + cfg.count, timeout)
-        cap = rx.Capture(
-            "pcap",
-            path=str(board.network.pcap),
-            fmt=fmt,
-            packets_per_chunk=cfg.packets_per_chunk,
-            max_chunks=cfg.max_chunks,
-            first_chunk=0,
-            device=device,
-        )
+        cap = rx.Capture("pcap", path=str(board.network.pcap), **chunking)
         source = "pcap"
     else:
         assert board.netns is not None
         with netns.entered(board.netns.name):
-            cap = rx.Capture(
-                "udp",
-                bind=f"{host.address}:{cfg.dest_port}",
-                fmt=fmt,
-                packets_per_chunk=cfg.packets_per_chunk,
-                max_chunks=cfg.max_chunks,
-                first_chunk=0,
-                device=device,
-            )
+            cap = rx.Capture("udp", bind=f"{host.address}:{cfg.dest_port}", **chunking)
         source = "udp"
     rows = np.zeros((cfg.count, cfg.size), dtype=np.uint8)
     present = np.zeros(cfg.count, dtype=bool)
