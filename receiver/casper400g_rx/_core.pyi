@@ -529,7 +529,7 @@ class RdmaChunk:
 
 class Sender:
     """
-    Sends the example stream over UDP (sendmmsg, rate-limited)
+    Sends the example stream over UDP (sendmmsg, rate-limited; gso_segments > 1: that many datagrams per send with UDP GSO)
     """
     def __init__(
         self,
@@ -547,6 +547,7 @@ class Sender:
         prefix_seq_offset: typing.SupportsInt | typing.SupportsIndex = 0,
         prefix_seq_width: typing.SupportsInt | typing.SupportsIndex = 0,
         catch_up: bool = False,
+        gso_segments: typing.SupportsInt | typing.SupportsIndex = 0,
     ) -> None: ...
     def run(self, seconds: typing.SupportsFloat | typing.SupportsIndex | None = None) -> bool:
         """

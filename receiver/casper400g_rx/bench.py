@@ -216,15 +216,15 @@ def overload(path: str, queues: int, rates: list[float], seconds: float) -> None
     )
 
 
-def sender_alone_gbps(seconds: float, sender_threads: int = 1) -> float:
+def sender_alone_gbps(seconds: float, sender_threads: int = 1, gso_segments: int = 0) -> float:
     """Rate the sender reaches with nobody reading (datagrams to a bound, idle socket)."""
     cap = Capture("udp", bind="127.0.0.1:0", rcvbuf=1 << 20)
     assert cap.port is not None
     if sender_threads > 1:
         count = int(seconds * 40e9 / (PAYLOAD * 8))
-        return multisend.send(cap.port, 0, count, 0.0, sender_threads)[0]
+        return multisend.send(cap.port, 0, count, 0.0, sender_threads, gso_segments=gso_segments)[0]
     count = int(seconds * 20e9 / (PAYLOAD * 8))
-    sender = _core.Sender(port=cap.port, count=count)
+    sender = _core.Sender(port=cap.port, count=count, gso_segments=gso_segments)
     sender.run(seconds)
     return sender.packets_sent * PAYLOAD * 8 / sender.elapsed / 1e9
 
@@ -260,7 +260,11 @@ def split_cpus(receivers: int, senders: int) -> tuple[list[int], list[int]] | No
 
 
 def udp_trial(
-    rate_gbps: float, seconds: float, threads: int = 1, sender_threads: int = 1
+    rate_gbps: float,
+    seconds: float,
+    threads: int = 1,
+    sender_threads: int = 1,
+    gso_segments: int = 0,
 ) -> tuple[bool, float, dict]:
     """Send `seconds` worth of packets at `rate_gbps`; (lossless, achieved Gb/s, stats).
     With several sender threads each has its own socket (source port), so SO_REUSEPORT
@@ -269,7 +273,8 @@ def udp_trial(
     many as fit), and the stats say how far the sender fell behind its schedule
     (`sender_lag_ms`) against how much of the stream the receiver's window holds
     (`window_ms`): a sender thread further behind than that makes packets late whatever
-    the receive threads do."""
+    the receive threads do. `gso_segments` > 1: the sender sends that many datagrams per
+    UDP GSO send (the kernel cuts them apart before the receiving sockets)."""
     ppc = 1024
     count = max(ppc, int(seconds * rate_gbps * 1e9 / (PAYLOAD * 8)) // ppc * ppc)
     max_chunks = 16
@@ -294,13 +299,25 @@ def udp_trial(
 
             def run() -> None:
                 sent = multisend.send(
-                    port, 0, count, rate_gbps, sender_threads, cpus=pins[1] if pins else None
+                    port,
+                    0,
+                    count,
+                    rate_gbps,
+                    sender_threads,
+                    cpus=pins[1] if pins else None,
+                    gso_segments=gso_segments,
                 )
                 result["achieved"] = sent.gbps
                 result["lag"] = sent.max_lag
 
         else:
-            sender = _core.Sender(port=port, count=count, rate_gbps=rate_gbps, streams=threads)
+            sender = _core.Sender(
+                port=port,
+                count=count,
+                rate_gbps=rate_gbps,
+                streams=threads,
+                gso_segments=gso_segments,
+            )
 
             def run() -> None:
                 sender.run()
@@ -330,6 +347,7 @@ def udp_trial(
             **s,
             "queue_received": cap.queue_received,
             "sender_threads": sender_threads,
+            "gso_segments": gso_segments,
             "pinned": pins is not None,
             "sender_lag_ms": round(result.get("lag", 0.0) * 1e3, 2),
             "window_ms": round(window_ms, 2),

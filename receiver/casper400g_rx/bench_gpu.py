@@ -736,15 +736,16 @@ def loopback_benchmarks(args: argparse.Namespace) -> list[str]:
             compare_with_spead2(args.udp_seconds, attempts=2, sender_threads=st)
         # SO_REUSEPORT scaling: a sender of more threads, so that it outruns several
         # receive threads; the sockets share the stream by sequence-number blocks.
-        ust = args.udp_sender_threads
-        alone_u = bench.sender_alone_gbps(1.0, ust)
-        print(f"loopback sender alone ({ust} threads): {alone_u:.2f} Gb/s")
+        ust, gso = args.udp_sender_threads, args.udp_gso
+        alone_u = bench.sender_alone_gbps(1.0, ust, gso)
+        how = f", {gso} datagrams per GSO send" if gso > 1 else ""
+        print(f"loopback sender alone ({ust} threads{how}): {alone_u:.2f} Gb/s")
         base = None
         for k in [1, *args.udp_queues]:
             failed: list[tuple[float, dict]] = []
             best, achieved = bench.highest_lossless_rate(
                 lambda rate, seconds, k=k: bench.udp_trial(
-                    rate, seconds, threads=k, sender_threads=ust
+                    rate, seconds, threads=k, sender_threads=ust, gso_segments=gso
                 ),
                 args.udp_seconds,
                 start=8.0,
@@ -837,6 +838,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sender-threads", type=int, default=4)
     p.add_argument(
         "--udp-sender-threads", type=int, default=8, help="sender threads of the udp scaling"
+    )
+    p.add_argument(
+        "--udp-gso",
+        type=int,
+        default=0,
+        help="datagrams per UDP GSO send of the udp scaling's sender (0: one per send)",
     )
     p.add_argument("--split-queues", type=int, nargs="+", default=[8, 12])
     p.add_argument("--split-rates", type=float, nargs="+", default=[300, 350, 380, 400, 420, 440])

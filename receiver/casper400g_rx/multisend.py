@@ -50,12 +50,16 @@ def send(
     prefix_seq_offset: int = 0,
     prefix_seq_width: int = 0,
     cpus: Sequence[int] | None = None,
+    gso_segments: int = 0,
 ) -> Sent:
     """Sends packets first .. first + count - 1 to 127.0.0.1:port over `threads` senders
     at `rate_gbps` in total (0: as fast as they go), thread i pinned to cpus[i] when
-    given."""
+    given; `gso_segments` > 1 sends that many datagrams per UDP GSO send (a divisor of
+    the 32-packet block, so a send never spans two threads' blocks)."""
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
+    if gso_segments > 1 and BLOCK % gso_segments:
+        raise ValueError(f"gso_segments must divide the {BLOCK}-packet block, got {gso_segments}")
     senders = [
         _core.Sender(
             port=port,
@@ -66,6 +70,7 @@ def send(
             prefix_seq_offset=prefix_seq_offset,
             prefix_seq_width=prefix_seq_width,
             catch_up=True,
+            gso_segments=gso_segments,
         )
         for sched in schedules(first, count, threads)
         if len(sched)

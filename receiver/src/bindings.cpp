@@ -452,12 +452,14 @@ PYBIND11_MODULE(_core, m) {
         m, [](std::shared_ptr<capture> c) { return py::cast(std::make_unique<py_capture>(c)); },
         [](py::handle h) { return h.cast<py_capture &>().shared(); });
 
-    py::class_<sender>(m, "Sender", "Sends the example stream over UDP (sendmmsg, rate-limited)")
+    py::class_<sender>(m, "Sender",
+                      "Sends the example stream over UDP (sendmmsg, rate-limited; "
+                      "gso_segments > 1: that many datagrams per send with UDP GSO)")
         .def(py::init([](const std::string &host, std::uint16_t port, std::size_t payload_size,
                          double rate_gbps, std::uint64_t first, std::uint64_t count,
                          std::optional<u64_array> schedule, std::size_t streams,
                          bool allow_remote, py::bytes prefix, std::size_t prefix_seq_offset,
-                         unsigned prefix_seq_width, bool catch_up) {
+                         unsigned prefix_seq_width, bool catch_up, std::size_t gso_segments) {
                  send_config c;
                  c.host = host;
                  c.port = port;
@@ -473,6 +475,7 @@ PYBIND11_MODULE(_core, m) {
                  c.prefix_seq_offset = prefix_seq_offset;
                  c.prefix_seq_width = prefix_seq_width;
                  c.catch_up = catch_up;
+                 c.gso_segments = gso_segments;
                  return std::make_unique<sender>(c);
              }),
              py::kw_only(), py::arg("host") = "127.0.0.1", py::arg("port"),
@@ -480,7 +483,7 @@ PYBIND11_MODULE(_core, m) {
              py::arg("count") = 0, py::arg("schedule") = py::none(), py::arg("streams") = 1,
              py::arg("allow_remote") = false, py::arg("prefix") = py::bytes(),
              py::arg("prefix_seq_offset") = 0, py::arg("prefix_seq_width") = 0,
-             py::arg("catch_up") = false)
+             py::arg("catch_up") = false, py::arg("gso_segments") = 0)
         .def(
             "run",
             [](sender &s, std::optional<double> seconds) {

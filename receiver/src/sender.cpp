@@ -1,11 +1,14 @@
 #include "casper400g_rx/sender.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <cerrno>
 #include <stdexcept>
@@ -21,6 +24,14 @@ namespace casper400g_rx {
 namespace {
 
 constexpr std::size_t send_batch = 32;
+// The largest UDP datagram the kernel accepts in one GSO send: 64 KiB minus the IPv4
+// and UDP headers.
+constexpr std::size_t gso_max_bytes = 65535 - 20 - 8;
+constexpr std::size_t gso_max_segments = 64;  // the kernel's UDP_MAX_SEGMENTS
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
 
 }  // namespace
 
@@ -44,6 +55,17 @@ sender::sender(const send_config &cfg) : cfg_(cfg) {
                                     "-byte prefix");
     if (cfg_.prefix.size() + cfg_.payload_size > 65507)
         throw std::invalid_argument("prefix + payload exceed the largest UDP/IPv4 payload (65507)");
+    if (cfg_.gso_segments > 1) {
+        if (cfg_.gso_segments > gso_max_segments || cfg_.gso_segments > send_batch)
+            throw std::invalid_argument("gso_segments must be at most " +
+                                        std::to_string(std::min(gso_max_segments, send_batch)) +
+                                        ", got " + std::to_string(cfg_.gso_segments));
+        if (cfg_.gso_segments * packet_size() > gso_max_bytes)
+            throw std::invalid_argument(
+                "gso_segments " + std::to_string(cfg_.gso_segments) + " x " +
+                std::to_string(packet_size()) + "-byte datagrams exceed the " +
+                std::to_string(gso_max_bytes) + " bytes one UDP GSO send may carry");
+    }
     total_ = cfg_.schedule.empty() ? cfg_.count : cfg_.schedule.size();
     for (std::size_t i = 0; i < cfg_.streams; i++) {
         unique_fd fd(socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
@@ -117,6 +139,8 @@ bool sender::send_for(std::chrono::nanoseconds budget) {
     const sockaddr_in addr = make_ipv4_address(cfg_.host, cfg_.port);
     mmsghdr msgs[send_batch];
     iovec iov[send_batch];
+    alignas(cmsghdr) char control[send_batch][CMSG_SPACE(sizeof(std::uint16_t))];
+    const bool gso = cfg_.gso_segments > 1;
     const std::size_t packet = packet_size();
     const std::size_t prefix = cfg_.prefix.size();
     const double ns_per_packet =
@@ -143,30 +167,59 @@ bool sender::send_for(std::chrono::nanoseconds budget) {
         }
         const std::size_t n =
             static_cast<std::size_t>(std::min<std::uint64_t>(send_batch, total_ - sent_));
-        for (std::size_t j = 0; j < n; j++) {
-            std::uint8_t *p = buffers_.data() + j * packet;
-            const std::uint64_t seq = seq_at(sent_ + j);
-            for (unsigned b = 0; b < cfg_.prefix_seq_width; b++)
-                p[cfg_.prefix_seq_offset + b] =
-                    static_cast<std::uint8_t>(seq >> (8 * (cfg_.prefix_seq_width - 1 - b)));
-            fill_example_payload(p + prefix, cfg_.payload_size, seq);
-            iov[j] = {p, packet};
-            msgs[j] = {};
-            msgs[j].msg_hdr.msg_name = const_cast<sockaddr_in *>(&addr);
-            msgs[j].msg_hdr.msg_namelen = sizeof(addr);
-            msgs[j].msg_hdr.msg_iov = &iov[j];
-            msgs[j].msg_hdr.msg_iovlen = 1;
+        std::size_t n_msgs = 0;
+        for (std::size_t j = 0; j < n;) {
+            // A run of consecutive sequence numbers that ends at a multiple of
+            // gso_segments goes as one GSO send; otherwise one datagram per message.
+            std::size_t run = 0;
+            for (;;) {
+                std::uint8_t *p = buffers_.data() + (j + run) * packet;
+                const std::uint64_t seq = seq_at(sent_ + j + run);
+                for (unsigned b = 0; b < cfg_.prefix_seq_width; b++)
+                    p[cfg_.prefix_seq_offset + b] = static_cast<std::uint8_t>(
+                        seq >> (8 * (cfg_.prefix_seq_width - 1 - b)));
+                fill_example_payload(p + prefix, cfg_.payload_size, seq);
+                run++;
+                if (!gso || j + run == n || (seq + 1) % cfg_.gso_segments == 0 ||
+                    seq_at(sent_ + j + run) != seq + 1)
+                    break;
+            }
+            mmsghdr &m = msgs[n_msgs];
+            iov[n_msgs] = {buffers_.data() + j * packet, run * packet};
+            m = {};
+            m.msg_hdr.msg_name = const_cast<sockaddr_in *>(&addr);
+            m.msg_hdr.msg_namelen = sizeof(addr);
+            m.msg_hdr.msg_iov = &iov[n_msgs];
+            m.msg_hdr.msg_iovlen = 1;
+            if (run > 1) {
+                m.msg_hdr.msg_control = control[n_msgs];
+                m.msg_hdr.msg_controllen = CMSG_SPACE(sizeof(std::uint16_t));
+                cmsghdr *c = CMSG_FIRSTHDR(&m.msg_hdr);
+                c->cmsg_level = SOL_UDP;
+                c->cmsg_type = UDP_SEGMENT;
+                c->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
+                const auto seg = static_cast<std::uint16_t>(packet);
+                std::memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+            }
+            n_msgs++;
+            j += run;
         }
         const int fd = sockets_[batches_ % sockets_.size()].get();
         std::size_t done = 0;
-        while (done < n) {
-            const int rc = sendmmsg(fd, msgs + done, static_cast<unsigned>(n - done), 0);
+        while (done < n_msgs) {
+            const int rc = sendmmsg(fd, msgs + done, static_cast<unsigned>(n_msgs - done), 0);
             if (rc < 0) {
                 if (errno == EINTR) continue;
                 if (errno == ENOBUFS || errno == EAGAIN) {
                     std::this_thread::sleep_for(std::chrono::microseconds(50));
                     continue;
                 }
+                if (gso && (errno == EINVAL || errno == ENOPROTOOPT || errno == EIO))
+                    throw_errno("sendmmsg with UDP GSO (UDP_SEGMENT, " +
+                                std::to_string(cfg_.gso_segments) + " segments) to " +
+                                cfg_.host + ":" + std::to_string(cfg_.port) +
+                                "; the kernel may lack UDP GSO (Linux >= 4.18), "
+                                "send with gso_segments=0");
                 throw_errno("sendmmsg to " + cfg_.host + ":" + std::to_string(cfg_.port));
             }
             done += static_cast<std::size_t>(rc);

@@ -68,7 +68,11 @@ def check_payloads(chunk_id: int, present: np.ndarray, data: np.ndarray) -> None
     np.testing.assert_array_equal(data[present], rx.example_payloads(seqs, data.shape[1]))
 
 
-def test_loopback_exact_accounting_with_sender_faults() -> None:
+@pytest.mark.parametrize("gso_segments", [0, 4])
+def test_loopback_exact_accounting_with_sender_faults(gso_segments: int) -> None:
+    # With UDP GSO the sender hands the kernel runs of consecutive sequence numbers as one
+    # send; the schedule's gaps, duplicates and reorderings break the runs, and the kernel
+    # cuts each run into datagrams: the receiver must count exactly the same.
     ppc, n_chunks, max_chunks = 64, 30, 3
     f = faulty_schedule(n_chunks, ppc, max_chunks, np.random.default_rng(11))
     cap = rx.Capture(
@@ -76,7 +80,9 @@ def test_loopback_exact_accounting_with_sender_faults() -> None:
     )
     with cap:
         assert cap.port
-        sender = rx.Sender(port=cap.port, schedule=f.schedule, rate_gbps=2.0)
+        sender = rx.Sender(
+            port=cap.port, schedule=f.schedule, rate_gbps=2.0, gso_segments=gso_segments
+        )
         chunks = capture_while_sending(cap, sender)
         assert sender.packets_sent == len(f.schedule)
     s = cap.stats
@@ -123,6 +129,58 @@ def test_reuseport_fan_out_over_two_pinned_threads() -> None:
     for chunk_id, (present, data) in chunks.items():
         assert present.all()
         check_payloads(chunk_id, present, data)
+
+
+def test_gso_sends_reach_the_socket_their_block_is_steered_to() -> None:
+    # Two SO_REUSEPORT threads share the stream by blocks of 64 sequence numbers (the
+    # socket group's steering program reads the first datagram of a GSO send); a GSO run
+    # never crosses a multiple of its length, so every datagram lands on its block's
+    # socket. 41 blocks: socket 0 gets 21 of them, socket 1 20.
+    from casper400g_rx import multisend
+
+    ppc, blocks = 64, 41
+    count = ppc * blocks
+    cap = rx.Capture(
+        "udp", bind="127.0.0.1:0", threads=2, packets_per_chunk=ppc, max_chunks=8, first_chunk=0
+    )
+    sent: list[multisend.Sent] = []
+    with cap:
+        assert cap.port
+        port = cap.port
+        thread = threading.Thread(
+            target=lambda: sent.append(multisend.send(port, 0, count, 1.0, 2, gso_segments=4)),
+            daemon=True,
+        )
+        thread.start()
+        out: dict = {}
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            consume_all(cap, out, timeout=0.05)
+            s = cap.stats
+            if not thread.is_alive() and s.received + s.kernel_drops >= count:
+                break
+        thread.join()
+        cap.stop()
+        consume_all(cap, out)
+    s = cap.stats
+    assert sent and sent[0].packets == count
+    assert (s.kernel_drops, s.packets, s.lost, s.late, s.duplicate) == (0, count, 0, 0, 0)
+    assert cap.queue_received == [21 * ppc, 20 * ppc]
+    assert sorted(out) == list(range(blocks))
+    for chunk_id, (present, data) in out.items():
+        assert present.all()
+        check_payloads(chunk_id, present, data)
+
+
+def test_bad_gso_settings_name_the_value() -> None:
+    from casper400g_rx import multisend
+
+    with pytest.raises(ValueError, match=r"gso_segments 8 x 8192-byte datagrams exceed the 65507"):
+        rx.Sender(port=9, count=1, gso_segments=8)
+    with pytest.raises(ValueError, match="gso_segments must be at most 32, got 33"):
+        rx.Sender(port=9, count=1, payload_size=8, gso_segments=33)
+    with pytest.raises(ValueError, match="gso_segments must divide the 32-packet block, got 3"):
+        multisend.send(9, 0, 1, 0.0, 2, gso_segments=3)
 
 
 @pytest.mark.parametrize("policy", ["drop_oldest", "block"])

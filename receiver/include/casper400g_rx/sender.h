@@ -1,5 +1,6 @@
-// Sends the example stream over UDP with sendmmsg at a limited rate, with the
-// faults a test asks for expressed as an explicit schedule of sequence numbers.
+// Sends the example stream over UDP with sendmmsg (optionally several datagrams per
+// send with UDP GSO) at a limited rate, with the faults a test asks for expressed as an
+// explicit schedule of sequence numbers.
 #pragma once
 
 #include <chrono>
@@ -31,6 +32,12 @@ struct send_config {
     // than move the schedule on: for several senders that together send one stream, so
     // that one that lost its core does not stay behind the others.
     bool catch_up = false;
+    // UDP generic segmentation offload: up to this many datagrams of consecutive sequence
+    // numbers leave in one send (UDP_SEGMENT), the kernel cutting them apart; 0 or 1 =
+    // one send per datagram. A run never crosses a multiple of gso_segments in the
+    // sequence, so a receiver that steers blocks of a multiple of it by sequence number
+    // (SO_REUSEPORT program) still gets every datagram of a run on the right socket.
+    std::size_t gso_segments = 0;
 };
 
 class sender {
