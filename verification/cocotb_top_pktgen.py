@@ -140,6 +140,25 @@ async def configure(host: Host, cfg: dict) -> None:
     await Timer(300, unit="ns")  # configuration crossing into the MAC clock domain
 
 
+async def send_burst(
+    host: Host, mon: DcmacTxMonitor, size: int, count: int, period: int = 0, settle: bool = False
+) -> list[TxFrame]:
+    """One generator burst of ``count`` frames of ``size`` bytes, ``period`` user_clk cycles
+    apart (0: back to back); the frames it sent. With ``settle`` 2 us more pass first, and
+    no further frame may have left the core (a burst ends by itself after ``count``)."""
+    await host.write("pkt_size", size)
+    await host.write("pkt_period", period)
+    await host.write("pkt_count", count)
+    start = len(mon.frames)
+    await host.write("pkt_ctrl", 1)
+    await mon.wait_frames(start + count, limit_ns=(count * 10 + 50) * 1000)
+    if settle:
+        await Timer(2, unit="us")
+        assert len(mon.frames) == start + count, (len(mon.frames), start, count)
+    await host.write("pkt_ctrl", 0)
+    return mon.frames[start:]
+
+
 @cocotb.test()
 async def bus_errors_and_read_only_registers(dut) -> None:  # noqa: ANN001
     """Unmapped addresses answer DECERR; the To-Processor register refuses writes."""
@@ -170,17 +189,7 @@ async def sends_the_example_stream(dut) -> None:  # noqa: ANN001
     await host.write("pkt_ctrl", 2)  # reset the sequence number
     for burst in cfg["bursts"]:
         size, period, count = burst["size"], burst["period"], burst["count"]
-        await host.write("pkt_size", size)
-        await host.write("pkt_period", period)
-        await host.write("pkt_count", count)
-        start = len(mon.frames)
-        await host.write("pkt_ctrl", 1)
-        await mon.wait_frames(start + count, limit_ns=(count * 10 + 50) * 1000)
-        # The burst ends by itself after `count` packets: nothing more leaves the core.
-        await Timer(2, unit="us")
-        assert len(mon.frames) == start + count, (len(mon.frames), start, count)
-        await host.write("pkt_ctrl", 0)
-        got: list[TxFrame] = mon.frames[start:]
+        got = await send_burst(host, mon, size, count, period, settle=True)
         for frame in got:
             want = expected_frame(cfg, n, size)
             assert frame.body == want, f"frame {n} ({size} B) differs from scapy's"
@@ -231,16 +240,7 @@ async def sends_spead_heaps(dut) -> None:  # noqa: ANN001
     await host.write("spead_ts_step", step)
     n = 0
     for size, count in ((8192, 4), (1000, 3)):
-        await host.write("pkt_size", size)
-        await host.write("pkt_period", 0)
-        await host.write("pkt_count", count)
-        start = len(mon.frames)
-        await host.write("pkt_ctrl", 1)
-        await mon.wait_frames(start + count, limit_ns=(count * 10 + 50) * 1000)
-        await Timer(2, unit="us")
-        await host.write("pkt_ctrl", 0)
-        assert len(mon.frames) == start + count
-        for frame in mon.frames[start:]:
+        for frame in await send_burst(host, mon, size, count, settle=True):
             heap = spead.heap_packet(n, frames.example_payload(n, size), n * step, channel)
             assert frame.body == expected_frame(cfg, n, size, heap), f"SPEAD frame {n} ({size} B)"
             n += 1
@@ -276,15 +276,9 @@ async def sends_the_tone(dut) -> None:  # noqa: ANN001
         await host.write("spead_ctrl", int(spead_bytes > 0))
         await host.write("tone_step", tone.step)
         await host.write("tone_shape", tone.shape)
-        await host.write("pkt_size", size)
-        await host.write("pkt_period", 0)
-        await host.write("pkt_count", count)
-        start = len(mon.frames)
-        await host.write("pkt_ctrl", 1)
-        await mon.wait_frames(start + count, limit_ns=(count * 10 + 50) * 1000)
-        await host.write("pkt_ctrl", 0)
+        got = await send_burst(host, mon, size, count)
         want = tone_model.expected_payloads(tone, range(count), size)
-        for n, frame in enumerate(mon.frames[start : start + count]):
+        for n, frame in enumerate(got[:count]):
             body = frame.body
             assert len(body) == 42 + spead_bytes + size, (len(body), size)
             payload = body[42 + spead_bytes :]
