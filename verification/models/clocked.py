@@ -8,6 +8,7 @@ imported only when a task starts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
@@ -21,9 +22,22 @@ class ClockedTask:
 
     _clock: Any  # a cocotb clock handle, set by the adapter
     _task: Any = None
+    _rd_reset: Callable[[], int] | None = None
+    _reset_level = 1
 
     def on_edge(self) -> None:
         raise NotImplementedError
+
+    def watch_reset(self, reset: Any, active_high: bool) -> None:
+        """Sample ``reset`` (a handle; None: no reset) for :meth:`in_reset`."""
+        from .dcmac_tx import int_reader  # dcmac_tx builds on this module
+
+        self._rd_reset = int_reader(reset) if reset is not None else None
+        self._reset_level = 1 if active_high else 0
+
+    def in_reset(self) -> bool:
+        """The watched reset is asserted now."""
+        return self._rd_reset is not None and self._rd_reset() == self._reset_level
 
     def start(self) -> None:
         import cocotb

@@ -37,7 +37,6 @@ from .dcmac_tx import (
     SEGMENTS,
     TxCycle,
     ethernet_fcs,
-    int_reader,
     wire_bytes,
 )
 
@@ -334,8 +333,7 @@ class DcmacRxDriver(ClockedDriver):
         self._h_eop = handles("rx_axis_tuser_eop")
         self._h_err = handles("rx_axis_tuser_err")
         self._h_mty = handles("rx_axis_tuser_mty")
-        self._rd_reset = int_reader(reset) if reset is not None else None
-        self._reset_level = 1 if reset_active_high else 0
+        self.watch_reset(reset, reset_active_high)
         # Last values written, so that a cycle only schedules the writes that change.
         self._cur = [[0] * SEGMENTS for _ in range(5)]  # ena, sop, eop, err, mty
         self._cur_tvalid = 0
@@ -366,10 +364,7 @@ class DcmacRxDriver(ClockedDriver):
 
     def tick(self) -> None:
         """Drive the cycle that starts at this rising edge."""
-        if self._rd_reset is not None and self._rd_reset() == self._reset_level:
-            cyc = None
-        else:
-            cyc = self.packer.next_cycle()
+        cyc = None if self.in_reset() else self.packer.next_cycle()
         self._put(cyc)
         if not self.packer.busy:
             self.went_idle()

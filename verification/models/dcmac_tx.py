@@ -761,7 +761,6 @@ class DcmacTxMonitor(QueueMonitor[TxFrame]):
         self.queue: Queue[TxFrame] | None = None
         self.checker = DcmacTxChecker(on_frame=self._got_frame, keep_frames=False)
         self._clock = clock if clock is not None else getattr(dut, prefix + "tx_axi_clk")
-        self._reset_level = 1 if reset_active_high else 0
         p = prefix
         self._tready = getattr(dut, f"{p}tx_axis_tready_0")
         self._taf = getattr(dut, f"{p}tx_axis_taf_0")
@@ -776,7 +775,7 @@ class DcmacTxMonitor(QueueMonitor[TxFrame]):
         self._rd_eop = readers("tx_axis_tuser_eop")
         self._rd_err = readers("tx_axis_tuser_err")
         self._rd_mty = readers("tx_axis_tuser_mty")
-        self._rd_reset = int_reader(reset) if reset is not None else None
+        self.watch_reset(reset, reset_active_high)
         # Reused every cycle instead of building new lists.
         self._cyc = TxCycle()
         self._cur_tready = 0
@@ -826,7 +825,7 @@ class DcmacTxMonitor(QueueMonitor[TxFrame]):
 
     def sample(self) -> None:
         """Process the cycle that ended at this rising edge and set up the next one."""
-        if self._rd_reset is not None and self._rd_reset() == self._reset_level:
+        if self.in_reset():
             if not self._in_reset:
                 self._in_reset = True
                 self._drive(0, 1)

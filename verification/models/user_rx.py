@@ -233,8 +233,7 @@ class UserRxMonitor(QueueMonitor[RxDatagram]):
         self._rd_dst_ip = int_reader(getattr(dut, f"{p}rx_dest_ip"))
         self._rd_dst_port = int_reader(getattr(dut, f"{p}rx_dest_port"))
         self._rd_overrun = int_reader(getattr(dut, f"{p}rx_overrun"))
-        self._rd_reset = int_reader(reset) if reset is not None else None
-        self._reset_level = 1 if reset_active_high else 0
+        self.watch_reset(reset, reset_active_high)
         self._prev_overrun = 0
         self._task: Any = None
         self._cur_ack = self.pattern.next()
@@ -262,7 +261,7 @@ class UserRxMonitor(QueueMonitor[RxDatagram]):
         st = self.stats
         c = st.cycles
         st.cycles += 1
-        if self._rd_reset is not None and self._rd_reset() == self._reset_level:
+        if self.in_reset():
             self.assembler = RxWordAssembler(self.assembler.strict_bad)
             self._set_ack(0)
             self._set_overrun_ack(0)

@@ -138,8 +138,7 @@ class UserTxDriver(ClockedDriver):
         self._port = getattr(dut, f"{p}tx_dest_port")
         self._eof = getattr(dut, f"{p}tx_end_of_frame")
         self._rd_afull = int_reader(getattr(dut, f"{p}tx_afull"))
-        self._rd_reset = int_reader(reset) if reset is not None else None
-        self._reset_level = 1 if reset_active_high else 0
+        self.watch_reset(reset, reset_active_high)
         self.idle_prob = idle_prob
         self.idle_in_frame = idle_in_frame
         self._rng = random.Random(seed)
@@ -192,7 +191,7 @@ class UserTxDriver(ClockedDriver):
         """Decide what to present in the cycle that starts at this rising edge."""
         st = self.stats
         st.cycles += 1
-        if self._rd_reset is not None and self._rd_reset() == self._reset_level:
+        if self.in_reset():
             # The core's reset flushes a partly written frame: send it again from its start.
             if self._cur is not None:
                 self._jobs.appendleft(self._cur)
