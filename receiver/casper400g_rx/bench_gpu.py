@@ -878,6 +878,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"pinned H2D cudaMemcpyAsync peak: {peak:.1f} Gb/s; D2D copy: {d2d:.1f} Gb/s", flush=True)
     mem = {k: memcpy_gbps(k) for k in sorted(set(args.queues))}
     print(f"host memcpy (NumPy, K threads): {mem}", flush=True)
+    # What one core of the emulated NIC writes per second with each store it may use (the
+    # emulation takes the widest): a lane's share of the whole-payload rate costs that
+    # fraction of its core.
+    stores = {s: _core._example_words_gbps(s) for s in _core._word_stores()}
+    print(f"emulated DMA payload writes, one core: {stores}", flush=True)
     lines += [
         "",
         f"References (same run): pinned host-to-device copy {peak:.1f} Gb/s "
@@ -886,6 +891,9 @@ def main(argv: list[str] | None = None) -> int:
         "Host memcpy, K threads (8 MiB blocks, Gb/s copied): "
         + ", ".join(f"K={k}: {v:.0f}" for k, v in mem.items())
         + ".",
+        "Emulated NIC payload writes, one core (Gb/s, into a 256 MiB ring): "
+        + ", ".join(f"{k}: {v:.0f}" for k, v in stores.items())
+        + f" (the emulation uses {list(stores)[-1]}).",
     ]
 
     save(lines)

@@ -4,6 +4,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
+#include <cstring>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -56,6 +59,19 @@ std::vector<std::pair<std::string, std::uint64_t>> extra_stats(engine &eng, sour
 }
 
 namespace {
+
+word_store parse_word_store(const std::string &name) {
+    for (const word_store how : {word_store::cached, word_store::stream8, word_store::stream32,
+                                 word_store::stream64})
+        if (name == word_store_name(how)) {
+            if (!word_store_supported(how))
+                throw std::invalid_argument("store '" + name + "' needs an instruction set this "
+                                            "CPU lacks");
+            return how;
+        }
+    throw std::invalid_argument("store must be cached, stream8, stream32 or stream64, got '" +
+                                name + "'");
+}
 
 std::vector<std::uint64_t> to_u64(const py::object &o) {
     if (o.is_none()) return {};
@@ -281,6 +297,56 @@ void register_ibv(py::module_ &m) {
                                        fmt);
         },
         py::arg("headers"), py::arg("frame_len"), py::arg("fmt"));
+    m.def(
+        "_example_words",
+        [](std::uint64_t seq, std::size_t k0, std::size_t k1, const std::string &store,
+           std::size_t offset) {
+            const word_store how = parse_word_store(store);
+            if (k1 < k0) throw std::invalid_argument("k1 must be >= k0");
+            // Written at `offset` bytes into a 64-byte aligned buffer, so that tests reach
+            // every alignment the wide stores must handle.
+            std::vector<std::uint8_t> buf(offset + 8 * (k1 - k0) + 64);
+            auto *base = reinterpret_cast<std::uint8_t *>(
+                (reinterpret_cast<std::uintptr_t>(buf.data()) + 63) & ~std::uintptr_t{63});
+            write_example_words(base + offset, seq, k0, k1, how);
+            order_streaming_stores();
+            return py::bytes(reinterpret_cast<const char *>(base + offset), 8 * (k1 - k0));
+        },
+        py::arg("seq"), py::arg("k0"), py::arg("k1"), py::arg("store"), py::arg("offset") = 0);
+    m.def("_word_stores", [] {
+        py::list out;
+        for (const word_store how : {word_store::cached, word_store::stream8, word_store::stream32,
+                                     word_store::stream64})
+            if (word_store_supported(how)) out.append(word_store_name(how));
+        return out;
+    });
+    m.def(
+        "_example_words_gbps",
+        [](const std::string &store, std::size_t payload_size, std::size_t packets,
+           std::size_t ring_bytes) {
+            // How fast one core writes whole payloads the way the emulated NIC does, into
+            // a ring larger than the caches (the chunk pool's case).
+            const word_store how = parse_word_store(store);
+            if (payload_size == 0 || payload_size % 8 || ring_bytes < payload_size)
+                throw std::invalid_argument("payload_size must be a multiple of 8 that fits "
+                                            "the ring");
+            const std::size_t slots = ring_bytes / payload_size;
+            std::vector<std::uint8_t> ring(slots * payload_size + 64);
+            auto *base = reinterpret_cast<std::uint8_t *>(
+                (reinterpret_cast<std::uintptr_t>(ring.data()) + 63) & ~std::uintptr_t{63});
+            std::memset(base, 0, slots * payload_size);
+            py::gil_scoped_release nogil;
+            const auto t0 = std::chrono::steady_clock::now();
+            for (std::size_t p = 0; p < packets; p++)
+                write_example_words(base + (p % slots) * payload_size, p, 0, payload_size / 8,
+                                    how);
+            order_streaming_stores();
+            const double s =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            return packets * payload_size * 8 / s / 1e9;
+        },
+        py::arg("store"), py::arg("payload_size") = 8192, py::arg("packets") = 200000,
+        py::arg("ring_bytes") = std::size_t{256} << 20);
     m.def(
         "_frame_header",
         [](std::size_t payload_size, std::uint16_t udp_port, std::uint64_t seq) {

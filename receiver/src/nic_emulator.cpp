@@ -9,10 +9,6 @@
 
 #include "casper400g_rx/example_stream.h"
 
-#if defined(__x86_64__)
-#include <emmintrin.h>
-#endif
-
 namespace casper400g_rx {
 
 namespace {
@@ -20,13 +16,6 @@ namespace {
 void put16(std::uint8_t *p, std::uint16_t v) noexcept {
     p[0] = static_cast<std::uint8_t>(v >> 8);
     p[1] = static_cast<std::uint8_t>(v);
-}
-
-void put64(std::uint8_t *p, std::uint64_t v) noexcept {
-    for (int i = 7; i >= 0; i--) {
-        p[i] = static_cast<std::uint8_t>(v);
-        v >>= 8;
-    }
 }
 
 // A queue without posted receives: a NIC drops the packet at once (rx_out_of_buffer).
@@ -63,37 +52,6 @@ private:
     bool dropping_ = false;
     std::chrono::steady_clock::time_point since_{};
 };
-
-// Word k of the example stream's payload for packet `seq` (see example_stream.h).
-std::uint64_t example_word(std::uint64_t seq, std::size_t k) noexcept {
-    return k == 0 ? seq : (seq << 10) | k;
-}
-
-// Payload words [k0, k1) of packet `seq` written from `dst` on. A NIC's DMA writes
-// memory without reading it first and without filling the CPU's caches; streaming
-// stores do the same here, so the emulated NIC loads the memory system as a NIC
-// would, not twice that (read for ownership) plus cache evictions.
-void write_example_words(std::uint8_t *dst, std::uint64_t seq, std::size_t k0,
-                         std::size_t k1) noexcept {
-#if defined(__x86_64__)
-    if ((reinterpret_cast<std::uintptr_t>(dst) & 7) == 0) {
-        auto *out = reinterpret_cast<long long *>(dst);
-        for (std::size_t k = k0; k < k1; k++)
-            _mm_stream_si64(out + (k - k0),
-                            static_cast<long long>(__builtin_bswap64(example_word(seq, k))));
-        return;
-    }
-#endif
-    for (std::size_t k = k0; k < k1; k++) put64(dst + 8 * (k - k0), example_word(seq, k));
-}
-
-// Makes the streaming stores visible before the completion that announces them
-// (the NIC writes the data before the completion entry).
-void order_dma_writes() noexcept {
-#if defined(__x86_64__)
-    _mm_sfence();
-#endif
-}
 
 }  // namespace
 
@@ -174,9 +132,10 @@ void nic_emulator_source::write_frame(const recv_target &t, std::uint64_t seq, s
     write_frame_header(t.header, size, cfg_.udp_port, seq);
     std::uint8_t *pre = t.header + split_layout::headers;
     if (prefix % 8 == 0) {
-        // The split falls on a word boundary: write each word where the DMA puts it.
-        for (std::size_t k = 0; k < prefix / 8; k++) put64(pre + 8 * k, example_word(seq, k));
-        if (cfg_.fill) write_example_words(t.payload, seq, prefix / 8, size / 8);
+        // The split falls on a word boundary: write each word where the DMA puts it (the
+        // lane reads the prefix at once, so plain stores).
+        write_example_words(pre, seq, 0, prefix / 8, word_store::cached);
+        if (cfg_.fill) write_example_words(t.payload, seq, prefix / 8, size / 8, store_);
     } else {
         fill_example_payload(staging.data(), size, seq, true);
         std::memcpy(pre, staging.data(), prefix);
@@ -235,7 +194,8 @@ void nic_emulator_source::run(std::size_t i, engine &eng_base, const std::atomic
             count--;
             next++;
         }
-        order_dma_writes();
+        // The NIC writes the data before the completion entry that announces it.
+        order_streaming_stores();
         eng->complete(i, comps, n);
     }
     // Tearing the queue down: receives still posted will never be written.
@@ -259,7 +219,7 @@ void nic_emulator_source::run_serial(hds_engine &eng, const std::atomic<bool> &s
     std::size_t n_comps = 0, comp_lane = 0;
     starvation wait(eng.config().stall_timeout_ms);
     auto flush = [&] {
-        order_dma_writes();
+        order_streaming_stores();
         if (n_comps) eng.complete(comp_lane, comps, n_comps);
         n_comps = 0;
     };
@@ -371,7 +331,7 @@ void nic_emulator_source::run_paced(std::size_t i, hds_engine &eng, const std::a
             }
             count -= n;
             done += n;
-            order_dma_writes();
+            order_streaming_stores();
             eng.complete(i, comps, n);
         }
         if (arrived > taken) {

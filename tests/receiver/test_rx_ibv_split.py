@@ -462,3 +462,25 @@ def test_paced_options_are_checked() -> None:
         rx.Capture("mem", emulate="ibv", count=10, nic_rate_gbps=-1.0)
     with pytest.raises(ValueError, match=r"cpus must name one CPU per queue thread \(2\), got 1"):
         rx.Capture("mem", emulate="ibv", count=10, queues=2, cpus=[0])
+
+
+@pytest.mark.parametrize("store", rx._core._word_stores())
+def test_every_word_store_writes_the_example_stream(store: str) -> None:
+    # The emulated NIC writes payloads with the widest streaming store the CPU has;
+    # every kind must write exactly the example stream's words (NumPy's golden model),
+    # from any first word and at any 8-byte alignment, where the wide stores begin
+    # with narrow ones until the destination is aligned for them.
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        seq = int(rng.integers(0, 2**40))
+        k0 = int(rng.integers(0, 40))
+        k1 = k0 + int(rng.integers(0, 300))
+        offset = 8 * int(rng.integers(0, 8))
+        got = rx._core._example_words(seq, k0, k1, store, offset)
+        want = rx.example_payloads(np.array([seq], dtype=np.uint64), 8 * max(k1, 1))[0]
+        assert got == want.tobytes()[8 * k0 : 8 * k1], (seq, k0, k1, offset)
+
+
+def test_word_store_names_are_checked() -> None:
+    with pytest.raises(ValueError, match="store must be cached, stream8, stream32 or stream64"):
+        rx._core._example_words(1, 0, 4, "stream16")

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "casper400g_rx/example_stream.h"
 #include "casper400g_rx/hds.h"
 #include "casper400g_rx/source.h"
 
@@ -73,6 +74,9 @@ private:
                      std::vector<std::uint8_t> &staging) const noexcept;
 
     emulator_config cfg_;
+    // Payload words go with the widest streaming store the CPU has: the lane thread plays
+    // the NIC's DMA too, and every cycle spent writing is one its placement lacks.
+    word_store store_ = widest_word_store();
     std::vector<lane_input> lanes_;
     lane_input all_;  // the whole schedule, for the serial mode
     std::atomic<std::uint64_t> nic_drops_{0};
