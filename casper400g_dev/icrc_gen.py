@@ -18,10 +18,12 @@ zero. Everything the hardware needs is then a set of constant 32-row XOR masks:
   That segment is constant once masked: its bytes 6..13 stand for the eight 0xFF bytes,
   byte 14 is 0x45 (IPv4, IHL 5: checked) and byte 15 (TOS) is masked; bytes 0..5 (the
   destination MAC) are not covered, so the frame's CRC starts from ``K`` after it;
-* ``UNSEG[k]`` = ``A^-(16 k)`` and ``UNEND[mty]`` = ``A^-(mty + 4)``: after the frame's
-  last segment ``q`` the state is ``16 (7 - q)`` bytes too far (the cycle weighting) and
-  ``mty + 4`` bytes too far (the ICRC bytes and the unused ones are zeroed but advanced
-  over): both are undone at the end.
+* ``UN``: after the frame's last segment ``q`` the state is ``n = 16 (7 - q) + mty + 4``
+  bytes too far (the cycle weighting, then the ICRC bytes and the unused ones, zeroed but
+  advanced over); ``n`` < 256 is undone in four steps of two bits each, step ``g`` applying
+  ``A^-(k 4^g)`` for the digit ``k`` = 1..3 of ``n`` in base 4 (a digit 0 leaves the state
+  as it is). ``UN[3 g + k - 1]`` is that matrix; ``n`` < 132, so the last step has no
+  digit 3 and the table 11 matrices.
 
 ``python -m casper400g_dev.icrc_gen`` writes ``tx/fhg_icrc_pkg.sv``; a test checks that the
 committed file is what this module generates and that :func:`model_icrc` (the engine's
@@ -41,6 +43,9 @@ SEGMENTS = 8
 # Frame bytes the ICRC masks to ones, by segment of the frame (index 1 and 2; segment 0 is
 # replaced by K): TTL (22), IPv4 checksum (24, 25) | UDP checksum (40, 41), BTH byte 4 (46).
 MASK_ONES = {1: (6, 8, 9), 2: (8, 9, 14)}
+# The un-advance at a frame's end, n = 16 (7 - q) + mty + 4 bytes, in base-4 digits (steps).
+MAX_UNADVANCE = SEG_BYTES * (SEGMENTS - 1) + (SEG_BYTES - 1) + 4
+UN_STEPS = 4
 # The first segment as the ICRC sees it: bytes 6..13 = the 0xFF prefix, 14 = 0x45, 15 = TOS.
 FIRST_SEGMENT_TAIL = b"\xff" * 8 + b"\x45\xff"
 
@@ -126,15 +131,34 @@ def constants() -> dict[str, list[int]]:
     m = [compose(advance(SEG_BYTES * (SEGMENTS - 1 - i)), b16) for i in range(SEGMENTS)]
     k = crc_update(0xFFFF_FFFF, FIRST_SEGMENT_TAIL)
     kp = [_apply(advance(SEG_BYTES * (SEGMENTS - 1 - p)), k) for p in range(SEGMENTS)]
-    unseg = [invert(advance(SEG_BYTES * k)) for k in range(SEGMENTS)]
-    unend = [invert(advance(mty + 4)) for mty in range(SEG_BYTES)]
+    un = [
+        invert(advance(k * 4**g))
+        for g in range(UN_STEPS)
+        for k in range(1, 4)
+        if k * 4**g <= MAX_UNADVANCE
+    ]
     return {
         "ICRC_M": [row for mat in m for row in mat],
         "ICRC_A1024": advance(SEG_BYTES * SEGMENTS),
         "ICRC_KP": kp,
-        "ICRC_UNSEG": [row for mat in unseg for row in mat],
-        "ICRC_UNEND": [row for mat in unend for row in mat],
+        "ICRC_UN": [row for mat in un for row in mat],
     }
+
+
+def unadvance_bytes(q: int, mty: int) -> int:
+    """How far the state of a frame that ends in segment ``q`` with ``mty`` unused bytes is
+    ahead of its last covered byte."""
+    return SEG_BYTES * (SEGMENTS - 1 - q) + mty + 4
+
+
+def unadvance(v: int, n: int) -> int:
+    """``A^-n v`` the way the engine does it: one ``UN`` step per base-4 digit of ``n``."""
+    un = constants()["ICRC_UN"]
+    for g in range(UN_STEPS):
+        k = n >> (2 * g) & 3
+        if k:
+            v = _apply(un[32 * (3 * g + k - 1) : 32 * (3 * g + k)], v)
+    return v
 
 
 # ---------------------------------------------------------------- bit-true model
@@ -173,10 +197,7 @@ def model_icrc(frame: bytes, first_segment: int = 0) -> int:
         x = c["ICRC_KP"][p] if state is None else _apply(c["ICRC_A1024"], state)
         v = x ^ acc
         if rel == nseg:
-            k = SEGMENTS - 1 - q
-            v = _apply(c["ICRC_UNSEG"][32 * k : 32 * k + 32], v)
-            v = _apply(c["ICRC_UNEND"][32 * mty : 32 * mty + 32], v)
-            return ~v & 0xFFFF_FFFF
+            return ~unadvance(v, unadvance_bytes(q, mty)) & 0xFFFF_FFFF
         state = v
         pos = 0
 
@@ -205,8 +226,7 @@ def render_package() -> str:
         "//   ICRC_M       8 x 32 rows of 128 bits: segment i's term, weighted to the cycle end\n"
         "//   ICRC_A1024   advance of a continuing frame by one cycle (128 bytes)\n"
         "//   ICRC_KP      8 states: the frame's first segment (K) at position p, weighted\n"
-        "//   ICRC_UNSEG   8 matrices: matrix k un-advances by k segments (16 k bytes)\n"
-        "//   ICRC_UNEND   16 matrices: matrix mty un-advances by mty + 4 bytes\n"
+        "//   ICRC_UN      11 matrices: matrix 3 g + k - 1 un-advances by k 4^g bytes\n"
         "package fhg_icrc_pkg;\n" + "\n".join(decls) + "\nendpackage\n"
     )
 

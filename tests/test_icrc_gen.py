@@ -25,6 +25,17 @@ def test_inverse_undoes_advance() -> None:
     assert ident == [1 << k for k in range(32)]
 
 
+def test_unadvance_steps_undo_every_advance_at_a_frame_end() -> None:
+    rng = random.Random(5)
+    ends = [(q, mty) for q in range(icrc_gen.SEGMENTS) for mty in range(icrc_gen.SEG_BYTES)]
+    lengths = sorted({icrc_gen.unadvance_bytes(q, mty) for q, mty in ends})
+    assert lengths == list(range(4, icrc_gen.MAX_UNADVANCE + 1))
+    for n in lengths:
+        v = rng.getrandbits(32)
+        ahead = icrc_gen._apply(icrc_gen.advance(n), v)
+        assert icrc_gen.unadvance(ahead, n) == v, n
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_model_matches_zlib_for_every_start_segment(seed: int) -> None:
     rng = random.Random(seed)

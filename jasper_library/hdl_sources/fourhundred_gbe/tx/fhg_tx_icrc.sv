@@ -5,7 +5,7 @@
 // Contract
 //   * Sits between the packer and the DCMAC: in_* is the packer's bus, tx_* the DCMAC's.
 //     Every cycle passes through unchanged except for the ICRC bytes; the bus is delayed
-//     by 9 cycles. The pipeline advances only while tx_tready is high and in_tready
+//     by 13 cycles. The pipeline advances only while tx_tready is high and in_tready
 //     is tx_tready, so the cycle sequence (and with it every PG369 rule the packer keeps)
 //     is the packer's: tready low holds the whole bus, bubbles stay bubbles.
 //   * A frame is patched when cfg_en is set and it is IPv4 (EtherType 0x0800, version/IHL
@@ -19,14 +19,24 @@
 //     packer guarantees). The algorithm and its constants: casper400g_dev/icrc_gen.py
 //     (fhg_icrc_pkg is generated there).
 //   * Throughput: 8 segments per cycle, i.e. whatever the packer sends.
-//   * Pipeline: D1 capture; D2 masking (a frame's first segment is replaced by a constant,
-//     TTL/IP checksum/UDP checksum/BTH byte 4 set to ones, the ICRC and unused bytes
-//     zeroed; the next cycle's first segment, still at the packer's output, says whether
-//     the ICRC starts in this cycle's last segment); D3 per-segment CRC terms; D4 their
-//     prefix XOR; D5 one value per ending frame (the carried state of a frame that spans
-//     cycles is the only feedback); D6/D7 two un-advances; the patch goes into D8 (the
-//     ICRC's segment) and the output register (the segment before it, when the ICRC
-//     straddles a cycle boundary).
+//   * Pipeline (register stage k holds the cycle that the bus delay line holds in dd[k]):
+//     2 frame state per segment (inside a frame, index in it, bytes to zero; the next
+//       cycle's first segment, still at the packer's output, says whether the ICRC starts
+//       in this cycle's last segment);
+//     3 masking (a frame's first segment zeroed, TTL/IP checksum/UDP checksum/BTH byte 4
+//       set to ones, the ICRC and unused bytes zeroed) and the segments' checks; the
+//       segments of each frame ending here and of the frame continuing, as masks;
+//     4 per-segment CRC terms (a first segment's term is the constant it stands for);
+//     5 per frame, the XOR of its segments' terms;
+//     6 the carried state of a frame that spans cycles (the only feedback) and one value
+//       per ending frame;
+//     7-10 the un-advance to the frame's end, two bits of its byte count per stage;
+//     11 the ICRC bytes rotated to their place in a segment;
+//     12 the patch: into this cycle's segments, and into the previous cycle's last segment
+//       (when the ICRC straddles the cycle boundary) on its way to the output register.
+//   * Timing: every stage is a few LUT levels (docs/resources.md, "Timing estimate"): the
+//     loops over the segments are written as closed forms, a choice among constant
+//     matrices as products followed by a small mux.
 module fhg_tx_icrc (
     input  wire                 clk,
     input  wire                 rst,
@@ -52,320 +62,433 @@ module fhg_tx_icrc (
 
     output logic [1:0]          stat_patched     // frames given an ICRC this cycle
 );
-    localparam int SB = 1 + 8 * 4 + 32;          // sideband: valid, ena, sop, eop, err, mty
+    localparam int NSEG = 8;                     // segments per cycle
+    localparam int SB   = 1 + NSEG * 4 + 32;     // sideband: valid, ena, sop, eop, err, mty
+    localparam int DLY  = 11;                    // stages of the bus ahead of the patch
+    localparam int MW   = 1024;                  // bits of a 32 x 32 matrix
+    localparam int UNW  = 3 * MW;                // one un-advance step's three matrices
 
     logic ce;
     assign ce = tx_tready;
     assign in_tready = tx_tready;
 
-    function automatic logic [31:0] mul32(input logic [1023:0] m, input logic [31:0] v);
+    function automatic logic [31:0] mul32(input logic [MW-1:0] m, input logic [31:0] v);
         for (int k = 0; k < 32; k++) mul32[k] = ^(m[32*k +: 32] & v);
     endfunction
 
+    // One un-advance step: v times the matrix of digit k (k = 0: v itself). The three
+    // products are built side by side and the digit picks one, so the step's depth is a
+    // product's XOR tree and a 4:1 choice.
+    function automatic logic [31:0] unadv(input logic [UNW-1:0] m, input logic [1:0] k,
+                                          input logic [31:0] v);
+        case (k)
+            2'd0:    unadv = v;
+            2'd1:    unadv = mul32(m[0 +: MW], v);
+            2'd2:    unadv = mul32(m[MW +: MW], v);
+            default: unadv = mul32(m[2*MW +: MW], v);
+        endcase
+    endfunction
+    // The steps' matrices: n = 16 (7 - q) + mty + 4 < 132, so the last step's digit is at
+    // most 2 (its third product is never chosen).
+    localparam logic [UNW-1:0] UN_0 = fhg_icrc_pkg::ICRC_UN[0 +: UNW];
+    localparam logic [UNW-1:0] UN_1 = fhg_icrc_pkg::ICRC_UN[UNW +: UNW];
+    localparam logic [UNW-1:0] UN_2 = fhg_icrc_pkg::ICRC_UN[2*UNW +: UNW];
+    localparam logic [UNW-1:0] UN_3 = {{MW{1'b0}}, fhg_icrc_pkg::ICRC_UN[3*UNW +: 2*MW]};
+
     // ------------------------------------------------------------------ delay line
-    // The bus itself: D1..D8 (no reset on the data, so it maps to shift registers).
-    logic [1023:0] dd [1:7];
-    logic [SB-1:0] ds [1:7];
+    // The bus itself: D1..D11 (no reset on the data, so it maps to shift registers).
+    logic [1023:0] dd [1:DLY];
+    logic [SB-1:0] ds [1:DLY];
     logic [SB-1:0] in_sb;
     assign in_sb = {in_tvalid, in_ena, in_sop, in_eop, in_err, in_mty};
     always_ff @(posedge clk) begin
         if (ce) begin
             dd[1] <= in_tdata;
             ds[1] <= in_sb;
-            for (int k = 2; k <= 7; k++) begin
+            for (int k = 2; k <= DLY; k++) begin
                 dd[k] <= dd[k-1];
                 ds[k] <= ds[k-1];
             end
         end
-        if (rst) for (int k = 1; k <= 7; k++) ds[k][SB-1] <= 1'b0;
+        if (rst) for (int k = 1; k <= DLY; k++) ds[k][SB-1] <= 1'b0;
     end
 
-    // Sideband of stage 1.
-    logic        v1;
-    logic [7:0]  ena1, sop1, eop1;
-    logic [31:0] mty1;
-    logic [7:0]  unused_err1;
-    assign {v1, ena1, sop1, eop1, unused_err1, mty1} = ds[1];
+    // Fields of a stage's sideband; en/so/eo: enabled segments, their SOPs and EOPs.
+    function automatic logic sb_v(input logic [SB-1:0] s);
+        sb_v = s[SB-1];
+    endfunction
+    function automatic logic [7:0] sb_en(input logic [SB-1:0] s);
+        sb_en = s[SB-1] ? s[SB-2 -: 8] : 8'd0;
+    endfunction
+    function automatic logic [7:0] sb_sop(input logic [SB-1:0] s);
+        sb_sop = s[SB-10 -: 8];
+    endfunction
+    function automatic logic [7:0] sb_eop(input logic [SB-1:0] s);
+        sb_eop = s[SB-18 -: 8];
+    endfunction
+    function automatic logic [31:0] sb_mty(input logic [SB-1:0] s);
+        sb_mty = s[31:0];
+    endfunction
 
-    // ------------------------------------------------------------------ D2: masking
-    // rel: the segment's index inside its frame (saturating at 3).
-    logic [1:0]  rel_c;              // rel of the next segment of a frame continuing
-    logic        cont2;              // a frame continues past the last cycle seen here
-    logic [1:0]  rel [8];
-    logic [7:0]  fseg;               // segment belongs to a frame
-    logic [127:0] mseg [8];
-    logic [7:0]  chk;                // the segment passes its RoCEv2 check (rel 0..2)
+    // ------------------------------------------------------------------ stage 2: frame state
+    logic        v1;
+    logic [7:0]  en1, so1, eo1, sop1, eop1;
+    logic [31:0] mty1;
+    assign v1   = sb_v(ds[1]);
+    assign sop1 = sb_sop(ds[1]);
+    assign eop1 = sb_eop(ds[1]);
+    assign mty1 = sb_mty(ds[1]);
+    assign en1  = sb_en(ds[1]);
+    assign so1  = en1 & sop1;
+    assign eo1  = en1 & eop1;
+
+    logic        cont;               // a frame continues past the last cycle seen here
+    logic [1:0]  rel_c;              // index of that frame's next segment (saturating at 3)
+    logic [1:0]  rel [NSEG];         // a segment's index inside its frame (saturating at 3)
+    logic [7:0]  infr;               // a frame is in progress at the segment
+    logic [15:0] zero [NSEG];        // bytes the CRC sees as zero
     logic        la_eop0;            // the next cycle ends a frame on segment 0 ...
-    logic [4:0]  la_m0;              // ... with this many bytes in it
+    logic [3:0]  la_mty0;            // ... with this many unused bytes
     assign la_eop0 = in_tvalid && in_ena[0] && in_eop[0];
-    assign la_m0   = 5'd16 - 5'(in_mty[3:0]);
+    assign la_mty0 = in_mty[3:0];
 
     always_comb begin
-        logic [1:0] r;
-        logic       infr;
-        r    = rel_c;
-        infr = cont2;
-        for (int i = 0; i < 8; i++) begin
-            logic [127:0] s;
-            logic [4:0]   m, mn;
-            logic         en, nxt_eop;
-            en = v1 && ena1[i];
-            if (en && sop1[i]) begin
-                r = 2'd0;
-                infr = 1'b1;
+        for (int i = 0; i < NSEG; i++) begin
+            logic       f, clear, nxt_eop;
+            logic [3:0] mty_i, mty_n;
+            // The latest SOP up to two segments back sets the index; further back, or the
+            // continuing frame's index plus i, saturates.
+            if (so1[i])                  rel[i] = 2'd0;
+            else if (i >= 1 && so1[i-1]) rel[i] = 2'd1;
+            else if (i >= 2 && so1[i-2]) rel[i] = 2'd2;
+            else if (i >= 3)             rel[i] = 2'd3;
+            else rel[i] = (3'(rel_c) + 3'(i) >= 3'd3) ? 2'd3 : 2'(rel_c + 2'(i));
+            // In a frame: a SOP at or before i with no EOP from it up to i - 1, or the
+            // continuing frame with no EOP before i.
+            f = so1[i];
+            for (int j = 0; j < i; j++) begin
+                clear = 1'b1;
+                for (int k = j; k < i; k++) clear = clear & !eo1[k];
+                f = f | (so1[j] & clear);
             end
-            rel[i]  = r;
-            fseg[i] = en && infr;
-            s = dd[1][128*i +: 128];
-            // RoCEv2 check of the fields this segment carries.
-            case (r)
-                2'd0: chk[i] = s[8*12 +: 8] == 8'h08 && s[8*13 +: 8] == 8'h00
-                               && s[8*14 +: 8] == 8'h45;
-                2'd1: chk[i] = s[8*7 +: 8] == 8'd17;
-                2'd2: chk[i] = s[8*4 +: 8] == 8'h12 && s[8*5 +: 8] == 8'hB7;
-                default: chk[i] = 1'b1;
-            endcase
-            // Masks of the ICRC.
-            case (r)
-                2'd0: s = '0;
-                2'd1: begin
-                    s[8*6 +: 8] = 8'hFF;
-                    s[8*8 +: 16] = 16'hFFFF;
-                end
-                2'd2: begin
-                    s[8*8 +: 16] = 16'hFFFF;
-                    s[8*14 +: 8] = 8'hFF;
-                end
-                default: ;
-            endcase
-            // Zero the ICRC bytes and whatever follows them.
-            m = 5'd16 - 5'(mty1[4*i +: 4]);
-            if (i < 7) begin
-                nxt_eop = v1 && ena1[i+1] && eop1[i+1] && !sop1[i+1];
-                mn = 5'd16 - 5'(mty1[4*(i+1) +: 4]);
+            clear = 1'b1;
+            for (int k = 0; k < i; k++) clear = clear & !eo1[k];
+            infr[i] = f | (cont & clear);
+            // Zeroed: outside a frame, the first segment (it stands for a constant), the
+            // ICRC bytes and whatever follows them (in this segment, or from the segment
+            // before an EOP segment with fewer than four bytes).
+            mty_i = mty1[4*i +: 4];
+            if (i < NSEG - 1) begin
+                nxt_eop = en1[i+1] && eop1[i+1] && !sop1[i+1];
+                mty_n   = mty1[4*(i+1) +: 4];
             end else begin
                 nxt_eop = la_eop0;
-                mn = la_m0;
+                mty_n   = la_mty0;
             end
-            for (int b = 0; b < 16; b++) begin
-                if (eop1[i] && 5'(b) + 5'd4 >= m) s[8*b +: 8] = 8'h00;
-                if (!eop1[i] && nxt_eop && mn < 5'd4 && 5'(b) >= 5'd12 + mn) s[8*b +: 8] = 8'h00;
-            end
-            mseg[i] = fseg[i] ? s : '0;
-            if (en && eop1[i]) infr = 1'b0;
-            if (r != 2'd3) r = r + 2'd1;
+            for (int b = 0; b < 16; b++)
+                zero[i][b] = !(en1[i] && infr[i]) || rel[i] == 2'd0
+                           || (eop1[i] && 5'(b) + 5'(mty_i) >= 5'd12)
+                           || (!eop1[i] && nxt_eop && mty_n > 4'd12
+                               && 5'(b) + 5'(mty_n) >= 5'd28);
         end
     end
 
+    logic [7:0]  fseg2;              // the segment belongs to a frame
+    logic [1:0]  rel2 [NSEG];
+    logic [15:0] zero2 [NSEG];
+    logic        cin2;               // a frame continues into this cycle
+    logic [7:0]  cmp_a2, cmp_b2, cmp_c2;   // RoCEv2 fields of a frame's segments 0, 1, 2
     always_ff @(posedge clk) begin
-        if (ce && v1) begin
-            // The frame state after this cycle: what the loop above ends with.
-            cont2 <= fseg[7] && !eop1[7];
-            rel_c <= (rel[7] == 2'd3) ? 2'd3 : rel[7] + 2'd1;
+        if (ce) begin
+            for (int i = 0; i < NSEG; i++) begin
+                logic [127:0] s;
+                s = dd[1][128*i +: 128];
+                fseg2[i]  <= en1[i] && infr[i];
+                rel2[i]   <= rel[i];
+                zero2[i]  <= zero[i];
+                cmp_a2[i] <= s[8*12 +: 8] == 8'h08 && s[8*13 +: 8] == 8'h00
+                             && s[8*14 +: 8] == 8'h45;
+                cmp_b2[i] <= s[8*7 +: 8] == 8'd17;
+                cmp_c2[i] <= s[8*4 +: 8] == 8'h12 && s[8*5 +: 8] == 8'hB7;
+            end
+            cin2 <= cont;
+            if (v1) begin
+                // The frame state after this cycle.
+                cont  <= en1[7] && infr[7] && !eop1[7];
+                rel_c <= so1[7] ? 2'd1 : so1[6] ? 2'd2 : 2'd3;
+            end
         end
         if (rst) begin
-            cont2 <= 1'b0;
+            cont  <= 1'b0;
             rel_c <= 2'd0;
         end
     end
 
-    logic [127:0] m2 [8];
-    logic [7:0]   chk2, rel3_2;
-    always_ff @(posedge clk) if (ce) begin
-        for (int i = 0; i < 8; i++) begin
-            m2[i]     <= mseg[i];
-            rel3_2[i] <= rel[i] == 2'd3;
-        end
-        chk2 <= chk;
-    end
-
-    // ------------------------------------------------------------------ D3: segment terms
-    logic        v2;
-    logic [7:0]  ena2, sop2, eop2;
+    // ------------------------------------------------------------------ stage 3: masking
+    logic [7:0]  en2, so2, eo2;
     logic [31:0] mty2;
-    logic [7:0]  unused_err2;
-    assign {v2, ena2, sop2, eop2, unused_err2, mty2} = ds[2];
+    assign en2  = sb_en(ds[2]);
+    assign so2  = en2 & sb_sop(ds[2]);
+    assign eo2  = en2 & sb_eop(ds[2]);
+    assign mty2 = sb_mty(ds[2]);
 
-    logic [31:0] w3 [8];
-    logic [7:0]  chk3, rel3_3;
-    always_ff @(posedge clk) if (ce) begin
-        for (int i = 0; i < 8; i++)
-            for (int k = 0; k < 32; k++)
-                w3[i][k] <= ^(fhg_icrc_pkg::ICRC_M[128*(32*i + k) +: 128] & m2[i]);
-        chk3   <= chk2;
-        rel3_3 <= rel3_2;
-    end
-
-    // ------------------------------------------------------------------ D4: prefix sums
-    logic        v3;
-    logic [7:0]  ena3, sop3, eop3;
-    logic [31:0] mty3;
-    logic [7:0]  unused_err3;
-    assign {v3, ena3, sop3, eop3, unused_err3, mty3} = ds[3];
-
-    logic [31:0] p4 [8];
-    logic [7:0]  chk4, rel3_4;
-    always_ff @(posedge clk) if (ce) begin
-        logic [31:0] acc;
-        acc = '0;
-        for (int i = 0; i < 8; i++) begin
-            acc = acc ^ w3[i];
-            p4[i] <= acc;
-        end
-        chk4   <= chk3;
-        rel3_4 <= rel3_3;
-    end
-
-    // ------------------------------------------------------------------ D5: per frame
-    logic        v4;
-    logic [7:0]  ena4, sop4, eop4;
-    logic [31:0] mty4;
-    logic [7:0]  unused_err4;
-    assign {v4, ena4, sop4, eop4, unused_err4, mty4} = ds[4];
-
-    // Carried state of a frame that continues into the next cycle, and its check.
-    logic [31:0] s_cur;
-    logic        s_ok, cont4;
-
-    logic [7:0]  e_seg, s_seg;
-    assign e_seg = (v4 ? ena4 : 8'd0) & eop4;
-    assign s_seg = (v4 ? ena4 : 8'd0) & sop4;
-
-    // Per frame ending here (at most two): its value before the un-advances.
-    logic [31:0] fv [2];
-    logic [2:0]  fq [2];
-    logic [3:0]  fmty [2];
-    logic        fok [2], fhas [2];
-    logic [31:0] s_next;
-    logic        s_ok_next, cont_next;
+    // Frame slots: 0 and 1 are the first and second frame ending in the cycle, c the frame
+    // continuing past it. A segment of a frame belongs to slot 0 when no EOP comes before
+    // it, to slot 1 when one does, to c when no EOP comes at or after it.
+    logic [7:0] g0, g1, gc, fe0, fe1;
     always_comb begin
-        logic [31:0] x;
-        logic [31:0] pstart;
-        logic        ok, infr;
-        int          n;
-        n = 0;
-        // Frame in progress at segment i: its start term x (weighted), the prefix sum up
-        // to its start (its SOP segment contributes nothing), its check so far.
-        infr   = cont4;
-        x      = mul32(fhg_icrc_pkg::ICRC_A1024, s_cur);
-        pstart = '0;
-        ok     = s_ok;
-        for (int f = 0; f < 2; f++) begin
-            fv[f] = '0; fq[f] = '0; fmty[f] = '0; fok[f] = 1'b0; fhas[f] = 1'b0;
+        for (int i = 0; i < NSEG; i++) begin
+            logic [1:0] n;
+            logic       after;
+            n = 2'd0;
+            for (int k = 0; k < i; k++) n = (n == 2'd0) ? 2'(eo2[k]) : (eo2[k] ? 2'd2 : n);
+            after = 1'b0;
+            for (int k = i; k < NSEG; k++) after = after | eo2[k];
+            g0[i] = n == 2'd0;
+            g1[i] = n == 2'd1;
+            gc[i] = !after;
         end
-        for (int i = 0; i < 8; i++) begin
-            if (s_seg[i]) begin
-                infr   = 1'b1;
-                x      = fhg_icrc_pkg::ICRC_KP[32*i +: 32];
-                pstart = p4[i];
-                ok     = 1'b1;
-            end
-            if (v4 && ena4[i]) ok = ok && chk4[i];
-            if (e_seg[i] && n < 2) begin
-                fv[n]   = x ^ p4[i] ^ pstart;
-                fq[n]   = 3'(i);
-                fmty[n] = mty4[4*i +: 4];
-                fok[n]  = ok && rel3_4[i] && infr;
-                fhas[n] = 1'b1;
-                n = n + 1;
-            end
-            if (e_seg[i]) infr = 1'b0;
-        end
-        s_next    = x ^ p4[7] ^ pstart;
-        s_ok_next = ok;
-        cont_next = infr;
+        fe0 = eo2 & g0;
+        fe1 = eo2 & g1;
     end
 
+    function automatic logic [2:0] enc8(input logic [7:0] onehot);
+        enc8 = {|(onehot & 8'hF0), |(onehot & 8'hCC), |(onehot & 8'hAA)};
+    endfunction
+    function automatic logic [3:0] pick_mty(input logic [7:0] onehot, input logic [31:0] mty);
+        pick_mty = '0;
+        for (int i = 0; i < NSEG; i++) pick_mty = pick_mty | (onehot[i] ? mty[4*i +: 4] : 4'd0);
+    endfunction
+
+    logic [127:0] m3 [NSEG];
+    logic [7:0]   chk3;
+    logic [7:0]   mask0_3, mask1_3, maskc_3;
+    // Per cycle: frame 0 takes the carried state, the continuing frame takes it, a frame
+    // ends in slot 0 / 1, its EOP segment is a frame's fourth or later.
+    logic         uc0_3, ucc_3, has0_3, has1_3, okq0_3, okq1_3;
+    logic [6:0]   fi3 [2];           // {EOP segment, mty} of the frames ending
+    always_ff @(posedge clk) if (ce) begin
+        for (int i = 0; i < NSEG; i++) begin
+            for (int b = 0; b < 16; b++) begin
+                logic one;
+                one = (rel2[i] == 2'd1 && (b == 6 || b == 8 || b == 9))
+                   || (rel2[i] == 2'd2 && (b == 8 || b == 9 || b == 14));
+                m3[i][8*b +: 8] <= zero2[i][b] ? 8'h00 : one ? 8'hFF : dd[2][128*i + 8*b +: 8];
+            end
+            case (rel2[i])
+                2'd0:    chk3[i] <= cmp_a2[i];
+                2'd1:    chk3[i] <= cmp_b2[i];
+                2'd2:    chk3[i] <= cmp_c2[i];
+                default: chk3[i] <= 1'b1;
+            endcase
+        end
+        mask0_3 <= fseg2 & g0;
+        mask1_3 <= fseg2 & g1;
+        maskc_3 <= fseg2 & gc;
+        uc0_3   <= cin2 && !(|(so2 & g0));
+        ucc_3   <= cin2 && !(|so2) && !(|eo2);
+        has0_3  <= |fe0;
+        has1_3  <= |fe1;
+        okq0_3  <= |(fe0 & fseg2 & {rel2[7] == 2'd3, rel2[6] == 2'd3, rel2[5] == 2'd3,
+                                    rel2[4] == 2'd3, rel2[3] == 2'd3, rel2[2] == 2'd3,
+                                    rel2[1] == 2'd3, rel2[0] == 2'd3});
+        okq1_3  <= |(fe1 & fseg2 & {rel2[7] == 2'd3, rel2[6] == 2'd3, rel2[5] == 2'd3,
+                                    rel2[4] == 2'd3, rel2[3] == 2'd3, rel2[2] == 2'd3,
+                                    rel2[1] == 2'd3, rel2[0] == 2'd3});
+        fi3[0]  <= {enc8(fe0), pick_mty(fe0, mty2)};
+        fi3[1]  <= {enc8(fe1), pick_mty(fe1, mty2)};
+    end
+
+    // ------------------------------------------------------------------ stage 4: segment terms
+    logic [7:0]  so3;
+    assign so3 = sb_en(ds[3]) & sb_sop(ds[3]);
+
+    logic [31:0] w4 [NSEG];
+    logic [7:0]  chk4, mask0_4, mask1_4, maskc_4;
+    logic        uc0_4, ucc_4, has0_4, has1_4, okq0_4, okq1_4;
+    logic [6:0]  fi4 [2];
+    logic [7:0]  n4 [2];             // bytes to un-advance: 16 (7 - q) + mty + 4
+    always_ff @(posedge clk) if (ce) begin
+        // A frame's first segment is zero once masked; its term is the constant K it
+        // stands for, at its position.
+        for (int i = 0; i < NSEG; i++)
+            for (int k = 0; k < 32; k++)
+                w4[i][k] <= ^(fhg_icrc_pkg::ICRC_M[128*(32*i + k) +: 128] & m3[i])
+                            ^ (so3[i] & fhg_icrc_pkg::ICRC_KP[32*i + k]);
+        chk4    <= chk3;
+        mask0_4 <= mask0_3;
+        mask1_4 <= mask1_3;
+        maskc_4 <= maskc_3;
+        {uc0_4, ucc_4, has0_4, has1_4, okq0_4, okq1_4}
+            <= {uc0_3, ucc_3, has0_3, has1_3, okq0_3, okq1_3};
+        for (int f = 0; f < 2; f++) begin
+            fi4[f] <= fi3[f];
+            n4[f]  <= 8'({3'd7 - fi3[f][6:4], fi3[f][3:0]}) + 8'd4;
+        end
+    end
+
+    // ------------------------------------------------------------------ stage 5: per frame
+    logic [31:0] l0_5, l1_5, lc_5;
+    logic        okl0_5, okl1_5, oklc_5;
+    logic        uc0_5, ucc_5, has0_5, has1_5, okq0_5, okq1_5;
+    logic [6:0]  fi5 [2];
+    logic [7:0]  n5 [2];
+    always_ff @(posedge clk) if (ce) begin
+        logic [31:0] a0, a1, ac;
+        a0 = '0;
+        a1 = '0;
+        ac = '0;
+        for (int i = 0; i < NSEG; i++) begin
+            a0 = a0 ^ (mask0_4[i] ? w4[i] : '0);
+            a1 = a1 ^ (mask1_4[i] ? w4[i] : '0);
+            ac = ac ^ (maskc_4[i] ? w4[i] : '0);
+        end
+        l0_5 <= a0;
+        l1_5 <= a1;
+        lc_5 <= ac;
+        okl0_5 <= &(~mask0_4 | chk4);
+        okl1_5 <= &(~mask1_4 | chk4);
+        oklc_5 <= &(~maskc_4 | chk4);
+        {uc0_5, ucc_5, has0_5, has1_5, okq0_5, okq1_5}
+            <= {uc0_4, ucc_4, has0_4, has1_4, okq0_4, okq1_4};
+        for (int f = 0; f < 2; f++) begin
+            fi5[f] <= fi4[f];
+            n5[f]  <= n4[f];
+        end
+    end
+
+    // ------------------------------------------------------------------ stage 6: carried state
+    logic        v5;
+    assign v5 = sb_v(ds[5]);
+
+    // The carried state of a frame that continues into the next cycle (weighted to this
+    // cycle's end), and its check.
+    logic [31:0] s_cur, s_adv;
+    logic        s_ok;
+    assign s_adv = mul32(fhg_icrc_pkg::ICRC_A1024, s_cur);
+
+    logic [31:0] v6 [2];
+    logic        ok6 [2];
+    logic [6:0]  fi6 [2];
+    logic [7:0]  n6 [2];
     always_ff @(posedge clk) begin
-        if (ce && v4) begin
-            s_cur <= s_next;
-            s_ok  <= s_ok_next;
-            cont4 <= cont_next;
+        if (ce) begin
+            if (v5) begin
+                s_cur <= lc_5 ^ (ucc_5 ? s_adv : '0);
+                s_ok  <= oklc_5 && (!ucc_5 || s_ok);
+            end
+            v6[0]  <= l0_5 ^ (uc0_5 ? s_adv : '0);
+            v6[1]  <= l1_5;
+            ok6[0] <= has0_5 && okq0_5 && okl0_5 && (!uc0_5 || s_ok) && cfg_en;
+            ok6[1] <= has1_5 && okq1_5 && okl1_5 && cfg_en;
+            for (int f = 0; f < 2; f++) begin
+                fi6[f] <= fi5[f];
+                n6[f]  <= n5[f];
+            end
         end
         if (rst) begin
-            cont4 <= 1'b0;
-            s_ok  <= 1'b0;
-            s_cur <= '0;
+            s_ok   <= 1'b0;
+            s_cur  <= '0;
+            ok6[0] <= 1'b0;
+            ok6[1] <= 1'b0;
         end
     end
 
-    logic [31:0] v5 [2];
-    logic [2:0]  q5 [2];
-    logic [3:0]  mty5 [2];
-    logic        ok5 [2];
-    always_ff @(posedge clk) if (ce) begin
-        for (int f = 0; f < 2; f++) begin
-            v5[f]   <= fv[f];
-            q5[f]   <= fq[f];
-            mty5[f] <= fmty[f];
-            ok5[f]  <= fhas[f] && fok[f] && cfg_en;
-        end
-    end
-
-    // ------------------------------------------------------------------ D6, D7: un-advances
-    logic [31:0] v6 [2];
-    logic [2:0]  q6 [2];
-    logic [3:0]  mty6 [2];
-    logic        ok6 [2];
-    always_ff @(posedge clk) if (ce) begin
-        for (int f = 0; f < 2; f++) begin
-            v6[f]   <= mul32(fhg_icrc_pkg::ICRC_UNSEG[1024 * (3'd7 - q5[f]) +: 1024], v5[f]);
-            q6[f]   <= q5[f];
-            mty6[f] <= mty5[f];
-            ok6[f]  <= ok5[f];
-        end
-    end
-
-    logic [31:0] crc7 [2];
-    logic [2:0]  q7 [2];
-    logic [4:0]  m7 [2];
-    logic        ok7 [2];
+    // ------------------------------------------------------------------ stages 7-10: un-advance
+    logic [31:0] v7 [2], v8 [2], v9 [2], crc10 [2];
+    logic        ok7 [2], ok8 [2], ok9 [2], ok10 [2];
+    logic [6:0]  fi7 [2], fi8 [2], fi9 [2], fi10 [2];
+    logic [7:0]  n7 [2], n8 [2], n9 [2];
     always_ff @(posedge clk) begin
         if (ce) begin
             for (int f = 0; f < 2; f++) begin
-                crc7[f] <= ~mul32(fhg_icrc_pkg::ICRC_UNEND[1024 * mty6[f] +: 1024], v6[f]);
-                q7[f]   <= q6[f];
-                m7[f]   <= 5'd16 - 5'(mty6[f]);
-                ok7[f]  <= ok6[f];
+                v7[f]    <= unadv(UN_0, n6[f][1:0], v6[f]);
+                v8[f]    <= unadv(UN_1, n7[f][3:2], v7[f]);
+                v9[f]    <= unadv(UN_2, n8[f][5:4], v8[f]);
+                crc10[f] <= ~unadv(UN_3, n9[f][7:6], v9[f]);
+                {ok7[f], ok8[f], ok9[f], ok10[f]} <= {ok6[f], ok7[f], ok8[f], ok9[f]};
+                {fi7[f], fi8[f], fi9[f], fi10[f]} <= {fi6[f], fi7[f], fi8[f], fi9[f]};
+                {n7[f], n8[f], n9[f]} <= {n6[f], n7[f], n8[f]};
             end
         end
         if (rst) begin
-            ok7[0] <= 1'b0;
-            ok7[1] <= 1'b0;
+            for (int f = 0; f < 2; f++) {ok7[f], ok8[f], ok9[f], ok10[f]} <= '0;
         end
     end
 
-    // ------------------------------------------------------------------ patch, output
-    // crc7/q7/m7/ok7 describe the frames ending in the cycle now in D7.
-    logic [1023:0] d8, d8_next, out_next;
-    logic [SB-1:0] s8;
-    // Positions in the 256 bytes {this cycle, the cycle before}: the previous cycle's bytes
-    // are 0..127, this cycle's 128..255; the ICRC starts at 128 + 16 q + m - 4.
-    logic [8:0] icrc_at [2];
-    always_comb for (int f = 0; f < 2; f++) icrc_at[f] = 9'(16 * q7[f]) + 9'(m7[f]) + 9'd124;
-
-    always_comb begin
-        logic [2047:0] pair;
-        pair = {dd[7], d8};
-        for (int f = 0; f < 2; f++)
-            for (int b = 0; b < 256; b++)
-                if (ok7[f] && 9'(b) >= icrc_at[f] && 9'(b) < icrc_at[f] + 9'd4)
-                    pair[8*b +: 8] = crc7[f][8 * (b - int'(icrc_at[f])) +: 8];
-        {d8_next, out_next} = pair;
-    end
-
+    // ------------------------------------------------------------------ stage 11: placement
+    // The ICRC of a frame ending in segment q with m = 16 - mty bytes there starts at byte
+    // ra = (m - 4) mod 16 of segment q (m >= 4) or of the segment before (m < 4, which may
+    // be the previous cycle's last one); in that case it ends in segment q's bytes 0..m-1.
+    // img: the four bytes rotated to where they go in a segment (byte b holds ICRC byte
+    // (b - ra) mod 16); at_a: the segment it starts in, as one-hot over {the previous
+    // cycle's segment 7, segments 0..7}; at_b: segment q when it straddles; by_a / by_b:
+    // the bytes of those segments.
+    logic [127:0] img11 [2];
+    logic [8:0]   at_a11 [2];
+    logic [7:0]   at_b11 [2];
+    logic [15:0]  by_a11 [2], by_b11 [2];
+    logic         ok11 [2];
     always_ff @(posedge clk) begin
         if (ce) begin
-            d8 <= d8_next;
-            s8 <= ds[7];
-            tx_tdata <= out_next;
-            {tx_tvalid, tx_ena, tx_sop, tx_eop, tx_err, tx_mty} <= s8;
-            stat_patched <= 2'(ok7[0]) + 2'(ok7[1]);
+            for (int f = 0; f < 2; f++) begin
+                logic [2:0] q;
+                logic [3:0] mty, ra;
+                logic       strad;
+                {q, mty} = fi10[f];
+                ra    = 4'd12 - mty;
+                strad = mty > 4'd12;
+                for (int b = 0; b < 16; b++) begin
+                    logic [3:0] j;
+                    j = 4'(b) - ra;
+                    img11[f][8*b +: 8] <= (j < 4'd4) ? crc10[f][8*j[1:0] +: 8] : 8'h00;
+                    by_a11[f][b] <= 5'(b) >= 5'(ra) && 5'(b) <= 5'(ra) + 5'd3;
+                    by_b11[f][b] <= strad && 5'(b) + 5'(mty) <= 5'd15;
+                end
+                // Positions of at_a: 0 is the previous cycle's segment 7, s + 1 segment s.
+                at_a11[f] <= ok10[f] ? (9'd1 << (strad ? 4'(q) : 4'(q) + 4'd1)) : 9'd0;
+                at_b11[f] <= (ok10[f] && strad) ? (8'd1 << q) : 8'd0;
+                ok11[f]   <= ok10[f];
+            end
+        end
+        if (rst) begin
+            for (int f = 0; f < 2; f++) begin
+                at_a11[f] <= '0;
+                at_b11[f] <= '0;
+                ok11[f]   <= 1'b0;
+            end
+        end
+    end
+
+    // ------------------------------------------------------------------ stage 12: patch, output
+    // d12: this cycle's bus with its frames' ICRCs; its segment 7 may still take the next
+    // cycle's first frame's ICRC (straddling) on its way to the output register.
+    logic [1023:0] d12;
+    logic [SB-1:0] s12;
+    always_ff @(posedge clk) begin
+        if (ce) begin
+            for (int s = 0; s < NSEG; s++)
+                for (int b = 0; b < 16; b++) begin
+                    logic p0, p1;
+                    p0 = (at_a11[0][s+1] && by_a11[0][b]) || (at_b11[0][s] && by_b11[0][b]);
+                    p1 = (at_a11[1][s+1] && by_a11[1][b]) || (at_b11[1][s] && by_b11[1][b]);
+                    d12[128*s + 8*b +: 8] <= p0 ? img11[0][8*b +: 8]
+                                           : p1 ? img11[1][8*b +: 8]
+                                           : dd[DLY][128*s + 8*b +: 8];
+                end
+            tx_tdata[895:0] <= d12[895:0];
+            for (int b = 0; b < 16; b++)
+                tx_tdata[896 + 8*b +: 8] <= (at_a11[0][0] && by_a11[0][b]) ? img11[0][8*b +: 8]
+                                          : (at_a11[1][0] && by_a11[1][b]) ? img11[1][8*b +: 8]
+                                          : d12[896 + 8*b +: 8];
+            s12 <= ds[DLY];
+            {tx_tvalid, tx_ena, tx_sop, tx_eop, tx_err, tx_mty} <= s12;
+            stat_patched <= 2'(ok11[0]) + 2'(ok11[1]);
         end else begin
             stat_patched <= 2'd0;
         end
         if (rst) begin
-            s8[SB-1]  <= 1'b0;
+            s12[SB-1] <= 1'b0;
             tx_tvalid <= 1'b0;
             tx_ena    <= '0;
             tx_sop    <= '0;
