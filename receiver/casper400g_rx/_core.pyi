@@ -579,6 +579,19 @@ def _flow_rule_bytes(
     port: typing.SupportsInt | typing.SupportsIndex,
     ib_port: typing.SupportsInt | typing.SupportsIndex = 1,
 ) -> bytes: ...
+def _example_words(
+    seq: typing.SupportsInt | typing.SupportsIndex,
+    k0: typing.SupportsInt | typing.SupportsIndex,
+    k1: typing.SupportsInt | typing.SupportsIndex,
+    store: str,
+    offset: typing.SupportsInt | typing.SupportsIndex = 0,
+) -> bytes: ...
+def _example_words_gbps(
+    store: str,
+    payload_size: typing.SupportsInt | typing.SupportsIndex = 8192,
+    packets: typing.SupportsInt | typing.SupportsIndex = 200000,
+    ring_bytes: typing.SupportsInt | typing.SupportsIndex = 268435456,
+) -> float: ...
 def _frame_header(
     payload_size: typing.SupportsInt | typing.SupportsIndex,
     udp_port: typing.SupportsInt | typing.SupportsIndex,
@@ -610,6 +623,7 @@ def _striding_wq_replay(
     lkey: typing.SupportsInt | typing.SupportsIndex,
     completed: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
 ) -> tuple[bytes, list, int, int]: ...
+def _word_stores() -> list: ...
 def cuda_device_count() -> int:
     """
     Number of CUDA devices; raises CudaError naming why CUDA is unusable here

@@ -32,6 +32,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -115,13 +116,70 @@ def receive_cpus(k: int) -> list[int] | None:
     return physical_core_cpus()[: 2 * k]
 
 
+def run_captures(
+    caps: list[Capture], pinned: list[int] | None, nic_drops_from_source: bool = False
+) -> tuple[list[int], float, float, list[dict[str, Any]]]:
+    """Runs the captures together, a consumer thread each releasing every chunk, with this
+    process kept off the `pinned` CPUs (the receive and emulated NIC threads'); returns
+    the chunks each consumer got, the wall and CPU seconds, and each capture's stats
+    (read before it stops). nic_drops_from_source: host-chunk captures, whose stats lack
+    the emulated NIC's drops (the GPU wrapper adds them), ask the source."""
+    ncpu = os.cpu_count() or 1
+    got = [0] * len(caps)
+
+    def consume(i: int) -> None:
+        for chunk in caps[i].chunks(timeout=5):
+            got[i] += 1
+            chunk.release()
+
+    saved = os.sched_getaffinity(0)
+    if pinned:
+        os.sched_setaffinity(0, set(range(ncpu)) - set(pinned))
+    threads = [threading.Thread(target=consume, args=(i,)) for i in range(len(caps))]
+    t_cpu0, t0 = time.process_time(), time.perf_counter()
+    try:
+        for c in caps:
+            c.start()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall = time.perf_counter() - t0
+        cpu = time.process_time() - t_cpu0
+        stats = [dict(c.stats) for c in caps]
+        if nic_drops_from_source:
+            for st, c in zip(stats, caps, strict=True):
+                st["nic_drops"] = _core.emu_nic_drops(c._cap) or 0
+        for c in caps:
+            c.stop()
+    finally:
+        os.sched_setaffinity(0, saved)
+    return got, wall, cpu, stats
+
+
+def consume_summing(cap: Capture, cp: Any) -> int:
+    """Consumes every chunk of `cap` as a user's pipeline would: with CuPy (`cp`), sums
+    every payload byte of each GPU chunk (real work per chunk) before releasing it; with
+    cp None, releases host chunks at once. Returns the number of chunks."""
+    got = 0
+    checksum = cp.zeros((), dtype=cp.uint64) if cp is not None else None
+    with cap:
+        for chunk in cap.chunks(timeout=5):
+            if cp is not None:
+                checksum += cp.from_dlpack(chunk).sum(dtype=cp.uint64)
+            got += 1
+            chunk.release()
+    if cp is not None:
+        cp.cuda.get_current_stream().synchronize()
+    return got
+
+
 def host_path_trial(
     rate_gbps: float, k: int, seconds: float, ppc: int, device: str = "cuda:0"
 ) -> dict[str, Any]:
     """K emulated NIC queues sharing `rate_gbps`, all delivering into `device`."""
     per = rate_gbps / k
     count = max(ppc * 8, int(per * GBIT * seconds / (PAYLOAD * 8)) // ppc * ppc)
-    ncpu = os.cpu_count() or 1
     pinned = receive_cpus(k)
     caps = []
     for i in range(k):
@@ -142,35 +200,7 @@ def host_path_trial(
                 gpu_chunks=6 if device != "cpu" else 0,
             )
         )
-    got = [0] * k
-
-    def consume(i: int) -> None:
-        for chunk in caps[i].chunks(timeout=5):
-            got[i] += 1
-            chunk.release()
-
-    # The receive and generator threads are pinned to CPUs 0..2K-1; everything else
-    # (copy, recycle and consumer threads) keeps off them.
-    saved = os.sched_getaffinity(0)
-    if pinned:
-        os.sched_setaffinity(0, set(range(ncpu)) - set(pinned))
-    threads = [threading.Thread(target=consume, args=(i,)) for i in range(k)]
-    t_cpu0, t0 = time.process_time(), time.perf_counter()
-    for c in caps:
-        c.start()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - t0
-    cpu = time.process_time() - t_cpu0
-    stats = [c.stats for c in caps]
-    if device == "cpu":  # the GPU wrapper adds nic_drops to the stats; here ask the source
-        for st, c in zip(stats, caps, strict=True):
-            st["nic_drops"] = _core.emu_nic_drops(c._cap) or 0
-    for c in caps:
-        c.stop()
-    os.sched_setaffinity(0, saved)
+    got, wall, cpu, stats = run_captures(caps, pinned, nic_drops_from_source=device == "cpu")
     packets = sum(s["packets"] for s in stats)
     drops = sum(s.get("nic_drops", 0) for s in stats)
     lost = sum(s["lost"] for s in stats)
@@ -243,16 +273,8 @@ def shared_capture_trial(
     ncpu = os.cpu_count() or 1
     if pinned and ncpu > len(pinned):
         os.sched_setaffinity(0, set(range(ncpu)) - set(pinned))
-    got = 0
-    checksum = cp.zeros((), dtype=cp.uint64)
     t_cpu0, t0 = time.process_time(), time.perf_counter()
-    with cap:
-        for chunk in cap.chunks(timeout=5):
-            x = cp.from_dlpack(chunk)
-            checksum += x.sum(dtype=cp.uint64)  # real work on every payload byte
-            got += 1
-            chunk.release()
-    cp.cuda.get_current_stream().synchronize()
+    got = consume_summing(cap, cp)
     wall = time.perf_counter() - t0
     cpu = time.process_time() - t_cpu0
     os.sched_setaffinity(0, saved)
@@ -371,19 +393,9 @@ def default_capture_trial(
     assert cap.sizing is not None and cap.sizing.queues == k
     ncpu = os.cpu_count() or 1
     saved = keep_off(set(pinned)) if pinned and ncpu > len(pinned) else {}
-    got = 0
-    checksum = cp.zeros((), dtype=cp.uint64) if cp is not None else None
     t_cpu0, t0 = time.process_time(), time.perf_counter()
     try:
-        with cap:
-            for chunk in cap.chunks(timeout=5):
-                if cp is not None:
-                    x = cp.from_dlpack(chunk)
-                    checksum += x.sum(dtype=cp.uint64)  # real work on every payload byte
-                got += 1
-                chunk.release()
-        if cp is not None:
-            cp.cuda.get_current_stream().synchronize()
+        got = consume_summing(cap, cp)
     finally:
         for tid, cpus in saved.items():
             with contextlib.suppress(OSError):  # the thread may have ended
@@ -551,32 +563,7 @@ def split_path_trial(
                 gpu_chunks=4 if device != "cpu" else 0,
             )
         )
-    got = [0] * n_caps
-
-    def consume(i: int) -> None:
-        for chunk in caps[i].chunks(timeout=5):
-            got[i] += 1
-            chunk.release()
-
-    saved = os.sched_getaffinity(0)
-    if pinned:
-        os.sched_setaffinity(0, set(range(ncpu)) - set(pinned))
-    threads = [threading.Thread(target=consume, args=(i,)) for i in range(n_caps)]
-    t_cpu0, t0 = time.process_time(), time.perf_counter()
-    try:
-        for c in caps:
-            c.start()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        wall = time.perf_counter() - t0
-        cpu = time.process_time() - t_cpu0
-        stats = [c.stats for c in caps]
-        for c in caps:
-            c.stop()
-    finally:
-        os.sched_setaffinity(0, saved)
+    got, wall, cpu, stats = run_captures(caps, pinned)
 
     def total_of(key: str) -> int:
         return sum(int(s.get(key, 0)) for s in stats)
@@ -781,6 +768,41 @@ def loopback_benchmarks(args: argparse.Namespace) -> list[str]:
     return ["```", *text.rstrip().splitlines(), "```"]
 
 
+DMA = {"payload": "whole payload", "prefix": "headers + prefix"}
+# The columns every ladder's best trial fills (ladder_cells), after its offered rate.
+LADDER_COLUMNS = ("achieved Gb/s", "ratio to pinned H2D peak", "CPU cores busy")
+
+
+def ladder_cells(best: dict[str, Any], peak: float) -> list[str]:
+    return [
+        f"{best['achieved']:.1f}",
+        f"{best['achieved'] / peak:.2f}",
+        f"{best['cores_busy']:.1f}",
+    ]
+
+
+def ladder_row(
+    lead: Sequence[str], cells: Sequence[str] | None, width: int, tail: Sequence[str] = ()
+) -> list[str]:
+    """A table row of a rate ladder: the row's labels, then the best trial's cells, or a
+    note that no rate tried was zero-loss (blank cells to `width`), then `tail`."""
+    if cells is None:
+        cells = ["none of the rates tried", *[""] * (width - len(lead) - len(tail) - 1)]
+    return [*lead, *cells, *tail]
+
+
+def md_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """A results section: its heading and a Markdown table."""
+    return [
+        "",
+        f"## {title}",
+        "",
+        "| " + " | ".join(columns) + " |",
+        "|" + "---|" * len(columns),
+        *("| " + " | ".join(r) + " |" for r in rows),
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", help="write the results table (Markdown) here")
@@ -899,108 +921,103 @@ def main(argv: list[str] | None = None) -> int:
     save(lines)
     if not args.skip_host and not args.skip_default:
         print("1d. one capture with its defaults (header-data split), into one GPU", flush=True)
-        rows = bench_default_capture(args, peak)
-        lines += [
-            "",
-            "## 1d. ONE capture with its defaults, sized by rate_gbps (header-data split "
-            "against the emulated NIC) -> H2D -> GPU; consumer sums every chunk with CuPy",
-            "",
-            "| emulated DMA | highest zero-loss offered Gb/s | lanes, chunk packets, pool | "
-            "achieved Gb/s | ratio to pinned H2D peak | CPU cores busy | overload 1.25x: "
-            "delivered Gb/s (ratio to zero-loss) | counted: NIC drops, late, skips | "
-            "every packet accounted | next rate tried: achieved Gb/s, NIC drops, late |",
-            "|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for r in rows:
+        table = []
+        for r in bench_default_capture(args, peak):
             b, o, f = r["best"], r["over"], r["fail"]
-            what = "whole payload" if r["fill"] == "payload" else "headers + prefix"
             nxt = (
                 f"{f['rate']:.0f}: {f['achieved']:.1f}, {f['nic_drops']}, {f['late']}"
                 if f is not None
                 else "(highest tried)"
             )
-            if b is None:
-                lines.append(f"| {what} | none of the rates tried | | | | | | | | {nxt} |")
-            else:
-                lines.append(
-                    f"| {what} | {b['rate']:.0f} | {b['queues']}, {b['ppc']}, {b['n_chunks']} | "
-                    f"{b['achieved']:.1f} | {b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} | "
-                    f"{o['achieved']:.1f} ({o['achieved'] / b['achieved']:.2f}) | "
-                    f"{o['nic_drops']}, {o['late']}, {o['queue_skips']} | {o['accounted']} | "
-                    f"{nxt} |"
-                )
+            cells = None
+            if b is not None:
+                cells = [
+                    f"{b['rate']:.0f}",
+                    f"{b['queues']}, {b['ppc']}, {b['n_chunks']}",
+                    *ladder_cells(b, peak),
+                    f"{o['achieved']:.1f} ({o['achieved'] / b['achieved']:.2f})",
+                    f"{o['nic_drops']}, {o['late']}, {o['queue_skips']}",
+                    f"{o['accounted']}",
+                ]
+            table.append(ladder_row([DMA[r["fill"]]], cells, 10, [nxt]))
+        lines += md_table(
+            "1d. ONE capture with its defaults, sized by rate_gbps (header-data split against "
+            "the emulated NIC) -> H2D -> GPU; consumer sums every chunk with CuPy",
+            [
+                "emulated DMA",
+                "highest zero-loss offered Gb/s",
+                "lanes, chunk packets, pool",
+                *LADDER_COLUMNS,
+                "overload 1.25x: delivered Gb/s (ratio to zero-loss)",
+                "counted: NIC drops, late, skips",
+                "every packet accounted",
+                "next rate tried: achieved Gb/s, NIC drops, late",
+            ],
+            table,
+        )
 
     save(lines)
     if not args.skip_host and not args.skip_split:
         print("1a. into one GPU through host memory, header-data split", flush=True)
-        split_rows = bench_split_path(args, peak)
-        lines += [
-            "",
-            "## 1a. Header-data split: emulated NIC queues -> pinned chunk slots -> H2D -> "
-            "GPU chunk ring",
-            "",
-            "| captures | emulated DMA | NIC queues (pinned threads) | highest zero-loss offered "
-            "Gb/s | achieved Gb/s | ratio to pinned H2D peak | CPU cores busy |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for r in split_rows:
+        table = []
+        for r in bench_split_path(args, peak):
             b = r["best"]
-            what = "whole payload" if r["fill"] == "payload" else "headers + prefix"
             caps = "one per queue" if r["mode"] == "per-queue" else "one, shared engine"
-            if b is None:
-                lines.append(f"| {caps} | {what} | {r['queues']} | none of the rates tried | | | |")
-            else:
-                lines.append(
-                    f"| {caps} | {what} | {r['queues']} | {b['rate']:.0f} | {b['achieved']:.1f} | "
-                    f"{b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} |"
-                )
+            cells = None if b is None else [f"{b['rate']:.0f}", *ladder_cells(b, peak)]
+            table.append(ladder_row([caps, DMA[r["fill"]], str(r["queues"])], cells, 7))
+        lines += md_table(
+            "1a. Header-data split: emulated NIC queues -> pinned chunk slots -> H2D -> GPU "
+            "chunk ring",
+            [
+                "captures",
+                "emulated DMA",
+                "NIC queues (pinned threads)",
+                "highest zero-loss offered Gb/s",
+                *LADDER_COLUMNS,
+            ],
+            table,
+        )
     save(lines)
     if not args.skip_host and not args.skip_copy_path:
         print("1b. into one GPU through host memory, copying path", flush=True)
-        rows = bench_host_path(args, peak)
-        lines += [
-            "",
-            "## 1b. Copying host path: NIC emulation -> placement -> H2D -> GPU chunk ring",
-            "",
-            "| NIC queues (captures) | highest zero-loss offered Gb/s | achieved Gb/s | "
-            "ratio to pinned H2D peak | CPU cores busy |",
-            "|---|---|---|---|---|",
-        ]
-        for r in rows:
+        table = []
+        for r in bench_host_path(args, peak):
             b = r["best"]
-            if b is None:
-                lines.append(f"| {r['queues']} | none of the rates tried | | | |")
-            else:
-                lines.append(
-                    f"| {r['queues']} | {b['rate']:.0f} | {b['achieved']:.1f} | "
-                    f"{b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} |"
-                )
+            cells = None if b is None else [f"{b['rate']:.0f}", *ladder_cells(b, peak)]
+            table.append(ladder_row([str(r["queues"])], cells, 5))
+        lines += md_table(
+            "1b. Copying host path: NIC emulation -> placement -> H2D -> GPU chunk ring",
+            ["NIC queues (captures)", "highest zero-loss offered Gb/s", *LADDER_COLUMNS],
+            table,
+        )
 
     save(lines)
     if not args.skip_host and not args.skip_shared:
         print("1c. one capture, K queues sharing its chunks, into one GPU", flush=True)
-        rows = bench_shared_capture(args, peak)
-        lines += [
-            "",
-            "## 1c. One capture, K queues sharing its chunks (copying path) -> H2D -> GPU; "
-            "consumer sums every chunk with CuPy",
-            "",
-            "| queues of ONE capture | highest zero-loss offered Gb/s | achieved Gb/s | ratio to "
-            "pinned H2D peak | CPU cores busy | overload 1.25x: delivered Gb/s (ratio to "
-            "zero-loss) | placed + NIC drops + late = offered |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for r in rows:
+        table = []
+        for r in bench_shared_capture(args, peak):
             b, o = r["best"], r["over"]
-            if b is None:
-                lines.append(f"| {r['queues']} | none of the rates tried | | | | | |")
-            else:
-                lines.append(
-                    f"| {r['queues']} | {b['rate']:.0f} | {b['achieved']:.1f} | "
-                    f"{b['achieved'] / peak:.2f} | {b['cores_busy']:.1f} | "
-                    f"{o['achieved']:.1f} ({o['achieved'] / b['achieved']:.2f}) | "
-                    f"{o['accounted']} |"
-                )
+            cells = None
+            if b is not None:
+                cells = [
+                    f"{b['rate']:.0f}",
+                    *ladder_cells(b, peak),
+                    f"{o['achieved']:.1f} ({o['achieved'] / b['achieved']:.2f})",
+                    f"{o['accounted']}",
+                ]
+            table.append(ladder_row([str(r["queues"])], cells, 7))
+        lines += md_table(
+            "1c. One capture, K queues sharing its chunks (copying path) -> H2D -> GPU; "
+            "consumer sums every chunk with CuPy",
+            [
+                "queues of ONE capture",
+                "highest zero-loss offered Gb/s",
+                *LADDER_COLUMNS,
+                "overload 1.25x: delivered Gb/s (ratio to zero-loss)",
+                "placed + NIC drops + late = offered",
+            ],
+            table,
+        )
 
     save(lines)
     if args.spead2:

@@ -22,6 +22,18 @@ std::uint8_t *alloc_pages(std::size_t bytes) {
 
 }  // namespace
 
+std::size_t count_present(const std::uint8_t *present, std::size_t n) noexcept {
+    // Flags are 0 or 1: add eight at a time.
+    std::size_t total = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, present + i, 8);
+        total += static_cast<std::size_t>((w * 0x0101010101010101ULL) >> 56);
+    }
+    for (; i < n; i++) total += present[i];
+    return total;
+}
+
 void chunk_pool::free_deleter::operator()(void *p) const noexcept { std::free(p); }
 
 chunk_pool::chunk_pool(std::size_t n_chunks, std::size_t packets_per_chunk,

@@ -33,18 +33,6 @@ std::uint64_t mul_sat(std::uint64_t a, std::uint64_t b) noexcept {
     return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
 }
 
-std::size_t count_present(const std::uint8_t *present, std::size_t n) noexcept {
-    // Flags are 0 or 1: add eight at a time.
-    std::size_t total = 0, i = 0;
-    for (; i + 8 <= n; i += 8) {
-        std::uint64_t w;
-        std::memcpy(&w, present + i, 8);
-        total += static_cast<std::size_t>((w * 0x0101010101010101ULL) >> 56);
-    }
-    for (; i < n; i++) total += present[i];
-    return total;
-}
-
 }  // namespace
 
 void engine_config::validate() const {

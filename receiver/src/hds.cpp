@@ -37,17 +37,6 @@ std::int64_t now_ns() noexcept {
         .count();
 }
 
-std::size_t count_present(const std::uint8_t *present, std::size_t n) noexcept {
-    std::size_t total = 0, i = 0;
-    for (; i + 8 <= n; i += 8) {
-        std::uint64_t w;
-        std::memcpy(&w, present + i, 8);
-        total += static_cast<std::size_t>((w * 0x0101010101010101ULL) >> 56);
-    }
-    for (; i < n; i++) total += present[i];
-    return total;
-}
-
 // Presence flags are written by several lanes (the slot's own receive, a fix-up copy by
 // another lane): the exchange decides which copy of a packet is placed.
 bool take_present(chunk *c, std::size_t slot) noexcept {
@@ -175,18 +164,6 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
 
 hds_engine::~hds_engine() = default;
 
-chunk *hds_engine::try_acquire() {
-    if (chunk *c = free_.try_pop()) return c;
-    if (cfg_.policy == slow_consumer_policy::drop_oldest) {
-        if (chunk *c = ready_.try_pop()) {
-            c_.chunks_dropped++;
-            c_.packets_dropped += c->n_present;
-            return c;
-        }
-    }
-    return nullptr;
-}
-
 chunk *hds_engine::window_chunk(std::uint64_t id) const noexcept {
     if (id - head_ >= win_.size()) return nullptr;
     return win_[id % win_.size()];  // the ring holds ids head_ .. head_ + size - 1
@@ -197,7 +174,7 @@ chunk *hds_engine::open_chunk(std::uint64_t id) {
     chunk *&w = win_[id % win_.size()];
     if (w != nullptr) return w;
     if (id < no_open_below_) return nullptr;  // given up (live sources, no free chunk)
-    chunk *c = try_acquire();
+    chunk *c = try_take_locked();
     if (c == nullptr) return nullptr;
     c->chunk_id = id;
     c->n_present = 0;

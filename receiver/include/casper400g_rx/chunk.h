@@ -26,6 +26,9 @@ struct chunk {
     std::uint64_t *cells = nullptr;       // received 8-byte cells: cell_words per slot
 };
 
+// How many of `n` presence flags (0 or 1) are set: a chunk's n_present when it leaves.
+std::size_t count_present(const std::uint8_t *present, std::size_t n) noexcept;
+
 // The per-slot arrays a pool gives each chunk beside its payload and presence flags.
 struct slot_extras {
     bool heap_bytes = false;

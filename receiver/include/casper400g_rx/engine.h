@@ -108,6 +108,9 @@ public:
 
 protected:  // the header-split engine (hds.h) keeps its own window over the same pieces
     chunk *acquire();  // blocking, with mutex_ held (header-split engine)
+    // A free chunk, or under drop_oldest the oldest ready one (counted); null when
+    // neither. With mutex_ held.
+    chunk *try_take_locked();
     void publish() noexcept;
 
     // A seqlock: the writer makes `version` odd while it copies, so a reader retries
@@ -174,7 +177,6 @@ private:
     void start_locked(std::uint64_t id);
     void place(queue_state &s, std::size_t q, const packet_ref &pkt);
     bool slow_path(queue_state &s, std::size_t q, std::uint64_t id);
-    chunk *try_take_locked();
     void move_head_locked(std::size_t q, std::uint64_t new_head);
     void close_ready_locked();
     void close_chunk_locked(std::uint64_t id);

@@ -251,7 +251,6 @@ private:
     void release_hold_locked(lane_state &l);
     chunk *open_chunk(std::uint64_t id);
     chunk *window_chunk(std::uint64_t id) const noexcept;
-    chunk *try_acquire();
     chunk *wait_for_chunk(lane_state &l, std::uint64_t id, std::unique_lock<std::mutex> &lock);
     void park(lane_state &l, const desc &d, slow_packet &sp, std::unique_lock<std::mutex> &lock);
     void give_up_chunk(lane_state &l, std::uint64_t id);
