@@ -33,7 +33,10 @@
 //   * Timing: the slot's geometry comes precomputed with the datagram's first word (i_tag,
 //     fhg_rdma_sf); per word, counters with flags prepared a cycle ahead say where packets
 //     and the slot end; the 64-bit addresses and sequence number are added in 32-bit halves,
-//     the upper half taking a registered increment kept beside it; the address of a slot's
+//     the upper half taking a registered increment kept beside it, the lower half in 16-bit
+//     halves whose upper one is added for both values of the carry, so the carry that picks
+//     the upper half runs through at most 17 bits (the next slot's address takes one add
+//     per datagram, and a one-word datagram can end every cycle); the address of a slot's
 //     first packet's successor is kept ready. Configuration is derived in registered steps
 //     and loaded during the reset and the cycles after it (the user side accepts data only
 //     32 cycles after its reset).
@@ -91,6 +94,7 @@ module fhg_rdma_framer #(
     logic [32:0] c_lo;                     // {carry, low half} of base VA + slot size
     logic [32:0] c_mlo, c_smlo;            // ... of base + MTU, base + slot size + MTU
     logic [31:0] c_hi1;                    // upper half of the base + 1
+    logic [8:0]  slot_h1;                  // bits 23:16 of the slot size, + 1
     // The four loads of the slot address registers: {hi, hi + 1, lo} each.
     logic [95:0] ld_slot, ld_next, ld_mtu, ld_next_mtu;
     always_ff @(posedge clk) begin
@@ -108,6 +112,7 @@ module fhg_rdma_framer #(
         c_mlo     <= 33'(cfg_va[31:0]) + 33'(mtu);
         c_smlo    <= c_lo + 33'(mtu);
         c_hi1     <= cfg_va[63:32] + 32'd1;
+        slot_h1   <= 9'(cfg_slot_size[23:16]) + 9'd1;
         ld_slot     <= {cfg_va[63:32], c_hi1, cfg_va[31:0]};
         ld_mtu      <= c_mlo[32] ? {c_hi1, c_hi1 + 32'd1, c_mlo[31:0]}
                                  : {cfg_va[63:32], c_hi1, c_mlo[31:0]};
@@ -125,12 +130,23 @@ module fhg_rdma_framer #(
     initial init_cnt = '0;
     assign init = rst || init_cnt != ($clog2(INIT+1))'(INIT);
 
-    // A 64-bit register as {upper, upper + 1, lower}: adding x < 2^32 takes the lower sum's
-    // carry to choose the upper half, and the upper's increment is kept ready beside it.
-    function automatic logic [95:0] add64(input logic [95:0] r, input logic [31:0] x);
-        logic [32:0] lo;
-        lo = 33'(r[31:0]) + 33'(x);
-        add64 = lo[32] ? {r[63:32], r[63:32] + 32'd1, lo[31:0]} : {r[95:64], r[63:32], lo[31:0]};
+    // A 64-bit register as {upper, upper + 1, lower}: adding x < 2^24 takes the lower sum's
+    // carry to choose the upper half, and the upper's increment is kept ready beside it. The
+    // lower half is added in 16-bit halves (carry select): its upper 16 bits are added to
+    // both x[23:16] and x_h1 = x[23:16] + 1 (a register beside x), and the lower 16 bits'
+    // carry picks one, so no carry chain is longer than 17 bits.
+    function automatic logic [95:0] add64(input logic [95:0] r, input logic [23:0] x,
+                                          input logic [8:0] x_h1);
+        logic [16:0] lo, m0, m1;
+        logic [15:0] mid;
+        logic        co;
+        lo  = 17'(r[15:0]) + 17'(x[15:0]);
+        m0  = 17'(r[31:16]) + 17'(x[23:16]);
+        m1  = 17'(r[31:16]) + 17'(x_h1);
+        mid = lo[16] ? m1[15:0] : m0[15:0];
+        co  = lo[16] ? m1[16] : m0[16];
+        add64 = co ? {r[63:32], r[63:32] + 32'd1, mid, lo[15:0]}
+                   : {r[95:64], r[63:32], mid, lo[15:0]};
     endfunction
     function automatic logic [63:0] val64(input logic [95:0] r);
         val64 = {r[95:64], r[31:0]};
@@ -329,7 +345,7 @@ module fhg_rdma_framer #(
             g_udp_i  <= t_udp_i;
         end
         if (take_in) carry <= f_data[1023:960];
-        va_pkt_mtu <= add64(va_pkt, 32'(mtu));
+        va_pkt_mtu <= add64(va_pkt, 24'(mtu), 9'd1);      // the MTU is below 2^16
         if (cr_wait) begin
             cr_cnt <= 1'b1;
             if (cr_cnt) cr_wait <= 1'b0;
@@ -354,7 +370,7 @@ module fhg_rdma_framer #(
             active <= 1'b0;
             stat_dgram         <= !(starting ? start_skip : skip);
             stat_dgram_dropped <= starting ? start_skip : skip;
-            seq <= add64(seq, 32'd1);
+            seq <= add64(seq, 24'd1, 9'd1);
             if (slot_last && ring_last) begin
                 va_slot     <= ld_slot;
                 va_slot_mtu <= ld_mtu;
@@ -363,8 +379,8 @@ module fhg_rdma_framer #(
             end else begin
                 va_slot     <= va_next;
                 va_slot_mtu <= va_next_mtu;
-                va_next     <= add64(va_next, 32'(cfg_slot_size));
-                va_next_mtu <= add64(va_next_mtu, 32'(cfg_slot_size));
+                va_next     <= add64(va_next, cfg_slot_size, slot_h1);
+                va_next_mtu <= add64(va_next_mtu, cfg_slot_size, slot_h1);
             end
             slot_zero <= slot_last;
             if (slot_last) begin

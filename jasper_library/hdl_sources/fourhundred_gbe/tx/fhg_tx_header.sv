@@ -20,6 +20,9 @@
 //     while the consumer announces room for more than the five that can be in flight here
 //     (out_room counts free slots; in_ready is registered), so there is no back-pressure
 //     inside the pipeline.
+//   * Timing: the checksums' per-frame operands are added in pairs while the descriptor is
+//     registered, the configuration's share ahead (it is quasi-static), so each sum is an
+//     adder tree of at most four operands, folded in the next stage.
 //   * arp_addr/arp_entry: read port of the ARP table RAM, one cycle read latency; entry
 //     layout as the register map: [15:0] MAC[47:32], [16] valid, [63:32] MAC[31:0].
 module fhg_tx_header #(
@@ -84,6 +87,10 @@ module fhg_tx_header #(
     logic [31:0]      s1_ip;
     logic [15:0]      s1_port, s1_psum, s1_id;
     logic             s1_mc, s1_bc;
+    // Pairs of the checksum operands added here (one 17-bit add each), so stage 1's adder
+    // trees have 3 and 4 operands: the address halves (both sums), length + Identification
+    // (IP), twice the length + destination port (UDP).
+    logic [16:0]      s1_ip_pair, s1_len_id, s1_len_port;
     logic [15:0]      ip_id;
     assign next_ip_id = ip_id;
 
@@ -98,6 +105,9 @@ module fhg_tx_header #(
         s1_id    <= ip_id;
         s1_mc    <= is_mc;
         s1_bc    <= is_bc;
+        s1_ip_pair  <= 17'(d_ip[31:16]) + 17'(d_ip[15:0]);
+        s1_len_id   <= 17'(d_len) + 17'(ip_id);
+        s1_len_port <= 17'({d_len, 1'b0}) + 17'(d_port);
         if (rst) begin
             v1 <= 1'b0;
             ip_id <= '0;
@@ -140,13 +150,8 @@ module fhg_tx_header #(
             s2_dmac <= {arp_entry[15:0], arp_entry[63:32]};
             s2_drop <= !arp_entry[16];
         end
-        s2_ip_sum <= c_ip_sum
-                   + 20'(s1_ip[31:16]) + 20'(s1_ip[15:0])
-                   + 20'(s1_len) + 20'(s1_id);
-        s2_udp_sum <= c_udp_sum
-                    + 20'(s1_ip[31:16]) + 20'(s1_ip[15:0])
-                    + 20'({s1_len, 1'b0})
-                    + 20'(s1_port) + 20'(s1_psum);
+        s2_ip_sum  <= c_ip_sum + 20'(s1_ip_pair) + 20'(s1_len_id);
+        s2_udp_sum <= c_udp_sum + 20'(s1_ip_pair) + 20'(s1_len_port) + 20'(s1_psum);
         if (rst) v2 <= 1'b0;
     end
 
