@@ -19,6 +19,7 @@ import time
 import numpy as np
 import pytest
 from test_rx_queues import NO_STALL_MS, Expected, model
+from test_rx_queues import run as drain
 
 import casper400g_rx as rx
 from casper400g_rx.faults import faulty_schedule
@@ -26,15 +27,23 @@ from casper400g_rx.faults import faulty_schedule
 PAYLOAD = 8192
 
 
-def drain(cap: rx.Capture, timeout: float = 30.0) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    out = {}
-    with cap:
-        for chunk in cap.chunks(timeout=timeout):
-            assert chunk.chunk_id not in out, "a chunk id was handed out twice"
-            out[chunk.chunk_id] = (chunk.present.copy(), chunk.data.copy())
-            chunk.release()
-    assert cap.finished
-    return out
+def split_capture(
+    emulate: str, queues: int, depth: int, ppc: int, max_chunks: int, **kw: object
+) -> rx.Capture:
+    """The ibv header-data split against the emulated NIC (`emulate`: "ibv" one thread per
+    lane, "ibv-serial" one thread in the schedule's order): `queues` lanes of `depth`
+    receives, chunks numbered from 0, no stall timeout unless `kw` sets one."""
+    opts: dict[str, object] = {"stall_timeout_ms": NO_STALL_MS, **kw}
+    return rx.Capture(
+        "mem",
+        emulate=emulate,
+        queues=queues,
+        depth=depth,
+        packets_per_chunk=ppc,
+        max_chunks=max_chunks,
+        first_chunk=0,
+        **opts,  # type: ignore[arg-type]
+    )
 
 
 def check_chunks(chunks: dict[int, tuple[np.ndarray, np.ndarray]], e: Expected, ppc: int) -> None:
@@ -68,17 +77,7 @@ def test_split_queues_under_faults_match_the_per_queue_model(seed: int, queues: 
     f = faulty_schedule(n, ppc, window, np.random.default_rng(seed))
     e = model(f.schedule, f.schedule % queues, queues, ppc, window)
     assert e.late and e.duplicate and e.lost
-    split = rx.Capture(
-        "mem",
-        emulate="ibv-serial",
-        schedule=f.schedule,
-        queues=queues,
-        depth=24,
-        packets_per_chunk=ppc,
-        max_chunks=window,
-        first_chunk=0,
-        stall_timeout_ms=NO_STALL_MS,
-    )
+    split = split_capture("ibv-serial", queues, 24, ppc, window, schedule=f.schedule)
     got = drain(split)
     s = split.stats
     check_counts(s, e)
@@ -107,17 +106,7 @@ def test_split_lanes_racing_lose_nothing() -> None:
     # One thread per lane, unpaced: the lanes race, a lane ahead waits for the slowest
     # (its window holds the chunks back) instead of making its packets late.
     ppc, n, queues = 64, 40, 3
-    cap = rx.Capture(
-        "mem",
-        emulate="ibv",
-        count=ppc * n,
-        queues=queues,
-        depth=32,
-        packets_per_chunk=ppc,
-        max_chunks=2,
-        first_chunk=0,
-        stall_timeout_ms=NO_STALL_MS,
-    )
+    cap = split_capture("ibv", queues, 32, ppc, 2, count=ppc * n)
     got = drain(cap)
     s = cap.stats
     assert (s.packets, s.lost, s.late, s.duplicate, s.queue_stalls) == (ppc * n, 0, 0, 0, 0)
@@ -138,17 +127,8 @@ def test_a_stalled_split_lane_is_passed_over_and_counted() -> None:
     early_odds = np.arange(1, 4 * ppc, 2)
     head = np.sort(np.concatenate([evens[evens < 4 * ppc], early_odds]))
     schedule = np.concatenate([head, evens[evens >= 4 * ppc], [4 * ppc + 1]]).astype(np.uint64)
-    cap = rx.Capture(
-        "mem",
-        emulate="ibv-serial",
-        schedule=schedule,
-        queues=2,
-        depth=16,
-        packets_per_chunk=ppc,
-        max_chunks=2,
-        n_chunks=6,
-        first_chunk=0,
-        stall_timeout_ms=20,
+    cap = split_capture(
+        "ibv-serial", 2, 16, ppc, 2, schedule=schedule, n_chunks=6, stall_timeout_ms=20
     )
     t0 = time.monotonic()
     got = drain(cap)
@@ -173,19 +153,7 @@ def test_split_overload_counts_every_packet() -> None:
     # counted as a NIC drop, late in a chunk given up whole for want of a free one (a
     # live source), or discarded; the holes are lost slots.
     ppc, count, queues = 64, 64 * 200, 2
-    cap = rx.Capture(
-        "mem",
-        emulate="ibv",
-        count=count,
-        queues=queues,
-        depth=8,
-        packets_per_chunk=ppc,
-        max_chunks=4,
-        first_chunk=0,
-        nic_rate_gbps=2000.0,
-        fill=False,
-        stall_timeout_ms=NO_STALL_MS,
-    )
+    cap = split_capture("ibv", queues, 8, ppc, 4, count=count, nic_rate_gbps=2000.0, fill=False)
     got = drain(cap)
     s = cap.stats
     assert s.nic_drops > 0
@@ -344,17 +312,7 @@ def test_racing_split_lanes_under_faults_count_exactly(seed: int) -> None:
     # windows span the stream, so whatever the interleaving the counts are exact.
     ppc, n, queues = 64, 24, 3
     f = faulty_schedule(n, ppc, n, np.random.default_rng(seed), n_late=0)
-    cap = rx.Capture(
-        "mem",
-        emulate="ibv",
-        schedule=f.schedule,
-        queues=queues,
-        depth=24,
-        packets_per_chunk=ppc,
-        max_chunks=n,
-        first_chunk=0,
-        stall_timeout_ms=NO_STALL_MS,
-    )
+    cap = split_capture("ibv", queues, 24, ppc, n, schedule=f.schedule)
     got = drain(cap)
     s = cap.stats
     assert (s.packets, s.duplicate, s.late, s.lost, s.discarded, s.nic_drops) == (

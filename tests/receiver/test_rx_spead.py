@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -256,34 +257,40 @@ def test_spead_64_40_without_items(spead2: ModuleType, tmp_path: Path) -> None:
     assert ours == {} and stats.rejected_by["flavour"] == len(packets) == stats.received
 
 
+FAULTY_HEAPS = 32
+
+
+def run_faulty_case(
+    spead2: ModuleType,
+    tmp_path: Path,
+    seed: int,
+    faults: Callable[[list[Packet], np.random.Generator], list[Packet]],
+    items_exact: bool = True,
+) -> tuple[Case, rx.Stats, int]:
+    """32 heaps of 12000 B in 1500-B packets, through `faults` (which packets arrive, in
+    what order), into both receivers: run_case's checks, 8 heaps per chunk."""
+    heaps = make_heaps(FAULTY_HEAPS, 12000, seed=seed)
+    packets = spead2_packets(spead2, heaps, max_packet_size=1500)
+    kept = faults(packets, np.random.default_rng(seed))
+    fmt = rx.Format.spead(12000, items=[TIMESTAMP, CHANNEL], max_packet=1500)
+    index_of = {h.cnt: h.cnt for h in heaps}
+    items = (TIMESTAMP, CHANNEL)
+    return run_case(
+        spead2, tmp_path, "mem", heaps, kept, fmt, 8, index_of, items, items_exact=items_exact
+    )
+
+
 @pytest.mark.parametrize("seed", [4, 5])
 def test_injected_loss(spead2: ModuleType, tmp_path: Path, seed: int) -> None:
-    heaps = make_heaps(32, 12000, seed=seed)
-    packets = spead2_packets(spead2, heaps, max_packet_size=1500)
-    rng = np.random.default_rng(seed)
-    kept = [p for p in packets if rng.random() >= 0.08]
-    fmt = rx.Format.spead(12000, items=[TIMESTAMP, CHANNEL], max_packet=1500)
-    case, stats, _ = run_case(
-        spead2,
-        tmp_path,
-        "mem",
-        heaps,
-        kept,
-        fmt,
-        8,
-        {h.cnt: h.cnt for h in heaps},
-        (TIMESTAMP, CHANNEL),
+    case, stats, _ = run_faulty_case(
+        spead2, tmp_path, seed, lambda packets, rng: [p for p in packets if rng.random() >= 0.08]
     )
     assert stats.heaps_partial > 0 and any(
         TIMESTAMP not in case.items.get(i, {}) for i in case.ranges
     )
 
 
-@pytest.mark.parametrize("seed", [6, 7])
-def test_loss_duplicates_and_reordering(spead2: ModuleType, tmp_path: Path, seed: int) -> None:
-    heaps = make_heaps(32, 12000, seed=seed)
-    packets = spead2_packets(spead2, heaps, max_packet_size=1500)
-    rng = np.random.default_rng(seed)
+def lose_duplicate_and_swap(packets: list[Packet], rng: np.random.Generator) -> list[Packet]:
     kept: list[Packet] = []
     for p in packets:
         r = rng.random()
@@ -294,21 +301,16 @@ def test_loss_duplicates_and_reordering(spead2: ModuleType, tmp_path: Path, seed
             kept.append(p)  # duplicated
     for i in range(0, len(kept) - 1, 7):  # neighbours swapped now and then
         kept[i], kept[i + 1] = kept[i + 1], kept[i]
-    fmt = rx.Format.spead(12000, items=[TIMESTAMP, CHANNEL], max_packet=1500)
-    _, stats, missed = run_case(
-        spead2,
-        tmp_path,
-        "mem",
-        heaps,
-        kept,
-        fmt,
-        8,
-        {h.cnt: h.cnt for h in heaps},
-        (TIMESTAMP, CHANNEL),
-        items_exact=False,
+    return kept
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_loss_duplicates_and_reordering(spead2: ModuleType, tmp_path: Path, seed: int) -> None:
+    _, stats, missed = run_faulty_case(
+        spead2, tmp_path, seed, lose_duplicate_and_swap, items_exact=False
     )
     assert stats.heaps_partial > 0 and stats.duplicate > 0  # the faults happened
-    assert missed < len(heaps)  # spead2 still has most heaps' items
+    assert missed < FAULTY_HEAPS  # spead2 still has most heaps' items
 
 
 def test_index_from_timestamp(spead2: ModuleType, tmp_path: Path) -> None:
