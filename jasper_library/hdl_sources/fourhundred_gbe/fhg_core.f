@@ -34,7 +34,9 @@ tx/fhg_tx_ctl_arb.sv
 tx/fhg_tx_header.sv
 tx/fhg_tx_csum_tree.sv
 tx/fhg_tx_packer.sv
+tx/fhg_tx_intake.sv
 tx/fhg_tx_writer.sv
+tx/fhg_tx_bank_wr.sv
 tx/fhg_tx_cpu.sv
 tx/fhg_tx_icrc.sv
 tx/fhg_rdma_ctl.sv

@@ -27,9 +27,9 @@
 //     ICRC).
 //   * Latency: a datagram is visible to the reader 6 cycles after its tx_end_of_frame, then
 //     RD_LATENCY + 1 cycles to o_valid.
-//   * Timing: every decision is taken from registers (the byte count from where the enables
-//     end, the length checks a stage ahead, room and queue-full flags a cycle early and
-//     conservative by one word).
+//   * Timing: every decision is taken from registers (fhg_tx_intake's byte count from where
+//     the enables end and its length checks a stage ahead, room and queue-full flags a
+//     cycle early and conservative by one word).
 module fhg_rdma_sf #(
     parameter int DEPTH       = 256,      // words (power of two, >= 2 maximum datagrams)
     parameter int MAX_PAYLOAD = 8972,
@@ -77,70 +77,31 @@ module fhg_rdma_sf #(
         if (RD_LATENCY != 2) $error("fhg_rdma_sf: the tags take exactly two read stages");
     end
 
-    // ------------------------------------------------------------------ stage 1
-    // Wire order, bytes past the end zeroed. The byte count of a last word: the enables are
-    // contiguous from bit 127, so it is one more than the place (from the top) of the last
-    // enabled byte; that place is found per group of 16 bytes here and put together in
-    // stage 2, so neither half is a deep encoder.
-    logic [1023:0] s1_data;
-    logic          s1_valid, s1_eof, s1_none;
-    logic [7:0]    s1_grp;
-    logic [3:0]    s1_loc [8];
-    always_ff @(posedge clk) begin
-        s1_valid <= tx_valid && !rst;
-        s1_eof   <= tx_end_of_frame;
-        s1_none  <= tx_end_of_frame && !tx_byte_enable[127];
-        for (int g = 0; g < 8; g++) begin
-            logic       hit;
-            logic [3:0] loc;
-            hit = 1'b0;
-            loc = '0;
-            for (int k = 0; k < 16; k++) begin
-                if (tx_byte_enable[127 - (16*g + k)]
-                    && (16*g + k == 127 || !tx_byte_enable[126 - (16*g + k)])) begin
-                    hit = 1'b1;
-                    loc = loc | 4'(k);
-                end
-            end
-            s1_grp[g] <= tx_end_of_frame ? hit : (g == 7);
-            s1_loc[g] <= tx_end_of_frame ? loc : 4'd15;
-        end
-        for (int i = 0; i < 128; i++)
-            s1_data[8*i +: 8] <= (tx_end_of_frame && !tx_byte_enable[127-i]) ? 8'h00
-                                 : tx_data[1023-8*i -: 8];
-    end
-    logic [6:0] s1_m;                      // bytes of the word minus one (unless s1_none)
-    always_comb begin
-        s1_m = '0;
-        for (int g = 0; g < 8; g++) if (s1_grp[g]) s1_m = s1_m | {3'(g), s1_loc[g]};
-    end
-
-    // ------------------------------------------------------------------ stage 2: length
-    // The datagram's length so far as the user gives it: with m = bytes - 1 of this word it
-    // is {words, m} + 1, so the checks need no adder. A dropped datagram's later words are
-    // discarded whatever the count says.
+    // ------------------------------------------------------------------ stages 1 and 2
+    // Wire order, the byte count and the datagram's length so far: fhg_tx_intake (the UDP
+    // mode's writer takes its words the same way). A dropped datagram's later words are
+    // discarded whatever the length says.
+    logic             s1_none;
     logic [6:0]       u_words;             // whole words of this datagram before this one
-    always_ff @(posedge clk) begin
-        if (s1_valid) u_words <= s1_eof ? 7'd0 : u_words + 7'd1;
-        if (rst) u_words <= '0;
-    end
     logic [1023:0]    s2_data;
     logic             s2_valid, s2_eof, s2_too_long, s2_oversize;
     logic [LEN_W:0]   s2_len_next;
     logic [6:0]       s2_wm1;
+    logic             room_low;            // less than a maximum datagram and the slack free
+    fhg_tx_intake #(.MAX_PAYLOAD(MAX_PAYLOAD)) u_intake (
+        .clk(clk), .rst(rst),
+        .tx_data(tx_data), .tx_valid(tx_valid), .tx_byte_enable(tx_byte_enable),
+        .tx_end_of_frame(tx_end_of_frame), .tx_side(1'b0), .limit(cfg_max_len),
+        .accept(accept), .room_low(room_low),
+        .tx_afull(tx_afull), .stat_afull_rise(stat_afull_rise),
+        .s1_valid(), .s1_eof(), .s1_none(s1_none), .s1_m(), .s1_words(u_words),
+        .s2_valid(s2_valid), .s2_eof(s2_eof), .s2_data(s2_data), .s2_side(),
+        .s2_len_next(s2_len_next), .s2_too_long(s2_too_long), .s2_over_limit(s2_oversize)
+    );
     always_ff @(posedge clk) begin
-        s2_valid    <= s1_valid && !rst;
-        s2_eof      <= s1_eof;
-        s2_data     <= s1_data;
-        s2_len_next <= s1_none ? (LEN_W+1)'({u_words, 7'b0})
-                               : (LEN_W+1)'({u_words, s1_m}) + (LEN_W+1)'(1);
-        s2_too_long <= s1_none ? (LEN_W+1)'({u_words, 7'b0}) > (LEN_W+1)'(MAX_PAYLOAD)
-                               : (LEN_W+1)'({u_words, s1_m}) >= (LEN_W+1)'(MAX_PAYLOAD);
-        s2_oversize <= s1_none ? (LEN_W+1)'({u_words, 7'b0}) > (LEN_W+1)'(cfg_max_len)
-                               : (LEN_W+1)'({u_words, s1_m}) >= (LEN_W+1)'(cfg_max_len);
         // Words minus one: a last word without bytes ends the datagram at the word before
         // (a zero-length datagram still has its one word).
-        s2_wm1      <= (s1_none && u_words != 7'd0) ? u_words - 7'd1 : u_words;
+        s2_wm1 <= (s1_none && u_words != 7'd0) ? u_words - 7'd1 : u_words;
     end
 
     // ------------------------------------------------------------------ write side
@@ -332,15 +293,6 @@ module fhg_rdma_sf #(
     assign {o_first, o_last, o_tag} = oq_tag[oq_head];
 
     // ------------------------------------------------------------------ almost full
-    logic afull_q;
-    always_ff @(posedge clk) begin
-        afull_q <= ((wp - ra) > (AW+1)'(DEPTH - MAX_WORDS - 2 * SLACK))
-                   || ((lq_wp - lq_rp) >= (LQ_AW+1)'(LQ_DEPTH - SLACK)) || !accept;
-        stat_afull_rise <= afull_q && !tx_afull;
-        tx_afull <= afull_q;
-        if (rst) begin
-            tx_afull <= 1'b1;
-            stat_afull_rise <= 1'b0;
-        end
-    end
+    assign room_low = ((wp - ra) > (AW+1)'(DEPTH - MAX_WORDS - 2 * SLACK))
+                      || ((lq_wp - lq_rp) >= (LQ_AW+1)'(LQ_DEPTH - SLACK));
 endmodule

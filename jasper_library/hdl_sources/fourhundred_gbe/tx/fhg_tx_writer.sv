@@ -34,9 +34,10 @@
 //     are contiguous from the top; none enabled counts as no byte).
 //   * Stages, all registered: A takes the word (wire order, disabled bytes zeroed, the byte
 //     count); B adds up the frame's length and what its end will need (too long, the number
-//     of segments the last word reaches); C places the word in the buffer. C's loop only
-//     chooses among values prepared from registers: where the next frame would start (its
-//     word, segment offset and whether it shares the partial word) is kept ready.
+//     of segments the last word reaches); C places the word in the buffer. A and B are
+//     fhg_tx_intake's, shared with the RDMA mode. C's loop only chooses among values
+//     prepared from registers: where the next frame would start (its word, segment offset
+//     and whether it shares the partial word) is kept ready.
 //
 // Latency: tx_data → buffer write 3 cycles; tx_end_of_frame → descriptor CSUM_LAT+4.
 module fhg_tx_writer #(
@@ -94,84 +95,38 @@ module fhg_tx_writer #(
             $error("fhg_tx_writer: BUF_WORDS must be a power of two holding two maximum frames");
     end
 
-    // ------------------------------------------------------------------ stage A: register
-    // Byte-reverse into wire order and zero the bytes the user did not enable. The byte
-    // count of a last word: the enables are contiguous from bit 127, so it is one more than
-    // the place (from the top) of the last enabled byte, where the enables end. That place
-    // is found per group of 16 bytes here (which group, and where in it) and put together
-    // in stage B, so neither half is a deep encoder.
-    logic [1023:0] a_data;
-    logic          a_valid, a_eof, a_none;
-    logic [7:0]    a_grp;            // the enables end in this group of 16 (from the top)
-    logic [3:0]    a_loc [8];        // ...at this place in it
-    logic [6:0]    a_m;              // bytes in this word minus one (stage B, from the above)
-    logic [31:0]   a_ip;
-    logic [15:0]   a_port;
-
-    always_ff @(posedge clk) begin
-        a_valid <= tx_valid && !rst;
-        a_eof   <= tx_end_of_frame;
-        a_ip    <= tx_dest_ip;
-        a_port  <= tx_dest_port;
-        a_none  <= tx_end_of_frame && !tx_byte_enable[127];
-        for (int g = 0; g < 8; g++) begin
-            logic       hit;
-            logic [3:0] loc;
-            hit = 1'b0;
-            loc = '0;
-            for (int k = 0; k < 16; k++) begin
-                // byte j = 16g + k from the top is the last enabled one
-                if (tx_byte_enable[127 - (16*g + k)]
-                    && (16*g + k == 127 || !tx_byte_enable[126 - (16*g + k)])) begin
-                    hit = 1'b1;
-                    loc = loc | 4'(k);
-                end
-            end
-            // a word that is not a frame's last counts all 128 bytes (the last group's end)
-            a_grp[g] <= tx_end_of_frame ? hit : (g == 7);
-            a_loc[g] <= tx_end_of_frame ? loc : 4'd15;
-        end
-        for (int i = 0; i < 128; i++)
-            a_data[8*i +: 8] <= (tx_end_of_frame && !tx_byte_enable[127-i]) ? 8'h00
-                                : tx_data[1023-8*i -: 8];
-    end
-    always_comb begin
-        a_m = '0;
-        for (int g = 0; g < 8; g++) if (a_grp[g]) a_m = a_m | {3'(g), a_loc[g]};
-    end
-
-    // ------------------------------------------------------------------ stage B: length
-    // The frame's length as the user gives it (a dropped frame's remaining words are
-    // discarded anyway, so the length may run on through them). With m = bytes - 1 of the
-    // last word, the length is {words, m} + 1: no adder is needed to compare it.
+    // ------------------------------------------------------------------ stages A and B
+    // Wire order, the byte count and the frame's length: fhg_tx_intake (the RDMA mode's
+    // FIFO takes its words the same way). The length as the user gives it; a dropped
+    // frame's remaining words are discarded anyway, so it may run on through them.
+    logic           a_none;
+    logic [6:0]     a_m;             // bytes in this word minus one (unless a_none)
     logic [6:0]     u_words;         // whole words of this user frame before the current one
-    logic           a_short;         // the frame is one word of under 18 bytes (padded to 60)
-    always_comb a_short = u_words == 7'd0 && (a_none || a_m < 7'd17);
-    always_ff @(posedge clk) begin
-        if (a_valid) u_words <= a_eof ? 7'd0 : u_words + 7'd1;
-        if (rst) u_words <= '0;
-    end
-
     logic [1023:0]  b_data;
     logic           b_valid, b_eof, b_too_long;
     logic [LEN_W:0] b_plen_next;
+    logic [47:0]    b_dest;          // {ip, port}
+    logic           room_low;        // less than a maximum frame and the slack free
+    fhg_tx_intake #(.MAX_PAYLOAD(MAX_PAYLOAD), .SIDE_W(48)) u_intake (
+        .clk(clk), .rst(rst),
+        .tx_data(tx_data), .tx_valid(tx_valid), .tx_byte_enable(tx_byte_enable),
+        .tx_end_of_frame(tx_end_of_frame), .tx_side({tx_dest_ip, tx_dest_port}),
+        .limit(LEN_W'(MAX_PAYLOAD)), .accept(accept),
+        .room_low(room_low),
+        .tx_afull(tx_afull), .stat_afull_rise(stat_afull_rise),
+        .s1_valid(), .s1_eof(), .s1_none(a_none), .s1_m(a_m), .s1_words(u_words),
+        .s2_valid(b_valid), .s2_eof(b_eof), .s2_data(b_data), .s2_side(b_dest),
+        .s2_len_next(b_plen_next), .s2_too_long(b_too_long), .s2_over_limit()
+    );
+
+    logic           a_short;         // the frame is one word of under 18 bytes (padded to 60)
     logic [3:0]     b_kq;            // segments the end reaches past the payload's offset
-    logic [31:0]    b_ip;
-    logic [15:0]    b_port;
+    always_comb a_short = u_words == 7'd0 && (a_none || a_m < 7'd17);
     always_ff @(posedge clk) begin
-        b_valid     <= a_valid && !rst;
-        b_eof       <= a_eof;
-        b_ip        <= a_ip;
-        b_port      <= a_port;
-        b_data      <= a_data;
-        b_plen_next <= a_none ? (LEN_W+1)'({u_words, 7'b0})
-                              : (LEN_W+1)'({u_words, a_m}) + (LEN_W+1)'(1);
-        b_too_long  <= a_none ? (LEN_W+1)'({u_words, 7'b0}) > (LEN_W+1)'(MAX_PAYLOAD)
-                              : (LEN_W+1)'({u_words, a_m}) >= (LEN_W+1)'(MAX_PAYLOAD);
         // The payload starts at offset 16*o3 + 10 in its word, so its end lies
         // ceil((16*o3 + 10 + bytes) / 16) = o3 + (bytes + 25) / 16 segments from the word;
         // with bytes = 16h + l + 1 (m = 16h + l) that is o3 + h + 1 + (l >= 6).
-        b_kq        <= a_short ? 4'd2 : 4'(a_m[6:4]) + 4'd1 + 4'(a_m[3:0] >= 4'd6);
+        b_kq <= a_short ? 4'd2 : 4'(a_m[6:4]) + 4'd1 + 4'(a_m[3:0] >= 4'd6);
     end
 
     // ------------------------------------------------------------------ checksum pipeline
@@ -272,9 +227,17 @@ module fhg_tx_writer #(
         end_nf_w = e.ge14 ? w_lo2 : e.ge6 ? w_lo1 : w_lo;
     end
 
+    // This cycle's buffer writes: word w_lo always, w_lo + 1 as well where the frame's end
+    // reaches into it (the two banks take them).
+    fhg_tx_bank_wr #(.AW(AW)) u_bank_wr (
+        .clk(clk), .rst(rst),
+        .a_en(b_valid && !drop_now), .a_idx(w_lo[AW-1:0]), .a_data(lo),
+        .b_en(b_valid && !drop_now && b_eof && e.gt8), .b_idx(w_lo1[AW-1:0]), .b_data(hi),
+        .wr0_en(wr0_en), .wr0_addr(wr0_addr), .wr0_data(wr0_data),
+        .wr1_en(wr1_en), .wr1_addr(wr1_addr), .wr1_data(wr1_data)
+    );
+
     always_ff @(posedge clk) begin
-        wr0_en <= 1'b0;
-        wr1_en <= 1'b0;
         eof_push <= 1'b0;
         stat_word <= 1'b0;
         stat_frame_drop <= 1'b0;
@@ -314,12 +277,6 @@ module fhg_tx_writer #(
                 in_frame <= 1'b0;
             end else begin
                 in_frame <= !b_eof;
-                // Low word is always written; with even/odd banking by address parity.
-                if (w_lo[0]) begin
-                    wr1_en <= 1'b1; wr1_addr <= w_lo[AW-1:1]; wr1_data <= lo;
-                end else begin
-                    wr0_en <= 1'b1; wr0_addr <= w_lo[AW-1:1]; wr0_data <= lo;
-                end
                 if (!b_eof) begin
                     cur_w      <= w_lo1;
                     off3       <= o3;
@@ -335,12 +292,7 @@ module fhg_tx_writer #(
                     nf_o3         <= r[2:0] + 3'd2;
                     nf_same       <= e.same;
                     if (e.gt8) begin
-                        // The frame reaches into the next word: flush it as well.
-                        if (w_lo[0]) begin
-                            wr0_en <= 1'b1; wr0_addr <= w_lo1[AW-1:1]; wr0_data <= hi;
-                        end else begin
-                            wr1_en <= 1'b1; wr1_addr <= w_lo[AW-1:1]; wr1_data <= hi;
-                        end
+                        // The frame reaches into the next word (written as well).
                         pw         <= e.eq16 ? '0 : hi;
                     end else begin
                         pw         <= e.eq8 ? '0 : lo;
@@ -361,11 +313,7 @@ module fhg_tx_writer #(
             nf_o3      <= 3'd2;
             nf_same    <= 1'b1;
         end
-        if (rst) begin
-            wr0_en <= 1'b0;
-            wr1_en <= 1'b0;
-            eof_push <= 1'b0;
-        end
+        if (rst) eof_push <= 1'b0;
     end
 
     // Prepared from registers for the next cycle (a cycle late where that is conservative:
@@ -409,8 +357,7 @@ module fhg_tx_writer #(
     logic [31:0] eof_ip;
     logic [15:0] eof_port;
     always_ff @(posedge clk) if (b_valid && b_eof) begin
-        eof_ip   <= b_ip;
-        eof_port <= b_port;
+        {eof_ip, eof_port} <= b_dest;
     end
 
     // Per-frame accumulation of the tree's output.
@@ -445,15 +392,5 @@ module fhg_tx_writer #(
     assign desc_data  = {f2, fold2};
 
     // ------------------------------------------------------------------ almost full
-    logic afull_q;
-    always_ff @(posedge clk) begin
-        afull_q  <= ((final_word - rd_word) > WP'(BUF_WORDS - AFULL_FREE))
-                    || desc_near_full || !accept;
-        stat_afull_rise <= afull_q && !tx_afull;
-        tx_afull <= afull_q;
-        if (rst) begin
-            tx_afull <= 1'b1;
-            stat_afull_rise <= 1'b0;
-        end
-    end
+    assign room_low = ((final_word - rd_word) > WP'(BUF_WORDS - AFULL_FREE)) || desc_near_full;
 endmodule
