@@ -36,7 +36,6 @@ tx/fhg_tx_csum_tree.sv
 tx/fhg_tx_packer.sv
 tx/fhg_tx_intake.sv
 tx/fhg_tx_writer.sv
-tx/fhg_tx_bank_wr.sv
 tx/fhg_tx_cpu.sv
 tx/fhg_tx_icrc.sv
 tx/fhg_rdma_ctl.sv

@@ -225,13 +225,28 @@ module fhg_rdma_writer #(
         end
     end
 
-    fhg_tx_bank_wr #(.AW(AW)) u_bank_wr (
-        .clk(clk), .rst(rst),
-        .a_en(pa_en), .a_idx(pa_idx[AW-1:0]), .a_data(pa_data),
-        .b_en(pb_en), .b_idx(pb_idx[AW-1:0]), .b_data(pb_data),
-        .wr0_en(wr0_en), .wr0_addr(wr0_addr), .wr0_data(wr0_data),
-        .wr1_en(wr1_en), .wr1_addr(wr1_addr), .wr1_data(wr1_data)
-    );
+    always_ff @(posedge clk) begin
+        wr0_en <= 1'b0;
+        wr1_en <= 1'b0;
+        if (pa_en) begin
+            if (pa_idx[0]) begin
+                wr1_en <= 1'b1; wr1_addr <= pa_idx[AW-1:1]; wr1_data <= pa_data;
+            end else begin
+                wr0_en <= 1'b1; wr0_addr <= pa_idx[AW-1:1]; wr0_data <= pa_data;
+            end
+        end
+        if (pb_en) begin
+            if (pb_idx[0]) begin
+                wr1_en <= 1'b1; wr1_addr <= pb_idx[AW-1:1]; wr1_data <= pb_data;
+            end else begin
+                wr0_en <= 1'b1; wr0_addr <= pb_idx[AW-1:1]; wr0_data <= pb_data;
+            end
+        end
+        if (rst) begin
+            wr0_en <= 1'b0;
+            wr1_en <= 1'b0;
+        end
+    end
 
     always_ff @(posedge clk) begin
         desc_valid <= 1'b0;

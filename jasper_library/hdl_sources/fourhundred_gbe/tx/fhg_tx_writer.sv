@@ -227,17 +227,9 @@ module fhg_tx_writer #(
         end_nf_w = e.ge14 ? w_lo2 : e.ge6 ? w_lo1 : w_lo;
     end
 
-    // This cycle's buffer writes: word w_lo always, w_lo + 1 as well where the frame's end
-    // reaches into it (the two banks take them).
-    fhg_tx_bank_wr #(.AW(AW)) u_bank_wr (
-        .clk(clk), .rst(rst),
-        .a_en(b_valid && !drop_now), .a_idx(w_lo[AW-1:0]), .a_data(lo),
-        .b_en(b_valid && !drop_now && b_eof && e.gt8), .b_idx(w_lo1[AW-1:0]), .b_data(hi),
-        .wr0_en(wr0_en), .wr0_addr(wr0_addr), .wr0_data(wr0_data),
-        .wr1_en(wr1_en), .wr1_addr(wr1_addr), .wr1_data(wr1_data)
-    );
-
     always_ff @(posedge clk) begin
+        wr0_en <= 1'b0;
+        wr1_en <= 1'b0;
         eof_push <= 1'b0;
         stat_word <= 1'b0;
         stat_frame_drop <= 1'b0;
@@ -277,6 +269,12 @@ module fhg_tx_writer #(
                 in_frame <= 1'b0;
             end else begin
                 in_frame <= !b_eof;
+                // Low word is always written; with even/odd banking by address parity.
+                if (w_lo[0]) begin
+                    wr1_en <= 1'b1; wr1_addr <= w_lo[AW-1:1]; wr1_data <= lo;
+                end else begin
+                    wr0_en <= 1'b1; wr0_addr <= w_lo[AW-1:1]; wr0_data <= lo;
+                end
                 if (!b_eof) begin
                     cur_w      <= w_lo1;
                     off3       <= o3;
@@ -292,7 +290,12 @@ module fhg_tx_writer #(
                     nf_o3         <= r[2:0] + 3'd2;
                     nf_same       <= e.same;
                     if (e.gt8) begin
-                        // The frame reaches into the next word (written as well).
+                        // The frame reaches into the next word: flush it as well.
+                        if (w_lo[0]) begin
+                            wr0_en <= 1'b1; wr0_addr <= w_lo1[AW-1:1]; wr0_data <= hi;
+                        end else begin
+                            wr1_en <= 1'b1; wr1_addr <= w_lo[AW-1:1]; wr1_data <= hi;
+                        end
                         pw         <= e.eq16 ? '0 : hi;
                     end else begin
                         pw         <= e.eq8 ? '0 : lo;
@@ -313,7 +316,11 @@ module fhg_tx_writer #(
             nf_o3      <= 3'd2;
             nf_same    <= 1'b1;
         end
-        if (rst) eof_push <= 1'b0;
+        if (rst) begin
+            wr0_en <= 1'b0;
+            wr1_en <= 1'b0;
+            eof_push <= 1'b0;
+        end
     end
 
     // Prepared from registers for the next cycle (a cycle late where that is conservative:
