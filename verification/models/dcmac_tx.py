@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .clocked import QueueMonitor
+from .clocked import QueueMonitor, int_reader
 
 if TYPE_CHECKING:
     from cocotb.handle import SimHandleBase
@@ -712,21 +712,6 @@ class SegmentPacker:
         self.frames_done += done
         self._off = off
         self._pending = None
-
-
-def int_reader(handle: Any) -> Callable[[], int]:
-    """A callable returning the handle's current value as an int (ValueError on X/Z).
-
-    Reading ``handle.value`` builds a LogicArray per call, which dominates the cost of
-    sampling 48 signals of a 1024-bit bus every cycle; the simulator object's binary
-    string is the same value without that detour. Falls back to ``handle.value`` where the
-    handle has no such object (other cocotb versions, stand-in handles in unit tests).
-    """
-    raw = getattr(handle, "_handle", None)
-    get = getattr(raw, "get_signal_val_binstr", None)
-    if callable(get):
-        return lambda: int(get(), 2)
-    return lambda: int(handle.value)
 
 
 class DcmacTxMonitor(QueueMonitor[TxFrame]):

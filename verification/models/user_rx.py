@@ -20,8 +20,7 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .clocked import QueueMonitor
-from .dcmac_tx import int_reader
+from .clocked import QueueMonitor, int_reader
 from .user_tx import ALL_BYTES, WORD_BYTES, words_to_payload
 
 if TYPE_CHECKING:

@@ -17,8 +17,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .clocked import ClockedDriver
-from .dcmac_tx import int_reader
+from .clocked import ClockedDriver, int_reader
 
 if TYPE_CHECKING:
     from cocotb.handle import SimHandleBase
