@@ -270,10 +270,10 @@ def test_the_udp_tunnel_carries_frames_both_ways(build_dir: Path):
             + b"\x00" * 6 + bytes([10, 0, 0, 10])
         )  # fmt: skip
         host, port = local.split(":")
-        # Asked again each second, as an ARP client does: once, on a loaded machine, a
-        # single request got no reply within 60 s (a request that reaches the twin before
-        # its link is up or the core is configured is dropped, as on a board). Further
-        # replies are skipped below with the other non-UDP frames.
+        # Asked again each second, as an ARP client does: once, in a full parallel test run,
+        # a single request got no reply within 60 s, while the test alone passed in
+        # seconds (the cause was not found). Further replies are skipped below with the
+        # other non-UDP frames.
         peer.settimeout(1)
         reply = b""
         for _ in range(60):
