@@ -137,7 +137,6 @@ const char *word_store_name(word_store how) noexcept {
 
 void write_example_words(std::uint8_t *dst, std::uint64_t seq, std::size_t k0, std::size_t k1,
                          word_store how) noexcept {
-    if (!word_store_supported(how)) how = widest_word_store();
 #if defined(__x86_64__)
     if (how != word_store::cached && aligned(dst, 8)) {
         std::size_t k = k0;

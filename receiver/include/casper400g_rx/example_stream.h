@@ -26,8 +26,10 @@ bool word_store_supported(word_store how) noexcept;
 const char *word_store_name(word_store how) noexcept;
 
 // Payload words [k0, k1) of packet `seq`, written from `dst` on (dst holds word k0).
-// Streaming kinds fall back to narrower stores where `dst` is not aligned for them;
-// callers that use streaming stores order them (sfence) before announcing the data.
+// `how` must be one this CPU supports (word_store_supported: the caller checks once,
+// not per packet). Streaming kinds fall back to narrower stores where `dst` is not
+// aligned for them; callers that use streaming stores order them (sfence) before
+// announcing the data.
 void write_example_words(std::uint8_t *dst, std::uint64_t seq, std::size_t k0, std::size_t k1,
                          word_store how) noexcept;
 
