@@ -32,7 +32,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -50,21 +51,27 @@ def _cupy() -> Any:
     return cupy
 
 
+def copy_gbps(cp: Any, dst: int, src: int, nbytes: int, kind: int, reps: int) -> float:
+    """Bytes per second (Gb/s) that `reps` cudaMemcpyAsync of `nbytes` from `src` to `dst`
+    copy, timed on the stream after one untimed copy."""
+    s = cp.cuda.Stream(non_blocking=True)
+    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+    cp.cuda.runtime.memcpyAsync(dst, src, nbytes, kind, s.ptr)
+    e0.record(s)
+    for _ in range(reps):
+        cp.cuda.runtime.memcpyAsync(dst, src, nbytes, kind, s.ptr)
+    e1.record(s)
+    e1.synchronize()
+    return reps * nbytes * 8 / (cp.cuda.get_elapsed_time(e0, e1) / 1e3) / GBIT
+
+
 def h2d_peak_gbps(nbytes: int = 256 << 20, reps: int = 20) -> float:
     """Pinned host -> device cudaMemcpyAsync bandwidth (Gb/s), CuPy."""
     cp = _cupy()
     host = cp.cuda.alloc_pinned_memory(nbytes)
     dev = cp.empty(nbytes, dtype=cp.uint8)
-    s = cp.cuda.Stream(non_blocking=True)
-    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
     kind = cp.cuda.runtime.memcpyHostToDevice
-    cp.cuda.runtime.memcpyAsync(dev.data.ptr, host.ptr, nbytes, kind, s.ptr)
-    e0.record(s)
-    for _ in range(reps):
-        cp.cuda.runtime.memcpyAsync(dev.data.ptr, host.ptr, nbytes, kind, s.ptr)
-    e1.record(s)
-    e1.synchronize()
-    return reps * nbytes * 8 / (cp.cuda.get_elapsed_time(e0, e1) / 1e3) / GBIT
+    return copy_gbps(cp, dev.data.ptr, host.ptr, nbytes, kind, reps)
 
 
 def d2d_gbps(nbytes: int = 1 << 30, reps: int = 10) -> float:
@@ -72,16 +79,8 @@ def d2d_gbps(nbytes: int = 1 << 30, reps: int = 10) -> float:
     cp = _cupy()
     a = cp.ones(nbytes, dtype=cp.uint8)
     b = cp.empty_like(a)
-    s = cp.cuda.Stream(non_blocking=True)
-    e0, e1 = cp.cuda.Event(), cp.cuda.Event()
     kind = cp.cuda.runtime.memcpyDeviceToDevice
-    cp.cuda.runtime.memcpyAsync(b.data.ptr, a.data.ptr, nbytes, kind, s.ptr)
-    e0.record(s)
-    for _ in range(reps):
-        cp.cuda.runtime.memcpyAsync(b.data.ptr, a.data.ptr, nbytes, kind, s.ptr)
-    e1.record(s)
-    e1.synchronize()
-    return reps * nbytes * 8 / (cp.cuda.get_elapsed_time(e0, e1) / 1e3) / GBIT
+    return copy_gbps(cp, b.data.ptr, a.data.ptr, nbytes, kind, reps)
 
 
 def memcpy_gbps(threads: int, seconds: float = 0.5, block: int = 8 << 20) -> float:
@@ -219,31 +218,67 @@ def host_path_trial(
     }
 
 
+Trial = dict[str, Any]
+
+
+def climb(
+    rates: Sequence[float],
+    trial_at: Callable[[float], Trial],
+    describe: Callable[[float, Trial], str],
+    on_loss: Callable[[float, Trial], None] | None = None,
+) -> tuple[Trial | None, Trial | None]:
+    """A rate ladder: tries `rates` in order, printing each trial as `describe` says, until
+    one loses a packet (`on_loss` then looks into why). Returns the highest zero-loss
+    trial and the losing one (None where there is none)."""
+    best = None
+    for rate in rates:
+        trial = trial_at(rate)
+        print(describe(rate, trial), flush=True)
+        if not trial["ok"]:
+            if on_loss is not None:
+                on_loss(rate, trial)
+            return best, trial
+        best = trial
+    return best, None
+
+
+def trial_line(label: str, rate: float, trial: Trial) -> str:
+    """A ladder trial's line up to the rate it achieved: what was offered, and whether
+    it lost any packet."""
+    verdict = "zero-loss" if trial["ok"] else "LOSS"
+    return f"  {label} offered {rate:6.1f} Gb/s: {verdict} achieved {trial['achieved']:6.1f} Gb/s"
+
+
+def host_only_line(what: str, ref: Trial) -> str:
+    """A losing rate tried again into host chunks only: whether the GPU stage lost."""
+    verdict = "zero-loss" if ref["ok"] else "LOSS"
+    return (
+        f"    {what}: {verdict}, achieved {ref['achieved']:.1f} Gb/s, nic_drops {ref['nic_drops']}"
+    )
+
+
 def bench_host_path(args: argparse.Namespace, peak: float) -> list[dict[str, Any]]:
-    rows = []
-    for k in args.queues:
-        best = None
-        for rate in args.rates:
-            trial = host_path_trial(rate, k, args.seconds, args.ppc)
-            print(
-                f"  host path K={k} offered {rate:6.1f} Gb/s: "
-                f"{'zero-loss' if trial['ok'] else 'LOSS'} achieved {trial['achieved']:6.1f} "
-                f"Gb/s, nic_drops {trial['nic_drops']}, CPU cores busy {trial['cores_busy']:.1f}",
-                flush=True,
-            )
-            if not trial["ok"]:
-                print(f"    per queue: {trial['per_queue']}", flush=True)
-                ref = host_path_trial(rate, k, args.seconds, args.ppc, device="cpu")
-                print(
-                    f"    same rate without the GPU stage (host chunks only): "
-                    f"{'zero-loss' if ref['ok'] else 'LOSS'}, achieved {ref['achieved']:.1f} "
-                    f"Gb/s, nic_drops {ref['nic_drops']}",
-                    flush=True,
-                )
-                break
-            best = trial
-        rows.append({"queues": k, "best": best, "peak": peak})
-    return rows
+    return [{"queues": k, "best": host_ladder(args, k), "peak": peak} for k in args.queues]
+
+
+def host_ladder(args: argparse.Namespace, k: int) -> Trial | None:
+    """Benchmark 1b's ladder for K queues: its highest zero-loss trial."""
+
+    def trial_at(rate: float, device: str = "cuda:0") -> Trial:
+        return host_path_trial(rate, k, args.seconds, args.ppc, device=device)
+
+    def describe(rate: float, trial: Trial) -> str:
+        return (
+            trial_line(f"host path K={k}", rate, trial)
+            + f", nic_drops {trial['nic_drops']}, CPU cores busy {trial['cores_busy']:.1f}"
+        )
+
+    def without_gpu(rate: float, trial: Trial) -> None:
+        print(f"    per queue: {trial['per_queue']}", flush=True)
+        ref = trial_at(rate, device="cpu")
+        print(host_only_line("same rate without the GPU stage (host chunks only)", ref), flush=True)
+
+    return climb(args.rates, trial_at, describe, without_gpu)[0]
 
 
 def shared_capture_trial(
@@ -307,19 +342,18 @@ def bench_shared_capture(args: argparse.Namespace, peak: float) -> list[dict[str
     shared_capture_trial(50.0, 2, 0.3, args.ppc)
     rows = []
     for k in args.shared_queues:
-        best = None
-        for rate in args.shared_capture_rates:
-            trial = shared_capture_trial(rate, k, args.seconds, args.ppc)
-            print(
-                f"  one capture K={k} offered {rate:6.1f} Gb/s: "
-                f"{'zero-loss' if trial['ok'] else 'LOSS'} achieved {trial['achieved']:6.1f} "
-                f"Gb/s, nic_drops {trial['nic_drops']}, lost {trial['lost']}, queue_stalls "
-                f"{trial['queue_stalls']}, CPU cores busy {trial['cores_busy']:.1f}",
-                flush=True,
+
+        def describe(rate: float, trial: Trial, k: int = k) -> str:
+            return trial_line(f"one capture K={k}", rate, trial) + (
+                f", nic_drops {trial['nic_drops']}, lost {trial['lost']}, queue_stalls "
+                f"{trial['queue_stalls']}, CPU cores busy {trial['cores_busy']:.1f}"
             )
-            if not trial["ok"]:
-                break
-            best = trial
+
+        best, _ = climb(
+            args.shared_capture_rates,
+            lambda rate, k=k: shared_capture_trial(rate, k, args.seconds, args.ppc),
+            describe,
+        )
         over = None
         if best is not None:
             over = shared_capture_trial(1.25 * best["rate"], k, args.seconds, args.ppc)
@@ -350,6 +384,21 @@ def keep_off(cpus: set[int]) -> dict[int, set[int]]:
                 os.sched_setaffinity(tid, old - cpus)
                 saved[tid] = old
     return saved
+
+
+# The capture's counters a default-capture trial reports.
+DETAIL = (
+    "late",
+    "discarded",
+    "queue_stalls",
+    "queue_skips",
+    "in_place",
+    "fixup_copies",
+    "ran_dry",
+    "resyncs",
+    "waits",
+    "gpu_waits",
+)
 
 
 def default_capture_trial(
@@ -405,16 +454,6 @@ def default_capture_trial(
     s = cap.stats
     drops = int(s.get("nic_drops", 0))
     ok = drops == 0 and s["lost"] == 0 and s["packets"] == count
-    keys = (
-        "late",
-        "discarded",
-        "queue_stalls",
-        "queue_skips",
-        "in_place",
-        "fixup_copies",
-        "ran_dry",
-        "resyncs",
-    )
     return {
         "rate": rate_gbps,
         "ok": ok,
@@ -433,56 +472,42 @@ def default_capture_trial(
         "fill": s["packets"] / (got * cap.config.packets_per_chunk) if got else 0.0,
         "cores_busy": cpu / wall,
         "warnings": [str(w.message) for w in caught],
-        **{key: int(s.get(key, 0)) for key in keys},
-        "gpu_waits": int(s.get("gpu_waits", 0)),
-        "waits": int(s.get("waits", 0)),
+        **{key: int(s.get(key, 0)) for key in DETAIL},
     }
-
-
-DETAIL = (
-    "late",
-    "discarded",
-    "queue_stalls",
-    "queue_skips",
-    "in_place",
-    "fixup_copies",
-    "ran_dry",
-    "resyncs",
-    "waits",
-    "gpu_waits",
-)
 
 
 def bench_default_capture(args: argparse.Namespace, peak: float) -> list[dict[str, Any]]:
     default_capture_trial(50.0, False, 0.3)  # warm-up (CUDA, CuPy's kernels), not reported
     rows = []
     for fill in args.default_fill:
-        best = fail = None
-        for rate in args.default_rates:
-            trial = default_capture_trial(rate, fill == "payload", args.seconds)
-            print(
+
+        def describe(rate: float, trial: Trial, fill: str = fill) -> str:
+            return (
                 f"  one capture, defaults ({fill} DMA) offered {rate:6.1f} Gb/s -> "
                 f"{trial['queues']} lanes, {trial['ppc']}-packet chunks, pool "
                 f"{trial['n_chunks']}: {'zero-loss' if trial['ok'] else 'LOSS'} achieved "
                 f"{trial['achieved']:6.1f} Gb/s ({trial['achieved'] / peak:.2f} of H2D peak), "
                 f"nic_drops {trial['nic_drops']}, lost {trial['lost']}, "
                 f"{ {k: trial[k] for k in DETAIL} }, "
-                f"CPU cores busy {trial['cores_busy']:.1f}",
+                f"CPU cores busy {trial['cores_busy']:.1f}"
+                + "".join(f"\n    warning: {w}" for w in trial["warnings"])
+            )
+
+        def without_gpu(rate: float, trial: Trial, fill: str = fill) -> None:
+            ref = default_capture_trial(rate, fill == "payload", args.seconds, device="cpu")
+            print(
+                f"    same capture into host chunks only (no GPU stage): "
+                f"{'zero-loss' if ref['ok'] else 'LOSS'} achieved {ref['achieved']:.1f} Gb/s, "
+                f"nic_drops {ref['nic_drops']}, { ({k: ref[k] for k in DETAIL if k in ref}) }",
                 flush=True,
             )
-            for w in trial["warnings"]:
-                print(f"    warning: {w}", flush=True)
-            if not trial["ok"]:
-                fail = trial
-                ref = default_capture_trial(rate, fill == "payload", args.seconds, device="cpu")
-                print(
-                    f"    same capture into host chunks only (no GPU stage): "
-                    f"{'zero-loss' if ref['ok'] else 'LOSS'} achieved {ref['achieved']:.1f} Gb/s, "
-                    f"nic_drops {ref['nic_drops']}, { ({k: ref[k] for k in DETAIL if k in ref}) }",
-                    flush=True,
-                )
-                break
-            best = trial
+
+        best, fail = climb(
+            args.default_rates,
+            lambda rate, fill=fill: default_capture_trial(rate, fill == "payload", args.seconds),
+            describe,
+            without_gpu,
+        )
         over = None
         if best is not None:
             over = default_capture_trial(
@@ -593,43 +618,37 @@ def split_path_trial(
 def bench_split_path(args: argparse.Namespace, peak: float) -> list[dict[str, Any]]:
     rows = []
     for mode in args.split_mode:
-        per_queue = mode == "per-queue"
         for fill in args.split_fill:
             for k in args.split_queues:
-                best = None
-                rates = args.split_rates if per_queue else args.shared_rates
-                for rate in rates:
-                    trial = split_path_trial(
-                        rate, k, args.seconds, args.ppc, fill == "payload", per_queue=per_queue
-                    )
-                    print(
-                        f"  split path ({mode}, {fill} DMA) K={k} offered {rate:6.1f} Gb/s: "
-                        f"{'zero-loss' if trial['ok'] else 'LOSS'} achieved "
-                        f"{trial['achieved']:6.1f} Gb/s ({trial['achieved'] / peak:.2f} of H2D "
-                        f"peak), nic_drops {trial['nic_drops']}, lost {trial['lost']}, CPU cores "
-                        f"busy {trial['cores_busy']:.1f}, {trial['detail']}",
-                        flush=True,
-                    )
-                    if not trial["ok"]:
-                        ref = split_path_trial(
-                            rate,
-                            k,
-                            args.seconds,
-                            args.ppc,
-                            fill == "payload",
-                            device="cpu",
-                            per_queue=per_queue,
-                        )
-                        print(
-                            f"    same rate into host chunks only (no GPU stage): "
-                            f"{'zero-loss' if ref['ok'] else 'LOSS'}, achieved "
-                            f"{ref['achieved']:.1f} Gb/s, nic_drops {ref['nic_drops']}",
-                            flush=True,
-                        )
-                        break
-                    best = trial
+                best = split_ladder(args, peak, mode, fill, k)
                 rows.append({"mode": mode, "fill": fill, "queues": k, "best": best})
     return rows
+
+
+def split_ladder(
+    args: argparse.Namespace, peak: float, mode: str, fill: str, k: int
+) -> Trial | None:
+    """Benchmark 1a's ladder for one mode, DMA fill and number of queues: its highest
+    zero-loss trial."""
+    per_queue = mode == "per-queue"
+
+    def trial_at(rate: float, device: str = "cuda:0") -> Trial:
+        return split_path_trial(
+            rate, k, args.seconds, args.ppc, fill == "payload", device=device, per_queue=per_queue
+        )
+
+    def describe(rate: float, trial: Trial) -> str:
+        return trial_line(f"split path ({mode}, {fill} DMA) K={k}", rate, trial) + (
+            f" ({trial['achieved'] / peak:.2f} of H2D peak), nic_drops {trial['nic_drops']}, "
+            f"lost {trial['lost']}, CPU cores busy {trial['cores_busy']:.1f}, {trial['detail']}"
+        )
+
+    def without_gpu(rate: float, trial: Trial) -> None:
+        ref = trial_at(rate, device="cpu")
+        print(host_only_line("same rate into host chunks only (no GPU stage)", ref), flush=True)
+
+    rates = args.split_rates if per_queue else args.shared_rates
+    return climb(rates, trial_at, describe, without_gpu)[0]
 
 
 def gpudirect_pass(
@@ -803,6 +822,146 @@ def md_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) 
     ]
 
 
+# A ladder row's parts for ladder_row: its labels, the best trial's cells (None: no rate
+# tried was zero-loss) and what follows them.
+LadderParts = tuple[list[str], list[str] | None, list[str]]
+
+
+def overload_cell(best: dict[str, Any], over: dict[str, Any]) -> str:
+    return f"{over['achieved']:.1f} ({over['achieved'] / best['achieved']:.2f})"
+
+
+def default_row(r: dict[str, Any], peak: float) -> LadderParts:
+    b, o, f = r["best"], r["over"], r["fail"]
+    nxt = (
+        f"{f['rate']:.0f}: {f['achieved']:.1f}, {f['nic_drops']}, {f['late']}"
+        if f is not None
+        else "(highest tried)"
+    )
+    cells = None
+    if b is not None:
+        cells = [
+            f"{b['rate']:.0f}",
+            f"{b['queues']}, {b['ppc']}, {b['n_chunks']}",
+            *ladder_cells(b, peak),
+            overload_cell(b, o),
+            f"{o['nic_drops']}, {o['late']}, {o['queue_skips']}",
+            f"{o['accounted']}",
+        ]
+    return [DMA[r["fill"]]], cells, [nxt]
+
+
+def rate_cells(b: dict[str, Any] | None, peak: float) -> list[str] | None:
+    return None if b is None else [f"{b['rate']:.0f}", *ladder_cells(b, peak)]
+
+
+def split_row(r: dict[str, Any], peak: float) -> LadderParts:
+    caps = "one per queue" if r["mode"] == "per-queue" else "one, shared engine"
+    return [caps, DMA[r["fill"]], str(r["queues"])], rate_cells(r["best"], peak), []
+
+
+def host_row(r: dict[str, Any], peak: float) -> LadderParts:
+    return [str(r["queues"])], rate_cells(r["best"], peak), []
+
+
+def shared_row(r: dict[str, Any], peak: float) -> LadderParts:
+    b, o = r["best"], r["over"]
+    cells = rate_cells(b, peak)
+    if cells is not None:
+        cells += [overload_cell(b, o), f"{o['accounted']}"]
+    return [str(r["queues"])], cells, []
+
+
+@dataclass(frozen=True)
+class HostSection:
+    """One table of benchmark 1: the argument that leaves it out, the line printed as it
+    starts, its trials, the row a trial's result makes, and the table's title and columns."""
+
+    skip: str
+    heading: str
+    bench: Callable[[argparse.Namespace, float], list[dict[str, Any]]]
+    row: Callable[[dict[str, Any], float], LadderParts]
+    title: str
+    columns: tuple[str, ...]
+
+
+def host_sections() -> list[HostSection]:
+    """Benchmark 1's tables in the order they run (built per call, so that the trial
+    functions are looked up when the benchmark runs)."""
+    return [
+        HostSection(
+            "skip_default",
+            "1d. one capture with its defaults (header-data split), into one GPU",
+            bench_default_capture,
+            default_row,
+            "1d. ONE capture with its defaults, sized by rate_gbps (header-data split against "
+            "the emulated NIC) -> H2D -> GPU; consumer sums every chunk with CuPy",
+            (
+                "emulated DMA",
+                "highest zero-loss offered Gb/s",
+                "lanes, chunk packets, pool",
+                *LADDER_COLUMNS,
+                "overload 1.25x: delivered Gb/s (ratio to zero-loss)",
+                "counted: NIC drops, late, skips",
+                "every packet accounted",
+                "next rate tried: achieved Gb/s, NIC drops, late",
+            ),
+        ),
+        HostSection(
+            "skip_split",
+            "1a. into one GPU through host memory, header-data split",
+            bench_split_path,
+            split_row,
+            "1a. Header-data split: emulated NIC queues -> pinned chunk slots -> H2D -> GPU "
+            "chunk ring",
+            (
+                "captures",
+                "emulated DMA",
+                "NIC queues (pinned threads)",
+                "highest zero-loss offered Gb/s",
+                *LADDER_COLUMNS,
+            ),
+        ),
+        HostSection(
+            "skip_copy_path",
+            "1b. into one GPU through host memory, copying path",
+            bench_host_path,
+            host_row,
+            "1b. Copying host path: NIC emulation -> placement -> H2D -> GPU chunk ring",
+            ("NIC queues (captures)", "highest zero-loss offered Gb/s", *LADDER_COLUMNS),
+        ),
+        HostSection(
+            "skip_shared",
+            "1c. one capture, K queues sharing its chunks, into one GPU",
+            bench_shared_capture,
+            shared_row,
+            "1c. One capture, K queues sharing its chunks (copying path) -> H2D -> GPU; "
+            "consumer sums every chunk with CuPy",
+            (
+                "queues of ONE capture",
+                "highest zero-loss offered Gb/s",
+                *LADDER_COLUMNS,
+                "overload 1.25x: delivered Gb/s (ratio to zero-loss)",
+                "placed + NIC drops + late = offered",
+            ),
+        ),
+    ]
+
+
+def run_host_section(section: HostSection, args: argparse.Namespace, peak: float) -> list[str]:
+    print(section.heading, flush=True)
+    rows = [
+        ladder_row(lead, cells, len(section.columns), tail)
+        for lead, cells, tail in (section.row(r, peak) for r in section.bench(args, peak))
+    ]
+    return md_table(section.title, section.columns, rows)
+
+
+def add_fill_option(p: argparse.ArgumentParser, flag: str, help_: str) -> None:
+    """An option naming which emulated DMA fills (DMA's keys) a benchmark tries."""
+    p.add_argument(flag, nargs="+", choices=list(DMA), default=list(DMA), help=help_)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", help="write the results table (Markdown) here")
@@ -844,13 +1003,7 @@ def main(argv: list[str] | None = None) -> int:
         default=[250, 300, 350, 380, 400, 420, 440],
         help="offered rates of 1d, tried in order until one loses packets",
     )
-    p.add_argument(
-        "--default-fill",
-        nargs="+",
-        choices=["payload", "prefix"],
-        default=["payload", "prefix"],
-        help="1d's emulated DMA: whole payloads, or headers + prefix",
-    )
+    add_fill_option(p, "--default-fill", "1d's emulated DMA: whole payloads, or headers + prefix")
     p.add_argument("--spead2", action="store_true", help="also run the loopback CPU benchmarks")
     p.add_argument("--udp-seconds", type=float, default=0.5, help="per loopback trial (--spead2)")
     p.add_argument(
@@ -877,12 +1030,8 @@ def main(argv: list[str] | None = None) -> int:
         help="a capture per queue, or one capture whose queues share one engine",
     )
     p.add_argument("--shared-rates", type=float, nargs="+", default=[100, 150, 200, 250])
-    p.add_argument(
-        "--split-fill",
-        nargs="+",
-        choices=["payload", "prefix"],
-        default=["payload", "prefix"],
-        help="emulated DMA writes the whole payload, or only headers + prefix",
+    add_fill_option(
+        p, "--split-fill", "emulated DMA writes the whole payload, or only headers + prefix"
     )
     args = p.parse_args(argv)
 
@@ -918,106 +1067,10 @@ def main(argv: list[str] | None = None) -> int:
         + f" (the emulation uses {list(stores)[-1]}).",
     ]
 
-    save(lines)
-    if not args.skip_host and not args.skip_default:
-        print("1d. one capture with its defaults (header-data split), into one GPU", flush=True)
-        table = []
-        for r in bench_default_capture(args, peak):
-            b, o, f = r["best"], r["over"], r["fail"]
-            nxt = (
-                f"{f['rate']:.0f}: {f['achieved']:.1f}, {f['nic_drops']}, {f['late']}"
-                if f is not None
-                else "(highest tried)"
-            )
-            cells = None
-            if b is not None:
-                cells = [
-                    f"{b['rate']:.0f}",
-                    f"{b['queues']}, {b['ppc']}, {b['n_chunks']}",
-                    *ladder_cells(b, peak),
-                    f"{o['achieved']:.1f} ({o['achieved'] / b['achieved']:.2f})",
-                    f"{o['nic_drops']}, {o['late']}, {o['queue_skips']}",
-                    f"{o['accounted']}",
-                ]
-            table.append(ladder_row([DMA[r["fill"]]], cells, 10, [nxt]))
-        lines += md_table(
-            "1d. ONE capture with its defaults, sized by rate_gbps (header-data split against "
-            "the emulated NIC) -> H2D -> GPU; consumer sums every chunk with CuPy",
-            [
-                "emulated DMA",
-                "highest zero-loss offered Gb/s",
-                "lanes, chunk packets, pool",
-                *LADDER_COLUMNS,
-                "overload 1.25x: delivered Gb/s (ratio to zero-loss)",
-                "counted: NIC drops, late, skips",
-                "every packet accounted",
-                "next rate tried: achieved Gb/s, NIC drops, late",
-            ],
-            table,
-        )
-
-    save(lines)
-    if not args.skip_host and not args.skip_split:
-        print("1a. into one GPU through host memory, header-data split", flush=True)
-        table = []
-        for r in bench_split_path(args, peak):
-            b = r["best"]
-            caps = "one per queue" if r["mode"] == "per-queue" else "one, shared engine"
-            cells = None if b is None else [f"{b['rate']:.0f}", *ladder_cells(b, peak)]
-            table.append(ladder_row([caps, DMA[r["fill"]], str(r["queues"])], cells, 7))
-        lines += md_table(
-            "1a. Header-data split: emulated NIC queues -> pinned chunk slots -> H2D -> GPU "
-            "chunk ring",
-            [
-                "captures",
-                "emulated DMA",
-                "NIC queues (pinned threads)",
-                "highest zero-loss offered Gb/s",
-                *LADDER_COLUMNS,
-            ],
-            table,
-        )
-    save(lines)
-    if not args.skip_host and not args.skip_copy_path:
-        print("1b. into one GPU through host memory, copying path", flush=True)
-        table = []
-        for r in bench_host_path(args, peak):
-            b = r["best"]
-            cells = None if b is None else [f"{b['rate']:.0f}", *ladder_cells(b, peak)]
-            table.append(ladder_row([str(r["queues"])], cells, 5))
-        lines += md_table(
-            "1b. Copying host path: NIC emulation -> placement -> H2D -> GPU chunk ring",
-            ["NIC queues (captures)", "highest zero-loss offered Gb/s", *LADDER_COLUMNS],
-            table,
-        )
-
-    save(lines)
-    if not args.skip_host and not args.skip_shared:
-        print("1c. one capture, K queues sharing its chunks, into one GPU", flush=True)
-        table = []
-        for r in bench_shared_capture(args, peak):
-            b, o = r["best"], r["over"]
-            cells = None
-            if b is not None:
-                cells = [
-                    f"{b['rate']:.0f}",
-                    *ladder_cells(b, peak),
-                    f"{o['achieved']:.1f} ({o['achieved'] / b['achieved']:.2f})",
-                    f"{o['accounted']}",
-                ]
-            table.append(ladder_row([str(r["queues"])], cells, 7))
-        lines += md_table(
-            "1c. One capture, K queues sharing its chunks (copying path) -> H2D -> GPU; "
-            "consumer sums every chunk with CuPy",
-            [
-                "queues of ONE capture",
-                "highest zero-loss offered Gb/s",
-                *LADDER_COLUMNS,
-                "overload 1.25x: delivered Gb/s (ratio to zero-loss)",
-                "placed + NIC drops + late = offered",
-            ],
-            table,
-        )
+    for section in host_sections():
+        save(lines)
+        if not args.skip_host and not getattr(args, section.skip):
+            lines += run_host_section(section, args, peak)
 
     save(lines)
     if args.spead2:
