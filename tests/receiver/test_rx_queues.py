@@ -10,13 +10,12 @@ on how the queue threads interleave, so the counts are exact whatever the timing
 
 from __future__ import annotations
 
-import os
-import threading
 import time
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from live_udp import apart_cpus, keep_present, receive_while_sending, reuseport_capture
 
 import casper400g_rx as rx
 from casper400g_rx.faults import faulty_schedule
@@ -239,36 +238,13 @@ def test_a_stalled_udp_queue_is_passed_over_and_counted() -> None:
     seqs = np.arange(ppc * n, dtype=np.uint64)
     schedule = seqs[seqs // 64 % 2 == 0]
     total = len(schedule)
-    allowed = sorted(os.sched_getaffinity(0))
-    cap = rx.Capture(
-        "udp",
-        bind="127.0.0.1:0",
-        threads=2,
-        cpus=[allowed[0], allowed[-1]],
-        packets_per_chunk=ppc,
-        max_chunks=2,
-        n_chunks=4,
-        first_chunk=0,
-        stall_timeout_ms=20,
-    )
+    cap = reuseport_capture(2, ppc, apart_cpus(), max_chunks=2, n_chunks=4, stall_timeout_ms=20)
     got: dict[int, np.ndarray] = {}
     with cap:
         sender = rx.Sender(port=cap.port, schedule=schedule, rate_gbps=1.0, streams=1)
-        thread = threading.Thread(target=sender.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 30.0
-        while time.monotonic() < deadline:
-            for chunk in cap.chunks(timeout=0.1):
-                got[chunk.chunk_id] = chunk.present.copy()
-                chunk.release()
-            s = cap.stats
-            if not thread.is_alive() and s.received + s.kernel_drops >= total:
-                break
-        delivered_while_running = len(got)
-        cap.stop()
-        for chunk in cap.chunks(timeout=5.0):
-            got[chunk.chunk_id] = chunk.present.copy()
-            chunk.release()
+        delivered_while_running = receive_while_sending(
+            cap, sender.run, total, keep_present(got), poll=0.1
+        )
     s = cap.stats
     assert s.queue_stalls >= 1
     assert cap.queue_received == [total, 0]

@@ -13,11 +13,11 @@ equal the copying engine's run with the same assignment.
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 import numpy as np
 import pytest
+from live_udp import apart_cpus, keep_present, receive_while_sending, reuseport_capture
 from test_rx_queues import NO_STALL_MS, Expected, model
 from test_rx_queues import run as drain
 
@@ -181,34 +181,15 @@ def test_udp_queues_under_faults_count_exactly() -> None:
     # distinct packet placed once, every copy a duplicate, every hole lost.
     ppc, n = 64, 16
     f = faulty_schedule(n, ppc, n, np.random.default_rng(5), n_late=0)
-    allowed = sorted(os.sched_getaffinity(0))
-    cap = rx.Capture(
-        "udp",
-        bind="127.0.0.1:0",
-        threads=2,
-        cpus=[allowed[0], allowed[-1]],
-        packets_per_chunk=ppc,
-        max_chunks=n,
-        n_chunks=n + 4,
-        first_chunk=0,
-        stall_timeout_ms=NO_STALL_MS,
+    cap = reuseport_capture(
+        2, ppc, apart_cpus(), max_chunks=n, n_chunks=n + 4, stall_timeout_ms=NO_STALL_MS
     )
     chunks: dict[int, np.ndarray] = {}
     with cap:
         sender = rx.Sender(port=cap.port, schedule=f.schedule, rate_gbps=1.0, streams=4)
-        thread = threading.Thread(target=sender.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            s = cap.stats
-            if not thread.is_alive() and s.received + s.kernel_drops >= len(f.schedule):
-                break
-            time.sleep(0.02)
-        thread.join()
-        cap.stop()
-        for chunk in cap.chunks(timeout=5):
-            chunks[chunk.chunk_id] = chunk.present.copy()
-            chunk.release()
+        receive_while_sending(
+            cap, sender.run, len(f.schedule), keep_present(chunks), take_while_sending=False
+        )
     s = cap.stats
     assert s.kernel_drops == 0
     assert s.received == len(f.schedule)
@@ -340,17 +321,13 @@ def test_udp_queues_overloaded_count_every_datagram() -> None:
     # what does not fit, and every datagram is placed or a kernel drop.
     ppc, n = 256, 16
     count = ppc * n
-    allowed = sorted(os.sched_getaffinity(0))
-    cap = rx.Capture(
-        "udp",
-        bind="127.0.0.1:0",
-        threads=2,
-        cpus=[allowed[0], allowed[-1]],
+    cap = reuseport_capture(
+        2,
+        ppc,
+        apart_cpus(),
         rcvbuf=128 << 10,
-        packets_per_chunk=ppc,
         max_chunks=n,
         n_chunks=n + 4,
-        first_chunk=0,
         stall_timeout_ms=NO_STALL_MS,
     )
     present: dict[int, np.ndarray] = {}
@@ -439,34 +416,17 @@ def test_reuseport_threads_share_one_flow_by_sequence_blocks() -> None:
     # so each of three threads receives exactly its blocks, and all of them one stream.
     ppc, n, threads = 256, 12, 3
     count = ppc * n
-    cap = rx.Capture(
-        "udp",
-        bind="127.0.0.1:0",
-        threads=threads,
-        packets_per_chunk=ppc,
-        max_chunks=n,
-        n_chunks=n + 4,
-        first_chunk=0,
-        stall_timeout_ms=NO_STALL_MS,
+    cap = reuseport_capture(
+        threads, ppc, max_chunks=n, n_chunks=n + 4, stall_timeout_ms=NO_STALL_MS
     )
     assert not any("steer" in w for w in cap._cap.warnings)
     present: dict[int, np.ndarray] = {}
     with cap:
         assert cap.port
         sender = rx.Sender(port=cap.port, count=count, rate_gbps=1.0, streams=1)
-        thread = threading.Thread(target=sender.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            s = cap.stats
-            if not thread.is_alive() and s.received + s.kernel_drops >= count:
-                break
-            time.sleep(0.02)
-        thread.join()
-        cap.stop()
-        for chunk in cap.chunks(timeout=5):
-            present[chunk.chunk_id] = chunk.present.copy()
-            chunk.release()
+        receive_while_sending(
+            cap, sender.run, count, keep_present(present), take_while_sending=False
+        )
     s = cap.stats
     assert s.kernel_drops == 0
     want = np.bincount(np.arange(count) // 64 % threads, minlength=threads)
@@ -491,34 +451,14 @@ def test_uneven_reuseport_threads_lose_nothing_at_a_rate_they_sustain() -> None:
 
     ppc, n, rate = 64, 60, 0.4
     count = ppc * n
-    cap = rx.Capture(
-        "udp",
-        bind="127.0.0.1:0",
-        threads=3,
-        cpus=[cpus[0], cpus[0], cpus[1]],
-        packets_per_chunk=ppc,
-        max_chunks=4,
-        first_chunk=0,
-    )
+    cap = reuseport_capture(3, ppc, [cpus[0], cpus[0], cpus[1]], max_chunks=4)
     sent: list[multisend.Sent] = []
     with cap:
         assert cap.port
         port = cap.port
-        thread = threading.Thread(
-            target=lambda: sent.append(multisend.send(port, 0, count, rate, 2)), daemon=True
+        receive_while_sending(
+            cap, lambda: sent.append(multisend.send(port, 0, count, rate, 2)), count, last_timeout=1
         )
-        thread.start()
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            for chunk in cap.chunks(timeout=0.02):
-                chunk.release()
-            s = cap.stats
-            if not thread.is_alive() and s.received + s.kernel_drops >= count:
-                break
-        thread.join()
-        cap.stop()
-        for chunk in cap.chunks(timeout=1):
-            chunk.release()
     s = cap.stats
     assert sent and sent[0].packets == count
     assert (s.kernel_drops, s.late, s.lost, s.duplicate) == (0, 0, 0, 0), dict(s)
