@@ -207,23 +207,28 @@ def run_case(
     return case, stats, missed
 
 
+def run_clean_case(
+    spead2: ModuleType,
+    tmp_path: Path,
+    source: str,
+    heaps: list[Heap],
+    packets: list[Packet],
+    fmt: rx.Format,
+    hpc: int,
+    items: tuple[int, ...] = (TIMESTAMP, CHANNEL),
+) -> tuple[Case, rx.Stats, int]:
+    """run_case for heaps indexed by their own heap counter."""
+    index_of = {h.cnt: h.cnt for h in heaps}
+    return run_case(spead2, tmp_path, source, heaps, packets, fmt, hpc, index_of, items)
+
+
 @pytest.mark.parametrize("source", ["mem", "pcap"])
 def test_single_packet_heaps_with_items(spead2: ModuleType, tmp_path: Path, source: str) -> None:
     heaps = make_heaps(40, 8192)
     packets = spead2_packets(spead2, heaps)
     assert len(packets) == len(heaps)  # 8192 B + 64 B of header fit in one 9000-B packet
     fmt = rx.Format.spead(8192, items=[TIMESTAMP, CHANNEL])
-    case, stats, _ = run_case(
-        spead2,
-        tmp_path,
-        source,
-        heaps,
-        packets,
-        fmt,
-        8,
-        {h.cnt: h.cnt for h in heaps},
-        (TIMESTAMP, CHANNEL),
-    )
+    case, stats, _ = run_clean_case(spead2, tmp_path, source, heaps, packets, fmt, 8)
     assert all(case.complete(i) for i in range(40)) and stats.chunks == 5
 
 
@@ -233,17 +238,7 @@ def test_multi_packet_heaps_with_items(spead2: ModuleType, tmp_path: Path, sourc
     packets = spead2_packets(spead2, heaps, max_packet_size=1472)
     assert len(packets) == 24 * 12  # spead2 splits each heap into 12 packets
     fmt = rx.Format.spead(16384, items=[TIMESTAMP, CHANNEL], max_packet=1472)
-    run_case(
-        spead2,
-        tmp_path,
-        source,
-        heaps,
-        packets,
-        fmt,
-        4,
-        {h.cnt: h.cnt for h in heaps},
-        (TIMESTAMP, CHANNEL),
-    )
+    run_clean_case(spead2, tmp_path, source, heaps, packets, fmt, 4)
 
 
 def test_spead_64_40_without_items(spead2: ModuleType, tmp_path: Path) -> None:
@@ -251,7 +246,7 @@ def test_spead_64_40_without_items(spead2: ModuleType, tmp_path: Path) -> None:
     packets = spead2_packets(spead2, heaps, heap_address_bits=40, items=False, max_packet_size=2000)
     assert len({p.cnt for p in packets}) == 16 and len(packets) > 16
     fmt = rx.Format.spead(6000, heap_address_bits=40, max_packet=2000)
-    run_case(spead2, tmp_path, "mem", heaps, packets, fmt, 4, {h.cnt: h.cnt for h in heaps}, ())
+    run_clean_case(spead2, tmp_path, "mem", heaps, packets, fmt, 4, items=())
     # The same packets read as SPEAD-64-48 are another flavour: all rejected, by reason.
     ours, stats = capture("mem", [p.raw for p in packets], rx.Format.spead(6000), 4, tmp_path)
     assert ours == {} and stats.rejected_by["flavour"] == len(packets) == stats.received
