@@ -196,6 +196,19 @@ def _assert_same_chunks(got: dict, stats: rx.Stats, ref: dict, ref_stats: rx.Sta
         assert np.array_equal(data[present], ref[cid][1][present])
 
 
+def split_to_gpu_equals_cpu(
+    ppc: int, kw: dict[str, object], ref_kw: dict[str, object], **split_kw: object
+) -> rx.Stats:
+    """The split path (`split_kw`) into GPU chunks against the copying engine (`ref_kw`),
+    both on the stream and chunks `kw` give: the same counters and chunks. Returns the
+    split capture's stats."""
+    ref, ref_stats = cpu_reference(**ref_kw, **kw)
+    cap = rx.Capture("mem", device="cuda:0", **split_kw, **kw)  # type: ignore[arg-type]
+    got, stats = _gpu_chunks(cap)
+    _assert_same_chunks(got, stats, ref, ref_stats, ppc)
+    return stats
+
+
 @needs_gpu
 def test_split_placement_to_gpu_equals_cpu_paced() -> None:
     # The deployment's path: four emulated NIC queues at a set rate write payloads
@@ -203,12 +216,9 @@ def test_split_placement_to_gpu_equals_cpu_paced() -> None:
     # GPU chunks. The window spans the stream, so the outcome is exact.
     ppc, n = 512, 24
     kw = dict(count=ppc * n, packets_per_chunk=ppc, max_chunks=n, first_chunk=0)
-    ref, ref_stats = cpu_reference(**kw)
-    cap = rx.Capture(
-        "mem", emulate="ibv", queues=4, nic_rate_gbps=20.0, device="cuda:0", gpu_chunks=4, **kw
-    )  # type: ignore[arg-type]
-    got, stats = _gpu_chunks(cap)
-    _assert_same_chunks(got, stats, ref, ref_stats, ppc)
+    stats = split_to_gpu_equals_cpu(
+        ppc, kw, {}, emulate="ibv", queues=4, nic_rate_gbps=20.0, gpu_chunks=4
+    )
     assert stats["nic_drops"] == 0 and stats["in_place"] == ppc * n
     assert stats["fixup_copies"] == 0 and stats["gpu_chunks"] == n
 
@@ -220,12 +230,9 @@ def test_split_placement_to_gpu_equals_cpu_faults() -> None:
     ppc, mc = 256, 4
     f = faulty_schedule(40, ppc, mc, np.random.default_rng(11))
     kw = dict(schedule=f.schedule, packets_per_chunk=ppc, max_chunks=mc, first_chunk=0)
-    ref, ref_stats = cpu_reference(**kw)
-    cap = rx.Capture(
-        "mem", emulate="ibv-serial", queues=2, depth=128, device="cuda:0", gpu_chunks=3, **kw
-    )  # type: ignore[arg-type]
-    got, stats = _gpu_chunks(cap)
-    _assert_same_chunks(got, stats, ref, ref_stats, ppc)
+    stats = split_to_gpu_equals_cpu(
+        ppc, kw, {}, emulate="ibv-serial", queues=2, depth=128, gpu_chunks=3
+    )
     assert stats["lost"] == len(f.dropped) and stats["duplicate"] == len(f.duplicated)
     assert stats["fixup_copies"] > 0
     assert stats["in_place"] + stats["fixup_copies"] == stats["packets"]
@@ -510,21 +517,16 @@ def test_split_lanes_sharing_chunks_to_gpu_match_the_per_queue_model(queues: int
     f = faulty_schedule(n, ppc, mc, np.random.default_rng(17))
     e = model(f.schedule, f.schedule % queues, queues, ppc, mc)
     kw = dict(schedule=f.schedule, packets_per_chunk=ppc, max_chunks=mc, first_chunk=0)
-    ref, ref_stats = cpu_reference(
-        queue_of=f.schedule % queues, queues=queues, n_chunks=16, stall_timeout_ms=60_000, **kw
-    )
-    cap = rx.Capture(
-        "mem",
+    ref_kw = dict(queue_of=f.schedule % queues, queues=queues, n_chunks=16)
+    stats = split_to_gpu_equals_cpu(
+        ppc,
+        {**kw, "stall_timeout_ms": 60_000},
+        ref_kw,
         emulate="ibv-serial",
         queues=queues,
         depth=64,
-        device="cuda:0",
         gpu_chunks=3,
-        stall_timeout_ms=60_000,
-        **kw,  # type: ignore[arg-type]
     )
-    got, stats = _gpu_chunks(cap)
-    _assert_same_chunks(got, stats, ref, ref_stats, ppc)
     assert (stats["late"], stats["duplicate"], stats["lost"]) == (e.late, e.duplicate, e.lost)
     assert stats["packets"] == len(e.placed) and stats["queue_stalls"] == 0
 
