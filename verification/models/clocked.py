@@ -43,6 +43,20 @@ class ClockedTask:
     def on_edge(self) -> None:
         raise NotImplementedError
 
+    def attach(
+        self, dut: Any, prefix: str, clock: Any, clock_name: str, reset: Any, active_high: bool
+    ) -> Callable[[str], Any]:
+        """Clock this task by ``clock`` (None: the DUT's ``<prefix><clock_name>``) and watch
+        ``reset`` (:meth:`watch_reset`); returns the lookup of the DUT's ``<prefix><name>``
+        handles, by name."""
+
+        def handle(name: str) -> Any:
+            return getattr(dut, prefix + name)
+
+        self._clock = clock if clock is not None else handle(clock_name)
+        self.watch_reset(reset, active_high)
+        return handle
+
     def watch_reset(self, reset: Any, active_high: bool) -> None:
         """Sample ``reset`` (a handle; None: no reset) for :meth:`in_reset`."""
         self._rd_reset = int_reader(reset) if reset is not None else None

@@ -319,13 +319,12 @@ class DcmacRxDriver(ClockedDriver):
         start: bool = True,
         **packer_kw: Any,
     ) -> None:
-        p = prefix
         self.packer = RxSegmentPacker(**packer_kw)
-        self._clock = clock if clock is not None else getattr(dut, f"{p}rx_axi_clk")
-        self._tvalid = getattr(dut, f"{p}rx_axis_tvalid_0")
+        sig = self.attach(dut, prefix, clock, "rx_axi_clk", reset, reset_active_high)
+        self._tvalid = sig("rx_axis_tvalid_0")
 
         def handles(name: str) -> list[Any]:
-            return [getattr(dut, f"{p}{name}{i}") for i in range(SEGMENTS)]
+            return [sig(f"{name}{i}") for i in range(SEGMENTS)]
 
         self._h_data = handles("rx_axis_tdata")
         self._h_ena = handles("rx_axis_tuser_ena")
@@ -333,7 +332,6 @@ class DcmacRxDriver(ClockedDriver):
         self._h_eop = handles("rx_axis_tuser_eop")
         self._h_err = handles("rx_axis_tuser_err")
         self._h_mty = handles("rx_axis_tuser_mty")
-        self.watch_reset(reset, reset_active_high)
         # Last values written, so that a cycle only schedules the writes that change.
         self._cur = [[0] * SEGMENTS for _ in range(5)]  # ena, sop, eop, err, mty
         self._cur_tvalid = 0

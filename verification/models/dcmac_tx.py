@@ -745,14 +745,13 @@ class DcmacTxMonitor(QueueMonitor[TxFrame]):
         self.frames: list[TxFrame] = []
         self.queue: Queue[TxFrame] | None = None
         self.checker = DcmacTxChecker(on_frame=self._got_frame, keep_frames=False)
-        self._clock = clock if clock is not None else getattr(dut, prefix + "tx_axi_clk")
-        p = prefix
-        self._tready = getattr(dut, f"{p}tx_axis_tready_0")
-        self._taf = getattr(dut, f"{p}tx_axis_taf_0")
-        self._rd_tvalid = int_reader(getattr(dut, f"{p}tx_axis_tvalid_0"))
+        sig = self.attach(dut, prefix, clock, "tx_axi_clk", reset, reset_active_high)
+        self._tready = sig("tx_axis_tready_0")
+        self._taf = sig("tx_axis_taf_0")
+        self._rd_tvalid = int_reader(sig("tx_axis_tvalid_0"))
 
         def readers(name: str) -> list[Callable[[], int]]:
-            return [int_reader(getattr(dut, f"{p}{name}{i}")) for i in range(SEGMENTS)]
+            return [int_reader(sig(f"{name}{i}")) for i in range(SEGMENTS)]
 
         self._rd_data = readers("tx_axis_tdata")
         self._rd_ena = readers("tx_axis_tuser_ena")
@@ -760,7 +759,6 @@ class DcmacTxMonitor(QueueMonitor[TxFrame]):
         self._rd_eop = readers("tx_axis_tuser_eop")
         self._rd_err = readers("tx_axis_tuser_err")
         self._rd_mty = readers("tx_axis_tuser_mty")
-        self.watch_reset(reset, reset_active_high)
         # Reused every cycle instead of building new lists.
         self._cyc = TxCycle()
         self._cur_tready = 0

@@ -212,27 +212,25 @@ class UserRxMonitor(QueueMonitor[RxDatagram]):
         start: bool = True,
         **ack_kw: Any,
     ) -> None:
-        p = prefix
-        self._clock = clock if clock is not None else getattr(dut, f"{p}user_clk")
+        sig = self.attach(dut, prefix, clock, "user_clk", reset, reset_active_high)
         self.pattern = AckPattern(ack, seed=seed, **ack_kw)
         self.assembler = RxWordAssembler(strict_bad)
         self.auto_overrun_ack = auto_overrun_ack
         self.datagrams: list[RxDatagram] = []
         self.queue: Queue[RxDatagram] | None = None
         self.stats = UserRxStats()
-        self._ack = getattr(dut, f"{p}rx_ack")
-        self._overrun_ack = getattr(dut, f"{p}rx_overrun_ack")
-        self._rd_valid = int_reader(getattr(dut, f"{p}rx_valid"))
-        self._rd_data = int_reader(getattr(dut, f"{p}rx_data"))
-        self._rd_be = int_reader(getattr(dut, f"{p}rx_byte_enable"))
-        self._rd_eof = int_reader(getattr(dut, f"{p}rx_end_of_frame"))
-        self._rd_bad = int_reader(getattr(dut, f"{p}rx_bad_frame"))
-        self._rd_src_ip = int_reader(getattr(dut, f"{p}rx_source_ip"))
-        self._rd_src_port = int_reader(getattr(dut, f"{p}rx_source_port"))
-        self._rd_dst_ip = int_reader(getattr(dut, f"{p}rx_dest_ip"))
-        self._rd_dst_port = int_reader(getattr(dut, f"{p}rx_dest_port"))
-        self._rd_overrun = int_reader(getattr(dut, f"{p}rx_overrun"))
-        self.watch_reset(reset, reset_active_high)
+        self._ack = sig("rx_ack")
+        self._overrun_ack = sig("rx_overrun_ack")
+        self._rd_valid = int_reader(sig("rx_valid"))
+        self._rd_data = int_reader(sig("rx_data"))
+        self._rd_be = int_reader(sig("rx_byte_enable"))
+        self._rd_eof = int_reader(sig("rx_end_of_frame"))
+        self._rd_bad = int_reader(sig("rx_bad_frame"))
+        self._rd_src_ip = int_reader(sig("rx_source_ip"))
+        self._rd_src_port = int_reader(sig("rx_source_port"))
+        self._rd_dst_ip = int_reader(sig("rx_dest_ip"))
+        self._rd_dst_port = int_reader(sig("rx_dest_port"))
+        self._rd_overrun = int_reader(sig("rx_overrun"))
         self._prev_overrun = 0
         self._task: Any = None
         self._cur_ack = self.pattern.next()

@@ -128,16 +128,14 @@ class UserTxDriver(ClockedDriver):
         reset_active_high: bool = True,
         start: bool = True,
     ) -> None:
-        p = prefix
-        self._clock = clock if clock is not None else getattr(dut, f"{p}user_clk")
-        self._data = getattr(dut, f"{p}tx_data")
-        self._valid = getattr(dut, f"{p}tx_valid")
-        self._be = getattr(dut, f"{p}tx_byte_enable")
-        self._ip = getattr(dut, f"{p}tx_dest_ip")
-        self._port = getattr(dut, f"{p}tx_dest_port")
-        self._eof = getattr(dut, f"{p}tx_end_of_frame")
-        self._rd_afull = int_reader(getattr(dut, f"{p}tx_afull"))
-        self.watch_reset(reset, reset_active_high)
+        sig = self.attach(dut, prefix, clock, "user_clk", reset, reset_active_high)
+        self._data = sig("tx_data")
+        self._valid = sig("tx_valid")
+        self._be = sig("tx_byte_enable")
+        self._ip = sig("tx_dest_ip")
+        self._port = sig("tx_dest_port")
+        self._eof = sig("tx_end_of_frame")
+        self._rd_afull = int_reader(sig("tx_afull"))
         self.idle_prob = idle_prob
         self.idle_in_frame = idle_in_frame
         self._rng = random.Random(seed)
