@@ -25,9 +25,18 @@ import time
 import numpy as np
 
 from . import _core, multisend
-from .capture import Capture
+from .capture import Capture, Stats
 
 PAYLOAD = 8192
+
+
+def drain(cap: Capture) -> Stats:
+    """Runs `cap` to its end, releasing each chunk at once (what the engine takes with no
+    consumer's work); returns its stats."""
+    with cap:
+        for chunk in cap.chunks(timeout=30):
+            chunk.release()
+    return cap.stats
 
 
 def memcpy_gbps(
@@ -67,10 +76,7 @@ def engine_rate(
         queues=queues,
         first_chunk=0,
     )
-    with cap:
-        for chunk in cap.chunks(timeout=30):
-            chunk.release()
-    s = cap.stats
+    s = drain(cap)
     if s.packets != packets or s.lost:
         raise RuntimeError(f"engine benchmark lost packets: {dict(s)}")
     return s.packets / s.elapsed, s.bytes * 8 / s.elapsed / 1e9
@@ -125,10 +131,7 @@ def split_rate(
         depth=1024,
         first_chunk=0,
     )
-    with cap:
-        for chunk in cap.chunks(timeout=30):
-            chunk.release()
-    s = cap.stats
+    s = drain(cap)
     expected = n_chunks * ppc if schedule is None else len(schedule)
     if s.received != expected:
         raise RuntimeError(f"split benchmark lost track of packets: {dict(s)}")
@@ -150,10 +153,7 @@ def split_lanes_rate(packets: int, lanes: int, packets_per_chunk: int = 1024) ->
         max_chunks=4,
         first_chunk=0,
     )
-    with cap:
-        for chunk in cap.chunks(timeout=30):
-            chunk.release()
-    s = cap.stats
+    s = drain(cap)
     if s.packets != s.received or s.lost:
         raise RuntimeError(f"split lanes benchmark lost packets: {dict(s)}")
     return s.packets / s.elapsed
