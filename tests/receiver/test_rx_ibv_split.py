@@ -9,6 +9,7 @@ generator) on the same schedule, byte for byte.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 import numpy as np
 import pytest
@@ -36,8 +37,17 @@ def check_payloads(chunks: list[tuple[int, np.ndarray, np.ndarray]], ppc: int) -
 
 
 def run_both(
-    schedule: np.ndarray, ppc: int, max_chunks: int, queues: int, depth: int, **kw: object
+    schedule: np.ndarray,
+    ppc: int,
+    max_chunks: int,
+    queues: int,
+    depth: int,
+    split_only: Mapping[str, object] | None = None,
+    **kw: object,
 ) -> tuple[rx.Stats, list, rx.Stats, list]:
+    """The serial split path (`queues` lanes of `depth` receives, and `split_only`'s
+    options) and the copying engine on `schedule`, each with `kw`: their stats and
+    chunks."""
     split = rx.Capture(
         "mem",
         emulate="ibv-serial",
@@ -46,6 +56,7 @@ def run_both(
         max_chunks=max_chunks,
         queues=queues,
         depth=depth,
+        **(split_only or {}),
         **kw,  # type: ignore[arg-type]
     )
     got = drain(split)
@@ -275,29 +286,16 @@ def test_random_streams_match_the_copying_engine(seed: int) -> None:
     # Enough chunks that receives posted on stale predictions (after jumps) can never
     # pin them all: a starved queue would drop packets, as a NIC does.
     window = max_chunks + -(-depth * queues // ppc) + 1
-    split = rx.Capture(
-        "mem",
-        emulate="ibv-serial",
-        schedule=schedule,
+    s, got, r, want = run_both(
+        schedule,
+        ppc,
+        max_chunks,
+        queues,
+        depth,
+        {"n_chunks": window + queues * depth + 4},
         fmt=fmt,
-        packets_per_chunk=ppc,
-        max_chunks=max_chunks,
-        n_chunks=window + queues * depth + 4,
-        queues=queues,
-        depth=depth,
         first_chunk=first_chunk,
     )
-    got = drain(split)
-    ref = rx.Capture(
-        "mem",
-        schedule=schedule,
-        fmt=fmt,
-        packets_per_chunk=ppc,
-        max_chunks=max_chunks,
-        first_chunk=first_chunk,
-    )
-    want = drain(ref)
-    s, r = split.stats, ref.stats
     assert s.nic_drops == 0
     assert_same(s, got, r, want)
     check_payloads(got, ppc)
