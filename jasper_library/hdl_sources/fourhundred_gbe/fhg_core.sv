@@ -286,18 +286,17 @@ module fhg_core #(
     logic [7:0]    seg_ena, seg_sop, seg_eop, seg_err, pk_ena, pk_sop, pk_eop, pk_err;
     logic [31:0]   seg_mty, pk_mty;
     logic          pk_tvalid, pk_tready;
+    fhg_bus_pkg::tx_user_st_t tx_user_st;
+    assign {tx_afull, tx_overflow, st_word, st_frame_drop, st_words_lost, st_afull_rise} =
+        tx_user_st;
 
     fhg_tx_path #(
         .BUF_WORDS(BUF_WORDS), .MAX_PAYLOAD(MAX_PAYLOAD), .USE_TAF(USE_TAF)
     ) u_tx (
         .user_clk(user_clk), .user_rst(rst), .soft_rst_user(soft_rst_u),
         .accept(fabric_en_u),
-        .tx_data(tx_data), .tx_valid(tx_valid), .tx_byte_enable(tx_byte_enable),
-        .tx_dest_ip(tx_dest_ip), .tx_dest_port(tx_dest_port),
-        .tx_end_of_frame(tx_end_of_frame),
-        .tx_afull(tx_afull), .tx_overflow(tx_overflow),
-        .stat_word(st_word), .stat_frame_drop(st_frame_drop),
-        .stat_words_lost(st_words_lost), .stat_afull_rise(st_afull_rise),
+        .tx({tx_data, tx_valid, tx_byte_enable, tx_dest_ip, tx_dest_port, tx_end_of_frame}),
+        .tx_st(tx_user_st),
         .rdma_en(rdma_en_u), .rdma_cfg(rdma_cfg_u), .rdma_st(rdma_st_u), .rdma_stat(rdma_stat_u),
         .mac_clk(tx_mac_clk), .mac_rst(tx_mac_rst),
         .cfg_mac(c_mac), .cfg_ip(c_ip), .cfg_netmask(c_mask), .cfg_gateway(c_gw),

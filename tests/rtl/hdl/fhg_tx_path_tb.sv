@@ -2,17 +2,13 @@
 // Test top for fhg_tx_path: DCMAC port names as on the real IP, the ARP-reply input and
 // the configuration as plain ports, the CPU frame source idle. Not for synthesis.
 module fhg_tx_path_tb (
-    input  wire          user_clk,
-    input  wire          rst,
-    input  wire          accept,
+    input  wire          user_clk, rst, accept,
     input  wire [1023:0] tx_data,
     input  wire          tx_valid,
     input  wire [127:0]  tx_byte_enable,
-    input  wire [31:0]   tx_dest_ip,
-    input  wire [15:0]   tx_dest_port,
+    input  wire [31:0]   tx_dest_ip, input wire [15:0] tx_dest_port,
     input  wire          tx_end_of_frame,
-    output wire          tx_afull,
-    output wire          tx_overflow,
+    output wire          tx_afull, tx_overflow,
 
     input  wire          tx_mac_clk,
     input  wire          tx_mac_rst,
@@ -51,15 +47,16 @@ module fhg_tx_path_tb (
     output wire [3:0]    tx_axis_tuser_mty3, tx_axis_tuser_mty4, tx_axis_tuser_mty5,
     output wire [3:0]    tx_axis_tuser_mty6, tx_axis_tuser_mty7
 );
+    fhg_bus_pkg::tx_user_st_t tx_st;
+    assign tx_afull    = tx_st.afull;
+    assign tx_overflow = tx_st.overflow;
     wire [1023:0] d;
     wire [7:0] ena, sop, eop, err;
     wire [31:0] mty;
     fhg_tx_path u_dut (
         .user_clk(user_clk), .user_rst(rst), .soft_rst_user(1'b0), .accept(accept),
-        .tx_data(tx_data), .tx_valid(tx_valid), .tx_byte_enable(tx_byte_enable),
-        .tx_dest_ip(tx_dest_ip), .tx_dest_port(tx_dest_port),
-        .tx_end_of_frame(tx_end_of_frame), .tx_afull(tx_afull), .tx_overflow(tx_overflow),
-        .stat_word(), .stat_frame_drop(), .stat_words_lost(), .stat_afull_rise(),
+        .tx({tx_data, tx_valid, tx_byte_enable, tx_dest_ip, tx_dest_port, tx_end_of_frame}),
+        .tx_st(tx_st),
         .rdma_en(1'b0), .rdma_cfg('0), .rdma_st(), .rdma_stat(),
         .mac_clk(tx_mac_clk), .mac_rst(tx_mac_rst),
         .cfg_mac(cfg_mac), .cfg_ip(cfg_ip), .cfg_netmask(cfg_netmask),

@@ -4,8 +4,8 @@
 // it needs for the packets' headers (lengths, opcodes, padding).
 //
 // Contract
-//   * User port as docs/design/core.md §1 (one word per cycle, tx_byte_enable on the last
-//     word, no bubbles needed). Words are stored in wire order (first byte in bits 7:0),
+//   * User port `tx` as docs/design/core.md §1 (one word per cycle, byte_enable on the last
+//     word, no bubbles needed), `tx_st` as fhg_tx_writer's. Words are stored in wire order (first byte in bits 7:0),
 //     bytes past the datagram's end zeroed.
 //   * A datagram becomes visible to the reader only once its last word is in (commit); a
 //     datagram that does not fit is dropped whole and leaves nothing behind: no room
@@ -45,12 +45,8 @@ module fhg_rdma_sf #(
     input  wire  [LEN_W-1:0]    cfg_max_len,
     input  wire  [1:0]          cfg_mtu_sel,      // the framer's path MTU (for o_tag)
 
-    input  wire  [1023:0]       tx_data,
-    input  wire                 tx_valid,
-    input  wire  [127:0]        tx_byte_enable,
-    input  wire                 tx_end_of_frame,
-    output logic                tx_afull,
-    output logic                tx_overflow,
+    input  fhg_bus_pkg::tx_user_t    tx,      // dest_ip/dest_port unused (the ring's)
+    output fhg_bus_pkg::tx_user_st_t tx_st,
 
     output logic                o_valid,
     input  wire                 o_ready,
@@ -59,10 +55,6 @@ module fhg_rdma_sf #(
     output logic                o_last,
     output logic [TAG_W-1:0]    o_tag,
 
-    output logic                stat_word,
-    output logic                stat_frame_drop,
-    output logic [7:0]          stat_words_lost,
-    output logic                stat_afull_rise,
     output logic                stat_oversize
 );
     localparam int MAX_WORDS  = (MAX_PAYLOAD + 127) / 128;
@@ -88,10 +80,14 @@ module fhg_rdma_sf #(
     logic [LEN_W:0]   s2_len_next;
     logic [6:0]       s2_wm1;
     logic             room_low;            // less than a maximum datagram and the slack free
+    logic             tx_afull, tx_overflow, stat_word, stat_frame_drop, stat_afull_rise;
+    logic [7:0]       stat_words_lost;
+    assign tx_st = {tx_afull, tx_overflow, stat_word, stat_frame_drop, stat_words_lost,
+                    stat_afull_rise};
     fhg_tx_intake #(.MAX_PAYLOAD(MAX_PAYLOAD)) u_intake (
         .clk(clk), .rst(rst),
-        .tx_data(tx_data), .tx_valid(tx_valid), .tx_byte_enable(tx_byte_enable),
-        .tx_end_of_frame(tx_end_of_frame), .tx_side(1'b0), .limit(cfg_max_len),
+        .tx_data(tx.data), .tx_valid(tx.valid), .tx_byte_enable(tx.byte_enable),
+        .tx_end_of_frame(tx.end_of_frame), .tx_side(1'b0), .limit(cfg_max_len),
         .accept(accept), .room_low(room_low),
         .tx_afull(tx_afull), .stat_afull_rise(stat_afull_rise),
         .s1_valid(), .s1_eof(), .s1_none(s1_none), .s1_m(), .s1_words(u_words),

@@ -5,7 +5,8 @@
 // buffer, the descriptor queue, the header stage and the packer are shared.
 //
 // Contract
-//   * User port and TX buffer interfaces as fhg_tx_writer (docs/design/core.md §1, §2).
+//   * User port (tx, tx_st) and TX buffer interfaces as fhg_tx_writer (docs/design/core.md
+//     §1, §2); tx.dest_ip/dest_port are not used (the ring's destination is cfg's).
 //   * cfg: the ring configuration in user_clk, quasi-static, one vector (RCFG_W bits, MSB
 //     first): {flow_ctrl, mtu_sel[1:0], qpn[23:0], start_psn[23:0], rkey[31:0], va[63:0],
 //     slot_size[23:0], slots_per_chunk[23:0], chunks[23:0], credit[31:0], dst_ip[31:0]}.
@@ -32,12 +33,8 @@ module fhg_rdma_tx #(
     input  wire                 accept,
     input  wire  [RCFG_W-1:0]   cfg,
 
-    input  wire  [1023:0]       tx_data,
-    input  wire                 tx_valid,
-    input  wire  [127:0]        tx_byte_enable,
-    input  wire                 tx_end_of_frame,
-    output logic                tx_afull,
-    output logic                tx_overflow,
+    input  fhg_bus_pkg::tx_user_t    tx,
+    output fhg_bus_pkg::tx_user_st_t tx_st,
 
     output logic                wr0_en,
     output logic [AW-2:0]       wr0_addr,
@@ -52,10 +49,6 @@ module fhg_rdma_tx #(
     input  wire  [$clog2(DESC_SLOTS):0] desc_used,
 
     output logic [55:0]         st,
-    output logic                stat_word,
-    output logic                stat_frame_drop,
-    output logic [7:0]          stat_words_lost,
-    output logic                stat_afull_rise,
     output logic                stat_oversize,
     output logic                stat_chunk_done,
     output logic                stat_chunk_dropped,
@@ -82,13 +75,9 @@ module fhg_rdma_tx #(
     logic [66:0]   sf_tag;
     fhg_rdma_sf #(.DEPTH(SF_WORDS), .MAX_PAYLOAD(MAX_PAYLOAD)) u_sf (
         .clk(clk), .rst(rst), .accept(accept), .cfg_max_len(max_len), .cfg_mtu_sel(c_mtu),
-        .tx_data(tx_data), .tx_valid(tx_valid), .tx_byte_enable(tx_byte_enable),
-        .tx_end_of_frame(tx_end_of_frame), .tx_afull(tx_afull), .tx_overflow(tx_overflow),
+        .tx(tx), .tx_st(tx_st),
         .o_valid(sf_valid), .o_ready(sf_ready), .o_data(sf_data), .o_first(sf_first),
-        .o_last(sf_last), .o_tag(sf_tag),
-        .stat_word(stat_word), .stat_frame_drop(stat_frame_drop),
-        .stat_words_lost(stat_words_lost), .stat_afull_rise(stat_afull_rise),
-        .stat_oversize(stat_oversize)
+        .o_last(sf_last), .o_tag(sf_tag), .stat_oversize(stat_oversize)
     );
 
     logic          w_valid, w_ready, w_sop, w_eop, w_imm;

@@ -43,18 +43,8 @@ module fhg_tx_path #(
     input  wire                 user_rst,
     input  wire                 soft_rst_user,   // one-cycle request, already in user_clk
     input  wire                 accept,
-    input  wire [1023:0]        tx_data,
-    input  wire                 tx_valid,
-    input  wire [127:0]         tx_byte_enable,
-    input  wire [31:0]          tx_dest_ip,
-    input  wire [15:0]          tx_dest_port,
-    input  wire                 tx_end_of_frame,
-    output logic                tx_afull,
-    output logic                tx_overflow,
-    output logic                stat_word,
-    output logic                stat_frame_drop,
-    output logic [7:0]          stat_words_lost,
-    output logic                stat_afull_rise,
+    input  fhg_bus_pkg::tx_user_t    tx,      // the user port (docs/design/core.md §1)
+    output fhg_bus_pkg::tx_user_st_t tx_st,   // tx_afull, tx_overflow, user-side statistics
     // RDMA mode (fhg_rdma_tx): selected at the user side's reset, from rdma_en.
     input  wire                 rdma_en,
     input  wire  [RCFG_W-1:0]   rdma_cfg,
@@ -203,50 +193,47 @@ module fhg_tx_path #(
     always_ff @(posedge user_clk) if (w_rst) rdma_sel <= rdma_en;
     initial rdma_sel = 1'b0;
 
-    logic          u_wr0_en, u_wr1_en, u_desc_push, u_afull, u_overflow;
+    // Each mode sees the words only while it is the one selected.
+    fhg_bus_pkg::tx_user_t    tx_u, tx_r;
+    fhg_bus_pkg::tx_user_st_t u_st, r_st;
+    always_comb begin
+        tx_u = tx;
+        tx_u.valid = tx.valid && !rdma_sel;
+        tx_r = tx;
+        tx_r.valid = tx.valid && rdma_sel;
+    end
+
+    logic          u_wr0_en, u_wr1_en, u_desc_push;
     logic [AW-2:0] u_wr0_addr, u_wr1_addr;
     logic [1023:0] u_wr0_data, u_wr1_data;
     logic [WP-1:0] u_final;
     logic [DESC_W-1:0] uw_desc;
-    logic          u_st_word, u_st_drop, u_st_afull;
-    logic [7:0]    u_st_lost;
     fhg_tx_writer #(
         .BUF_WORDS(BUF_WORDS), .MAX_PAYLOAD(MAX_PAYLOAD), .DESC_SLOTS(DESC_DEPTH)
     ) u_writer (
-        .clk(user_clk), .rst(w_rst), .accept(w_accept),
-        .tx_data(tx_data), .tx_valid(tx_valid && !rdma_sel), .tx_byte_enable(tx_byte_enable),
-        .tx_dest_ip(tx_dest_ip), .tx_dest_port(tx_dest_port),
-        .tx_end_of_frame(tx_end_of_frame),
-        .tx_afull(u_afull), .tx_overflow(u_overflow),
+        .clk(user_clk), .rst(w_rst), .accept(w_accept), .tx(tx_u), .tx_st(u_st),
         .wr0_en(u_wr0_en), .wr0_addr(u_wr0_addr), .wr0_data(u_wr0_data),
         .wr1_en(u_wr1_en), .wr1_addr(u_wr1_addr), .wr1_data(u_wr1_data),
         .rd_word(rd_word_u), .final_word(u_final),
-        .desc_valid(u_desc_push), .desc_data(uw_desc), .desc_used(desc_wcount),
-        .stat_word(u_st_word), .stat_frame_drop(u_st_drop),
-        .stat_words_lost(u_st_lost), .stat_afull_rise(u_st_afull)
+        .desc_valid(u_desc_push), .desc_data(uw_desc), .desc_used(desc_wcount)
     );
 
 
-    logic          r_wr0_en, r_wr1_en, r_desc_push, r_afull, r_overflow;
+    logic          r_wr0_en, r_wr1_en, r_desc_push;
     logic [AW-2:0] r_wr0_addr, r_wr1_addr;
     logic [1023:0] r_wr0_data, r_wr1_data;
     logic [WP-1:0] r_final;
     logic [DESC_W-1:0] r_desc;
-    logic          r_st_word, r_st_drop, r_st_afull;
-    logic [7:0]    r_st_lost;
     fhg_rdma_tx #(
         .BUF_WORDS(BUF_WORDS), .DESC_SLOTS(DESC_DEPTH), .MAX_PAYLOAD(MAX_PAYLOAD)
     ) u_rdma (
         .clk(user_clk), .rst(w_rst), .accept(w_accept), .cfg(rdma_cfg),
-        .tx_data(tx_data), .tx_valid(tx_valid && rdma_sel), .tx_byte_enable(tx_byte_enable),
-        .tx_end_of_frame(tx_end_of_frame), .tx_afull(r_afull), .tx_overflow(r_overflow),
+        .tx(tx_r), .tx_st(r_st),
         .wr0_en(r_wr0_en), .wr0_addr(r_wr0_addr), .wr0_data(r_wr0_data),
         .wr1_en(r_wr1_en), .wr1_addr(r_wr1_addr), .wr1_data(r_wr1_data),
         .rd_word(rd_word_u), .final_word(r_final),
         .desc_valid(r_desc_push), .desc_data(r_desc), .desc_used(desc_wcount),
-        .st(rdma_st), .stat_word(r_st_word), .stat_frame_drop(r_st_drop),
-        .stat_words_lost(r_st_lost), .stat_afull_rise(r_st_afull),
-        .stat_oversize(rdma_stat[4]), .stat_chunk_done(rdma_stat[3]),
+        .st(rdma_st), .stat_oversize(rdma_stat[4]), .stat_chunk_done(rdma_stat[3]),
         .stat_chunk_dropped(rdma_stat[2]), .stat_dgram(rdma_stat[1]),
         .stat_dgram_dropped(rdma_stat[0])
     );
@@ -260,12 +247,7 @@ module fhg_tx_path #(
     assign final_word_u    = rdma_sel ? r_final     : u_final;
     assign desc_push       = rdma_sel ? r_desc_push : u_desc_push;
     assign desc_wdata      = rdma_sel ? r_desc      : uw_desc;
-    assign tx_afull        = rdma_sel ? r_afull     : u_afull;
-    assign tx_overflow     = rdma_sel ? r_overflow  : u_overflow;
-    assign stat_word       = rdma_sel ? r_st_word   : u_st_word;
-    assign stat_frame_drop = rdma_sel ? r_st_drop   : u_st_drop;
-    assign stat_words_lost = rdma_sel ? r_st_lost   : u_st_lost;
-    assign stat_afull_rise = rdma_sel ? r_st_afull  : u_st_afull;
+    assign tx_st           = rdma_sel ? r_st        : u_st;
 
     // Buffer: even words in bank 0, odd words in bank 1.
     logic          rd0_en, rd1_en;

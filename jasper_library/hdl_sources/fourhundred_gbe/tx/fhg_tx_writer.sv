@@ -2,10 +2,11 @@
 // fhg_tx_writer — user-side half of the TX store-and-forward buffer (user_clk).
 //
 // Contract
-//   * User port as docs/design/core.md §1: one 1024-bit word per cycle, first wire byte in
-//     tx_data[1023:1016], tx_byte_enable (contiguous from bit 127) qualifies the last word,
-//     tx_dest_ip/tx_dest_port sampled with tx_end_of_frame. Full rate: a word every cycle,
-//     back-to-back frames, no bubbles required.
+//   * User port `tx` (fhg_bus_pkg::tx_user_t) as docs/design/core.md §1: one 1024-bit word
+//     per cycle, first wire byte in data[1023:1016], byte_enable (contiguous from bit 127)
+//     qualifies the last word, dest_ip/dest_port sampled with end_of_frame. Full rate: a
+//     word every cycle, back-to-back frames, no bubbles required. `tx_st` returns tx_afull,
+//     tx_overflow and the one-cycle statistics (fhg_bus_pkg::tx_user_st_t).
 //   * Frames are written into the buffer as one continuous stream of 16-byte DCMAC
 //     segments: frame k starts on the segment after frame k-1 ends, with a 42-byte gap at
 //     its start where the MAC side later merges the Ethernet/IPv4/UDP header. Bytes are
@@ -54,14 +55,8 @@ module fhg_tx_writer #(
     input  wire                 rst,           // user reset or soft reset (synchronous)
     input  wire                 accept,        // fabric enabled and not resetting
 
-    input  wire [1023:0]        tx_data,
-    input  wire                 tx_valid,
-    input  wire [127:0]         tx_byte_enable,
-    input  wire [31:0]          tx_dest_ip,
-    input  wire [15:0]          tx_dest_port,
-    input  wire                 tx_end_of_frame,
-    output logic                tx_afull,
-    output logic                tx_overflow,
+    input  fhg_bus_pkg::tx_user_t    tx,
+    output fhg_bus_pkg::tx_user_st_t tx_st,   // tx_afull, tx_overflow and the statistics
 
     // Buffer write ports: bank 0 holds even words, bank 1 odd words.
     output logic                wr0_en,
@@ -76,13 +71,7 @@ module fhg_tx_writer #(
 
     output logic                desc_valid,
     output logic [DESC_W-1:0]   desc_data,     // {start_seg, payload_len, dst_ip, dst_port, csum}
-    input  wire  [$clog2(DESC_SLOTS):0] desc_used,  // entries in the descriptor queue
-
-    // Statistics, one-cycle increments in this clock domain.
-    output logic                stat_word,         // a tx_valid word was accepted
-    output logic                stat_frame_drop,   // a frame was dropped (overflow)
-    output logic [7:0]          stat_words_lost,   // words discarded this cycle (0/1)
-    output logic                stat_afull_rise
+    input  wire  [$clog2(DESC_SLOTS):0] desc_used   // entries in the descriptor queue
 );
     localparam int CSUM_LAT   = 3;
     localparam int MAX_WORDS  = (MAX_PAYLOAD + 42 + 127) / 128 + 2;
@@ -107,10 +96,14 @@ module fhg_tx_writer #(
     logic [LEN_W:0] b_plen_next;
     logic [47:0]    b_dest;          // {ip, port}
     logic           room_low;        // less than a maximum frame and the slack free
+    logic           tx_afull, tx_overflow, stat_word, stat_frame_drop, stat_afull_rise;
+    logic [7:0]     stat_words_lost;
+    assign tx_st = {tx_afull, tx_overflow, stat_word, stat_frame_drop, stat_words_lost,
+                    stat_afull_rise};
     fhg_tx_intake #(.MAX_PAYLOAD(MAX_PAYLOAD), .SIDE_W(48)) u_intake (
         .clk(clk), .rst(rst),
-        .tx_data(tx_data), .tx_valid(tx_valid), .tx_byte_enable(tx_byte_enable),
-        .tx_end_of_frame(tx_end_of_frame), .tx_side({tx_dest_ip, tx_dest_port}),
+        .tx_data(tx.data), .tx_valid(tx.valid), .tx_byte_enable(tx.byte_enable),
+        .tx_end_of_frame(tx.end_of_frame), .tx_side({tx.dest_ip, tx.dest_port}),
         .limit(LEN_W'(MAX_PAYLOAD)), .accept(accept),
         .room_low(room_low),
         .tx_afull(tx_afull), .stat_afull_rise(stat_afull_rise),
