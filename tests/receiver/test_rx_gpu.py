@@ -8,6 +8,8 @@ NumPy example-stream formula, frames from scapy.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -354,6 +356,22 @@ def random_frames(
     return rows, [len(x) for x in frames]
 
 
+def _gpudirect_chunks(
+    cap: rx.Capture, cp: Any, check: Callable[[Any, Any], None] | None = None
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Every chunk of `cap` (presence, payloads copied back from the GPU), by chunk id;
+    `check(chunk, array)` looks at each chunk and its CuPy array first."""
+    got = {}
+    with cap:
+        for chunk in cap.chunks(timeout=30):
+            with chunk:
+                x = cp.from_dlpack(chunk)
+                if check is not None:
+                    check(chunk, x)
+                got[chunk.chunk_id] = (chunk.present.copy(), cp.asnumpy(x))
+    return got
+
+
 @needs_gpu
 @pytest.mark.parametrize(
     "opts",
@@ -373,14 +391,12 @@ def test_gpudirect_equals_cpu_engine(opts: dict[str, int]) -> None:
     cap = rx.Capture(
         "mem", device="cuda:0", gpudirect=True, n_chunks=mc + 2, gpu_options=opts, **kw
     )  # type: ignore[arg-type]
-    got = {}
-    with cap:
-        for chunk in cap.chunks(timeout=30):
-            with chunk:
-                x = cp.from_dlpack(chunk)
-                assert x.data.ptr == chunk.ptr
-                got[chunk.chunk_id] = (chunk.present.copy(), cp.asnumpy(x))
-                assert np.array_equal(cp.asnumpy(cp.from_dlpack(chunk.present_gpu)), chunk.present)
+
+    def in_place(chunk: Any, x: Any) -> None:
+        assert x.data.ptr == chunk.ptr
+        assert np.array_equal(cp.asnumpy(cp.from_dlpack(chunk.present_gpu)), chunk.present)
+
+    got = _gpudirect_chunks(cap, cp, in_place)
     _assert_as_reference(got, cap.stats, ref, ref_stats)
     assert ref_stats["rejected"] > 0 and ref_stats["late"] > 0 and ref_stats["duplicate"] > 0
 
@@ -436,12 +452,7 @@ def test_gpudirect_equals_cpu_engine_wild(
     cap = rx.Capture(
         "mem", device="cuda:0", gpudirect=True, n_chunks=n_chunks, gpu_options=opts, **kw
     )  # type: ignore[arg-type]
-    got = {}
-    with cap:
-        for chunk in cap.chunks(timeout=30):
-            with chunk:
-                x = cp.from_dlpack(chunk)
-                got[chunk.chunk_id] = (chunk.present.copy(), cp.asnumpy(x))
+    got = _gpudirect_chunks(cap, cp)
     _assert_as_reference(got, cap.stats, ref, ref_stats)
     assert ref_stats["late"] > 0 and ref_stats["duplicate"] > 0 and ref_stats["lost"] > 0
     if pool:
