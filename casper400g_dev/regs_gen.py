@@ -28,6 +28,7 @@ BLOCK_NAME = "fhg_regs"
 
 # Files produced, relative to the repository root.
 SV_FILES = ("fhg_regs.sv", "fhg_regs_pkg.sv", "fhg_regs_hwif.rpt")
+SPDX_SV = "// SPDX-License-Identifier: GPL-3.0-or-later\n"
 PY_MAP = Path("casperfpga_ext") / "fhg_regmap.py"
 # The same map for the yellow block, which runs inside mlib_devel where casperfpga_ext is
 # not importable (jasper_library/ holds only what goes into an mlib_devel checkout). It is
@@ -413,7 +414,9 @@ def render_all(rdl: Path | None = None) -> dict[Path, str]:
         export_sv(root, Path(tmp))
         rel_dir = paths.REGS_DIR.relative_to(checkout.ROOT)
         for name in SV_FILES:
-            files[rel_dir / name] = (Path(tmp) / name).read_text()
+            text = (Path(tmp) / name).read_text()
+            # The shipped RTL carries the project's licence line, generated files included.
+            files[rel_dir / name] = (SPDX_SV + text) if name.endswith(".sv") else text
     files[PY_MAP] = render_python(model)
     files.update(overlay_copies(files[PY_MAP], (checkout.ROOT / ADDRESSING).read_text()))
     files[MD_DOC] = render_markdown(model)

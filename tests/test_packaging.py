@@ -230,3 +230,24 @@ def test_no_import_cycles() -> None:
         if reaches(b, a) and not a.startswith(b + ".") and not b.startswith(a + ".")
     ]
     assert cycles == []
+
+
+def test_every_rtl_file_carries_the_declared_licence() -> None:
+    # The licence line is what a reader of a lone RTL file (copied into a Vivado project)
+    # has to go by; generated files carry it too, so it must match pyproject.toml.
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        declared = tomllib.load(f)["project"]["license"]["text"]
+    listed = subprocess.run(
+        ["git", "ls-files", "*.sv", "*.v", "*.svh"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert listed, "git lists no RTL file"
+    wrong = [
+        name
+        for name in listed
+        if not (ROOT / name).read_text().startswith(f"// SPDX-License-Identifier: {declared}\n")
+    ]
+    assert wrong == []
