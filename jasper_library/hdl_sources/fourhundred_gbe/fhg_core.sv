@@ -336,10 +336,8 @@ module fhg_core #(
     // Configuration in the RX MAC domain.
     localparam int RCFG_W = 48 + 32*4 + 16 + 4;
     logic [RCFG_W-1:0] rcfg_axil, rcfg_rx;
-    logic [47:0] r_mac;
-    logic [31:0] r_ip, r_mask, r_mc_ip, r_mc_mask;
-    logic [15:0] r_port;
-    logic        r_promisc, r_cpu_rx, r_arp_reply, r_arp_learn, r_fabric_en;
+    logic        r_fabric_en;
+    fhg_bus_pkg::rx_cfg_t r_cfg;
     assign rcfg_axil = {hwif_out.mac_hi.mac.value, hwif_out.mac_lo.mac.value,
                         hwif_out.ip.ip.value, hwif_out.netmask.mask.value,
                         hwif_out.mc_ip.ip.value, hwif_out.mc_mask.mask.value,
@@ -351,19 +349,20 @@ module fhg_core #(
         .dst_clk(rx_mac_clk), .dst_rst(rx_mac_rst), .dst_data(rcfg_rx),
         .dst_update(), .dst_valid()
     );
-    assign {r_mac, r_ip, r_mask, r_mc_ip, r_mc_mask, r_port, r_promisc, r_cpu_rx,
-            r_arp_reply, r_arp_learn} = rcfg_rx;
     fhg_sync_bits #(.WIDTH(1)) u_en_rx_sync (
         .clk(rx_mac_clk), .rst(1'b0), .d(hwif_out.ctrl.fabric_en.value), .q(r_fabric_en)
     );
+    assign r_cfg = {rcfg_rx, r_fabric_en};
 
     localparam int NC = fhg_rx_pkg::NCODES;
     logic [1023:0] rx_bus;
     assign rx_bus = {rx_axis_tdata7, rx_axis_tdata6, rx_axis_tdata5, rx_axis_tdata4,
                      rx_axis_tdata3, rx_axis_tdata2, rx_axis_tdata1, rx_axis_tdata0};
-    logic          rx_empty_u, cpu_we0, cpu_we1, cpu_placed, cpu_released;
-    logic [6:0]    cpu_row0, cpu_row1;
-    logic [1023:0] cpu_data0, cpu_data1;
+    logic          rx_empty_u, cpu_placed, cpu_released;
+    fhg_bus_pkg::rx_cpu_wr_t cpu_wr;
+    fhg_bus_pkg::rx_user_t   rx_user;
+    assign {rx_data, rx_valid, rx_byte_enable, rx_source_ip, rx_dest_ip, rx_source_port,
+            rx_dest_port, rx_end_of_frame, rx_bad_frame} = rx_user;
     logic [13:0]   cpu_len_m;
     logic          arpq_valid, arpq_pop;
     logic [80:0]   arpq_data;
@@ -382,19 +381,11 @@ module fhg_core #(
         .rx_eop({rx_axis_tuser_eop7, rx_axis_tuser_eop6, rx_axis_tuser_eop5, rx_axis_tuser_eop4, rx_axis_tuser_eop3, rx_axis_tuser_eop2, rx_axis_tuser_eop1, rx_axis_tuser_eop0}),
         .rx_err({rx_axis_tuser_err7, rx_axis_tuser_err6, rx_axis_tuser_err5, rx_axis_tuser_err4, rx_axis_tuser_err3, rx_axis_tuser_err2, rx_axis_tuser_err1, rx_axis_tuser_err0}),
         .rx_mty({rx_axis_tuser_mty7, rx_axis_tuser_mty6, rx_axis_tuser_mty5, rx_axis_tuser_mty4, rx_axis_tuser_mty3, rx_axis_tuser_mty2, rx_axis_tuser_mty1, rx_axis_tuser_mty0}),
-        .cfg_mac(r_mac), .cfg_ip(r_ip), .cfg_netmask(r_mask), .cfg_mc_ip(r_mc_ip),
-        .cfg_mc_mask(r_mc_mask), .cfg_port(r_port), .cfg_promisc(r_promisc),
-        .cfg_cpu_rx_en(r_cpu_rx), .cfg_fabric_en(r_fabric_en),
-        .cfg_arp_reply_en(r_arp_reply), .cfg_arp_learn_en(r_arp_learn),
+        .cfg(r_cfg),
         .user_clk(user_clk), .user_rst(rst || soft_rst_u),
-        .rx_data(rx_data), .rx_valid(rx_valid), .rx_byte_enable(rx_byte_enable),
-        .rx_source_ip(rx_source_ip), .rx_dest_ip(rx_dest_ip),
-        .rx_source_port(rx_source_port), .rx_dest_port(rx_dest_port),
-        .rx_end_of_frame(rx_end_of_frame), .rx_bad_frame(rx_bad_frame), .rx_ack(rx_ack),
+        .rx(rx_user), .rx_ack(rx_ack),
         .rx_overrun(rx_overrun), .rx_overrun_ack(rx_overrun_ack), .rx_empty(rx_empty_u),
-        .cpu_we0(cpu_we0), .cpu_row0(cpu_row0), .cpu_data0(cpu_data0),
-        .cpu_we1(cpu_we1), .cpu_row1(cpu_row1), .cpu_data1(cpu_data1),
-        .cpu_placed(cpu_placed), .cpu_len(cpu_len_m), .cpu_released(cpu_released),
+        .cpu_wr(cpu_wr), .cpu_placed(cpu_placed), .cpu_len(cpu_len_m), .cpu_released(cpu_released),
         .arp_q_valid(arpq_valid), .arp_q_data(arpq_data), .arp_q_pop(arpq_pop),
         .st_cnt(rs_cnt), .st_frames(rs_frames), .st_bytes(rs_bytes),
         .st_delivered(rs_delivered), .st_udp_bytes(rs_udp_bytes), .st_words(rs_words),
@@ -402,7 +393,7 @@ module fhg_core #(
     );
 
     fhg_rx_rdma_credit u_rdma_credit (
-        .clk(rx_mac_clk), .rst(rx_mac_rst), .cfg_mac(r_mac), .cfg_ip(r_ip),
+        .clk(rx_mac_clk), .rst(rx_mac_rst), .cfg_mac(r_cfg.mac), .cfg_ip(r_cfg.ip),
         .cfg_src_ip(rdma_cr_src_ip), .cfg_port(rdma_cr_port),
         .rx_tvalid(rx_axis_tvalid_0), .rx_data(rx_bus),
         .rx_ena({rx_axis_tuser_ena7, rx_axis_tuser_ena6, rx_axis_tuser_ena5, rx_axis_tuser_ena4, rx_axis_tuser_ena3, rx_axis_tuser_ena2, rx_axis_tuser_ena1, rx_axis_tuser_ena0}),
@@ -416,8 +407,7 @@ module fhg_core #(
     logic        cpu_rx_ready_a;
     fhg_rx_cpu u_cpu_rx (
         .mac_clk(rx_mac_clk), .mac_rst(rx_mac_rst),
-        .we0(cpu_we0), .row0(cpu_row0), .data0(cpu_data0),
-        .we1(cpu_we1), .row1(cpu_row1), .data1(cpu_data1),
+        .wr(cpu_wr),
         .placed(cpu_placed), .placed_len(cpu_len_m), .released(cpu_released),
         .axil_clk(axil_clk), .axil_rst(axil_rst),
         .req(hwif_out.cpu_rx_buf.req), .req_is_wr(hwif_out.cpu_rx_buf.req_is_wr),

@@ -26,4 +26,45 @@ package fhg_bus_pkg;
         logic [7:0]    words_lost;     // words discarded this cycle (0/1)
         logic          afull_rise;
     } tx_user_st_t;
+
+    // User RX word (docs/design/core.md §1), user_clk; rx_ack, rx_overrun and their
+    // acknowledges stay ports of their own (they run the other way or outlast a word).
+    typedef struct packed {
+        logic [1023:0] data;           // first payload byte in data[1023:1016]
+        logic          valid;
+        logic [127:0]  byte_enable;    // last word only, contiguous from bit 127
+        logic [31:0]   source_ip;
+        logic [31:0]   dest_ip;
+        logic [15:0]   source_port;
+        logic [15:0]   dest_port;
+        logic          end_of_frame;
+        logic          bad_frame;      // UDP checksum failed (last word)
+    } rx_user_t;
+
+    // The receive filter's configuration (rx MAC clock, quasi-static): fhg_rx_path hands it
+    // to each of its lanes whole.
+    typedef struct packed {
+        logic [47:0]   mac;
+        logic [31:0]   ip;
+        logic [31:0]   netmask;
+        logic [31:0]   mc_ip;
+        logic [31:0]   mc_mask;
+        logic [15:0]   port;
+        logic          promisc;
+        logic          cpu_rx_en;
+        logic          arp_reply_en;
+        logic          arp_learn_en;
+        logic          fabric_en;      // synchronised apart from the others in fhg_core
+    } rx_cfg_t;
+
+    // Writes into the CPU RX buffer, two frame words a cycle (frame byte 128*row+k in data
+    // bits 8k+7:8k): a lane's, chosen in fhg_rx_path, stored by fhg_rx_cpu.
+    typedef struct packed {
+        logic          we0;
+        logic [6:0]    row0;
+        logic [1023:0] data0;
+        logic          we1;
+        logic [6:0]    row1;
+        logic [1023:0] data1;
+    } rx_cpu_wr_t;
 endpackage

@@ -3,8 +3,9 @@
 // handshake.
 //
 // Contract
-//   * MAC side (mac_clk): up to two 1024-bit frame words per cycle (we0/row0/data0 and
-//     we1/row1/data1, frame byte 128*row+k in bits 8k+7:8k). `placed` with `placed_len`
+//   * MAC side (mac_clk): up to two 1024-bit frame words per cycle (`wr`,
+//     fhg_bus_pkg::rx_cpu_wr_t: we0/row0/data0 and we1/row1/data1, frame byte 128*row+k in
+//     bits 8k+7:8k). `placed` with `placed_len`
 //     hands the frame to software; the caller writes nothing more until `released` pulses
 //     (software acknowledged), and keeps `placed_len` stable meanwhile.
 //   * AXI side (axil_clk): the register block's external-region strobes for cpu_rx_buf
@@ -18,12 +19,7 @@
 module fhg_rx_cpu (
     input  wire                 mac_clk,
     input  wire                 mac_rst,
-    input  wire                 we0,
-    input  wire  [6:0]          row0,
-    input  wire  [1023:0]       data0,
-    input  wire                 we1,
-    input  wire  [6:0]          row1,
-    input  wire  [1023:0]       data1,
+    input  fhg_bus_pkg::rx_cpu_wr_t wr,
     input  wire                 placed,
     input  wire  [13:0]         placed_len,
     output logic                released,
@@ -50,16 +46,16 @@ module fhg_rx_cpu (
     logic [6:0]    wa_row;
     logic [1023:0] wa_data;
     always_ff @(posedge mac_clk) begin
-        sk_we <= we1; sk_row <= row1; sk_data <= data1;
+        sk_we <= wr.we1; sk_row <= wr.row1; sk_data <= wr.data1;
         placed_d <= placed;
         if (mac_rst) begin sk_we <= 1'b0; placed_d <= 1'b0; end
     end
     // A frame's two words of one cycle are its last two; nothing else is written the cycle
     // after, so the delayed word always finds the port free.
     always_comb begin
-        wa_en   = we0 || sk_we;
-        wa_row  = we0 ? row0 : sk_row;
-        wa_data = we0 ? data0 : sk_data;
+        wa_en   = wr.we0 || sk_we;
+        wa_row  = wr.we0 ? wr.row0 : sk_row;
+        wa_data = wr.we0 ? wr.data0 : sk_data;
     end
 
     logic [31:0] bank_rd [32];

@@ -31,7 +31,7 @@
 //     mid-frame the rest is dropped and the last entry is an `ok=0` token (rx_drop_overrun).
 //     The FIFO is read first-word-fall-through by fhg_rx_merge.
 //   * CPU path: a frame meant for the CPU asks for the CPU buffer at header time
-//     (`cpu_want`); with `cpu_grant` in that cycle its raw frame words go out on cpu_we0/1
+//     (`cpu_want`); with `cpu_grant` in that cycle its raw frame words go out on cpu_wr
 //     (two per cycle at most, rows in order) and its end, one cycle after the last words,
 //     on cpu_end (cpu_end_ok: placed; else dropped).
 //   * ARP: a request for our IP (or, with learning on, a reply to us) is consumed at EOP when
@@ -56,17 +56,7 @@ module fhg_rx_lane #(
     input  wire  [3:0]         in_mty,
     input  wire  [2:0]         in_tag,
 
-    input  wire  [47:0]        cfg_mac,
-    input  wire  [31:0]        cfg_ip,
-    input  wire  [31:0]        cfg_netmask,
-    input  wire  [31:0]        cfg_mc_ip,
-    input  wire  [31:0]        cfg_mc_mask,
-    input  wire  [15:0]        cfg_port,
-    input  wire                cfg_promisc,
-    input  wire                cfg_cpu_rx_en,
-    input  wire                cfg_fabric_en,
-    input  wire                cfg_arp_reply_en,
-    input  wire                cfg_arp_learn_en,
+    input  fhg_bus_pkg::rx_cfg_t cfg,         // filter configuration (quasi-static)
 
     // header-time requests (stage 3)
     output logic               hdr_evt,        // this frame's header decision is taken now
@@ -87,12 +77,7 @@ module fhg_rx_lane #(
     input  wire                lf_pop,
 
     // CPU buffer writes
-    output logic               cpu_we0,
-    output logic [6:0]         cpu_row0,
-    output logic [1023:0]      cpu_data0,
-    output logic               cpu_we1,
-    output logic [6:0]         cpu_row1,
-    output logic [1023:0]      cpu_data1,
+    output fhg_bus_pkg::rx_cpu_wr_t cpu_wr,
     output logic               cpu_end,        // registered: the cycle after the last words
     output logic               cpu_end_ok,
     output logic [13:0]        cpu_len,
@@ -246,9 +231,9 @@ module fhg_rx_lane #(
     logic [31:0] c_bcast, c_mc_ip;
     logic        c_mc_en;
     always_ff @(posedge clk) begin
-        c_bcast <= cfg_ip | ~cfg_netmask;
-        c_mc_ip <= cfg_mc_ip & cfg_mc_mask;
-        c_mc_en <= cfg_mc_mask != 32'd0;
+        c_bcast <= cfg.ip | ~cfg.netmask;
+        c_mc_ip <= cfg.mc_ip & cfg.mc_mask;
+        c_mc_en <= cfg.mc_mask != 32'd0;
     end
 
     // ---------------------------------------------------------------- header, first half
@@ -293,29 +278,29 @@ module fhg_rx_lane #(
         h_spa   = {hw(s1_hdr, 28), hw(s1_hdr, 30)};
         h_tpa   = {hw(s1_hdr, 38), hw(s1_hdr, 40)};
 
-        h1.mac_eq  = h_dmac == cfg_mac;
+        h1.mac_eq  = h_dmac == cfg.mac;
         h1.mac_bc  = h_dmac == 48'hFFFF_FFFF_FFFF;
         h1.mac_mc  = c_mc_en && h_dmac[47:23] == {24'h01005E, 1'b0} &&
-                     (h_dmac[22:0] & cfg_mc_mask[22:0]) == c_mc_ip[22:0];
+                     (h_dmac[22:0] & cfg.mc_mask[22:0]) == c_mc_ip[22:0];
         h1.is_arp  = h_etype == 16'h0806;
         h1.is_ipv4 = h_etype == 16'h0800;
         h1.ver_ok  = h_b14[7:4] == 4'd4;
         h1.ihl_ok  = h_b14[3:0] == 4'd5;
         h1.frag    = h_b20[5] || {h_b20[4:0], hb(s1_hdr,21)} != 13'd0;
         h1.proto_ok = hb(s1_hdr,23) == 8'd17;
-        h1.dip_eq  = h_dip == cfg_ip;
+        h1.dip_eq  = h_dip == cfg.ip;
         h1.dip_bc  = h_dip == 32'hFFFF_FFFF;
         h1.dip_sn  = h_dip == c_bcast;
-        h1.dip_mc  = c_mc_en && (h_dip & cfg_mc_mask) == c_mc_ip;
-        h1.port_ok = cfg_promisc || h_dport == cfg_port;
+        h1.dip_mc  = c_mc_en && (h_dip & cfg.mc_mask) == c_mc_ip;
+        h1.port_ok = cfg.promisc || h_dport == cfg.port;
         // UDP length 8 (no payload, RFC 768 allows it) is delivered as an empty datagram.
         h1.lenh_ok = h_iplen >= 16'd28 && h_udplen == h_iplen - 16'd20 && h_udplen >= 16'd8;
         h1.arp_req = hw(s1_hdr, 14) == 16'd1 && hw(s1_hdr, 16) == 16'h0800 &&
-                     hb(s1_hdr,18) == 8'd6 && hb(s1_hdr,19) == 8'd4 && h_tpa == cfg_ip &&
-                     h_op == 16'd1 && cfg_arp_reply_en;
+                     hb(s1_hdr,18) == 8'd6 && hb(s1_hdr,19) == 8'd4 && h_tpa == cfg.ip &&
+                     h_op == 16'd1 && cfg.arp_reply_en;
         h1.arp_rep = hw(s1_hdr, 14) == 16'd1 && hw(s1_hdr, 16) == 16'h0800 &&
-                     hb(s1_hdr,18) == 8'd6 && hb(s1_hdr,19) == 8'd4 && h_tpa == cfg_ip &&
-                     h_op == 16'd2 && cfg_arp_learn_en;
+                     hb(s1_hdr,18) == 8'd6 && hb(s1_hdr,19) == 8'd4 && h_tpa == cfg.ip &&
+                     h_op == 16'd2 && cfg.arp_learn_en;
         h1.ipsum_a = 19'(hw(s1_hdr, 14)) + 19'(hw(s1_hdr, 16)) + 19'(hw(s1_hdr, 18))
                    + 19'(hw(s1_hdr, 20)) + 19'(hw(s1_hdr, 22));
         h1.ipsum_b = 19'(hw(s1_hdr, 24)) + 19'(hw(s1_hdr, 26)) + 19'(hw(s1_hdr, 28))
@@ -402,18 +387,18 @@ module fhg_rx_lane #(
         h2.need = N14;
         if (!mac_ok)              h2.code = fhg_rx_pkg::V_DST_MAC;
         else if (hp.is_arp)       h2.code = C_ARP;
-        else if (!hp.is_ipv4)     h2.code = cfg_cpu_rx_en ? fhg_rx_pkg::V_CPU : fhg_rx_pkg::V_ETHERTYPE;
+        else if (!hp.is_ipv4)     h2.code = cfg.cpu_rx_en ? fhg_rx_pkg::V_CPU : fhg_rx_pkg::V_ETHERTYPE;
         else begin
             h2.need = N34;
             if (!hp.ver_ok)       h2.code = fhg_rx_pkg::V_IP_VERSION;
-            else if (!hp.ihl_ok)  h2.code = cfg_cpu_rx_en ? fhg_rx_pkg::V_CPU : fhg_rx_pkg::V_IP_OPTIONS;
+            else if (!hp.ihl_ok)  h2.code = cfg.cpu_rx_en ? fhg_rx_pkg::V_CPU : fhg_rx_pkg::V_IP_OPTIONS;
             else if (hp.frag)     h2.code = fhg_rx_pkg::V_IP_FRAGMENT;
             else if (!csum_ok)    h2.code = fhg_rx_pkg::V_IP_CHECKSUM;
-            else if (!hp.proto_ok) h2.code = cfg_cpu_rx_en ? fhg_rx_pkg::V_CPU : fhg_rx_pkg::V_IP_PROTOCOL;
+            else if (!hp.proto_ok) h2.code = cfg.cpu_rx_en ? fhg_rx_pkg::V_CPU : fhg_rx_pkg::V_IP_PROTOCOL;
             else if (!dip_ok)     h2.code = fhg_rx_pkg::V_DST_IP;
             else begin
                 h2.need = N42;
-                if (!hp.port_ok)  h2.code = cfg_cpu_rx_en ? fhg_rx_pkg::V_CPU : fhg_rx_pkg::V_DST_PORT;
+                if (!hp.port_ok)  h2.code = cfg.cpu_rx_en ? fhg_rx_pkg::V_CPU : fhg_rx_pkg::V_DST_PORT;
                 else if (!hp.lenh_ok) h2.code = fhg_rx_pkg::V_LENGTH;
                 else begin
                     h2.need = NIP;
@@ -426,7 +411,7 @@ module fhg_rx_lane #(
         h2.sha     = hp.sha;
         h2.spa     = hp.spa;
         h2.arp_rep = hp.arp_rep;
-        h2.cpu_rx  = cfg_cpu_rx_en;
+        h2.cpu_rx  = cfg.cpu_rx_en;
         h2_meta    = {hp.addr, usum};
     end
 
@@ -499,14 +484,14 @@ module fhg_rx_lane #(
 
     assign hdr_evt  = s3_h;
     assign hdr_tag  = s3_tag;
-    assign acc_now  = s3_h && s3_hf.cand && cfg_fabric_en && acc_room && free2;
-    assign cpu_want = s3_h && s3_hf.cpu_class && cfg_cpu_rx_en;
+    assign acc_now  = s3_h && s3_hf.cand && cfg.fabric_en && acc_room && free2;
+    assign cpu_want = s3_h && s3_hf.cpu_class && cfg.cpu_rx_en;
 
     always_comb begin
         accepted   = s3_h ? acc_now : acc_lat;
         claimed    = s3_h ? (cpu_want && cpu_grant) : claim_lat;
-        disabled   = s3_h ? (s3_hf.cand && !cfg_fabric_en) : disabled_lat;
-        noroom     = s3_h ? (s3_hf.cand && cfg_fabric_en && !acc_now) : noroom_lat;
+        disabled   = s3_h ? (s3_hf.cand && !cfg.fabric_en) : disabled_lat;
+        noroom     = s3_h ? (s3_hf.cand && cfg.fabric_en && !acc_now) : noroom_lat;
         arp_room_f = s3_h ? arp_room : arp_room_lat;
     end
 
@@ -595,8 +580,8 @@ module fhg_rx_lane #(
         if (s3_h) begin
             acc_lat      <= acc_now;
             claim_lat    <= cpu_want && cpu_grant;
-            disabled_lat <= s3_hf.cand && !cfg_fabric_en;
-            noroom_lat   <= s3_hf.cand && cfg_fabric_en && !acc_now;
+            disabled_lat <= s3_hf.cand && !cfg.fabric_en;
+            noroom_lat   <= s3_hf.cand && cfg.fabric_en && !acc_now;
             arp_room_lat <= arp_room;
             cpu_tl_lat   <= 1'b0;
         end
@@ -615,12 +600,12 @@ module fhg_rx_lane #(
     assign w_next      = s3_w + 8'd1;
     assign cpu_toolong = claim_lat && ((s3_r0 && s3_w[7]) || (s3_r1 && w_next[7]));
     always_comb begin
-        cpu_we0   = claimed && s3_r0 && !s3_w[7];
-        cpu_row0  = s3_w[6:0];
-        cpu_data0 = s3_c;
-        cpu_we1   = claimed && s3_r1 && !w_next[7];
-        cpu_row1  = w_next[6:0];
-        cpu_data1 = s3_r;
+        cpu_wr.we0   = claimed && s3_r0 && !s3_w[7];
+        cpu_wr.row0  = s3_w[6:0];
+        cpu_wr.data0 = s3_c;
+        cpu_wr.we1   = claimed && s3_r1 && !w_next[7];
+        cpu_wr.row1  = w_next[6:0];
+        cpu_wr.data1 = s3_r;
     end
 
     // ---------------------------------------------------------------- registered outputs

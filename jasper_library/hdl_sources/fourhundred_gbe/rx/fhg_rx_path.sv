@@ -5,16 +5,16 @@
 // Contract
 //   * MAC side (mac_clk): the DCMAC RX client bus, every cycle taken (no backpressure). At
 //     most two frames start per cycle; every frame is given exactly one verdict (st_*).
-//   * User side (user_clk): docs/design/core.md §1 rx_* ports. Payload bytes MSB-first
-//     (rx_data[1023:1016] is the first), rx_byte_enable contiguous from bit 127 on the last
-//     word, all ones before; a datagram without payload (UDP length 8) is one word with
-//     rx_byte_enable all zero; addresses/ports valid with rx_valid; rx_end_of_frame and
-//     rx_bad_frame (UDP checksum failed) on the last word; `rx_ack` pops the shown word.
+//   * User side (user_clk): docs/design/core.md §1 rx_* ports, the word and its fields in `rx`
+//     (fhg_bus_pkg::rx_user_t). Payload bytes MSB-first (rx.data[1023:1016] is the first),
+//     byte_enable contiguous from bit 127 on the last word, all ones before; a datagram
+//     without payload (UDP length 8) is one word with byte_enable all zero; addresses/ports
+//     valid with valid; end_of_frame and bad_frame (UDP checksum failed) on the last word;
+//     `rx_ack` pops the shown word.
 //     Frames appear whole or not at all; when the FIFO is full a frame is dropped whole,
 //     counted (st_cnt[V_OVERRUN]) and `rx_overrun` stays set until `rx_overrun_ack`.
 //     `user_rst` empties the FIFO (at a frame boundary).
-//   * CPU RX: frames the filter sends to the CPU are written through cpu_we*/cpu_row*/
-//     cpu_data* (registered); `cpu_placed` (with a stable `cpu_len`), after the frame's last
+//   * CPU RX: frames the filter sends to the CPU are written through cpu_wr (registered); `cpu_placed` (with a stable `cpu_len`), after the frame's last
 //     words, hands one over; a frame for the CPU whose header is decided while the buffer is
 //     not free (written, or waiting for `cpu_released`) is dropped (V_CPU_BUSY).
 //   * ARP: consumed ARP frames leave through the arp queue ({reply, sha, spa}); while it
@@ -46,42 +46,20 @@ module fhg_rx_path #(
     input  wire  [7:0]          rx_err,
     input  wire  [31:0]         rx_mty,
 
-    input  wire  [47:0]         cfg_mac,
-    input  wire  [31:0]         cfg_ip,
-    input  wire  [31:0]         cfg_netmask,
-    input  wire  [31:0]         cfg_mc_ip,
-    input  wire  [31:0]         cfg_mc_mask,
-    input  wire  [15:0]         cfg_port,
-    input  wire                 cfg_promisc,
-    input  wire                 cfg_cpu_rx_en,
-    input  wire                 cfg_fabric_en,
-    input  wire                 cfg_arp_reply_en,
-    input  wire                 cfg_arp_learn_en,
+    input  fhg_bus_pkg::rx_cfg_t cfg,
+
 
     // user side
     input  wire                 user_clk,
     input  wire                 user_rst,
-    output logic [1023:0]       rx_data,
-    output logic                rx_valid,
-    output logic [127:0]        rx_byte_enable,
-    output logic [31:0]         rx_source_ip,
-    output logic [31:0]         rx_dest_ip,
-    output logic [15:0]         rx_source_port,
-    output logic [15:0]         rx_dest_port,
-    output logic                rx_end_of_frame,
-    output logic                rx_bad_frame,
+    output fhg_bus_pkg::rx_user_t rx,
     input  wire                 rx_ack,
     output logic                rx_overrun,
     input  wire                 rx_overrun_ack,
     output logic                rx_empty,
 
     // CPU RX buffer writer
-    output logic                cpu_we0,
-    output logic [6:0]          cpu_row0,
-    output logic [1023:0]       cpu_data0,
-    output logic                cpu_we1,
-    output logic [6:0]          cpu_row1,
-    output logic [1023:0]       cpu_data1,
+    output fhg_bus_pkg::rx_cpu_wr_t cpu_wr,     // registered
     output logic                cpu_placed,
     output logic [13:0]         cpu_len,
     input  wire                 cpu_released,
@@ -114,12 +92,13 @@ module fhg_rx_path #(
     // ================================================================ lanes
     logic [NL-1:0]    hdr_evt, acc_push, cpu_want, lf_valid, lf_pop;
     logic [NL-1:0]    cpu_grant;
-    logic [NL-1:0]    l_we0, l_we1, l_end, l_end_ok, arp_evt, arp_reply, vd_valid;
+    logic [NL-1:0]    l_end, l_end_ok, arp_evt, arp_reply, vd_valid;
     logic [2:0]       hdr_tag [NL], acc_tag [NL], ev_tag [NL];
     logic [MW-1:0]    acc_meta [NL];
     logic [LW-1:0]    lf_data [NL];
-    logic [6:0]       l_row0 [NL], l_row1 [NL];
-    logic [1023:0]    l_data0 [NL], l_data1 [NL];
+    fhg_bus_pkg::rx_cpu_wr_t cpu_sel;  // the lane that writes the CPU buffer
+    // (plain vectors: Yosys gives an unpacked array of a struct type 1-bit elements)
+    logic [$bits(cpu_sel)-1:0] l_cpu [NL];
     logic [13:0]      l_len [NL];
     logic [47:0]      arp_sha [NL];
     logic [31:0]      arp_spa [NL];
@@ -133,17 +112,12 @@ module fhg_rx_path #(
             .in_valid(u_valid[l]), .in_data(u_data), .in_lo(u_lo[3*l +: 3]),
             .in_n(u_n[4*l +: 4]), .in_sop(u_sop[l]), .in_eop(u_eop[l]), .in_err(u_err[l]),
             .in_mty(u_mty[4*l +: 4]), .in_tag(u_tag[3*l +: 3]),
-            .cfg_mac(cfg_mac), .cfg_ip(cfg_ip), .cfg_netmask(cfg_netmask),
-            .cfg_mc_ip(cfg_mc_ip), .cfg_mc_mask(cfg_mc_mask), .cfg_port(cfg_port),
-            .cfg_promisc(cfg_promisc), .cfg_cpu_rx_en(cfg_cpu_rx_en),
-            .cfg_fabric_en(cfg_fabric_en), .cfg_arp_reply_en(cfg_arp_reply_en),
-            .cfg_arp_learn_en(cfg_arp_learn_en),
+            .cfg(cfg),
             .hdr_evt(hdr_evt[l]), .hdr_tag(hdr_tag[l]), .acc_room(acc_room),
             .cpu_want(cpu_want[l]), .cpu_grant(cpu_grant[l]), .arp_room(arp_room),
             .acc_push(acc_push[l]), .acc_meta(acc_meta[l]), .acc_tag(acc_tag[l]),
             .lf_valid(lf_valid[l]), .lf_data(lf_data[l]), .lf_pop(lf_pop[l]),
-            .cpu_we0(l_we0[l]), .cpu_row0(l_row0[l]), .cpu_data0(l_data0[l]),
-            .cpu_we1(l_we1[l]), .cpu_row1(l_row1[l]), .cpu_data1(l_data1[l]),
+            .cpu_wr(l_cpu[l]),
             .cpu_end(l_end[l]), .cpu_end_ok(l_end_ok[l]), .cpu_len(l_len[l]),
             .arp_evt(arp_evt[l]), .arp_evt_reply(arp_reply[l]), .arp_sha(arp_sha[l]),
             .arp_spa(arp_spa[l]), .ev_tag(ev_tag[l]),
@@ -244,17 +218,17 @@ module fhg_rx_path #(
         end
         for (int l = 0; l < 16; l++) l_le[l] = 4'(l) <= r_cnt[3:0];
         for (int k = 0; k < 128; k++) begin
-            rx_data[1023 - 8*k -: 8] = r_data[8*k +: 8];
-            rx_byte_enable[127 - k]  = !r_last
+            rx.data[1023 - 8*k -: 8] = r_data[8*k +: 8];
+            rx.byte_enable[127 - k]  = !r_last
                                        || (!r_empty && (g_lt[k / 16] || (g_eq[k / 16] && l_le[k % 16])));
         end
-        rx_valid        = r_valid;
-        rx_end_of_frame = r_valid && r_last;
-        rx_bad_frame    = r_valid && r_last && r_data[1032];
-        rx_source_ip    = r_data[1033 + 64 +: 32];
-        rx_dest_ip      = r_data[1033 + 32 +: 32];
-        rx_source_port  = r_data[1033 + 16 +: 16];
-        rx_dest_port    = r_data[1033 +: 16];
+        rx.valid        = r_valid;
+        rx.end_of_frame = r_valid && r_last;
+        rx.bad_frame    = r_valid && r_last && r_data[1032];
+        rx.source_ip    = r_data[1033 + 64 +: 32];
+        rx.dest_ip      = r_data[1033 + 32 +: 32];
+        rx.source_port  = r_data[1033 + 16 +: 16];
+        rx.dest_port    = r_data[1033 +: 16];
     end
 
     // ================================================================ CPU RX buffer owner
@@ -272,16 +246,14 @@ module fhg_rx_path #(
                 cpu_grant[l] = 1'b1; c_granted = 1'b1; c_new = 2'(l);
             end
     end
+    assign cpu_sel = l_cpu[c_new];
     always_ff @(posedge mac_clk) begin
         // the writer: a frame granted now (its first words may come at once), else the owner
-        cpu_we0   <= l_we0[c_new] && (c_granted || c_st == C_WRITING);
-        cpu_row0  <= l_row0[c_new];
-        cpu_data0 <= l_data0[c_new];
-        cpu_we1   <= l_we1[c_new] && (c_granted || c_st == C_WRITING);
-        cpu_row1  <= l_row1[c_new];
-        cpu_data1 <= l_data1[c_new];
+        cpu_wr     <= cpu_sel;
+        cpu_wr.we0 <= cpu_sel.we0 && (c_granted || c_st == C_WRITING);
+        cpu_wr.we1 <= cpu_sel.we1 && (c_granted || c_st == C_WRITING);
         if (mac_rst) begin
-            cpu_we0 <= 1'b0; cpu_we1 <= 1'b0;
+            cpu_wr.we0 <= 1'b0; cpu_wr.we1 <= 1'b0;
         end
     end
     always_ff @(posedge mac_clk) begin
