@@ -282,9 +282,7 @@ module fhg_core #(
     logic [1:0]    st_frames;
     logic [LEN_W+1:0] st_bytes, st_payload;
     logic [15:0]   next_ip_id;
-    logic [1023:0] seg_data, pk_data;
-    logic [7:0]    seg_ena, seg_sop, seg_eop, seg_err, pk_ena, pk_sop, pk_eop, pk_err;
-    logic [31:0]   seg_mty, pk_mty;
+    fhg_bus_pkg::seg_bus_t seg, pk_seg;
     logic          pk_tvalid, pk_tready;
     fhg_bus_pkg::tx_user_st_t tx_user_st;
     assign {tx_afull, tx_overflow, st_word, st_frame_drop, st_words_lost, st_afull_rise} =
@@ -307,8 +305,7 @@ module fhg_core #(
         .cpu_valid(cpu_valid), .cpu_nseg(cpu_nseg), .cpu_mty(cpu_mty), .cpu_word(cpu_word),
         .cpu_word_valid(cpu_word_valid), .cpu_pop(cpu_pop), .cpu_done(cpu_done),
         .tx_tvalid(pk_tvalid), .tx_tready(pk_tready), .tx_taf(tx_axis_taf_0),
-        .tx_tdata(pk_data), .tx_ena(pk_ena), .tx_sop(pk_sop),
-        .tx_eop(pk_eop), .tx_err(pk_err), .tx_mty(pk_mty),
+        .tx_seg(pk_seg),
         .stat_frames(st_frames), .stat_bytes(st_bytes), .stat_payload(st_payload),
         .stat_arp_miss(st_arp_miss), .stat_underrun(st_underrun),
         .stat_arp_sent(st_arp_sent), .stat_cpu_sent(st_cpu_sent),
@@ -317,19 +314,21 @@ module fhg_core #(
     // The ICRC of RoCEv2 frames goes in between the packer and the DCMAC.
     fhg_tx_icrc u_icrc (
         .clk(tx_mac_clk), .rst(tx_mac_rst), .cfg_en(rdma_en_m),
-        .in_tvalid(pk_tvalid), .in_tready(pk_tready), .in_tdata(pk_data), .in_ena(pk_ena),
-        .in_sop(pk_sop), .in_eop(pk_eop), .in_err(pk_err), .in_mty(pk_mty),
-        .tx_tvalid(tx_axis_tvalid_0), .tx_tready(tx_axis_tready_0), .tx_tdata(seg_data),
-        .tx_ena(seg_ena), .tx_sop(seg_sop), .tx_eop(seg_eop), .tx_err(seg_err), .tx_mty(seg_mty),
+        .in_tvalid(pk_tvalid), .in_tready(pk_tready), .in_tdata(pk_seg.tdata),
+        .in_ena(pk_seg.ena), .in_sop(pk_seg.sop), .in_eop(pk_seg.eop), .in_err(pk_seg.err),
+        .in_mty(pk_seg.mty),
+        .tx_tvalid(tx_axis_tvalid_0), .tx_tready(tx_axis_tready_0), .tx_tdata(seg.tdata),
+        .tx_ena(seg.ena), .tx_sop(seg.sop), .tx_eop(seg.eop), .tx_err(seg.err),
+        .tx_mty(seg.mty),
         .stat_patched(rdma_icrc_m)
     );
     assign {tx_axis_tdata7, tx_axis_tdata6, tx_axis_tdata5, tx_axis_tdata4,
-            tx_axis_tdata3, tx_axis_tdata2, tx_axis_tdata1, tx_axis_tdata0} = seg_data;
-    assign {tx_axis_tuser_ena7, tx_axis_tuser_ena6, tx_axis_tuser_ena5, tx_axis_tuser_ena4, tx_axis_tuser_ena3, tx_axis_tuser_ena2, tx_axis_tuser_ena1, tx_axis_tuser_ena0} = seg_ena;
-    assign {tx_axis_tuser_sop7, tx_axis_tuser_sop6, tx_axis_tuser_sop5, tx_axis_tuser_sop4, tx_axis_tuser_sop3, tx_axis_tuser_sop2, tx_axis_tuser_sop1, tx_axis_tuser_sop0} = seg_sop;
-    assign {tx_axis_tuser_eop7, tx_axis_tuser_eop6, tx_axis_tuser_eop5, tx_axis_tuser_eop4, tx_axis_tuser_eop3, tx_axis_tuser_eop2, tx_axis_tuser_eop1, tx_axis_tuser_eop0} = seg_eop;
-    assign {tx_axis_tuser_err7, tx_axis_tuser_err6, tx_axis_tuser_err5, tx_axis_tuser_err4, tx_axis_tuser_err3, tx_axis_tuser_err2, tx_axis_tuser_err1, tx_axis_tuser_err0} = seg_err;
-    assign {tx_axis_tuser_mty7, tx_axis_tuser_mty6, tx_axis_tuser_mty5, tx_axis_tuser_mty4, tx_axis_tuser_mty3, tx_axis_tuser_mty2, tx_axis_tuser_mty1, tx_axis_tuser_mty0} = seg_mty;
+            tx_axis_tdata3, tx_axis_tdata2, tx_axis_tdata1, tx_axis_tdata0} = seg.tdata;
+    assign {tx_axis_tuser_ena7, tx_axis_tuser_ena6, tx_axis_tuser_ena5, tx_axis_tuser_ena4, tx_axis_tuser_ena3, tx_axis_tuser_ena2, tx_axis_tuser_ena1, tx_axis_tuser_ena0} = seg.ena;
+    assign {tx_axis_tuser_sop7, tx_axis_tuser_sop6, tx_axis_tuser_sop5, tx_axis_tuser_sop4, tx_axis_tuser_sop3, tx_axis_tuser_sop2, tx_axis_tuser_sop1, tx_axis_tuser_sop0} = seg.sop;
+    assign {tx_axis_tuser_eop7, tx_axis_tuser_eop6, tx_axis_tuser_eop5, tx_axis_tuser_eop4, tx_axis_tuser_eop3, tx_axis_tuser_eop2, tx_axis_tuser_eop1, tx_axis_tuser_eop0} = seg.eop;
+    assign {tx_axis_tuser_err7, tx_axis_tuser_err6, tx_axis_tuser_err5, tx_axis_tuser_err4, tx_axis_tuser_err3, tx_axis_tuser_err2, tx_axis_tuser_err1, tx_axis_tuser_err0} = seg.err;
+    assign {tx_axis_tuser_mty7, tx_axis_tuser_mty6, tx_axis_tuser_mty5, tx_axis_tuser_mty4, tx_axis_tuser_mty3, tx_axis_tuser_mty2, tx_axis_tuser_mty1, tx_axis_tuser_mty0} = seg.mty;
 
 
     // ================================================================ receive path

@@ -50,9 +50,7 @@ module fhg_tx_path_tb (
     fhg_bus_pkg::tx_user_st_t tx_st;
     assign tx_afull    = tx_st.afull;
     assign tx_overflow = tx_st.overflow;
-    wire [1023:0] d;
-    wire [7:0] ena, sop, eop, err;
-    wire [31:0] mty;
+    fhg_bus_pkg::seg_bus_t seg;
     fhg_tx_path u_dut (
         .user_clk(user_clk), .user_rst(rst), .soft_rst_user(1'b0), .accept(accept),
         .tx({tx_data, tx_valid, tx_byte_enable, tx_dest_ip, tx_dest_port, tx_end_of_frame}),
@@ -67,20 +65,20 @@ module fhg_tx_path_tb (
         .cpu_valid(1'b0), .cpu_nseg(10'd0), .cpu_mty(4'd0), .cpu_word(1024'd0),
         .cpu_word_valid(1'b0), .cpu_pop(), .cpu_done(),
         .tx_tvalid(tx_axis_tvalid_0), .tx_tready(tx_axis_tready_0), .tx_taf(tx_axis_taf_0),
-        .tx_tdata(d), .tx_ena(ena), .tx_sop(sop), .tx_eop(eop), .tx_err(err), .tx_mty(mty),
+        .tx_seg(seg),
         .stat_frames(), .stat_bytes(), .stat_payload(), .stat_arp_miss(), .stat_underrun(),
         .stat_arp_sent(stat_arp_sent), .stat_cpu_sent(), .stat_ctl_frame(), .stat_ctl_bytes()
     );
     assign {tx_axis_tdata7, tx_axis_tdata6, tx_axis_tdata5, tx_axis_tdata4,
-            tx_axis_tdata3, tx_axis_tdata2, tx_axis_tdata1, tx_axis_tdata0} = d;
+            tx_axis_tdata3, tx_axis_tdata2, tx_axis_tdata1, tx_axis_tdata0} = seg.tdata;
     assign {tx_axis_tuser_ena7, tx_axis_tuser_ena6, tx_axis_tuser_ena5, tx_axis_tuser_ena4,
-            tx_axis_tuser_ena3, tx_axis_tuser_ena2, tx_axis_tuser_ena1, tx_axis_tuser_ena0} = ena;
+            tx_axis_tuser_ena3, tx_axis_tuser_ena2, tx_axis_tuser_ena1, tx_axis_tuser_ena0} = seg.ena;
     assign {tx_axis_tuser_sop7, tx_axis_tuser_sop6, tx_axis_tuser_sop5, tx_axis_tuser_sop4,
-            tx_axis_tuser_sop3, tx_axis_tuser_sop2, tx_axis_tuser_sop1, tx_axis_tuser_sop0} = sop;
+            tx_axis_tuser_sop3, tx_axis_tuser_sop2, tx_axis_tuser_sop1, tx_axis_tuser_sop0} = seg.sop;
     assign {tx_axis_tuser_eop7, tx_axis_tuser_eop6, tx_axis_tuser_eop5, tx_axis_tuser_eop4,
-            tx_axis_tuser_eop3, tx_axis_tuser_eop2, tx_axis_tuser_eop1, tx_axis_tuser_eop0} = eop;
+            tx_axis_tuser_eop3, tx_axis_tuser_eop2, tx_axis_tuser_eop1, tx_axis_tuser_eop0} = seg.eop;
     assign {tx_axis_tuser_err7, tx_axis_tuser_err6, tx_axis_tuser_err5, tx_axis_tuser_err4,
-            tx_axis_tuser_err3, tx_axis_tuser_err2, tx_axis_tuser_err1, tx_axis_tuser_err0} = err;
+            tx_axis_tuser_err3, tx_axis_tuser_err2, tx_axis_tuser_err1, tx_axis_tuser_err0} = seg.err;
     assign {tx_axis_tuser_mty7, tx_axis_tuser_mty6, tx_axis_tuser_mty5, tx_axis_tuser_mty4,
-            tx_axis_tuser_mty3, tx_axis_tuser_mty2, tx_axis_tuser_mty1, tx_axis_tuser_mty0} = mty;
+            tx_axis_tuser_mty3, tx_axis_tuser_mty2, tx_axis_tuser_mty1, tx_axis_tuser_mty0} = seg.mty;
 endmodule

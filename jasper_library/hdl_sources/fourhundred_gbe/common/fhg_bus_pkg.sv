@@ -67,4 +67,16 @@ package fhg_bus_pkg;
         logic [6:0]    row1;
         logic [1023:0] data1;
     } rx_cpu_wr_t;
+
+    // The DCMAC's segmented client bus, port 0 (PG369), without its handshake: segment i in
+    // tdata bits 128i+127:128i, its flags in bit i, its mty in bits 4i+3:4i. fhg_core maps it
+    // to and from the IP's per-segment ports.
+    typedef struct packed {
+        logic [1023:0] tdata;
+        logic [7:0]    ena;
+        logic [7:0]    sop;
+        logic [7:0]    eop;
+        logic [7:0]    err;
+        logic [31:0]   mty;
+    } seg_bus_t;
 endpackage

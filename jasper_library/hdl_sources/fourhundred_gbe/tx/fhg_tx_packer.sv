@@ -76,12 +76,7 @@ module fhg_tx_packer #(
     output logic                tx_tvalid,
     input  wire                 tx_tready,
     input  wire                 tx_taf,
-    output logic [1023:0]       tx_tdata,    // segment i in bits 128i+127:128i
-    output logic [7:0]          tx_ena,
-    output logic [7:0]          tx_sop,
-    output logic [7:0]          tx_eop,
-    output logic [7:0]          tx_err,
-    output logic [31:0]         tx_mty,      // segment i in bits 4i+3:4i
+    output fhg_bus_pkg::seg_bus_t tx_seg,
 
     output logic                idle,        // nothing queued, nothing on the bus
     output logic [1:0]          stat_frames,    // frames completed on the bus this cycle
@@ -664,19 +659,19 @@ module fhg_tx_packer #(
         stat_payload <= '0;
         stat_ctl_frame <= 1'b0;
         if (ce) begin
-            tx_tvalid <= k_valid;
-            tx_ena    <= k_ena;
-            tx_sop    <= k_sop;
-            tx_eop    <= k_eop;
-            tx_err    <= '0;
-            tx_mty    <= k_mty;
+            tx_tvalid  <= k_valid;
+            tx_seg.ena <= k_ena;
+            tx_seg.sop <= k_sop;
+            tx_seg.eop <= k_eop;
+            tx_seg.err <= '0;
+            tx_seg.mty <= k_mty;
             for (int i = 0; i < 8; i++) begin
                 logic [127:0] seg;
                 seg = k_data[128*i +: 128];
                 if (k_hsel[i])
                     seg = (k_hoff[i] == 2'd2) ? {seg[127:80], k_hpiece[128*i +: 80]}
                                               : k_hpiece[128*i +: 128];
-                tx_tdata[128*i +: 128] <= k_ena[i] ? seg : 128'b0;
+                tx_seg.tdata[128*i +: 128] <= k_ena[i] ? seg : 128'b0;
             end
             stat_frames  <= k_done;
             stat_bytes   <= k_bytes;
@@ -684,10 +679,10 @@ module fhg_tx_packer #(
             stat_ctl_frame <= k_ctl_done;
         end
         if (rst) begin
-            tx_tvalid <= 1'b0;
-            tx_ena    <= '0;
-            tx_sop    <= '0;
-            tx_eop    <= '0;
+            tx_tvalid  <= 1'b0;
+            tx_seg.ena <= '0;
+            tx_seg.sop <= '0;
+            tx_seg.eop <= '0;
         end
     end
 
