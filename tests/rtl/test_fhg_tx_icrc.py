@@ -18,7 +18,12 @@ NAMES = sim.cocotb_test_names(COCOTB_MODULE)
 @pytest.fixture(scope="module")
 def outcomes() -> dict[str, sim.TestOutcome]:
     tx = paths.FHG_HDL / "tx"
-    sources = [tx / "fhg_icrc_pkg.sv", tx / "fhg_tx_icrc.sv", HERE / "hdl" / "fhg_tx_icrc_tb.sv"]
+    sources = [
+        paths.FHG_HDL / "common" / "fhg_bus_pkg.sv",
+        tx / "fhg_icrc_pkg.sv",
+        tx / "fhg_tx_icrc.sv",
+        HERE / "hdl" / "fhg_tx_icrc_tb.sv",
+    ]
     dut = sim.build("fhg_tx_icrc_tb", sources, "fhg_tx_icrc_tb")
     return sim.run(dut, COCOTB_MODULE.stem, HERE)
 

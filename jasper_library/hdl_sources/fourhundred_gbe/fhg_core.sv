@@ -314,12 +314,8 @@ module fhg_core #(
     // The ICRC of RoCEv2 frames goes in between the packer and the DCMAC.
     fhg_tx_icrc u_icrc (
         .clk(tx_mac_clk), .rst(tx_mac_rst), .cfg_en(rdma_en_m),
-        .in_tvalid(pk_tvalid), .in_tready(pk_tready), .in_tdata(pk_seg.tdata),
-        .in_ena(pk_seg.ena), .in_sop(pk_seg.sop), .in_eop(pk_seg.eop), .in_err(pk_seg.err),
-        .in_mty(pk_seg.mty),
-        .tx_tvalid(tx_axis_tvalid_0), .tx_tready(tx_axis_tready_0), .tx_tdata(seg.tdata),
-        .tx_ena(seg.ena), .tx_sop(seg.sop), .tx_eop(seg.eop), .tx_err(seg.err),
-        .tx_mty(seg.mty),
+        .in_tvalid(pk_tvalid), .in_tready(pk_tready), .in_seg(pk_seg),
+        .tx_tvalid(tx_axis_tvalid_0), .tx_tready(tx_axis_tready_0), .tx_seg(seg),
         .stat_patched(rdma_icrc_m)
     );
     assign {tx_axis_tdata7, tx_axis_tdata6, tx_axis_tdata5, tx_axis_tdata4,

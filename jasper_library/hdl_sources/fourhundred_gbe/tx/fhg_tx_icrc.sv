@@ -3,7 +3,7 @@
 // bytes of every RoCEv2 frame on the DCMAC TX segment bus, at line rate (MAC clock domain).
 //
 // Contract
-//   * Sits between the packer and the DCMAC: in_* is the packer's bus, tx_* the DCMAC's.
+//   * Sits between the packer and the DCMAC: in_seg is the packer's bus, tx_seg the DCMAC's.
 //     Every cycle passes through unchanged except for the ICRC bytes; the bus is delayed
 //     by 13 cycles. The pipeline advances only while tx_tready is high and in_tready
 //     is tx_tready, so the cycle sequence (and with it every PG369 rule the packer keeps)
@@ -44,21 +44,11 @@ module fhg_tx_icrc (
 
     input  wire                 in_tvalid,
     output logic                in_tready,
-    input  wire  [1023:0]       in_tdata,
-    input  wire  [7:0]          in_ena,
-    input  wire  [7:0]          in_sop,
-    input  wire  [7:0]          in_eop,
-    input  wire  [7:0]          in_err,
-    input  wire  [31:0]         in_mty,
+    input  fhg_bus_pkg::seg_bus_t in_seg,
 
     output logic                tx_tvalid,
     input  wire                 tx_tready,
-    output logic [1023:0]       tx_tdata,
-    output logic [7:0]          tx_ena,
-    output logic [7:0]          tx_sop,
-    output logic [7:0]          tx_eop,
-    output logic [7:0]          tx_err,
-    output logic [31:0]         tx_mty,
+    output fhg_bus_pkg::seg_bus_t tx_seg,
 
     output logic [1:0]          stat_patched     // frames given an ICRC this cycle
 );
@@ -70,6 +60,12 @@ module fhg_tx_icrc (
 
     logic ce;
     assign ce = tx_tready;
+
+    // The output register kept as fields: the last segment's bytes are written one by one.
+    logic [1023:0] tx_tdata;
+    logic [7:0]    tx_ena, tx_sop, tx_eop, tx_err;
+    logic [31:0]   tx_mty;
+    assign tx_seg = {tx_tdata, tx_ena, tx_sop, tx_eop, tx_err, tx_mty};
     assign in_tready = tx_tready;
 
     function automatic logic [31:0] mul32(input logic [MW-1:0] m, input logic [31:0] v);
@@ -100,10 +96,10 @@ module fhg_tx_icrc (
     logic [1023:0] dd [1:DLY];
     logic [SB-1:0] ds [1:DLY];
     logic [SB-1:0] in_sb;
-    assign in_sb = {in_tvalid, in_ena, in_sop, in_eop, in_err, in_mty};
+    assign in_sb = {in_tvalid, in_seg.ena, in_seg.sop, in_seg.eop, in_seg.err, in_seg.mty};
     always_ff @(posedge clk) begin
         if (ce) begin
-            dd[1] <= in_tdata;
+            dd[1] <= in_seg.tdata;
             ds[1] <= in_sb;
             for (int k = 2; k <= DLY; k++) begin
                 dd[k] <= dd[k-1];
@@ -149,8 +145,8 @@ module fhg_tx_icrc (
     logic [15:0] zero [NSEG];        // bytes the CRC sees as zero
     logic        la_eop0;            // the next cycle ends a frame on segment 0 ...
     logic [3:0]  la_mty0;            // ... with this many unused bytes
-    assign la_eop0 = in_tvalid && in_ena[0] && in_eop[0];
-    assign la_mty0 = in_mty[3:0];
+    assign la_eop0 = in_tvalid && in_seg.ena[0] && in_seg.eop[0];
+    assign la_mty0 = in_seg.mty[3:0];
 
     always_comb begin
         for (int i = 0; i < NSEG; i++) begin
