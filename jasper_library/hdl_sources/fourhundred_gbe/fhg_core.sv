@@ -149,12 +149,8 @@ module fhg_core #(
 
     // ================================================================ configuration
     localparam int CFG_W = 48 + 32 + 32 + 32 + 16 + 8 + 1;
-    logic [CFG_W-1:0] cfg_axil, cfg_mac_dom;
-    logic [47:0] c_mac;
-    logic [31:0] c_ip, c_mask, c_gw;
-    logic [15:0] c_port;
-    logic [7:0]  c_ttl;
-    logic        c_csum;
+    logic [CFG_W-1:0] cfg_axil;
+    fhg_bus_pkg::tx_cfg_t cfg_mac_dom;
     assign cfg_axil = {hwif_out.mac_hi.mac.value, hwif_out.mac_lo.mac.value,
                        hwif_out.ip.ip.value, hwif_out.netmask.mask.value,
                        hwif_out.gateway.ip.value, hwif_out.port.port.value,
@@ -164,7 +160,6 @@ module fhg_core #(
         .dst_clk(tx_mac_clk), .dst_rst(tx_mac_rst), .dst_data(cfg_mac_dom),
         .dst_update(), .dst_valid()
     );
-    assign {c_mac, c_ip, c_mask, c_gw, c_port, c_ttl, c_csum} = cfg_mac_dom;
 
     logic fabric_en_u, soft_rst_u;
     logic rdma_restart;              // rdma_ctrl.en changed: reset the datapath
@@ -297,8 +292,7 @@ module fhg_core #(
         .tx_st(tx_user_st),
         .rdma_en(rdma_en_u), .rdma_cfg(rdma_cfg_u), .rdma_st(rdma_st_u), .rdma_stat(rdma_stat_u),
         .mac_clk(tx_mac_clk), .mac_rst(tx_mac_rst),
-        .cfg_mac(c_mac), .cfg_ip(c_ip), .cfg_netmask(c_mask), .cfg_gateway(c_gw),
-        .cfg_port(c_port), .cfg_ttl(c_ttl), .cfg_udp_csum(c_csum), .cfg_rdma_en(rdma_en_m),
+        .cfg(cfg_mac_dom), .cfg_rdma_en(rdma_en_m),
         .arp_addr(arp_rd_addr), .arp_entry({arp_w1_b, arp_w0_b}),
         .next_ip_id(next_ip_id),
         .arp_valid(arp_tx_valid), .arp_frame(arp_tx_frame), .arp_ready(arp_tx_ready),
@@ -448,7 +442,7 @@ module fhg_core #(
     );
     always_ff @(posedge tx_mac_clk) fabric_en_t_q <= fabric_en_t;
     fhg_arp_responder u_arp (
-        .clk(tx_mac_clk), .rst(tx_mac_rst), .cfg_mac(c_mac), .cfg_ip(c_ip),
+        .clk(tx_mac_clk), .rst(tx_mac_rst), .cfg_mac(cfg_mac_dom.mac), .cfg_ip(cfg_mac_dom.ip),
         .req_valid(arpr_valid), .req_sha(arpr_data[79:32]), .req_spa(arpr_data[31:0]),
         .req_pop(arpr_pop),
         .garp(garp_now_t || (garp_en_t && fabric_en_t && !fabric_en_t_q)),

@@ -79,4 +79,16 @@ package fhg_bus_pkg;
         logic [7:0]    err;
         logic [31:0]   mty;
     } seg_bus_t;
+
+    // The transmit configuration in mac_clk (registers mac_hi/mac_lo, ip, netmask, gateway,
+    // port, ttl, ctrl.udp_checksum_en), crossed from the bus clock as one snapshot.
+    typedef struct packed {
+        logic [47:0]   mac;
+        logic [31:0]   ip;
+        logic [31:0]   netmask;
+        logic [31:0]   gateway;        // the header stage needs only the ARP index, [7:0]
+        logic [15:0]   port;
+        logic [7:0]    ttl;
+        logic          udp_csum;
+    } tx_cfg_t;
 endpackage

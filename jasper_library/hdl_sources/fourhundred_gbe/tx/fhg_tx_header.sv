@@ -35,15 +35,9 @@ module fhg_tx_header #(
     input  wire                 clk,
     input  wire                 rst,
 
-    input  wire  [47:0]         cfg_mac,
-    input  wire  [31:0]         cfg_ip,
-    input  wire  [31:0]         cfg_netmask,
     /* verilator lint_off UNUSEDSIGNAL */
-    input  wire  [31:0]         cfg_gateway,   // only the ARP index bits [7:0] are needed
+    input  fhg_bus_pkg::tx_cfg_t cfg,           // of the gateway only the ARP index [7:0]
     /* verilator lint_on UNUSEDSIGNAL */
-    input  wire  [15:0]         cfg_port,
-    input  wire  [7:0]          cfg_ttl,
-    input  wire                 cfg_udp_csum,
 
     input  wire                 in_valid,
     input  wire  [DESC_W-1:0]   in_data,
@@ -77,9 +71,9 @@ module fhg_tx_header #(
     logic is_mc, is_bc, on_net;
     always_comb begin
         is_mc  = d_ip[31:28] == 4'hE;
-        is_bc  = (d_ip == 32'hFFFF_FFFF) || (d_ip == (cfg_ip | ~cfg_netmask));
-        on_net = ((d_ip ^ cfg_ip) & cfg_netmask) == 32'd0;
-        arp_addr = on_net ? d_ip[7:0] : cfg_gateway[7:0];
+        is_bc  = (d_ip == 32'hFFFF_FFFF) || (d_ip == (cfg.ip | ~cfg.netmask));
+        on_net = ((d_ip ^ cfg.ip) & cfg.netmask) == 32'd0;
+        arp_addr = on_net ? d_ip[7:0] : cfg.gateway[7:0];
     end
 
     logic [SP-1:0]    s1_start;
@@ -129,9 +123,9 @@ module fhg_tx_header #(
     // front of them.
     logic [19:0]      c_ip_sum, c_udp_sum;
     always_ff @(posedge clk) begin
-        c_ip_sum  <= 20'h4500 + 20'h4000 + 20'({cfg_ttl, 8'd17}) + 20'd28
-                   + 20'(cfg_ip[31:16]) + 20'(cfg_ip[15:0]);
-        c_udp_sum <= 20'(cfg_ip[31:16]) + 20'(cfg_ip[15:0]) + 20'd17 + 20'd16 + 20'(cfg_port);
+        c_ip_sum  <= 20'h4500 + 20'h4000 + 20'({cfg.ttl, 8'd17}) + 20'd28
+                   + 20'(cfg.ip[31:16]) + 20'(cfg.ip[15:0]);
+        c_udp_sum <= 20'(cfg.ip[31:16]) + 20'(cfg.ip[15:0]) + 20'd17 + 20'd16 + 20'(cfg.port);
     end
     always_ff @(posedge clk) begin
         v2 <= v1;
@@ -186,7 +180,7 @@ module fhg_tx_header #(
     always_comb begin
         ip_csum  = ~(s3_ip_f[15:0] + 16'(s3_ip_f[16]));
         udp_fold = s3_udp_f[15:0] + 16'(s3_udp_f[16]);
-        udp_csum = !cfg_udp_csum ? 16'h0000 : (udp_fold == 16'hFFFF) ? 16'hFFFF : ~udp_fold;
+        udp_csum = !cfg.udp_csum ? 16'h0000 : (udp_fold == 16'hFFFF) ? 16'hFFFF : ~udp_fold;
         ip_len   = 16'(s3_len) + 16'd28;
         udp_len  = 16'(s3_len) + 16'd8;
         frame_len = (s3_len < LEN_W'(18)) ? (LEN_W+1)'(60) : (LEN_W+1)'(s3_len) + (LEN_W+1)'(42);
@@ -212,8 +206,8 @@ module fhg_tx_header #(
     always_ff @(posedge clk) begin
         out_valid <= v3;
         out_data  <= {s3_start, nseg, (frame_len[3:0] == 4'd0) ? 4'd0 : mty, s3_len, s3_drop,
-                      pack_header(s3_dmac, cfg_mac, ip_len, s3_id, cfg_ttl, ip_csum, cfg_ip,
-                                  s3_ip, cfg_port, s3_port, udp_len, udp_csum)};
+                      pack_header(s3_dmac, cfg.mac, ip_len, s3_id, cfg.ttl, ip_csum, cfg.ip,
+                                  s3_ip, cfg.port, s3_port, udp_len, udp_csum)};
         if (rst) out_valid <= 1'b0;
     end
 

@@ -15,7 +15,7 @@
 //   * Store and forward: a frame reaches the MAC only after it has been written whole;
 //     frames leave whole or not at all (overflow and ARP misses drop whole frames and are
 //     counted through the stat_* outputs).
-//   * Configuration inputs (cfg_*) must already be in mac_clk; `accept` (fabric enable)
+//   * Configuration inputs (cfg, cfg_rdma_en) must already be in mac_clk; `accept` (fabric enable)
 //     in user_clk.
 //   * Reset (user_rst or soft_rst_user, both user_clk, synchronous): the user side stops
 //     accepting at once (tx_afull high, words that still arrive are dropped and counted),
@@ -55,13 +55,7 @@ module fhg_tx_path #(
     // ---------------------------------------------------------------- mac_clk
     input  wire                 mac_clk,
     input  wire                 mac_rst,
-    input  wire  [47:0]         cfg_mac,
-    input  wire  [31:0]         cfg_ip,
-    input  wire  [31:0]         cfg_netmask,
-    input  wire  [31:0]         cfg_gateway,
-    input  wire  [15:0]         cfg_port,
-    input  wire  [7:0]          cfg_ttl,
-    input  wire                 cfg_udp_csum,
+    input  fhg_bus_pkg::tx_cfg_t cfg,
     input  wire                 cfg_rdma_en,     // RDMA mode: UDP checksum 0
     output logic [7:0]          arp_addr,
     input  wire  [63:0]         arp_entry,
@@ -291,13 +285,11 @@ module fhg_tx_path #(
 
     // The RDMA mode sends UDP checksum 0 (registered: both are quasi-static).
     logic          udp_csum_m;
-    always_ff @(posedge mac_clk) udp_csum_m <= cfg_udp_csum && !cfg_rdma_en;
+    always_ff @(posedge mac_clk) udp_csum_m <= cfg.udp_csum && !cfg_rdma_en;
 
     fhg_tx_header #(.SP(SP)) u_header (
         .clk(mac_clk), .rst(m_flush_rst),
-        .cfg_mac(cfg_mac), .cfg_ip(cfg_ip), .cfg_netmask(cfg_netmask),
-        .cfg_gateway(cfg_gateway), .cfg_port(cfg_port), .cfg_ttl(cfg_ttl),
-        .cfg_udp_csum(udp_csum_m),
+        .cfg({cfg.mac, cfg.ip, cfg.netmask, cfg.gateway, cfg.port, cfg.ttl, udp_csum_m}),
         .in_valid(desc_rd_valid && mst == M_RUN), .in_data(desc_rdata), .in_ready(h_in_ready),
         .arp_addr(arp_addr), .arp_entry(arp_entry),
         .out_room(hq_room), .out_valid(hq_valid), .out_data(hq_data),
