@@ -8,6 +8,7 @@ imported only when a task starts.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -32,7 +33,7 @@ def int_reader(handle: Any) -> Callable[[], int]:
     return lambda: int(handle.value)
 
 
-class ClockedTask:
+class ClockedTask(abc.ABC):
     """Calls :meth:`on_edge` after every rising edge of ``self._clock`` once started."""
 
     _clock: Any  # a cocotb clock handle, set by the adapter
@@ -40,8 +41,9 @@ class ClockedTask:
     _rd_reset: Callable[[], int] | None = None
     _reset_level = 1
 
+    @abc.abstractmethod
     def on_edge(self) -> None:
-        raise NotImplementedError
+        """One clock edge of the adapter's protocol."""
 
     def attach(
         self, dut: Any, prefix: str, clock: Any, clock_name: str, reset: Any, active_high: bool
@@ -114,8 +116,9 @@ class ClockedDriver(ClockedTask):
 
     _idle_event: Any = None  # a cocotb Event while someone waits
 
+    @abc.abstractmethod
     def busy(self) -> bool:
-        raise NotImplementedError
+        """Whether queued work is still being driven."""
 
     async def wait_idle(self) -> None:
         """Return once everything queued has been driven."""
