@@ -59,6 +59,7 @@ static slot_extras extras_of(const format &fmt) {
         x.heap_bytes = true;
         x.items = fmt.spead->n_items;
         x.cell_words = spead_format::cell_words(fmt.payload_size);
+        x.edge_bytes = spead_format::edge_bytes(fmt.payload_size);
     }
     return x;
 }
