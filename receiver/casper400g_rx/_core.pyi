@@ -116,17 +116,43 @@ class EngineConfig:
         first_chunk: typing.SupportsInt | typing.SupportsIndex | None = None,
         stall_timeout_ms: typing.SupportsInt | typing.SupportsIndex = 50,
         skip_lagging: bool = True,
+        max_jump: typing.SupportsInt | typing.SupportsIndex = 0,
+        resync_after: typing.SupportsInt | typing.SupportsIndex = 16,
     ) -> None: ...
+    def sized(
+        self,
+        queues: typing.SupportsInt | typing.SupportsIndex,
+        depth: typing.SupportsInt | typing.SupportsIndex = 0,
+        delivery: bool = False,
+    ) -> EngineConfig:
+        """
+        This configuration with the pool (n_chunks, when 0) and max_jump the engine gives `queues` receive queues; depth > 0: header-data split lanes posting `depth` receives each, `delivery`: with room for chunks on their way on (a GPU, a pausing consumer). The one sizing rule (engine.h)
+        """
+    def split_window(
+        self,
+        queues: typing.SupportsInt | typing.SupportsIndex,
+        depth: typing.SupportsInt | typing.SupportsIndex,
+    ) -> int:
+        """
+        Chunk ids the header-data split's window spans: max_chunks and the chunks `depth` receives posted per queue reach ahead
+        """
     @property
     def first_chunk(self) -> int | None: ...
     @property
     def max_chunks(self) -> int: ...
+    @property
+    def max_jump(self) -> int:
+        """
+        Chunks one packet may move a window past its end (0: four windows)
+        """
     @property
     def n_chunks(self) -> int: ...
     @property
     def packets_per_chunk(self) -> int: ...
     @property
     def policy(self) -> str: ...
+    @property
+    def resync_after(self) -> int: ...
     @property
     def skip_lagging(self) -> bool: ...
     @property
@@ -182,6 +208,122 @@ class IbvOptions:
         busy_poll: bool = True,
         mac: str = "",
     ) -> None: ...
+
+class RdmaChunk:
+    """
+    A chunk of the RDMA ring: slots [chunk_id * packets_per_chunk, ...), the Chunk interface; on a GPU ring also GpuChunk's
+    """
+    def __dlpack__(self, **kwargs) -> typing.Any:
+        """
+        DLPack export of `data` (host or CUDA memory), e.g. for torch.from_dlpack
+        """
+    def __dlpack_device__(self) -> tuple: ...
+    def __enter__(self) -> typing.Any: ...
+    def __exit__(self, *args) -> bool: ...
+    def release(self, stream: typing.Any = None) -> None:
+        """
+        Give the place back to the core (a credit). On a GPU ring, once `stream` (default: every stream) has finished the work queued on the chunk
+        """
+    @property
+    def __cuda_array_interface__(self) -> dict: ...
+    @property
+    def chunk_id(self) -> int: ...
+    @property
+    def data(self) -> numpy.typing.NDArray[numpy.uint8]:
+        """
+        (packets_per_chunk, payload_size) uint8 view of the ring (no copy; rows are slot_size apart, past each slot's 8-byte header)
+        """
+    @property
+    def device(self) -> int | None: ...
+    @property
+    def first_seq(self) -> int: ...
+    @property
+    def heap_bytes(self) -> None:
+        """
+        None (SPEAD metadata; the RDMA mode carries plain datagrams)
+        """
+    @property
+    def items(self) -> dict:
+        """
+        {} (SPEAD metadata; the RDMA mode carries plain datagrams)
+        """
+    @property
+    def lost(self) -> int: ...
+    @property
+    def n_present(self) -> int: ...
+    @property
+    def packets_per_chunk(self) -> int: ...
+    @property
+    def payload_size(self) -> int: ...
+    @property
+    def present(self) -> numpy.typing.NDArray[numpy.bool]:
+        """
+        bool per slot: True where the slot's header holds its sequence number (no copy)
+        """
+    @property
+    def present_ptr(self) -> int | None:
+        """
+        device address of the present flags (GPU ring)
+        """
+    @property
+    def ptr(self) -> int:
+        """
+        address of the first slot's datagram (device address on a GPU ring)
+        """
+    @property
+    def released(self) -> bool: ...
+    @property
+    def slot_size(self) -> int: ...
+
+class RdmaCapture:
+    """
+    The rdma source: the core writes chunks into this ring with RDMA WRITE; one immediate per chunk
+    """
+    def __init__(
+        self,
+        slot_size: typing.SupportsInt | typing.SupportsIndex,
+        slots: typing.SupportsInt | typing.SupportsIndex,
+        chunks: typing.SupportsInt | typing.SupportsIndex,
+        payload_size: typing.SupportsInt | typing.SupportsIndex,
+        device: str = "",
+        ip: str = "",
+        peer_ip: str = "",
+        credit_port: typing.SupportsInt | typing.SupportsIndex = 0,
+        psn: typing.SupportsInt | typing.SupportsIndex = 0,
+        mtu: typing.SupportsInt | typing.SupportsIndex = 4096,
+        gpu: typing.SupportsInt | typing.SupportsIndex = -1,
+        recv_depth: typing.SupportsInt | typing.SupportsIndex = 0,
+        emulate: bool = False,
+    ) -> None: ...
+    def emulate_immediate(self, imm: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        emulate=True: a WRITE with immediate completed
+        """
+    def emulate_write(self, offset: typing.SupportsInt | typing.SupportsIndex, data: bytes) -> None:
+        """
+        emulate=True: bytes an RDMA WRITE puts at `offset` from the ring's start
+        """
+    def next_chunk(
+        self, timeout: typing.SupportsFloat | typing.SupportsIndex | None = None
+    ) -> typing.Any: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    @property
+    def config(self) -> EngineConfig: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def params(self) -> dict: ...
+    @property
+    def port(self) -> None: ...
+    @property
+    def rcvbuf(self) -> None: ...
+    @property
+    def running(self) -> bool: ...
+    @property
+    def stats(self) -> dict: ...
+    @property
+    def warnings(self) -> list[str]: ...
 
 class Chunk:
     """
@@ -271,6 +413,7 @@ class Capture:
         threads: typing.SupportsInt | typing.SupportsIndex = 1,
         cpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [],
         rcvbuf: typing.SupportsInt | typing.SupportsIndex = 67108864,
+        src_filter: str = "",
     ) -> Capture: ...
     def next_chunk(
         self, timeout: typing.SupportsFloat | typing.SupportsIndex | None = None
@@ -411,122 +554,6 @@ class GpuCapture:
     @property
     def stream(self) -> int: ...
 
-class RdmaCapture:
-    """
-    The rdma source: the core writes chunks into this ring with RDMA WRITE; one immediate per chunk
-    """
-    def __init__(
-        self,
-        slot_size: typing.SupportsInt | typing.SupportsIndex,
-        slots: typing.SupportsInt | typing.SupportsIndex,
-        chunks: typing.SupportsInt | typing.SupportsIndex,
-        payload_size: typing.SupportsInt | typing.SupportsIndex,
-        device: str = "",
-        ip: str = "",
-        peer_ip: str = "",
-        credit_port: typing.SupportsInt | typing.SupportsIndex = 0,
-        psn: typing.SupportsInt | typing.SupportsIndex = 0,
-        mtu: typing.SupportsInt | typing.SupportsIndex = 4096,
-        gpu: typing.SupportsInt | typing.SupportsIndex = -1,
-        recv_depth: typing.SupportsInt | typing.SupportsIndex = 0,
-        emulate: bool = False,
-    ) -> None: ...
-    def emulate_immediate(self, imm: typing.SupportsInt | typing.SupportsIndex) -> None:
-        """
-        emulate=True: a WRITE with immediate completed
-        """
-    def emulate_write(self, offset: typing.SupportsInt | typing.SupportsIndex, data: bytes) -> None:
-        """
-        emulate=True: bytes an RDMA WRITE puts at `offset` from the ring's start
-        """
-    def next_chunk(
-        self, timeout: typing.SupportsFloat | typing.SupportsIndex | None = None
-    ) -> typing.Any: ...
-    def start(self) -> None: ...
-    def stop(self) -> None: ...
-    @property
-    def config(self) -> EngineConfig: ...
-    @property
-    def finished(self) -> bool: ...
-    @property
-    def params(self) -> dict: ...
-    @property
-    def port(self) -> None: ...
-    @property
-    def rcvbuf(self) -> None: ...
-    @property
-    def running(self) -> bool: ...
-    @property
-    def stats(self) -> dict: ...
-    @property
-    def warnings(self) -> list[str]: ...
-
-class RdmaChunk:
-    """
-    A chunk of the RDMA ring: slots [chunk_id * packets_per_chunk, ...), the Chunk interface; on a GPU ring also GpuChunk's
-    """
-    def __dlpack__(self, **kwargs) -> typing.Any:
-        """
-        DLPack export of `data` (host or CUDA memory), e.g. for torch.from_dlpack
-        """
-    def __dlpack_device__(self) -> tuple: ...
-    def __enter__(self) -> typing.Any: ...
-    def __exit__(self, *args) -> bool: ...
-    def release(self, stream: typing.Any = None) -> None:
-        """
-        Give the place back to the core (a credit). On a GPU ring, once `stream` (default: every stream) has finished the work queued on the chunk
-        """
-    @property
-    def __cuda_array_interface__(self) -> dict: ...
-    @property
-    def chunk_id(self) -> int: ...
-    @property
-    def data(self) -> numpy.typing.NDArray[numpy.uint8]:
-        """
-        (packets_per_chunk, payload_size) uint8 view of the ring (no copy; rows are slot_size apart, past each slot's 8-byte header)
-        """
-    @property
-    def device(self) -> int | None: ...
-    @property
-    def first_seq(self) -> int: ...
-    @property
-    def heap_bytes(self) -> None:
-        """
-        None (SPEAD metadata; the RDMA mode carries plain datagrams)
-        """
-    @property
-    def items(self) -> dict:
-        """
-        {} (SPEAD metadata; the RDMA mode carries plain datagrams)
-        """
-    @property
-    def lost(self) -> int: ...
-    @property
-    def n_present(self) -> int: ...
-    @property
-    def packets_per_chunk(self) -> int: ...
-    @property
-    def payload_size(self) -> int: ...
-    @property
-    def present(self) -> numpy.typing.NDArray[numpy.bool]:
-        """
-        bool per slot: True where the slot's header holds its sequence number (no copy)
-        """
-    @property
-    def present_ptr(self) -> int | None:
-        """
-        device address of the present flags (GPU ring)
-        """
-    @property
-    def ptr(self) -> int:
-        """
-        address of the first slot's datagram (device address on a GPU ring)
-        """
-    @property
-    def released(self) -> bool: ...
-    @property
-    def slot_size(self) -> int: ...
-
 class Sender:
     """
     Sends the example stream over UDP (sendmmsg, rate-limited; gso_segments > 1: that many datagrams per send with UDP GSO)
@@ -573,12 +600,6 @@ def _cqe_sw_owned(
     ci: typing.SupportsInt | typing.SupportsIndex,
     cqe_cnt: typing.SupportsInt | typing.SupportsIndex,
 ) -> bool: ...
-def _flow_rule_bytes(
-    mac: bytes,
-    ip: str,
-    port: typing.SupportsInt | typing.SupportsIndex,
-    ib_port: typing.SupportsInt | typing.SupportsIndex = 1,
-) -> bytes: ...
 def _example_words(
     seq: typing.SupportsInt | typing.SupportsIndex,
     k0: typing.SupportsInt | typing.SupportsIndex,
@@ -592,6 +613,12 @@ def _example_words_gbps(
     packets: typing.SupportsInt | typing.SupportsIndex = 200000,
     ring_bytes: typing.SupportsInt | typing.SupportsIndex = 268435456,
 ) -> float: ...
+def _flow_rule_bytes(
+    mac: bytes,
+    ip: str,
+    port: typing.SupportsInt | typing.SupportsIndex,
+    ib_port: typing.SupportsInt | typing.SupportsIndex = 1,
+) -> bytes: ...
 def _frame_header(
     payload_size: typing.SupportsInt | typing.SupportsIndex,
     udp_port: typing.SupportsInt | typing.SupportsIndex,
@@ -624,6 +651,13 @@ def _striding_wq_replay(
     completed: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
 ) -> tuple[bytes, list, int, int]: ...
 def _word_stores() -> list: ...
+def _wrapping_counter_replay(
+    readings: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
+) -> list[int]:
+    """
+    Totals of a wrapping 32-bit counter followed in 64 bits, after each reading
+    """
+
 def cuda_device_count() -> int:
     """
     Number of CUDA devices; raises CudaError naming why CUDA is unusable here

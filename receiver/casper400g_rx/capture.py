@@ -13,7 +13,7 @@ import numpy.typing as npt
 from . import _core
 from .endpoint import parse_endpoint
 from .ibv import DEFAULT_DEPTH, open_ibv, open_split_emulation
-from .sizing import CapacityWarning, Sizing, size_for_rate, split_pool
+from .sizing import CapacityWarning, Sizing, pool_size, size_for_rate
 from .sources import Chunking, Delivery, Source
 
 __all__ = ["Capture", "RcvbufWarning", "Stats", "parse_endpoint"]
@@ -85,10 +85,13 @@ class Capture:
         first_chunk: int | None = None,
         stall_timeout_ms: int = 50,
         skip_lagging: bool | None = None,
+        max_jump: int | None = None,
+        resync_after: int = 16,
         bind: str = "127.0.0.1:0",
         threads: int | None = None,
         cpus: Sequence[int] | None = None,
         rcvbuf: int = 64 << 20,
+        src_filter: str | None = None,
         path: str | None = None,
         packets: npt.ArrayLike | None = None,
         sizes: Sequence[int] | None = None,
@@ -156,15 +159,13 @@ class Capture:
             packets_per_chunk = 1024
         threads = 1 if threads is None else threads
         queues = 1 if queues is None else queues
-        if split and not n_chunks and (device != "cpu" or rate_gbps is not None):
-            # Room for the chunks on their way to the GPU, or (sized for a rate) in the
-            # hands of a consumer that may pause (sizing.py).
-            n_chunks = split_pool(
-                max_chunks, queues, DEFAULT_DEPTH if depth is None else depth, packets_per_chunk
-            )
         k = threads if backend == "udp" else queues
-        if k > 1 and not n_chunks and not split:
-            n_chunks = max_chunks + 4 + 2 * k  # the rule of sizing.py without a rate
+        if not n_chunks and (k > 1 if not split else device != "cpu" or rate_gbps is not None):
+            # The engine's pool rule (EngineConfig.sized) for k queues; the header-data
+            # split's with room for chunks on their way to the GPU, or (sized for a rate)
+            # in the hands of a consumer that may pause.
+            lanes_depth = (DEFAULT_DEPTH if depth is None else depth) if split else 0
+            n_chunks = pool_size(k, max_chunks, packets_per_chunk, lanes_depth)
         if skip_lagging is None:
             # Live sources (a NIC, a socket, an emulated NIC at a rate) drop while their
             # queues wait for a lagging one; replays lose nothing by waiting.
@@ -177,6 +178,8 @@ class Capture:
             first_chunk=first_chunk,
             stall_timeout_ms=stall_timeout_ms,
             skip_lagging=skip_lagging,
+            max_jump=max_jump or 0,
+            resync_after=resync_after,
         )
         self.backend = backend
         self.device = device
@@ -237,7 +240,7 @@ class Capture:
         elif backend == "udp":
             host, port = parse_endpoint(bind)
             self._cap = _core.Capture.udp(
-                self.fmt, config, host, port, threads, list(cpus or []), rcvbuf
+                self.fmt, config, host, port, threads, list(cpus or []), rcvbuf, src_filter or ""
             )
         elif backend == "pcap":
             if path is None:

@@ -53,6 +53,7 @@ class UdpSource:
     threads: int | None = None  # None: 1, or sized for Capture.open's rate_gbps
     cpus: Sequence[int] | None = None
     rcvbuf: int = 64 << 20
+    src_filter: str | None = None  # the sender's IPv4 (the FPGA's): others counted, dropped
 
     backend = "udp"
 
@@ -62,6 +63,15 @@ class UdpSource:
         object.__setattr__(self, "cpus", _cpus(self.cpus))
         if self.rcvbuf < 1:
             raise ValueError(f"rcvbuf must be >= 1, got {self.rcvbuf!r}")
+        if self.src_filter is not None:
+            from ipaddress import IPv4Address
+
+            try:
+                IPv4Address(self.src_filter)
+            except ValueError:
+                raise ValueError(
+                    f"src_filter must be an IPv4 address, got {self.src_filter!r}"
+                ) from None
 
     def capture_kwargs(self) -> dict[str, Any]:
         return {
@@ -69,6 +79,7 @@ class UdpSource:
             "threads": self.threads,
             "cpus": self.cpus,
             "rcvbuf": self.rcvbuf,
+            "src_filter": self.src_filter,
         }
 
 
@@ -274,11 +285,18 @@ class Chunking:
     first_chunk: int | None = None
     stall_timeout_ms: int = 50
     skip_lagging: bool | None = None  # None: for live sources (udp, ibv, emulated NIC)
+    # Chunks one packet may move a window past its end (None: four windows); further, or
+    # as far behind it, a packet is out of window. `resync_after` of those in a row, each
+    # within a window of the last, move the window to them (engine.h, window.h).
+    max_jump: int | None = None
+    resync_after: int = 16
 
     def __post_init__(self) -> None:
         _positive("packets_per_chunk", self.packets_per_chunk)
         _positive("max_chunks", self.max_chunks)
         _positive("stall_timeout_ms", self.stall_timeout_ms)
+        _positive("max_jump", self.max_jump)
+        _positive("resync_after", self.resync_after)
         if self.policy not in ("block", "drop_oldest"):
             raise ValueError(f"policy must be 'block' or 'drop_oldest', got {self.policy!r}")
 
