@@ -197,10 +197,10 @@ bool engine::sync_locked(queue_state &s, std::size_t q) {
     if (gen == s.seen_gen && s.synced) return true;
     s.seen_gen = gen;
     if (s.epoch != c_.window_resyncs) {
-        // The window moved to a resynced stream: what this queue placed is behind it.
+        // The window moved to a resynced stream: what this queue placed is its backlog.
         s.epoch = c_.window_resyncs;
+        window_.after_resync(s.run, s.own, resync_ns_);
         s.own = window_policy::none;
-        s.run = {};
     }
     // A queue that was passed over (or said it was done) rejoins at the window's head.
     window_.attach(q, head_);
@@ -364,7 +364,7 @@ engine::outcome engine::slow_path(queue_state &s, std::size_t q, std::uint64_t s
 }
 
 engine::outcome engine::out_of_window_locked(queue_state &s, std::size_t q, std::uint64_t seq) {
-    if (!window_.note_out_of_window(s.run, seq, cfg_.packets_per_chunk)) {
+    if (!window_.note_out_of_window(s.run, seq, cfg_.packets_per_chunk, now_ns())) {
         s.c.out_of_window++;
         s.c.received++;
         return outcome::counted;
@@ -385,9 +385,10 @@ engine::outcome engine::out_of_window_locked(queue_state &s, std::size_t q, std:
     top_ = to;
     window_.start(to);
     c_.window_resyncs++;
+    resync_ns_ = now_ns();
     s.epoch = c_.window_resyncs;
+    window_.after_resync(s.run, s.own, resync_ns_);
     s.own = window_policy::none;
-    s.run = {};
     std::fill(s.cache.begin(), s.cache.end(), cached{});
     s.head = to;
     publish();

@@ -94,6 +94,7 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
       pending_(pool_.size() * cfg_.packets_per_chunk, -1),
       chunk_pending_(pool_.size(), 0),
       chunk_discard_(pool_.size(), 0),
+      chunk_before_resync_(pool_.size(), 0),
       retired_(pool_.size(), nullptr) {
     given_up_.reset(new std::atomic<std::uint64_t>[n_given_up]);
     for (std::size_t i = 0; i < n_given_up; i++) given_up_[i].store(UINT64_MAX);
@@ -434,6 +435,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                     d.c->chunk_id == id && d.slot == slot &&
                     retired_flag_[d.c->index].load(std::memory_order_relaxed) == 0) {
                     l.run.n = 0;
+                    if (l.own == window_policy::none || id > l.own) l.own = id;
                     resync(l, d, *seq);
                     std::memcpy(d.c->data + slot * layout_.payload, hdr + split_layout::headers,
                                 pre);
@@ -730,6 +732,7 @@ void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const desc &d, s
             break;
     }
     l.run.n = 0;
+    if (l.own == window_policy::none || id > l.own) l.own = id;
     check_lagging_locked();
     // Far ahead of the slowest lane: wait for it (or for it to be passed over, or moved
     // forward when it keeps placing but lags).
@@ -880,7 +883,14 @@ void hds_engine::fill_pending_locked(lane_state &l, chunk *c, std::size_t slot) 
         std::memcpy(c->data + slot * size, bounce_.get() + static_cast<std::size_t>(b) * size,
                     size);
         l.s.fixup++;
-        placed(l, c->chunk_id);
+        if (chunk_before_resync_[c->index] == 0) {
+            placed(l, c->chunk_id);
+        } else {
+            // Into a chunk of the stream before a resync: never the lane's newest (the
+            // window may have moved back to lower ids).
+            l.c.packets++;
+            l.c.bytes += layout_.payload;
+        }
     } else {
         l.c.duplicate++;
     }
@@ -960,7 +970,7 @@ void hds_engine::rejoin_locked(lane_state &l) {
 bool hds_engine::out_of_window_locked(lane_state &l, std::uint64_t seq) {
     // Only when no other lane is inside a call (their completions may be placing into
     // the window's chunks); otherwise the run's next packet tries again.
-    if (!window_.note_out_of_window(l.run, seq, cfg_.packets_per_chunk) ||
+    if (!window_.note_out_of_window(l.run, seq, cfg_.packets_per_chunk, now_ns()) ||
         !window_.try_hold_others(l.q)) {
         l.c.out_of_window++;
         l.c.received++;
@@ -972,11 +982,13 @@ bool hds_engine::out_of_window_locked(lane_state &l, std::uint64_t seq) {
     // they post into and start again from the new window; the chunks between are not
     // counted: they were never the stream.
     const std::uint64_t to = window_.resync_head(l.run, cfg_.packets_per_chunk);
+    const std::int64_t now = now_ns();
     for (auto &o : lanes_) {
         if (o.placed_any && o.top > top_) top_ = o.top;
+        window_.after_resync(o.run, o.own, now);
+        o.own = window_policy::none;
         o.placed_any = false;
         o.top = 0;
-        o.run = {};
         release_hold_locked(o);
         o.scratch_below = std::min(o.scratch_below, to);
     }
@@ -993,6 +1005,8 @@ bool hds_engine::out_of_window_locked(lane_state &l, std::uint64_t seq) {
             w = nullptr;
         }
     }
+    for (std::size_t i = 0; i < retired_count_; i++)
+        chunk_before_resync_[retired_[(retired_head_ + i) % retired_.size()]->index] = 1;
     drain_retired();
     for (std::size_t i = 0; i < n_given_up; i++) given_up_[i].store(UINT64_MAX);
     head_ = to;
@@ -1001,7 +1015,6 @@ bool hds_engine::out_of_window_locked(lane_state &l, std::uint64_t seq) {
     window_.start(to);
     whead_.store(head_, std::memory_order_release);
     c_.window_resyncs++;
-    l.run = {};
     publish();
     return true;
 }
@@ -1117,6 +1130,7 @@ void hds_engine::drain_retired() {
         retired_head_ = (retired_head_ + 1) % retired_.size();
         retired_count_--;
         retired_flag_[idx].store(0, std::memory_order_relaxed);
+        chunk_before_resync_[idx] = 0;
         if (chunk_discard_[idx]) {
             free_.push(c);  // opened by posts only: never part of the stream's window
             continue;

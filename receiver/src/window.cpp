@@ -20,8 +20,12 @@ void window_policy::set_queues(std::size_t n, std::int64_t now) {
     for (std::size_t q = 0; q < n; q++) acts_[q].active_ns.store(now, std::memory_order_relaxed);
 }
 
-bool window_policy::note_out_of_window(run &r, std::uint64_t seq,
-                                       std::uint64_t ppc) const noexcept {
+bool window_policy::note_out_of_window(run &r, std::uint64_t seq, std::uint64_t ppc,
+                                       std::int64_t now) const noexcept {
+    const std::uint64_t id = seq / ppc;
+    if (r.stale != none && now < r.stale_until &&
+        (id > r.stale ? id - r.stale : r.stale - id) <= max_jump_ + w_)
+        return false;
     // A stream moves on: each packet later than the last, by less than a window.
     const bool follows = r.n > 0 && seq > r.seq && (seq - r.seq) / ppc < w_;
     if (!follows) {

@@ -161,7 +161,8 @@ def one_input(data: bytes) -> None:
             c.release()
     s = cap.stats
     assert s.received == n
-    assert s.received == s.packets + s.late + s.duplicate + s.rejected + s.discarded, s
+    outcomes = s.packets + s.late + s.duplicate + s.rejected + s.discarded + s.out_of_window
+    assert s.received == outcomes, s
     assert sum(s.rejected_by.values()) == s.rejected, s
     # Overlapping packets place some bytes twice: the heaps count each byte once.
     assert in_chunks <= s.bytes, (in_chunks, dict(s))

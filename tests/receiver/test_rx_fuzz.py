@@ -1,5 +1,6 @@
-"""Fuzzing the frame parser, format decoder, SPEAD parser and engine (atheris; short unless
---run-slow)."""
+"""Fuzzing the frame parser, format decoder, SPEAD parser and engine, the pcap reader, the
+RDMA ring's immediates and slot headers, mlx5 completions and strides, and the header-split
+placement (atheris; short unless --run-slow). Each target asserts its conservation laws."""
 
 from __future__ import annotations
 
@@ -12,6 +13,13 @@ import pytest
 TOOLS = Path(__file__).resolve().parents[2] / "receiver" / "tools"
 TARGET = TOOLS / "fuzz_decoder.py"
 SPEAD_TARGET = TOOLS / "fuzz_spead.py"
+# Further targets and the runs of their short form (a few tens of seconds each here).
+TARGETS = {
+    "pcap": (TOOLS / "fuzz_pcap.py", 5000),
+    "rdma": (TOOLS / "fuzz_rdma.py", 20000),
+    "mlx5": (TOOLS / "fuzz_mlx5.py", 20000),
+    "split": (TOOLS / "fuzz_split.py", 4000),
+}
 # Inputs that once found bugs; every run replays them first.
 SEEDS = TOOLS / "fuzz_seeds"
 
@@ -35,6 +43,18 @@ def test_fuzz_short(tmp_path: Path) -> None:
 
 def test_fuzz_spead_short(tmp_path: Path) -> None:
     run_fuzzer("-runs=20000", timeout=300, corpus=tmp_path, target=SPEAD_TARGET)
+
+
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_fuzz_target_short(tmp_path: Path, name: str) -> None:
+    target, runs = TARGETS[name]
+    run_fuzzer(f"-runs={runs}", timeout=300, corpus=tmp_path, target=target)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_fuzz_target_long(tmp_path: Path, name: str) -> None:
+    run_fuzzer("-max_total_time=600", timeout=900, corpus=tmp_path, target=TARGETS[name][0])
 
 
 @pytest.mark.slow

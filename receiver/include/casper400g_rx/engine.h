@@ -203,6 +203,7 @@ private:
     std::vector<std::unique_ptr<queue_state>> queues_;
     std::vector<chunk *> open_;  // by chunk id % open_.size(): ids head_ .. head_ + size - 1
     std::size_t n_open_ = 0;
+    std::int64_t resync_ns_ = 0;  // when the window last resynced
 };
 
 // Per packet, on both placement paths (engine.cpp, engine_spead.cpp): inline.

@@ -234,6 +234,7 @@ private:
         std::atomic<std::uint32_t> *res = nullptr;
         std::uint64_t seen_gen = 0;
         window_policy::run run;   // its out-of-window packets in a row
+        std::uint64_t own = window_policy::none;  // newest chunk it placed into
         counters c;
         split_counters s;
         published pub{};
@@ -265,11 +266,9 @@ private:
     // The lane's window (the policy's record of it).
     std::uint64_t head_of(const lane_state &l) const noexcept { return window_.rec(l.q).head; }
     bool attached(const lane_state &l) const noexcept { return window_.rec(l.q).attached; }
-    // The newest chunk the lane placed into (window.h: its backlog is late, not out of
-    // window, after the others moved it forward).
-    static std::uint64_t own_of(const lane_state &l) noexcept {
-        return l.placed_any ? l.top : window_policy::none;
-    }
+    // The newest chunk the lane placed (or is placing) into (window.h: its backlog is
+    // late, not out of window, after the others moved it forward).
+    static std::uint64_t own_of(const lane_state &l) noexcept { return l.own; }
     void move_lane_head(lane_state &l, std::uint64_t new_head);
     void advance(std::uint64_t new_head);
     void follow_window();  // moves the window's head to the policy's limit
@@ -327,6 +326,7 @@ private:
     std::vector<std::int32_t> pending_;          // per pool slot: bounce buffer, or -1
     std::vector<std::uint32_t> chunk_pending_;  // per pool chunk (under mutex_)
     std::vector<std::uint8_t> chunk_discard_;
+    std::vector<std::uint8_t> chunk_before_resync_;  // retired before a window resync
     std::vector<chunk *> retired_;  // left the window, in order, waiting for their receives
     std::size_t retired_head_ = 0;
     std::size_t retired_count_ = 0;

@@ -59,14 +59,19 @@ public:
         bool attached = true;       // the window waits for this queue
         bool done = false;          // its source ended
     };
+    // No chunk placed into yet (since the last resync).
+    static constexpr std::uint64_t none = UINT64_MAX;
     // A queue's run of out-of-window packets (its own thread's).
     struct run {
         std::uint64_t n = 0;
         std::uint64_t seq = 0;   // sequence number of the latest
         std::uint64_t low = 0;   // the chunk id of the first
+        // After a resync, the queue's backlog from before it (packets near the newest
+        // chunk it had placed into, for a stall timeout) is out of window but starts no
+        // run: a queue that lagged must not move the window back to the old stream.
+        std::uint64_t stale = none;
+        std::int64_t stale_until = 0;
     };
-    // No chunk placed into yet (since the last resync).
-    static constexpr std::uint64_t none = UINT64_MAX;
     enum class place { in_window, ahead, late, out_of_window };
 
     explicit window_policy(const engine_config &cfg);
@@ -91,7 +96,15 @@ public:
     }
     // An out-of-window packet `seq` (`ppc` packets per chunk) joins the queue's run; true
     // when the run is long enough to move the window, to resync_head().
-    bool note_out_of_window(run &r, std::uint64_t seq, std::uint64_t ppc) const noexcept;
+    bool note_out_of_window(run &r, std::uint64_t seq, std::uint64_t ppc,
+                            std::int64_t now) const noexcept;
+    // A resync at `now`: the queue's run starts afresh, `own` (its newest chunk placed
+    // into) becoming its backlog's place.
+    void after_resync(run &r, std::uint64_t own, std::int64_t now) const noexcept {
+        r = run{};
+        r.stale = own;
+        r.stale_until = now + stall_ns_;
+    }
     std::uint64_t resync_head(const run &r, std::uint64_t ppc) const noexcept;
 
     // The stream starts (or restarts after a resync) at `head`: every queue's too.
