@@ -24,6 +24,7 @@ def status_table(stats: Stats, rate: tuple[float, float]) -> Table:
         ("late", f"{stats.late:,}"),
         # Not the network: the consumer held every chunk (too slow for the stream).
         ("no free chunk", f"{stats.get('no_free_chunk', 0):,}"),
+        ("chunks given up", f"{stats.get('chunks_given_up', 0):,}"),
         ("out of window", f"{stats.get('out_of_window', 0):,}"),
         ("duplicate", f"{stats.duplicate:,}"),
         ("rejected", f"{stats.rejected:,}"),

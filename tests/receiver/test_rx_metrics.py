@@ -122,6 +122,7 @@ def test_monitor_shows_loss_reasons_apart():
     from casper400g_rx.monitor import status_table
 
     stats = rx.Stats(received=10, packets=4, bytes=0, lost=6, late=1, no_free_chunk=3)
+    stats.update(chunks_given_up=1)
     stats.update(out_of_window=2, duplicate=0, rejected=0, chunks=1, chunks_dropped=0)
     stats.update(chunks_in_use=0, n_chunks=8)
     console = Console(width=80, record=True)
@@ -129,3 +130,4 @@ def test_monitor_shows_loss_reasons_apart():
     text = console.export_text().replace("│", " ")
     rows = dict(re.findall(r"^\s+([a-z/ ]+?)\s{2,}([\d,./ ]+?)\s*$", text, re.M))
     assert (rows["late"], rows["no free chunk"], rows["out of window"]) == ("1", "3", "2")
+    assert rows["chunks given up"] == "1"

@@ -40,7 +40,7 @@ inline constexpr std::size_t split_delivery_chunks = 8;
 struct engine_config {
     std::size_t packets_per_chunk = 1024;
     std::size_t max_chunks = 4;  // open chunks per queue (the reorder window)
-    std::size_t n_chunks = 0;    // chunks in the pool; 0 = max_chunks + 4
+    std::size_t n_chunks = 0;    // chunks in the pool; 0: sized() for the queues
     slow_consumer_policy policy = slow_consumer_policy::block;
     std::optional<std::uint64_t> first_chunk;  // default: the first packet's chunk
     // How long chunks wait for a queue that has stopped placing packets (several queues).
