@@ -27,8 +27,17 @@ SEEDS = TOOLS / "fuzz_seeds"
 def run_fuzzer(*flags: str, timeout: float, corpus: Path, target: Path = TARGET) -> None:
     pytest.importorskip("atheris", reason="atheris (dev extra) drives the fuzz target")
     # New corpus entries go to the first directory (temporary); the seeds are only read.
+    # An input that fails is written there too, not into the checkout.
     out = subprocess.run(
-        [sys.executable, str(target), "-seed=1", *flags, str(corpus), str(SEEDS)],
+        [
+            sys.executable,
+            str(target),
+            "-seed=1",
+            f"-artifact_prefix={corpus}/",
+            *flags,
+            str(corpus),
+            str(SEEDS),
+        ],
         capture_output=True,
         text=True,
         timeout=timeout,
