@@ -164,3 +164,31 @@ def test_two_hosts_each_get_their_two_groups_only(net: lan.Lan):
         assert s.packets + s.lost == total == chunks_per_host * PPC
     # Stopping left the groups: the switch forwards them to no one.
     net.wait_memberships({"a": set(), "b": set()})
+
+
+# ---------------------------------------------------------------- the ibv backend's rules
+
+
+@pytest.mark.parametrize("group", ["224.0.0.1", "239.2.0.4", "239.255.255.255", "225.128.1.2"])
+def test_flow_rule_mac_of_a_group_is_rfc1112s(group: str):
+    from scapy.layers.l2 import getmacbyip
+
+    from casper400g_rx import _core
+
+    if not _core.ibv_compiled():
+        pytest.skip("the ibv backend is not compiled into this build")
+    # scapy's own mapping of a multicast address to its Ethernet address.
+    assert _core._multicast_mac(group) == bytes.fromhex(getmacbyip(group).replace(":", ""))
+    # The flow rule built for that MAC carries it whole (the rule layout is tested by
+    # test_rx_ibv_units.py; here that a group's MAC goes in unchanged).
+    rule = _core._flow_rule_bytes(_core._multicast_mac(group), group, PORT)
+    assert _core._multicast_mac(group) in rule
+
+
+def test_flow_rule_mac_refuses_a_unicast_address():
+    from casper400g_rx import _core
+
+    if not _core.ibv_compiled():
+        pytest.skip("the ibv backend is not compiled into this build")
+    with pytest.raises(ValueError, match=r"'10\.0\.0\.2' is not an IPv4 multicast"):
+        _core._multicast_mac("10.0.0.2")
