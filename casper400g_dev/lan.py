@@ -18,19 +18,24 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import json
+import os
 import shutil
 import socket
 import struct
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from casper400g_dev.checkout import ROOT
 from casper400g_dev.twin.netns import Netns, NetnsError, entered, privileged
 
 BRIDGE = "br0"
@@ -319,3 +324,99 @@ def publish(
         ]
     _core.send_in_step(senders, [])
     return {dest: int(s.packets_sent) for dest, s in zip(dests, senders, strict=True)}
+
+
+SCHEDULER_PORT = 8786
+
+
+class DaskOnLan:
+    """A Dask cluster on the LAN's hosts: `dask scheduler` on ``scheduler`` and one
+    `dask worker` on each of ``workers`` (named after its host, with the resource
+    ``host-<name>=1`` for placing a host's streams), each a process started in its
+    host's namespace, as on real hosts. :meth:`client` connects from ``scheduler``'s
+    namespace. ``log_dir`` keeps each process's output (shown when it fails to start)."""
+
+    def __init__(
+        self,
+        scheduler: Host,
+        workers: Sequence[Host],
+        log_dir: Path,
+        python: str = sys.executable,
+        nthreads: int = 2,
+    ) -> None:
+        self.scheduler_host = scheduler
+        self.address = f"tcp://{scheduler.ip}:{SCHEDULER_PORT}"
+        self.log_dir = Path(log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._procs: list[tuple[str, subprocess.Popen[str]]] = []
+        # The workers unpickle functions of the checkout's own modules (casper400g_dev).
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        try:
+            self._spawn(
+                "scheduler", scheduler,
+                [python, "-m", "distributed.cli.dask_scheduler", "--host", scheduler.ip,
+                 "--port", str(SCHEDULER_PORT), "--no-dashboard"],
+                env,
+            )  # fmt: skip
+            for host in workers:
+                self._spawn(
+                    f"worker-{host.name}", host,
+                    [python, "-m", "distributed.cli.dask_worker", self.address,
+                     "--host", host.ip, "--name", host.name, "--nthreads", str(nthreads),
+                     "--no-nanny", "--no-dashboard", "--resources", f"host-{host.name}=1"],
+                    env,
+                )  # fmt: skip
+        except BaseException:
+            self.close()
+            raise
+        self.worker_names = [h.name for h in workers]
+
+    def _spawn(self, name: str, host: Host, argv: list[str], env: dict[str, str]) -> None:
+        log = (self.log_dir / f"{name}.log").open("w")
+        proc = subprocess.Popen(
+            host.argv(*argv), stdout=log, stderr=subprocess.STDOUT, text=True, env=env
+        )
+        log.close()
+        self._procs.append((name, proc))
+
+    def logs(self) -> str:
+        return "\n".join(
+            f"--- {name} (exit {p.poll()}):\n" + (self.log_dir / f"{name}.log").read_text()[-3000:]
+            for name, p in self._procs
+        )
+
+    @contextlib.contextmanager
+    def client(self, timeout: float = 120.0) -> Iterator[Any]:
+        """A Client of the cluster once every worker has joined (its connections are made
+        from the scheduler's host)."""
+        from distributed import Client
+
+        with self.scheduler_host.entered():
+            # The client's event loop thread starts here, so it inherits the namespace.
+            client = Client(self.address, timeout=timeout)
+        try:
+            try:
+                client.wait_for_workers(len(self.worker_names), timeout=timeout)
+            except TimeoutError:
+                raise TimeoutError(f"the workers did not join:\n{self.logs()}") from None
+            yield client
+        finally:
+            client.close()
+
+    def close(self) -> None:
+        for _name, proc in reversed(self._procs):
+            if proc.poll() is None:
+                proc.terminate()
+        for _name, proc in reversed(self._procs):
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+        self._procs = []
+
+    def __enter__(self) -> DaskOnLan:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
