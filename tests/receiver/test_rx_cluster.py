@@ -16,6 +16,9 @@ reordering, packets past the window).
 from __future__ import annotations
 
 import re
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +30,7 @@ pytest.importorskip("distributed")
 from distributed import Client, LocalCluster
 
 from casper400g_dev import lan
+from casper400g_rx import _core
 from casper400g_rx.account import (
     CaptureFigures,
     Transmitted,
@@ -39,6 +43,7 @@ from casper400g_rx.cluster import (
     Stream,
     example_check,
 )
+from casper400g_rx.cluster_cli import parse_fpga, parse_stream
 from casper400g_rx.faults import faulty_schedule
 from casper400g_rx.sources import Chunking, MemSource, UdpSource
 from casperfpga_ext import fhg_regmap
@@ -277,3 +282,53 @@ def test_array_account_names_a_stream_sent_past_the_captures(array: tuple[lan.La
     account = report.reconcile([Transmitted("fpga:a", ("a",), sent[group] + late[group])])
     assert account.lines[0].difference == 2 * PPC
     assert account.lines[0].explanation().startswith(f"{2 * PPC} sent but in no capture's")
+
+
+# ---------------------------------------------------------------- from the shell
+
+
+def test_cli_stream_and_fpga_options_are_parsed_or_refused():
+    s = parse_stream(
+        "name=a,bind=0.0.0.0:7148,groups=239.2.0.1+239.2.0.2,interface=eth0,resource=nic-eth0",
+        Chunking(packets_per_chunk=PPC),
+        4096,
+    )
+    assert (s.name, s.source.groups, s.resources) == (
+        "a",
+        ("239.2.0.1", "239.2.0.2"),
+        {"nic-eth0": 1},
+    )
+    assert s.fmt is not None and s.fmt().payload_size == 4096
+    with pytest.raises(ValueError, match="'port=1' is not one of"):
+        parse_stream("name=a,bind=0.0.0.0:1,port=1", Chunking(), 8192)
+    with pytest.raises(ValueError, match="needs name= and bind="):
+        parse_stream("name=a", Chunking(), 8192)
+    assert parse_fpga("10.0.1.50:gbe0=a+b") == ("10.0.1.50", 7147, "gbe0", ("a", "b"))
+    assert parse_fpga("127.0.0.1:7150:gbe1=c") == ("127.0.0.1", 7150, "gbe1", ("c",))
+    with pytest.raises(ValueError, match="host\\[:port\\]:core=stream"):
+        parse_fpga("10.0.1.50=a")
+
+
+def test_cli_runs_a_local_cluster_and_checks_every_chunk(tmp_path: Path):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlib_devel_400g.cli", "rx", "cluster",
+         "--stream", f"name=lo,bind=127.0.0.1:{port}", "--packets-per-chunk", str(PPC),
+         "--seconds", "8", "--interval", "2", "--check-example"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("lo: capturing on"), line
+        sender = _core.Sender(port=port, count=16 * PPC, rate_gbps=0.2)
+        assert sender.run(30.0)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert "packets whose payload differs from the example stream's formula: 0" in out
+    assert f"packets={16 * PPC:,}" in out.splitlines()[-1], out
