@@ -204,10 +204,22 @@ class StreamCapture:
         out["host"], out["worker"], out["error"] = self.host, self.worker, self._error
         return out
 
-    def stop(self, timeout: float = 60.0) -> StreamReport:
-        """Stop receiving, take every chunk still in the capture, close the last results."""
+    def stop(self, timeout: float = 60.0, settle: float = 1.0) -> StreamReport:
+        """Stop once the stream has settled (no datagram received for `settle` seconds:
+        what is still in the socket or the NIC's ring when a capture stops is in no
+        count), take every chunk still in the capture, close the last results."""
         if self._cap is None:
             raise RuntimeError(f"stream {self.stream.name!r} was not started")
+        deadline = time.monotonic() + timeout
+        seen, since = -1, time.monotonic()
+        while not self._error and time.monotonic() < deadline:
+            s = self._cap.stats
+            now = s["received"] + s.get("kernel_drops", 0) + s.get("nic_drops", 0)
+            if now != seen:
+                seen, since = now, time.monotonic()
+            elif time.monotonic() - since >= settle:
+                break
+            time.sleep(0.05)
         self._stopping.set()
         self._cap.stop()
         if self._thread is not None:
@@ -351,10 +363,11 @@ class CaptureCluster:
             for name, actor in self.actors.items()
         }
 
-    def stop(self, timeout: float = 120.0) -> ClusterReport:
-        """Stop every capture; each worker drains its chunks and reports. With the
-        transmitters known, the report carries the array's account."""
-        calls = {name: a.stop(timeout) for name, a in self.actors.items()}
+    def stop(self, timeout: float = 120.0, settle: float = 1.0) -> ClusterReport:
+        """Stop every capture once its stream has settled (nothing received for `settle`
+        seconds); each worker drains its chunks and reports. With the transmitters
+        known, the report carries the array's account."""
+        calls = {name: a.stop(timeout, settle) for name, a in self.actors.items()}
         reports = {name: c.result(timeout=timeout) for name, c in calls.items()}
         for name, r in reports.items():
             self._results[name].extend(r.results)
