@@ -24,6 +24,9 @@
    arping/ping through a TAP device, configured by examples/configure_core.py over KATCP,
    its tone stream captured by the receiver on that interface into chunks (GPU when
    there is one), every payload and count checked, the spectrum saved as a PNG.
+9. The array (demo_cluster.py): two hosts (network namespaces on a switch with IGMP
+   snooping) capture four multicast groups on a Dask cluster; their spectra side by side
+   in one PNG, and the array's loss account.
 """
 
 from __future__ import annotations
@@ -122,6 +125,10 @@ def run(verbose: bool = False, config: dict | None = None, tx_frames: int = 100)
 
     python, library = casperfpga_python()
     status = demo_twin.run(console, build, python, library)
+    if status == 0:
+        from . import demo_cluster
+
+        status = demo_cluster.run(console)
     console.rule(
         f"[bold]casper400g demo: {'done' if status == 0 else 'FAILED'} in "
         f"{time.monotonic() - t_demo:.0f} s"

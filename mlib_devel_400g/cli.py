@@ -463,7 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rx = sub.add_parser(
         "rx",
-        help="receiver: capture | monitor | bench | send | hwcheck (see `casper400g rx --help`)",
+        help="receiver: capture|monitor|send|bench|hwcheck|cluster (see `casper400g rx --help`)",
         add_help=False,
     )
     rx.add_argument("rx_args", nargs=argparse.REMAINDER)

@@ -181,6 +181,7 @@ class IbvOptions:
         rq: str = "split",
         busy_poll: bool = True,
         mac: str = "",
+        groups: collections.abc.Sequence[str] = [],
     ) -> None: ...
 
 class Chunk:

@@ -13,6 +13,7 @@ import numpy.typing as npt
 from . import _core
 from .endpoint import parse_endpoint
 from .ibv import DEFAULT_DEPTH, open_ibv, open_split_emulation
+from .multicast import Membership
 from .sizing import CapacityWarning, Sizing, size_for_rate, split_pool
 from .sources import Chunking, Delivery, Source
 
@@ -115,8 +116,15 @@ class Capture:
         gpu_options: Mapping[str, int] | None = None,
         rate_gbps: float | None = None,
         rdma: Any = None,  # sources.RdmaSource: the rdma backend's options (rdma.py)
+        groups: Sequence[str] = (),  # udp, ibv: multicast groups joined while running
     ) -> None:
         self.fmt = fmt if fmt is not None else _core.Format()
+        if groups and backend == "udp":
+            # Linux gives every socket of a SO_REUSEPORT group a copy of each multicast
+            # datagram: one socket receives the groups.
+            if threads is not None and threads > 1:
+                raise ValueError(f"threads={threads}: multicast groups need threads=1")
+            threads = 1
         # The header-split engine sizes its own pool from its receive queues.
         split = backend == "ibv" or (backend == "mem" and emulate is not None)
         self.sizing: Sizing | None = None
@@ -181,6 +189,7 @@ class Capture:
         self.backend = backend
         self.device = device
         self._cap: Any
+        self._membership = Membership(groups, interface) if groups else None
         if gpudirect:
             from . import gpu
 
@@ -253,7 +262,16 @@ class Capture:
                 )
             rq = rq or ("striding" if spead else "split")
             self._cap = open_ibv(
-                self.fmt, config, bind, interface, queues, depth, list(cpus or []), rq, busy_poll
+                self.fmt,
+                config,
+                bind,
+                interface,
+                queues,
+                depth,
+                list(cpus or []),
+                rq,
+                busy_poll,
+                tuple(groups),
             )
         elif backend == "rdma":
             from .rdma import open_rdma
@@ -352,6 +370,8 @@ class Capture:
             for text in self._cap.warnings:
                 warnings.warn(text, RcvbufWarning, stacklevel=2)
             self._t0 = time.monotonic()
+            if self._membership is not None:
+                self._membership.join()
             self._cap.start()
         return self
 
@@ -360,6 +380,8 @@ class Capture:
         if self._t1 is None and self._t0 is not None:
             self._t1 = time.monotonic()
         self._cap.stop()
+        if self._membership is not None:
+            self._membership.leave()
 
     def __enter__(self) -> Capture:
         return self.start()

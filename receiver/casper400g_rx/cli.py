@@ -1,4 +1,5 @@
-"""`casper400g rx ...`: capture, monitor, bench and send the example stream."""
+"""`casper400g rx ...`: capture, monitor, bench and send the example stream; a capture
+cluster."""
 
 from __future__ import annotations
 
@@ -188,6 +189,12 @@ def _cmd_hwcheck(args: argparse.Namespace) -> int:
     return run_hwcheck(args)
 
 
+def _cmd_cluster(args: argparse.Namespace) -> int:
+    from .cluster_cli import run
+
+    return run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="casper400g rx", description="Receive the core's UDP stream (casper400g_rx)."
@@ -266,6 +273,12 @@ def build_parser() -> argparse.ArgumentParser:
     hw = sub.add_parser("hwcheck", help="RDMA NICs, GPUs and PCIe topology for the ibv backend")
     add_hwcheck_arguments(hw)
     hw.set_defaults(func=_cmd_hwcheck)
+
+    from .cluster_cli import add_arguments as add_cluster_arguments
+
+    clu = sub.add_parser("cluster", help="captures on a Dask cluster, then the loss account")
+    add_cluster_arguments(clu)
+    clu.set_defaults(func=_cmd_cluster)
     return parser
 
 

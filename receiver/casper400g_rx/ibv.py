@@ -48,10 +48,16 @@ def open_ibv(
     cpus: Sequence[int],
     rq: str,
     busy_poll: bool,
+    groups: Sequence[str] = (),
 ) -> _core.Capture:
     host, port = parse_endpoint(bind)
     if port == 0:
         raise ValueError(f"the ibv backend needs the stream's UDP port in bind=, got {bind!r}")
+    if groups:
+        # The flow rules match the groups' addresses and MACs (multicast.py joins them).
+        host = "0.0.0.0"
+        if not interface:
+            raise ValueError("the ibv backend receives groups on a NIC: give interface=")
     # Without an explicit address the interface's own IPv4 is the flow's destination.
     ip = "" if host in ("0.0.0.0", "127.0.0.1", "localhost") and interface else host
     if host in ("127.0.0.1", "localhost") and not interface:
@@ -70,6 +76,7 @@ def open_ibv(
         cpus=list(cpus),
         rq=rq,
         busy_poll=busy_poll,
+        groups=list(groups),
     )
     return _core.Capture.ibv(fmt, config, options)
 

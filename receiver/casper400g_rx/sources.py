@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from .endpoint import parse_endpoint
 from .gpu import parse_device
+from .multicast import parse_groups
 
 
 def _positive(name: str, value: int | None) -> None:
@@ -45,14 +46,33 @@ def _cpus(value: Sequence[int] | None) -> tuple[int, ...] | None:
     return cpus
 
 
+def _multicast(source: UdpSource | IbvSource) -> None:
+    """Checks a source's multicast groups, and that its bind address can receive them."""
+    object.__setattr__(source, "groups", parse_groups(source.groups))
+    host, port = parse_endpoint(source.bind)
+    if not source.groups:
+        return
+    if port == 0:
+        raise ValueError(f"with groups, bind must name the groups' UDP port, got {source.bind!r}")
+    if host != "0.0.0.0" and (host not in source.groups or len(source.groups) > 1):
+        raise ValueError(
+            f"bind={source.bind!r} cannot receive the groups {list(source.groups)}: bind "
+            "'0.0.0.0:port' (any group), or one group's address with that group alone"
+        )
+
+
 @dataclass(frozen=True)
 class UdpSource:
-    """UDP sockets bound to `bind`; `threads` SO_REUSEPORT sockets share one chunk stream."""
+    """UDP sockets bound to `bind`; `threads` SO_REUSEPORT sockets share one chunk stream.
+    `groups`: IPv4 multicast groups joined on `interface` (netdev name; '' lets each
+    group's route choose) while the capture runs (multicast.py)."""
 
     bind: str = "127.0.0.1:0"
     threads: int | None = None  # None: 1, or sized for Capture.open's rate_gbps
     cpus: Sequence[int] | None = None
     rcvbuf: int = 64 << 20
+    groups: Sequence[str] = ()
+    interface: str = ""
 
     backend = "udp"
 
@@ -62,6 +82,17 @@ class UdpSource:
         object.__setattr__(self, "cpus", _cpus(self.cpus))
         if self.rcvbuf < 1:
             raise ValueError(f"rcvbuf must be >= 1, got {self.rcvbuf!r}")
+        _multicast(self)
+        if self.interface and not self.groups:
+            raise ValueError(
+                f"interface={self.interface!r} is where groups are joined; give groups= too"
+            )
+        if self.groups and (self.threads or 1) > 1:
+            # Linux hands each multicast datagram to every socket of a SO_REUSEPORT group.
+            raise ValueError(
+                f"threads={self.threads}: every socket would get a copy of each multicast "
+                "datagram; receive groups with threads=1 (one capture per group to spread)"
+            )
 
     def capture_kwargs(self) -> dict[str, Any]:
         return {
@@ -69,6 +100,8 @@ class UdpSource:
             "threads": self.threads,
             "cpus": self.cpus,
             "rcvbuf": self.rcvbuf,
+            "groups": self.groups,
+            "interface": self.interface,
         }
 
 
@@ -178,7 +211,9 @@ class EmulatedNic:
 
 @dataclass(frozen=True)
 class IbvSource:
-    """rdma-core raw-packet queues on `interface` for the stream sent to `bind`."""
+    """rdma-core raw-packet queues on `interface` for the stream sent to `bind`; with
+    `groups`, for those IPv4 multicast groups at bind's port (flow rules on the groups'
+    MACs and addresses, the groups joined through a socket while the capture runs)."""
 
     bind: str
     interface: str = ""
@@ -187,6 +222,7 @@ class IbvSource:
     cpus: Sequence[int] | None = None
     rq: Literal["split", "striding"] | None = None  # None: split, striding for SPEAD
     busy_poll: bool = True
+    groups: Sequence[str] = ()
 
     backend = "ibv"
 
@@ -197,6 +233,9 @@ class IbvSource:
         if self.rq not in (None, "split", "striding"):
             raise ValueError(f"rq must be 'split' or 'striding', got {self.rq!r}")
         object.__setattr__(self, "cpus", _cpus(self.cpus))
+        _multicast(self)
+        if self.groups and not self.interface:
+            raise ValueError("groups are received on a NIC: give interface= (its netdev name)")
 
     def capture_kwargs(self) -> dict[str, Any]:
         return {
@@ -207,6 +246,7 @@ class IbvSource:
             "cpus": self.cpus,
             "rq": self.rq,
             "busy_poll": self.busy_poll,
+            "groups": self.groups,
         }
 
 

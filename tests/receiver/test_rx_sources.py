@@ -70,7 +70,8 @@ def test_udp_and_pcap_sources_reach_their_backends(tmp_path) -> None:  # noqa: A
 
 def test_reprs_say_what_the_objects_are() -> None:
     assert repr(UdpSource(bind="127.0.0.1:7148", threads=4, cpus=[2, 3, 4, 5])) == (
-        "UdpSource(bind='127.0.0.1:7148', threads=4, cpus=(2, 3, 4, 5), rcvbuf=67108864)"
+        "UdpSource(bind='127.0.0.1:7148', threads=4, cpus=(2, 3, 4, 5), rcvbuf=67108864, "
+        "groups=(), interface='')"
     )
     assert repr(MemSource(schedule=np.arange(5), queues=2)) == (
         "MemSource(schedule=5 entries, queues=2, fill=True)"
