@@ -38,6 +38,9 @@ def test_every_cocotb_test_was_collected() -> None:
         "example_stream_unchanged",
         "spead_heaps",
         "mode_follows_the_register_per_packet",
+        "destination_table_spreads_each_spectrum",
+        "destination_table_switches_mid_stream",
+        "destination_table_waits_for_a_spectrum_and_refuses_bad_commands",
     }
 
 
