@@ -14,7 +14,8 @@ the generator runs, at a spectrum boundary, losing no packet — so packet k of 
 spectrum goes to entry k: ``--dest 239.2.0.10:7148:0 --dest 239.2.0.11:7148:512`` spreads
 the stream over two multicast groups, channels 0 and 512 in its SPEAD headers (default
 channel: the entry's index). ``--dest-off`` switches the table off (every packet to
-``pkt_dest_ip``/``pkt_dest_port``). ``load_dest_table`` does the same from a script.
+``pkt_dest_ip``/``pkt_dest_port``). The table is loaded where the first ``--dest`` stands
+among the ``--write`` options. ``load_dest_table`` does the same from a script.
 
 The board runs ``casper400g board-server`` (or any KATCP server with casperfpga's
 requests). With casperfpga installed the script uses it (``import casperfpga_ext``
@@ -143,6 +144,39 @@ def load_dest_table(fpga: Any, entries: Sequence[DestEntry], timeout: float = 10
     return fpga.read_uint("dest_tbl_switch")
 
 
+class InOrder(argparse.Action):
+    """Keeps --write, --dest and --dest-off in command-line order (``steps``)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if namespace.steps is None:
+            namespace.steps = []
+        namespace.steps.append((self.dest, values))
+
+
+def plan(steps: list[tuple[str, Any]]) -> list[Any]:
+    """The writes, (name, value), in order, and the destination table (a list of entries,
+    empty for --dest-off) where its first --dest stands."""
+    out: list[Any] = []
+    table: list[DestEntry] | None = None
+    for kind, value in steps:
+        if kind == "write":
+            out.append(value)
+        elif kind == "dest_off":
+            out.append([])
+        elif table is None:
+            table = [dest_entry(value, 0)]
+            out.append(table)
+        else:
+            table.append(dest_entry(value, len(table)))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("host", help="the board (its KATCP server)")
@@ -163,25 +197,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--write",
         type=register_write,
-        action="append",
-        default=[],
+        action=InOrder,
         metavar="NAME=VALUE",
         help="then write a design register (fpga.write_int), in the order given",
     )
     table = parser.add_mutually_exclusive_group()
     table.add_argument(
         "--dest",
-        action="append",
-        default=[],
+        action=InOrder,
         metavar="IP:PORT[:CHANNEL]",
-        help="then load the example design's destination table, an entry each, in order",
+        help="then load the example design's destination table, an entry each, in order "
+        "(where the first --dest stands among the --write options)",
     )
     table.add_argument(
-        "--dest-off", action="store_true", help="then switch the destination table off"
+        "--dest-off", action=InOrder, nargs=0, help="then switch the destination table off"
     )
+    parser.set_defaults(steps=None)
     args = parser.parse_args(argv)
     try:
-        dests = [dest_entry(text, index) for index, text in enumerate(args.dest)]
+        steps = plan(args.steps or [])
     except ValueError as exc:
         parser.error(str(exc))
 
@@ -193,15 +227,17 @@ def main(argv: list[str] | None = None) -> int:
         gbe.set_arp_table(dict(args.arp))  # every entry written, then read back
         gbe.fabric_enable()
         gbe.print_gbe_core_details(arp=True)
-        for name, value in args.write:
-            fpga.write_int(name, value)
-            print(f"{name} = {value:#x}")
-        if dests or args.dest_off:
-            first = load_dest_table(fpga, dests, args.timeout)
-            for index, d in enumerate(dests):
-                ip = addressing.format_ip(d.ip)
-                print(f"dest {index}: {ip}:{d.port} channel {d.channel}")
-            print(f"destination table in force from packet {first}")
+        for step in steps:
+            if isinstance(step, list):
+                first = load_dest_table(fpga, step, args.timeout)
+                for index, d in enumerate(step):
+                    ip = addressing.format_ip(d.ip)
+                    print(f"dest {index}: {ip}:{d.port} channel {d.channel}")
+                print(f"destination table ({len(step)} entries) in force from packet {first}")
+            else:
+                name, value = step
+                fpga.write_int(name, value)
+                print(f"{name} = {value:#x}")
     except (OSError, ValueError, AttributeError, RuntimeError) as exc:
         print(f"configure_core: {exc}", file=sys.stderr)
         return 1

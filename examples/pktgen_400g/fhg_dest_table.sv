@@ -31,14 +31,15 @@
 //         for an index >= ENTRIES). The copy in use is never written.
 //       - Switch: the other copy goes in force with `sw_count` entries at the next
 //         spectrum boundary — between the last packet of a spectrum and the first of the
-//         next, at once while no packet is mid-spectrum (a stream stopped mid-spectrum
-//         holds it until it runs again or `rst`). Refused for a count > ENTRIES: the table
-//         in force stays. `sw_switch_n` then holds n mod 2^32 of the first packet the new
-//         table sends.
+//         next, at once while no packet is mid-spectrum or `rst` is high (a stream stopped
+//         mid-spectrum holds it until it runs again or is reset). Refused for a count >
+//         ENTRIES: the table in force stays. `sw_switch_n` then holds n mod 2^32 of the
+//         first packet the new table sends.
 //     A command runs only once all four words have been unchanged for SETTLE cycles: each
-//     software register crosses clocks on its own, so the words written before the command
-//     may arrive after it; SETTLE covers the difference of two crossings (a few cycles of
-//     each clock, the register clock down to 100 MHz).
+//     software register crosses clocks on its own (fhg_cfg_sync), so the words written
+//     before the command may arrive after it; two crossings differ by less than two
+//     handshake round trips, 2 x (5 user_clk + 4 register clock cycles): 36 cycles with
+//     the register clock at 100 MHz, the slowest the platforms give it.
 //   * sw_status: [7:0] count in force (0: off), [15:8] ENTRIES, [23:16] sequence number of
 //     the last command done, [24] it was refused. sw_sent: packets taken through entry
 //     sw_ctrl[7:0] since `rst`, either copy (0 for an index >= ENTRIES), one cycle after
@@ -142,8 +143,9 @@ module fhg_dest_table #(
         arm        = req && c_ctrl[OP_SWITCH] && !cnt_bad;
         pos_adv    = dest_last ? '0 : pos + 1'b1;
         // The switch lands where the next packet starts a spectrum: after a take of a
-        // spectrum's last packet, or in a cycle without a take at the start of one.
-        apply      = arm && !rst && (take ? dest_last : pos == '0);
+        // spectrum's last packet, in a cycle without a take at the start of one, or in
+        // reset (packet 0 next).
+        apply      = arm && (rst || (take ? dest_last : pos == '0));
     end
 
     always_ff @(posedge clk) begin
@@ -157,7 +159,7 @@ module fhg_dest_table #(
             count    <= CNT_W'(c_count);
             on       <= c_count != 32'd0;
             last_pos <= IDX_W'(c_count - 32'd1);
-            switch_n <= take ? n + 32'd1 : n;
+            switch_n <= rst ? 32'd0 : take ? n + 32'd1 : n;
         end
 
         if (rst) begin

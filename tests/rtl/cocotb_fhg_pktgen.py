@@ -7,8 +7,9 @@ and, in SPEAD mode, a SPEAD-64-48 header of seven item pointers before it
 (verification/models/spead.py, also `struct` from the specification). The SPEAD
 payloads go to $CASPER400G_JOB_OUT (JSON) for spead2 to decode (test_fhg_pktgen.py).
 
-The destination table (fhg_dest_table) is checked packet by packet against `Routes`, a
-model of its contract: the tables switched in, from the packet numbers the design reports.
+The destination table (fhg_dest_table) is checked packet by packet against
+verification/models/dest_table.py, its contract's model: the tables switched in, from the
+packet numbers the design reports.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import json
 import os
 import random
 import struct
-from dataclasses import dataclass, field
 from typing import Any
 
 import cocotb
@@ -25,6 +25,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from verification.models import spead
+from verification.models.dest_table import Entry, Routes
 
 BEAT = 128
 
@@ -173,7 +174,6 @@ ENTRIES = 16
 WRITE, SWITCH = 0, 1 << 8  # dest_tbl_ctrl [8]; [23:16] the command's sequence number
 REFUSED = 1 << 24  # dest_tbl_status: the last command done ([23:16]) was refused
 SETTLE = 64  # fhg_dest_table's default
-Entry = tuple[int, int, int]  # IP, UDP port, channel
 
 
 def ip(text: str) -> int:
@@ -245,63 +245,22 @@ async def sent_through(dut: Any, index: int) -> int:
     return value
 
 
-@dataclass
-class Routes:
-    """The contract's destinations: table t is in force from packet starts[t]; packet k of
-    each spectrum goes to entry k; an empty table sends to the default with the default
-    channel; the SPEAD timestamp is the spectrum's number times the step."""
-
-    default_channel: int
-    starts: list[int] = field(default_factory=list)
-    tables: list[list[Entry]] = field(default_factory=list)
-
-    def switched(self, first: int, table: list[Entry]) -> None:
-        if self.starts:
-            prev, start = self.tables[-1], self.starts[-1]
-            assert first >= start, (first, start)
-            # A switch lands on a spectrum boundary of the table before it.
-            assert not prev or (first - start) % len(prev) == 0, (first, start, len(prev))
-        self.starts.append(first)
-        self.tables.append(table)
-
-    def expect(self, count: int) -> list[tuple[Entry, int, int | None]]:
-        """(destination, timestamp's spectrum, entry index) of packets 0 .. count-1."""
-        out = []
-        spectrum = 0
-        t = -1
-        for n in range(count):
-            while t + 1 < len(self.starts) and self.starts[t + 1] <= n:
-                t += 1
-            table = self.tables[t] if t >= 0 else []
-            if not table:
-                out.append(((*DEFAULT_DEST, self.default_channel), spectrum, None))
-                spectrum += 1
-                continue
-            k = (n - self.starts[t]) % len(table)
-            out.append((table[k], spectrum, k))
-            spectrum += k == len(table) - 1
-        return out
-
-
 def check_packets(mon: TxMonitor, routes: Routes, step: int | None = None) -> list[int]:
     """Every packet: its number in order (none lost or doubled), destination, and (SPEAD
     heaps: with ``step``) channel and timestamp by the model; the packets per entry index."""
-    per_entry = [0] * ENTRIES
     head = 64 if step is not None else 0
-    for n, (got, dest, (entry, spectrum, k)) in enumerate(
-        zip(mon.packets, mon.dests, routes.expect(len(mon.packets)), strict=True)
+    for n, (got, dest, r) in enumerate(
+        zip(mon.packets, mon.dests, routes.routes(len(mon.packets)), strict=True)
     ):
         number = got[head : head + 8]  # fewer bytes in a packet of fewer
         assert number == struct.pack(">Q", n)[: len(number)], f"packet {n}: {number.hex()}"
-        assert dest == entry[:2], f"packet {n} to {dest}, the table says {entry[:2]}"
+        assert dest == (r.ip, r.port), f"packet {n} to {dest}, the table says {r}"
         if step is None:
             assert got == example_payload(n, len(got)), f"packet {n}: payload"
         else:
-            want = spead_payload(n, len(got) - 64, spectrum * step, entry[2])
-            assert got == want, f"packet {n}: SPEAD header or payload (spectrum {spectrum})"
-        if k is not None:
-            per_entry[k] += 1
-    return per_entry
+            want = spead_payload(n, len(got) - 64, r.spectrum * step, r.channel)
+            assert got == want, f"packet {n}: SPEAD header or payload ({r})"
+    return routes.per_entry(len(mon.packets), ENTRIES)
 
 
 async def table_off(dut: Any, default_channel: int) -> Routes:
@@ -310,7 +269,7 @@ async def table_off(dut: Any, default_channel: int) -> Routes:
     for name in ("dest_tbl_ip", "dest_tbl_port", "dest_tbl_count"):
         getattr(dut, name).value = 0
     assert await load(dut, []) == 0
-    routes = Routes(default_channel)
+    routes = Routes((*DEFAULT_DEST, default_channel))
     routes.switched(0, [])
     return routes
 
@@ -395,7 +354,8 @@ async def destination_table_waits_for_a_spectrum_and_refuses_bad_commands(dut: A
     """A switch waits for the spectrum to end (the generator stopped mid-spectrum) and a
     new command replaces it; an entry index or a count beyond the table is refused, the
     table in force unchanged; a generator reset lands a pending switch at packet 0; a
-    command word of sequence number 0 (the register's reset value) does nothing."""
+    command word of sequence number 0 (the register's reset value) does nothing; held in
+    reset, the generator takes a switch at once."""
     mon = await setup(dut)
     routes = await table_off(dut, 0)
     t1 = [(ip("239.2.0.1"), 7148, 1), (ip("239.2.0.2"), 7148, 2), (ip("239.2.0.3"), 7148, 3)]
@@ -461,3 +421,15 @@ async def destination_table_waits_for_a_spectrum_and_refuses_bad_commands(dut: A
     start = len(mon.packets)
     await burst(dut, mon, 200, 2)
     assert mon.dests[start:] == [DEFAULT_DEST, DEFAULT_DEST]
+
+    # While the generator is held in reset a switch lands at once, for packet 0.
+    dut.ctrl.value = 2
+    routes = Routes((*DEFAULT_DEST, 0))
+    routes.switched(await load(dut, t2), t2)
+    assert routes.starts == [0]
+    dut.ctrl.value = 0
+    await ClockCycles(dut.clk, 2)
+    mon.packets.clear()
+    mon.dests.clear()
+    await burst(dut, mon, 200, 3)
+    check_packets(mon, routes)
