@@ -411,3 +411,10 @@ async def spreads_over_the_destination_table(dut) -> None:  # noqa: ANN001
         assert await host.read("dest_tbl_sent") == want_count, (k, per_entry)
     status = await host.read("dest_tbl_status")
     assert status & 0xFF == 0 and (status >> 16 & 0xFF) == (ctrl >> 16 & 0xFF), hex(status)
+    dut._log.info(
+        "destination table: %d frames checked, tables of %s entries from packets %s, per entry %s",
+        len(got),
+        [len(t) for t in routes.tables],
+        routes.starts,
+        per_entry,
+    )

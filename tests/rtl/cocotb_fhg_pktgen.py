@@ -347,6 +347,12 @@ async def destination_table_switches_mid_stream(dut: Any) -> None:
     assert len(mon.packets) > 5000, len(mon.packets)
     check_packets(mon, routes, step)
     assert int(dut.sent.value) == len(mon.packets)
+    dut._log.info(
+        "%d packets, %d tables switched in mid-stream (%s entries)",
+        len(mon.packets),
+        len(routes.tables) - 1,
+        [len(t) for t in routes.tables[1:]],
+    )
 
 
 @cocotb.test()
