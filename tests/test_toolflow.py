@@ -50,7 +50,15 @@ SW_REGS = [
     "spead_ctrl",
     "spead_channel",
     "spead_ts_step",
+    "dest_tbl_ip",
+    "dest_tbl_port",
+    "dest_tbl_count",
+    "dest_tbl_ctrl",
+    "dest_tbl_status",
+    "dest_tbl_switch",
+    "dest_tbl_sent",
 ]
+TO_PROCESSOR = ("pkt_sent", "dest_tbl_status", "dest_tbl_switch", "dest_tbl_sent")
 
 
 def build(design: Path, out: Path, platform_dirs: list[Path] | None = None) -> BuildResult:
@@ -151,7 +159,7 @@ def test_addresses_agree_everywhere(example: BuildResult):
         if name in mm:
             assert (addr, size) == (mm[name]["base"], mm[name]["size"])
         assert addr % size == 0 and addr >= BASE
-        read_only = name in ("pkt_sent", "sys") or (
+        read_only = name in (*TO_PROCESSOR, "sys") or (
             name in sys_aliases and name != "sys_scratchpad"
         )
         assert rw == (1 if read_only else 3)

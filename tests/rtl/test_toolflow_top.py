@@ -49,6 +49,7 @@ def test_every_cocotb_test_was_collected() -> None:
         "sends_the_example_stream",
         "sends_the_tone",
         "sends_spead_heaps",
+        "spreads_over_the_destination_table",
     }
 
 
