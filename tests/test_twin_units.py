@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from casper400g_dev import checkout, toolflow_sim
-from casper400g_dev.twin import build, claims, image
+from casper400g_dev.twin import build, claims, image, soak
 from casper400g_dev.twin.board import Network, TwinBoard, TwinError, status_line
 from casperfpga_ext.fpg import GBE_TAG, FpgHeader, parse_fpg_header
 from verification import tone_model
@@ -267,3 +267,44 @@ def test_twins_writing_pcap_files_claim_distinct_ones(tmp_path: Path):
     assert again.path.name == "twin_tx-2.pcap"
     for c in (first, third, again):
         c.release()
+
+
+def test_the_soaks_reconciliation_names_every_count_that_differs():
+    """A drained chain: 1000 datagrams, 4 dropped, 3 duplicated; 4 chunks of 256 taken, the
+    last one's 24 slots after the stream's end empty. Then each side disagreeing alone."""
+    fpga = {"tx_udp_packets": 1000, "pkt_sent": 1000, "tx_arp_miss": 0, "violations": 0}
+    link = {"datagrams": 1000, "passed": 996, "dropped": 4, "duplicated": 3, "held": 0}
+    host = {"received": 999, "packets": 996, "duplicate": 3, "late": 0, "rejected": 0}
+    host["lost"] = 28
+    taken = soak.Taken(chunks=4, present=996, end=1024)
+    assert soak.reconcile(fpga, link, host, taken, final=True) == []
+    # Mid-run, the last chunk still open (its 232 packets not handed on yet), the 4 drops
+    # in the 3 chunks taken: reconciled; as the final count it is not.
+    mid = soak.Taken(chunks=3, present=764, end=768)
+    assert soak.reconcile(fpga, link, host | {"lost": 4}, mid, final=False) == []
+    failed = soak.reconcile(fpga, link, host | {"lost": 4}, mid, final=True)
+    assert "host packets (all taken) 996 != 764" in failed, failed
+    cases = [
+        ({"fpga": {"pkt_sent": 999}}, "pkt_sent 999 != 1,000"),
+        ({"fpga": {"tx_arp_miss": 2}}, "tx_arp_miss 2 != 0"),
+        ({"fpga": {"violations": 1}}, "DCMAC rule breaks 1 != 0"),
+        ({"link": {"held": 1}}, "link held 1 != 0"),
+        ({"link": {"passed": 995}}, "link passed + dropped 999 != 1,000"),
+        ({"host": {"received": 998}}, "host received 998 != 999"),  # a kernel drop
+        ({"host": {"packets": 995}}, "host packets 995 != 996"),
+        ({"host": {"duplicate": 2}}, "host duplicate 2 != 3"),
+        ({"host": {"late": 1}}, "host late 1 != 0"),
+        ({"host": {"rejected": 1}}, "host rejected 1 != 0"),
+        ({"host": {"lost": 29}}, "host lost 29 != 28"),
+        ({"taken": {"mismatches": 1}}, "payloads differing from the example stream 1 != 0"),
+    ]
+    for change, message in cases:
+        sides = {"fpga": dict(fpga), "link": dict(link), "host": dict(host)}
+        t = soak.Taken(chunks=4, present=996, end=1024)
+        for side, values in change.items():
+            if side == "taken":
+                t.mismatches = values["mismatches"]
+            else:
+                sides[side].update(values)
+        failed = soak.reconcile(sides["fpga"], sides["link"], sides["host"], t, final=True)
+        assert message in failed, (change, failed)
