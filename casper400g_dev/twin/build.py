@@ -398,13 +398,28 @@ def _verilate(sources: list[Path], glue: str, out: Path, threads: int, user: Run
                 check=False,
                 **user.popen_kwargs(),
             )
+    except OSError as exc:  # Verilator not found or not runnable by the user
+        raise TwinBuildError(
+            f"cannot run Verilator as user {user.user}: {exc}" + _access_hint(user, env)
+        ) from None
     finally:
         user.take_back(obj)
     if proc.returncode != 0 or not (obj / EXE_NAME).is_file():
         tail = log.read_text(errors="replace")[-4000:]
+        hint = _access_hint(user, env) if "perl script" in tail else ""
         raise TwinBuildError(
-            f"Verilator build of the twin (as user {user.user}) failed (see {log}):\n{tail}"
+            f"Verilator build of the twin (as user {user.user}) failed (see {log}):\n{tail}" + hint
         )
+
+
+def _access_hint(user: RunAs, env: dict[str, str]) -> str:
+    if not user.switches:
+        return ""
+    return (
+        f"\n(the build runs as {user.user}, who must be able to read Verilator in "
+        f"{env['VERILATOR_ROOT']}: choose another user with --run-as, or put the checkout "
+        "and its venv where other users can read them)"
+    )
 
 
 def compile_build_dir(
