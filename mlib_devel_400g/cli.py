@@ -67,6 +67,13 @@ def _cmd_twin(args: argparse.Namespace) -> int:
     return run.run(args)
 
 
+def _cmd_soak(args: argparse.Namespace) -> int:
+    _dev_tools()
+    from casper400g_dev.twin import soak
+
+    return soak.run(args)
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -360,6 +367,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _dev_tools_args(twin)
     twin.set_defaults(func=_cmd_twin)
+
+    soak = sub.add_parser(
+        "soak",
+        help="the twin streaming into a capture for --minutes, link faults injected, the "
+        "FPGA's, the link's and the receiver's counters reconciled every 10 s (root: TAP)",
+    )
+    try:
+        _dev_tools()
+        from casper400g_dev.twin import soak as soak_mod
+
+        soak_mod.add_arguments(soak)
+    except NotACheckout:
+        soak.add_argument("rest", nargs=argparse.REMAINDER)
+    soak.set_defaults(func=_cmd_soak)
 
     bench = sub.add_parser("bench", help="benchmarks: tx (the core's TX goodput), twin")
     bench.add_argument(

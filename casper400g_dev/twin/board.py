@@ -7,12 +7,18 @@ running one. The MAC side of every 400GbE block goes to a TAP device in the twin
 network namespace (:mod:`.netns`), or, without the privileges for one, to a UDP tunnel or
 a pcap file. The core's ARP responder answers ARP; ICMP echo is answered by the software
 helper (``casperfpga_ext.tap``) through the core's CPU buffers, as a board's CPU would.
+
+Before anything takes long the board checks its KATCP port (:mod:`.claims`). The design
+(compile and harness) runs as an unprivileged user (:mod:`.privileges`); this process
+keeps the namespace and hands the harness its TAP devices, pcap files and the hold on its
+build as descriptors.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -28,8 +34,10 @@ from casperfpga_ext.transport import WORD_BYTES, check_access
 
 from . import image
 from .build import TwinBuild, TwinBuildError, compile_twin, design_name, design_sources
+from .claims import ClaimError, PcapClaim, check_port_free, claim_pcap
 from .harness import Harness, HarnessError
-from .netns import HostSide, Netns, NetnsError, privileged
+from .netns import HostSide, Netns, NetnsError, open_tap, privileged
+from .privileges import PrivilegeError, RunAs, run_as
 
 NETWORK_MODES = ("auto", "tap", "udp", "pcap", "none")
 
@@ -74,8 +82,9 @@ class TwinWindow:
 class Network:
     """Where the twin's MAC frames go. ``mode``: ``tap`` (a TAP device per block in a
     network namespace the twin creates; root), ``udp`` (frames over a UDP tunnel between
-    ``tunnel_local`` and ``tunnel_peer``), ``pcap`` (frames the FPGA sends, into ``pcap``),
-    ``none``, or ``auto`` (tap when privileged, else pcap)."""
+    ``tunnel_local`` and ``tunnel_peer``), ``pcap`` (frames the FPGA sends, into ``pcap``;
+    default ``<build>/twin_tx.pcap``, numbered while another twin writes it:
+    ``TwinBoard.pcap`` says which), ``none``, or ``auto`` (tap when privileged, else pcap)."""
 
     mode: str = "auto"
     host: HostSide = field(default_factory=HostSide)
@@ -118,6 +127,8 @@ class TwinBoard:
     behind a KATCP board server on ``katcp_host:katcp_port`` (0: a free port).
 
     ``icmp``: run the software ICMP helper so ``ping`` of the core's IP is answered.
+    ``run_as``: the unprivileged user that compiles and runs designs when this process is
+    root (default ``nobody``).
     ``progress`` gets one line per step (compiling, network, listening).
     """
 
@@ -130,6 +141,7 @@ class TwinBoard:
         katcp_port: int = 7147,
         threads: int = 1,
         icmp: bool = True,
+        run_as: str | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> None:
         self.build_dir = Path(build_dir) if build_dir is not None else None
@@ -137,6 +149,8 @@ class TwinBoard:
         self.katcp_host, self.katcp_port = katcp_host, katcp_port
         self.threads = threads
         self.icmp = icmp
+        self.run_as_name = run_as
+        self.user: RunAs | None = None
         self.say = progress or (lambda _m: None)
         self.fpg: Path | None = None
         self.netns: Netns | None = None
@@ -146,6 +160,7 @@ class TwinBoard:
         self.header: FpgHeader | None = None
         self.ports: dict[str, str] = {}
         self._harness: Harness | None = None
+        self._pcaps: list[PcapClaim] = []
         self._taps: list[Tap] = []
         self._server: BoardServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -175,6 +190,11 @@ class TwinBoard:
     def blocks(self) -> tuple[str, ...]:
         return self.build.blocks if self.build else ()
 
+    @property
+    def pcap(self) -> Path | None:
+        """The pcap file the first block's frames go to (pcap mode)."""
+        return self._pcaps[0].path if self._pcaps else None
+
     def interface(self, block: str | None = None) -> str:
         """The host-side interface of a block's link (tap mode)."""
         return self._ifname(self.blocks.index(block) if block else 0)
@@ -185,6 +205,11 @@ class TwinBoard:
     # ---------------------------------------------------------------- lifetime
     def start(self) -> TwinBoard:
         """Program the build's design, bring up the network and serve KATCP."""
+        try:
+            check_port_free(self.katcp_host, self.katcp_port)
+            self._runner()
+        except (ClaimError, PrivilegeError) as exc:
+            raise TwinError(str(exc)) from None
         try:
             self._setup_network()
             if self.build_dir is not None:
@@ -208,6 +233,9 @@ class TwinBoard:
             self._thread.join(15)
             self._thread = None
         self._stop_design()
+        for claim in self._pcaps:
+            claim.release()
+        self._pcaps = []
         if self.netns is not None:
             self.netns.delete()
             self.netns = None
@@ -227,6 +255,8 @@ class TwinBoard:
             if why is None:
                 try:
                     self.netns = Netns.create()
+                    for name in self.netns.swept:
+                        self.say(f"deleted namespace {name}, left by a twin no longer running")
                     self.mode = "tap"
                     return
                 except NetnsError as exc:
@@ -236,25 +266,55 @@ class TwinBoard:
             self.fallback_reason = why
             mode = "pcap"
             self.say(f"no TAP device ({why}): the FPGA's frames go to a pcap file instead")
-        if mode == "pcap" and net.pcap is None:
-            base = self.build_dir or Path.cwd()
-            net.pcap = base / "twin_tx.pcap"
+        if mode == "pcap":
+            try:
+                if net.pcap is None:
+                    base = self.build_dir or Path.cwd()
+                    self._pcaps.append(claim_pcap(base / "twin_tx.pcap", numbered=True))
+                else:
+                    self._pcaps.append(claim_pcap(net.pcap, numbered=False))
+            except ClaimError as exc:
+                raise TwinError(str(exc)) from None
         if mode == "udp" and not net.tunnel_peer:
             raise TwinError("udp mode needs the tunnel's peer (IP:port)")
         self.mode = mode
 
-    def _port_specs(self, blocks: tuple[str, ...]) -> dict[str, str]:
+    def _runner(self) -> RunAs:
+        if self.user is None:
+            self.user = run_as(self.run_as_name)
+        return self.user
+
+    def _port_specs(self, blocks: tuple[str, ...], fds: list[int]) -> dict[str, str]:
+        """The harness's ``--port`` specs; the descriptors they name are added to ``fds``
+        (the caller closes them once the harness has them)."""
         net = self.network
         specs: dict[str, str] = {}
         for k, block in enumerate(blocks):
             if self.mode == "tap":
-                specs[block] = f"tap:{self._ifname(k)}"
+                assert self.netns is not None
+                fd = open_tap(self.netns.name, self._ifname(k))
+                fds.append(fd)
+                specs[block] = f"tapfd:{fd}:{self._ifname(k)}"
             elif self.mode == "udp" and k == 0:
                 specs[block] = f"udp:{net.tunnel_local},{net.tunnel_peer}"
             elif self.mode == "pcap":
-                path = net.pcap if k == 0 else net.pcap.with_suffix(f".{block}.pcap")  # type: ignore[union-attr]
-                specs[block] = f"pcap:{path}"
+                claim = self._pcap_claim(k, block)
+                fd = claim.open_for_writing()
+                fds.append(fd)
+                specs[block] = f"pcapfd:{fd}:{claim.path}"
         return specs
+
+    def _pcap_claim(self, k: int, block: str) -> PcapClaim:
+        """Block ``k``'s pcap file: the claimed one for the first block, a file beside it
+        for the others (claimed once)."""
+        while len(self._pcaps) <= k:
+            first = self._pcaps[0].path
+            path = first.with_suffix(f".{block}.pcap")
+            try:
+                self._pcaps.append(claim_pcap(path, numbered=False))
+            except ClaimError as exc:
+                raise RequestError(str(exc)) from None
+        return self._pcaps[k]
 
     def _ensure_taps(self, blocks: tuple[str, ...]) -> None:
         assert self.netns is not None
@@ -298,23 +358,37 @@ class TwinBoard:
                     f"{source} holds a hardware device image of another design: the twin "
                     "runs .fpg files written by `casper400g twin` (their image is the HDL)"
                 )
-            build = compile_twin(sources, header, design, self.threads, progress=self.say)
-        except (TwinBuildError, image.ImageError) as exc:
-            raise RequestError(str(exc)) from None
-        with self._lock:
-            self._stop_design()
-            if self.mode == "tap":
-                self._ensure_taps(build.blocks)
-            self.build, self.header = build, header
-            self.ports = self._port_specs(build.blocks)
-            netns = self.netns.name if self.netns is not None else None
-            self._harness = Harness(build.exe, self.ports, netns=netns)
-            self.say(
-                f"running the twin of {design}: "
-                + ", ".join(f"{b} -> {spec}" for b, spec in self.ports.items())
+            build = compile_twin(
+                sources,
+                header,
+                design,
+                self.threads,
+                progress=self.say,
+                user=self._runner(),
+                hold=True,
             )
-            if self.icmp:
-                self._start_icmp(header)
+        except (TwinBuildError, image.ImageError, PrivilegeError) as exc:
+            raise RequestError(str(exc)) from None
+        user = self._runner()
+        # The harness gets its own copies of these: the build's hold, its ports.
+        fds = [build.held]
+        try:
+            with self._lock:
+                self._stop_design()
+                if self.mode == "tap":
+                    self._ensure_taps(build.blocks)
+                self.build, self.header = build, header
+                self.ports = self._port_specs(build.blocks, fds)
+                self._harness = Harness(build.exe, self.ports, fds=fds, user=user)
+                self.say(
+                    f"running the twin of {design} as user {user.user}: "
+                    + ", ".join(f"{b} -> {spec}" for b, spec in self.ports.items())
+                )
+                if self.icmp:
+                    self._start_icmp(header)
+        finally:
+            for fd in fds:
+                os.close(fd)
         return len(header.devices)
 
     async def _program_hook(self, pdi: Path, fpg: Path) -> None:
@@ -397,7 +471,7 @@ class TwinBoard:
             )
             lines.append(f"  e.g. ip netns exec {self.netns.name} ping <core IP>")
         elif self.mode == "pcap":
-            lines.append(f"no NIC: the FPGA's frames are written to {self.network.pcap}")
+            lines.append(f"no NIC: the FPGA's frames are written to {self.pcap}")
             if self.fallback_reason:
                 lines.append(f"  (fallback: {self.fallback_reason})")
         elif self.mode == "udp":

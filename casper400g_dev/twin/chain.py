@@ -206,7 +206,7 @@ def capture(
         # No NIC: the generator sends into the twin's pcap file, replayed afterwards.
         fpga.write_int("pkt_ctrl", 1)
         _wait_frames(board, block, tx_before + cfg.count, timeout)
-        cap = rx.Capture("pcap", path=str(board.network.pcap), **chunking)
+        cap = rx.Capture("pcap", path=str(board.pcap), **chunking)
         source = "pcap"
     else:
         assert board.netns is not None

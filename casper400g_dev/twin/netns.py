@@ -6,14 +6,23 @@ the TAP interface in it, with the host's address and MAC, so tools and the recei
 there (``ip netns exec <ns> …``, or :func:`entered` for sockets opened in-process) and see
 a NIC with the FPGA behind it. Creating it needs root (CAP_NET_ADMIN and /dev/net/tun);
 :func:`privileged` says why not, and the twin falls back to a UDP tunnel or pcap file.
+
+A namespace is named ``c4g-<pid>-<n>`` after the process that made it; one whose process
+is gone (a twin killed before it could clean up) is deleted, with its TAP devices, by the
+next twin's :meth:`Netns.create` (:func:`sweep`). The TAP devices are attached here, by
+the privileged process, and handed to the unprivileged harness as descriptors
+(:func:`open_tap`).
 """
 
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import ipaddress
 import os
+import re
 import shutil
+import struct
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +30,12 @@ from dataclasses import dataclass
 
 CLONE_NEWNET = 0x40000000
 DEFAULT_IFNAME = "c4g0"
+PREFIX = "c4g"
+NETNS_DIR = "/run/netns"  # where `ip netns` keeps its namespaces
+# <linux/if_tun.h>
+TUNSETIFF = 0x400454CA
+IFF_TAP = 0x0002
+IFF_NO_PI = 0x1000
 
 
 class NetnsError(OSError):
@@ -64,6 +79,7 @@ class Netns:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.swept: list[str] = []  # leftovers of killed twins deleted before this one
         _run("ip", "netns", "add", name)
         self._alive = True
         try:
@@ -73,13 +89,17 @@ class Netns:
             raise
 
     @classmethod
-    def create(cls, prefix: str = "c4g") -> Netns:
-        """A new namespace named ``<prefix>-<pid>-<n>`` (unique among this machine's twins)."""
+    def create(cls, prefix: str = PREFIX) -> Netns:
+        """A new namespace named ``<prefix>-<pid>-<n>`` (unique among this machine's
+        twins), after deleting those a killed twin left (:func:`sweep`)."""
+        swept = sweep(prefix)
         n = 0
         while True:
             name = f"{prefix}-{os.getpid()}-{n}"
-            if not os.path.exists(f"/run/netns/{name}"):
-                return cls(name)
+            if not os.path.exists(f"{NETNS_DIR}/{name}"):
+                ns = cls(name)
+                ns.swept = swept
+                return ns
             n += 1
 
     def add_tap(self, host: HostSide) -> None:
@@ -126,6 +146,51 @@ class Netns:
 
     def __exit__(self, *exc: object) -> None:
         self.delete()
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+def sweep(prefix: str = PREFIX) -> list[str]:
+    """Delete the namespaces ``<prefix>-<pid>-<n>`` whose process ``pid`` is gone (their
+    TAP devices go with them); returns their names. A namespace of a running process,
+    or of any other name, is left alone."""
+    own = re.compile(re.escape(prefix) + r"-([0-9]{1,10})-[0-9]{1,6}")
+    try:
+        names = sorted(os.listdir(NETNS_DIR))
+    except FileNotFoundError:
+        return []
+    swept = []
+    for name in names:
+        m = own.fullmatch(name)
+        if m is None or process_alive(int(m.group(1))):
+            continue
+        _run("ip", "netns", "delete", name)
+        swept.append(name)
+    return swept
+
+
+def open_tap(ns: str, ifname: str) -> int:
+    """A descriptor attached to TAP device ``ifname`` of namespace ``ns`` (frames both
+    ways, no packet information header), to hand to a process without the privilege."""
+    if len(ifname.encode()) >= 16:
+        raise NetnsError(f"interface name {ifname!r} is too long (15 bytes at most)")
+    request = struct.pack("16sH22x", ifname.encode(), IFF_TAP | IFF_NO_PI)
+    with entered(ns):
+        fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            fcntl.ioctl(fd, TUNSETIFF, request)
+        except OSError as exc:
+            os.close(fd)
+            raise NetnsError(f"cannot attach to TAP device {ifname!r} in {ns}: {exc}") from None
+    return fd
 
 
 _libc = ctypes.CDLL(None, use_errno=True)

@@ -31,6 +31,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pcap", help="pcap mode: the file (default <build_dir>/twin_tx.pcap)")
     p.add_argument("--threads", type=int, default=1, help="Verilator threads of the model")
     p.add_argument(
+        "--run-as",
+        metavar="USER",
+        help="started as root: the unprivileged user that compiles and runs the design "
+        "(default nobody; root keeps only the network namespace and TAP devices)",
+    )
+    p.add_argument(
         "--no-icmp", action="store_true", help="do not run the software ICMP echo helper"
     )
     p.add_argument("--seconds", type=float, help="stop after this long (default: Ctrl-C)")
@@ -55,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
         katcp_port=args.port,
         threads=args.threads,
         icmp=not args.no_icmp,
+        run_as=args.run_as,
         progress=lambda m: print(m, flush=True),
     )
     done = threading.Event()
