@@ -12,7 +12,10 @@ from pathlib import Path
 import numpy as np
 
 from . import _core
-from .capture import Capture, parse_endpoint
+from .capture import Capture
+from .chunking import Chunking
+from .endpoint import parse_endpoint
+from .sources import IbvSource, PcapSource, Source, UdpSource
 
 
 def _add_engine_args(p: argparse.ArgumentParser) -> None:
@@ -32,20 +35,26 @@ def _add_engine_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _open_capture(args: argparse.Namespace) -> Capture:
+def _source(args: argparse.Namespace) -> Source:
     cpus = [int(c) for c in args.cpus.split(",")] if args.cpus else None
+    if args.backend == "udp":
+        return UdpSource(args.bind, threads=args.threads, cpus=cpus)
+    if args.backend == "pcap":
+        if not args.pcap_in:
+            raise ValueError("--backend pcap needs --pcap-in FILE")
+        return PcapSource(args.pcap_in)
+    return IbvSource(args.bind, interface=args.interface, queues=args.queues, cpus=cpus)
+
+
+def _open_capture(args: argparse.Namespace) -> Capture:
     return Capture(
-        args.backend,
+        _source(args),
         fmt=_core.Format(payload_size=args.payload),
-        bind=args.bind,
-        path=args.pcap_in,
-        threads=args.threads,
-        cpus=cpus,
-        interface=args.interface,
-        queues=args.queues,
-        packets_per_chunk=args.packets_per_chunk,
-        max_chunks=args.max_chunks,
-        policy=args.policy,
+        chunking=Chunking(
+            packets_per_chunk=args.packets_per_chunk,
+            max_chunks=args.max_chunks,
+            policy=args.policy,
+        ),
     )
 
 
@@ -95,8 +104,7 @@ def _cmd_capture(args: argparse.Namespace) -> int:
     last_received, last_change = 0, time.monotonic()
     try:
         with cap, _metrics(args, cap):
-            where = args.bind if args.backend == "udp" else args.pcap_in
-            print(f"capturing from {where}", flush=True)
+            print(f"capturing from {_where(args, cap)}", flush=True)
             while len(ids) < args.chunks and cap.running:
                 if deadline is not None and time.monotonic() > deadline:
                     break
@@ -114,17 +122,33 @@ def _cmd_capture(args: argparse.Namespace) -> int:
     finally:
         if writer is not None:
             writer.close()
-    if args.npy:
-        base = Path(args.npy)
-        stem = base.with_suffix("")
-        np.save(base, np.stack(data) if data else np.zeros((0, 0, 0), np.uint8))
-        np.save(f"{stem}.present.npy", np.stack(present) if present else np.zeros((0, 0), bool))
-        np.save(f"{stem}.chunk_ids.npy", np.asarray(ids, dtype=np.int64))
-        print(f"wrote {base}, {stem}.present.npy, {stem}.chunk_ids.npy ({len(ids)} chunks)")
+    _write_npy(args, data, present, ids)
     if args.pcap:
         print(f"wrote {args.pcap}")
     _print_stats(cap)
     return 0
+
+
+def _where(args: argparse.Namespace, cap: Capture) -> str:
+    if args.backend == "pcap":
+        return str(args.pcap_in)
+    if args.backend == "udp":
+        host, _ = parse_endpoint(args.bind)
+        return f"{host}:{cap.port}"
+    return str(args.bind)
+
+
+def _write_npy(
+    args: argparse.Namespace, data: list[np.ndarray], present: list[np.ndarray], ids: list[int]
+) -> None:
+    if not args.npy:
+        return
+    base = Path(args.npy)
+    stem = base.with_suffix("")
+    np.save(base, np.stack(data) if data else np.zeros((0, 0, 0), np.uint8))
+    np.save(f"{stem}.present.npy", np.stack(present) if present else np.zeros((0, 0), bool))
+    np.save(f"{stem}.chunk_ids.npy", np.asarray(ids, dtype=np.int64))
+    print(f"wrote {base}, {stem}.present.npy, {stem}.chunk_ids.npy ({len(ids)} chunks)")
 
 
 def _cmd_monitor(args: argparse.Namespace) -> int:
@@ -177,13 +201,13 @@ def _cmd_send(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import run_benchmarks
+    from .tools.bench import run_benchmarks
 
     return run_benchmarks(args)
 
 
 def _cmd_hwcheck(args: argparse.Namespace) -> int:
-    from .hwcheck import run_hwcheck
+    from .tools.hwcheck import run_hwcheck
 
     return run_hwcheck(args)
 
@@ -261,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.set_defaults(func=_cmd_bench)
 
-    from .hwcheck import add_arguments as add_hwcheck_arguments
+    from .tools.hwcheck import add_arguments as add_hwcheck_arguments
 
     hw = sub.add_parser("hwcheck", help="RDMA NICs, GPUs and PCIe topology for the ibv backend")
     add_hwcheck_arguments(hw)

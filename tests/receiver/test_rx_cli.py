@@ -38,7 +38,8 @@ def wait_until_bound(port: int, timeout: float = 10.0) -> None:
 def test_send_injects_exactly_the_announced_faults(capsys: pytest.CaptureFixture[str]) -> None:
     ppc, max_chunks, count, seed = 64, 3, 1280, 4
     cap = rx.Capture(
-        "udp", bind="127.0.0.1:0", packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=0
+        rx.UdpSource(bind="127.0.0.1:0"),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=0),
     )
     args = ["--count", str(count), "--rate", "1", "--drop", "0.02", "--duplicate", "0.01"]
     args += ["--reorder", "0.05", "--late", "3", "--seed", str(seed)]
@@ -92,7 +93,7 @@ def test_capture_to_npy_and_pcap_round_trip(tmp_path: Path) -> None:
     for chunk_id, chunk_data in zip(ids, data, strict=True):
         np.testing.assert_array_equal(chunk_data, rx.example_chunk(int(chunk_id), ppc))
 
-    replay = rx.Capture("pcap", path=str(pcap), packets_per_chunk=ppc)
+    replay = rx.Capture(rx.PcapSource(path=str(pcap)), chunking=rx.Chunking(packets_per_chunk=ppc))
     with replay:
         replayed = {c.chunk_id: c.data.copy() for c in replay.chunks(timeout=10)}
     assert sorted(replayed) == list(range(n_chunks))
@@ -100,7 +101,9 @@ def test_capture_to_npy_and_pcap_round_trip(tmp_path: Path) -> None:
         np.testing.assert_array_equal(replayed[int(chunk_id)], chunk_data)
 
     seq_by_ip_id = rx.Capture(
-        "pcap", path=str(pcap), packets_per_chunk=ppc, fmt=rx.Format(seq="ipv4_id")
+        rx.PcapSource(path=str(pcap)),
+        fmt=rx.Format(seq="ipv4_id"),
+        chunking=rx.Chunking(packets_per_chunk=ppc),
     )
     with seq_by_ip_id:
         for chunk in seq_by_ip_id.chunks(timeout=10):
@@ -169,7 +172,9 @@ def test_rx_help_lists_the_subcommands(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_demo_loopback_checks_every_byte() -> None:
-    stats, mismatched = rx.demo_loopback(seconds=0.5, rate_gbps=0.5)
+    from casper400g_rx.tools.demo import demo_loopback
+
+    stats, mismatched = demo_loopback(seconds=0.5, rate_gbps=0.5)
     expected = int(0.5 * 0.5e9 / (8192 * 8)) // 256 * 256
     assert mismatched == 0
     assert stats.packets == expected and stats.lost == 0 and stats.kernel_drops == 0
@@ -180,7 +185,7 @@ def test_spead2_place_callback_and_trials() -> None:
         import spead2  # noqa: F401
     except ImportError:
         need_tool("spead2 is not installed (`make test` installs it: pip install spead2)")
-    from casper400g_rx import bench_spead2
+    from casper400g_rx.tools import bench_spead2
 
     for trial in (bench_spead2.casper_trial, bench_spead2.spead2_trial):
         # A loopback trial on a loaded two-core machine can lose a burst to scheduling
