@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -58,6 +61,30 @@ def _open_capture(args: argparse.Namespace) -> Capture:
     )
 
 
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[threading.Event]:
+    """SIGINT and SIGTERM set the event instead of unwinding the capture, so that what was
+    captured is flushed and written. A signal the process ignores (a shell's background
+    job) stays ignored."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def note(signum: int, frame: object) -> None:
+        stop.set()
+
+    kept = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            kept[sig] = signal.signal(sig, note)
+    try:
+        yield stop
+    finally:
+        for sig, handler in kept.items():
+            signal.signal(sig, handler)
+
+
 def _metrics(args: argparse.Namespace, cap: Capture) -> contextlib.AbstractContextManager:
     """The Prometheus endpoint of --metrics-port, or nothing."""
     if args.metrics_port is None:
@@ -102,31 +129,34 @@ def _cmd_capture(args: argparse.Namespace) -> int:
 
     deadline = time.monotonic() + args.seconds if args.seconds else None
     last_received, last_change = 0, time.monotonic()
-    try:
-        with cap, _metrics(args, cap):
-            print(f"capturing from {_where(args, cap)}", flush=True)
-            while len(ids) < args.chunks and cap.running:
-                if deadline is not None and time.monotonic() > deadline:
-                    break
-                for chunk in cap.chunks(timeout=0.1):
+    with _stop_on_signals() as interrupted:
+        try:
+            with cap, _metrics(args, cap):
+                print(f"capturing from {_where(args, cap)}", flush=True)
+                while len(ids) < args.chunks and cap.running and not interrupted.is_set():
+                    if deadline is not None and time.monotonic() > deadline:
+                        break
+                    for chunk in cap.chunks(timeout=0.1):
+                        take(chunk)
+                        break
+                    received = cap.stats.received
+                    if received != last_received:
+                        last_received, last_change = received, time.monotonic()
+                    elif args.idle and received and time.monotonic() - last_change > args.idle:
+                        break
+                cap.stop()  # flushes the chunks still open
+                for chunk in cap.chunks(timeout=0):
                     take(chunk)
-                    break
-                received = cap.stats.received
-                if received != last_received:
-                    last_received, last_change = received, time.monotonic()
-                elif args.idle and received and time.monotonic() - last_change > args.idle:
-                    break
-            cap.stop()  # flushes the chunks still open
-            for chunk in cap.chunks(timeout=0):
-                take(chunk)
-    finally:
-        if writer is not None:
-            writer.close()
-    _write_npy(args, data, present, ids)
+        finally:
+            if writer is not None:
+                writer.close()
+        _write_npy(args, data, present, ids)
+    if interrupted.is_set():
+        print(f"interrupted: kept {len(ids)} chunks", file=sys.stderr)
     if args.pcap:
         print(f"wrote {args.pcap}")
     _print_stats(cap)
-    return 0
+    return 130 if interrupted.is_set() else 0
 
 
 def _where(args: argparse.Namespace, cap: Capture) -> str:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -109,6 +112,84 @@ def test_capture_to_npy_and_pcap_round_trip(tmp_path: Path) -> None:
         for chunk in seq_by_ip_id.chunks(timeout=10):
             np.testing.assert_array_equal(chunk.data, replayed[chunk.chunk_id])
             chunk.release()
+
+
+# The CLI as a user runs it from a terminal: SIGINT raises KeyboardInterrupt unless the
+# command handles it (a shell without job control would start it with SIGINT ignored).
+INTERACTIVE_CLI = """
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+from mlib_devel_400g import cli
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def wait_until_read(port: int, timeout: float = 10.0) -> None:
+    """Until the datagrams queued at 127.0.0.1:`port` were read by its receiver (the
+    socket's receive queue in /proc/net/udp is empty)."""
+    local = f"0100007F:{port:04X}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        queued = [
+            int(fields[4].split(":")[1], 16)
+            for fields in (
+                line.split() for line in Path("/proc/net/udp").read_text().splitlines()[1:]
+            )
+            if fields[1] == local
+        ]
+        if queued and not any(queued):
+            return
+        time.sleep(0.02)
+    raise TimeoutError(f"127.0.0.1:{port} still has unread datagrams (or no socket)")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupted_capture_keeps_what_was_captured(tmp_path: Path, sig: int) -> None:
+    # 100 packets into 64-packet chunks with a 4-chunk window: chunk 0 whole, chunk 1 36
+    # packets, neither handed on before the capture stops. The signal must flush both and
+    # write them to every output asked for.
+    from scapy.layers.inet import IP, UDP
+    from scapy.utils import rdpcap
+
+    ppc, count = 64, 100
+    port = free_udp_port()
+    npy, pcap = tmp_path / "cap.npy", tmp_path / "cap.pcap"
+    argv = ["rx", "capture", "--bind", f"127.0.0.1:{port}", "--packets-per-chunk", str(ppc)]
+    argv += ["--chunks", "1000", "--npy", str(npy), "--pcap", str(pcap)]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", INTERACTIVE_CLI, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == f"capturing from 127.0.0.1:{port}\n"
+        rx.Sender(port=port, count=count, rate_gbps=0.5).run()
+        wait_until_read(port)
+        time.sleep(0.2)  # the read datagrams placed
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    ids = np.load(tmp_path / "cap.chunk_ids.npy")
+    present = np.load(tmp_path / "cap.present.npy")
+    data = np.load(npy)
+    assert list(ids) == [0, 1]
+    np.testing.assert_array_equal(present[0], np.ones(ppc, bool))
+    np.testing.assert_array_equal(present[1], np.arange(ppc) < count - ppc)
+    np.testing.assert_array_equal(data[0], rx.example_chunk(0, ppc))
+    np.testing.assert_array_equal(data[1][: count - ppc], rx.example_chunk(1, ppc)[: count - ppc])
+
+    frames = rdpcap(str(pcap))
+    assert len(frames) == count
+    for seq, frame in enumerate(frames):
+        assert frame[IP].id == seq and frame[UDP].dport == port
+        assert bytes(frame[UDP].payload) == rx.example_payload(seq)
+    assert "interrupted: kept 2 chunks" in err
+    assert "packets=100  lost=28  late=0  duplicate=0" in out
 
 
 def test_monitor_shows_rates_and_loss(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
