@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 from rich.console import Console
 
+from casper400g_rx import Chunking, UdpSource
 from casper400g_rx.account import Transmitted
 from casper400g_rx.cluster import CaptureCluster, Reduction, Stream
-from casper400g_rx.sources import Chunking, UdpSource
 
 from . import checkout, lan
 

@@ -8,7 +8,7 @@
 # Installs into the environment of $PYTHON (default python3), the one with CuPy/PyTorch
 # (editable, no dependencies fetched); wheels the tests need beyond those (scapy) may
 # be put in $GPU_CHECK_WHEELS (a folder).
-# BENCH_ARGS passes options to casper400g_rx.bench_gpu; SANITIZE=0 skips the sanitizer.
+# BENCH_ARGS passes options to casper400g_rx.tools.bench_gpu; SANITIZE=0 skips the sanitizer.
 #
 # PRESET=shared: the one-capture runs (about 8 minutes on a 16-core host): no sanitizer;
 # the GPU tests plus the CPU tests of queues sharing chunks; benchmarks 1c (copying path,
@@ -86,14 +86,14 @@ if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
 fi
 
 step "demo GPU stage"
-"$py" -c "from casper400g_rx.demo import demo_gpu
+"$py" -c "from casper400g_rx.tools.demo import demo_gpu
 ok, lines = demo_gpu()
 print(*lines, sep='\n')
 raise SystemExit(0 if ok else 1)" 2>&1 | tee "$out/demo.log" || status=1
 
 step "GPU benchmarks"
 # shellcheck disable=SC2086
-timeout "${BENCH_TIMEOUT:-600}" "$py" -m casper400g_rx.bench_gpu --out "$out/bench.md" ${BENCH_ARGS:-} \
+timeout "${BENCH_TIMEOUT:-600}" "$py" -m casper400g_rx.tools.bench_gpu --out "$out/bench.md" ${BENCH_ARGS:-} \
   2>&1 | tee "$out/bench.log" || status=1
 
 {

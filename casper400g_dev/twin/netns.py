@@ -205,7 +205,7 @@ def _setns(fd: int) -> None:
 @contextmanager
 def entered(name: str) -> Iterator[None]:
     """Run the block with this thread in namespace ``name``: sockets opened inside it
-    (a receiver's ``Capture("udp", …)``) stay there after the block; the thread returns
+    (a receiver's ``Capture(UdpSource(…))``) stay there after the block; the thread returns
     to its own namespace at the end. Other threads are not affected."""
     own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
     try:

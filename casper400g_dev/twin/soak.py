@@ -174,12 +174,11 @@ def open_capture(board: TwinBoard, cfg: SoakConfig) -> Any:
     assert board.netns is not None
     with netns.entered(board.netns.name):
         return rx.Capture(
-            "udp",
-            bind=f"{board.network.host.address}:{cfg.stream().dest_port}",
+            rx.UdpSource(f"{board.network.host.address}:{cfg.stream().dest_port}"),
             fmt=rx.Format(payload_size=cfg.size),
-            packets_per_chunk=cfg.packets_per_chunk,
-            max_chunks=cfg.max_chunks,
-            first_chunk=0,
+            chunking=rx.Chunking(
+                packets_per_chunk=cfg.packets_per_chunk, max_chunks=cfg.max_chunks, first_chunk=0
+            ),
         )
 
 

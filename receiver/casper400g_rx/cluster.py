@@ -6,7 +6,7 @@ reduced results and statistics brought to the client, and the array's loss accou
 ```python
 from distributed import Client
 from casper400g_rx.cluster import CaptureCluster, Reduction, Stream
-from casper400g_rx.sources import Chunking, UdpSource
+from casper400g_rx import Chunking, UdpSource
 
 client = Client("tcp://scheduler:8786")  # or Client(LocalCluster()) on a laptop
 streams = [
@@ -42,7 +42,9 @@ import numpy as np
 
 from . import _core
 from .account import ArrayAccount, CaptureFigures, Transmitted, reconcile
-from .sources import Chunking, Delivery, Source
+from .chunking import Chunking
+from .delivery import Delivery
+from .sources import Source
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ class Stream:
     def __post_init__(self) -> None:
         if not self.name:
             raise ValueError("a stream needs a name")
-        if not hasattr(self.source, "capture_kwargs"):
+        if not isinstance(self.source, Source):
             raise TypeError(f"source must be a sources.py object, got {self.source!r}")
         object.__setattr__(self, "resources", dict(self.resources))
         object.__setattr__(self, "workers", tuple(self.workers))
@@ -140,7 +142,7 @@ class StreamCapture:
         w = get_worker()
         self.worker, self.host = w.address, str(w.name or socket.gethostname())
         s = self.stream
-        self._cap = Capture.open(
+        self._cap = Capture(
             s.source,
             fmt=s.fmt() if s.fmt is not None else None,
             chunking=s.chunking,

@@ -24,8 +24,9 @@ from typing import Any
 
 from . import _core
 from .account import Transmitted, from_core
+from .chunking import Chunking
 from .cluster import CaptureCluster, Reduction, Stream, example_check
-from .sources import Chunking, UdpSource
+from .sources import UdpSource
 
 STREAM_KEYS = ("name", "bind", "groups", "interface", "resource", "worker")
 

@@ -30,7 +30,7 @@ pytest.importorskip("distributed")
 from distributed import Client, LocalCluster
 
 from casper400g_dev import lan
-from casper400g_rx import _core
+from casper400g_rx import Chunking, MemSource, UdpSource, _core
 from casper400g_rx.account import (
     CaptureFigures,
     Transmitted,
@@ -45,7 +45,6 @@ from casper400g_rx.cluster import (
 )
 from casper400g_rx.cluster_cli import parse_fpga, parse_stream
 from casper400g_rx.faults import faulty_schedule
-from casper400g_rx.sources import Chunking, MemSource, UdpSource
 from casperfpga_ext import fhg_regmap
 
 PORT = 7148

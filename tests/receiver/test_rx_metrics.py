@@ -34,7 +34,8 @@ def test_a_scrape_carries_the_captures_counters_exactly():
     ppc, n_chunks, max_chunks = 128, 8, 4
     f = faulty_schedule(n_chunks, ppc, max_chunks, np.random.default_rng(3), n_late=2)
     cap = rx.Capture(
-        "mem", schedule=f.schedule, packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=0
+        rx.MemSource(schedule=f.schedule),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=0),
     )
     with cap, metrics.serve(cap, 0, addr="127.0.0.1", labels={"stream": "beam0"}) as server:
         for chunk in cap.chunks(timeout=5):

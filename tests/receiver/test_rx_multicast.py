@@ -19,10 +19,9 @@ import pytest
 from conftest import need_tool
 
 from casper400g_dev import lan
-from casper400g_rx import Capture
+from casper400g_rx import Capture, Chunking, Format, IbvSource, UdpSource
 from casper400g_rx.example_stream import example_payloads
 from casper400g_rx.multicast import Membership, parse_groups
-from casper400g_rx.sources import Chunking, IbvSource, UdpSource
 
 PORT = 7148
 PPC = 64
@@ -47,7 +46,7 @@ def test_groups_are_checked_and_kept_as_addresses():
 def test_udp_source_refuses_what_cannot_receive_its_groups():
     src = UdpSource(bind=f"0.0.0.0:{PORT}", groups=list(GROUPS[:2]), interface="eth0")
     assert src.groups == GROUPS[:2]
-    assert src.capture_kwargs()["groups"] == GROUPS[:2]
+    assert src.lanes() == 1 and src.with_lanes(4, None, Format()) is src
     UdpSource(bind=f"{GROUPS[0]}:{PORT}", groups=[GROUPS[0]])  # one group's own address
     with pytest.raises(ValueError, match="cannot receive the groups"):
         UdpSource(bind=f"10.0.0.2:{PORT}", groups=[GROUPS[0]])
@@ -63,7 +62,7 @@ def test_udp_source_refuses_what_cannot_receive_its_groups():
 
 def test_ibv_source_takes_groups_on_a_nic():
     src = IbvSource(bind=f"0.0.0.0:{PORT}", interface="enp1s0f0np0", groups=list(GROUPS))
-    assert src.capture_kwargs()["groups"] == GROUPS
+    assert src.groups == GROUPS
     with pytest.raises(ValueError, match="give interface="):
         IbvSource(bind=f"0.0.0.0:{PORT}", groups=[GROUPS[0]])
 
@@ -119,7 +118,7 @@ def test_two_hosts_each_get_their_two_groups_only(net: lan.Lan):
     caps: dict[str, Capture] = {}
     for name, host in hosts.items():
         with host.entered():
-            caps[name] = Capture.open(
+            caps[name] = Capture(
                 UdpSource(bind=f"0.0.0.0:{PORT}", groups=joins[name], interface=host.ifname),
                 chunking=Chunking(
                     packets_per_chunk=PPC, max_chunks=16, first_chunk=first[name] // PPC

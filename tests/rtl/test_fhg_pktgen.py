@@ -168,7 +168,7 @@ def test_spead_heaps_captured_by_the_receiver(run: tuple[dict[str, sim.TestOutco
     sent = [p for p in job["packets"] if p["size"] == 8192]
     rows = np.stack([np.frombuffer(bytes.fromhex(p["payload"]), np.uint8) for p in sent])
     fmt = rx.Format.spead(8192, index_item=TIMESTAMP, index_step=job["step"], items=[CHANNEL])
-    cap = rx.Capture("mem", fmt=fmt, packets=rows, packets_per_chunk=4)
+    cap = rx.Capture(rx.MemSource(packets=rows), fmt=fmt, chunking=rx.Chunking(packets_per_chunk=4))
     with cap:
         chunks = {}
         for c in cap.chunks(timeout=5):

@@ -38,8 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _core, sizing
-from .capture import Capture
+from .. import Capture, Chunking, Delivery, EmulatedNic, MemSource, _core, sizing
 
 PAYLOAD = 8192
 GBIT = 1e9
@@ -186,17 +185,9 @@ def host_path_trial(
         cpus = [pinned[k + i], pinned[i]] if pinned else None
         caps.append(
             Capture(
-                "mem",
-                count=count,
-                first=0,
-                first_chunk=0,
-                packets_per_chunk=ppc,
-                max_chunks=4,
-                n_chunks=12,
-                nic_rate_gbps=per,
-                cpus=cpus,
-                device=device,
-                gpu_chunks=6 if device != "cpu" else 0,
+                EmulatedNic(count=count, first=0, nic_rate_gbps=per, cpus=cpus),
+                chunking=Chunking(first_chunk=0, packets_per_chunk=ppc, max_chunks=4, n_chunks=12),
+                delivery=Delivery(device=device, gpu_chunks=6 if device != "cpu" else 0),
             )
         )
     got, wall, cpu, stats = run_captures(caps, pinned, nic_drops_from_source=device == "cpu")
@@ -291,18 +282,9 @@ def shared_capture_trial(
     cores = physical_core_cpus()
     pinned = cores[: k + 1] if k + 1 < len(cores) else None
     cap = Capture(
-        "mem",
-        count=count,
-        first_chunk=0,
-        packets_per_chunk=ppc,
-        max_chunks=4,
-        n_chunks=8 + 2 * k,
-        nic_rate_gbps=rate_gbps,
-        fill=False,
-        queues=k,
-        cpus=pinned,
-        device=device,
-        gpu_chunks=8,
+        EmulatedNic(count=count, nic_rate_gbps=rate_gbps, fill=False, queues=k, cpus=pinned),
+        chunking=Chunking(first_chunk=0, packets_per_chunk=ppc, max_chunks=4, n_chunks=8 + 2 * k),
+        delivery=Delivery(device=device, gpu_chunks=8),
     )
     saved = os.sched_getaffinity(0)
     ncpu = os.cpu_count() or 1
@@ -427,17 +409,17 @@ def default_capture_trial(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         cap = Capture(
-            "mem",
-            emulate="ibv",
-            count=count,
-            first_chunk=0,
-            nic_rate_gbps=rate_gbps,
-            fill=fill,
-            queues=queues,
-            cpus=pinned,
-            device=device,
-            packets_per_chunk=ppc,
+            EmulatedNic(
+                count=count,
+                nic_rate_gbps=rate_gbps,
+                fill=fill,
+                queues=queues,
+                cpus=pinned,
+                split=True,
+            ),
             rate_gbps=rate_gbps,
+            chunking=Chunking(first_chunk=0, packets_per_chunk=ppc),
+            delivery=Delivery(device=device),
         )
     assert cap.sizing is not None and cap.sizing.queues == k
     ncpu = os.cpu_count() or 1
@@ -571,21 +553,23 @@ def split_path_trial(
         cpus = (pinned[c : c + 1] if per_queue else pinned) if pinned else None
         caps.append(
             Capture(
-                "mem",
-                emulate="ibv",
-                queues=qs,
-                depth=1024,
-                count=count,
-                first=0,
-                first_chunk=0,
-                packets_per_chunk=ppc,
-                max_chunks=4,
-                n_chunks=12 if per_queue else 0,
-                nic_rate_gbps=rate_gbps / n_caps,
-                fill=fill,
-                cpus=cpus,
-                device=device,
-                gpu_chunks=4 if device != "cpu" else 0,
+                EmulatedNic(
+                    queues=qs,
+                    depth=1024,
+                    count=count,
+                    first=0,
+                    nic_rate_gbps=rate_gbps / n_caps,
+                    fill=fill,
+                    cpus=cpus,
+                    split=True,
+                ),
+                chunking=Chunking(
+                    first_chunk=0,
+                    packets_per_chunk=ppc,
+                    max_chunks=4,
+                    n_chunks=12 if per_queue else 0,
+                ),
+                delivery=Delivery(device=device, gpu_chunks=4 if device != "cpu" else 0),
             )
         )
     got, wall, cpu, stats = run_captures(caps, pinned)
@@ -657,20 +641,18 @@ def gpudirect_pass(
     """Payload Gb/s of the reorder kernels over one pass of a filled arrival ring."""
     chunks = ring // ppc
     cap = Capture(
-        "mem",
-        count=ring,
-        packets_per_chunk=ppc,
-        max_chunks=4,
-        n_chunks=chunks + 6,
-        first_chunk=0,
-        device="cuda:0",
-        gpudirect=True,
-        gpu_options={
-            "blocks": blocks,
-            "batch": batch,
-            "ring_packets": ring,
-            "slots": ring // batch + 2,
-        },
+        MemSource(count=ring),
+        chunking=Chunking(packets_per_chunk=ppc, max_chunks=4, n_chunks=chunks + 6, first_chunk=0),
+        delivery=Delivery(
+            device="cuda:0",
+            gpudirect=True,
+            gpu_options={
+                "blocks": blocks,
+                "batch": batch,
+                "ring_packets": ring,
+                "slots": ring // batch + 2,
+            },
+        ),
     )
     seconds = cap._cap.time_ring_pass(control_only)
     if control_only:
@@ -688,7 +670,11 @@ def bench_dlpack(n_chunks: int = 64, ppc: int = 1024) -> dict[str, Any]:
         import torch
     except ImportError:
         torch = None
-    cap = Capture("mem", count=n_chunks * ppc, packets_per_chunk=ppc, device="cuda:0")
+    cap = Capture(
+        MemSource(count=n_chunks * ppc),
+        chunking=Chunking(packets_per_chunk=ppc),
+        delivery=Delivery(device="cuda:0"),
+    )
     t_cp: list[float] = []
     t_torch: list[float] = []
     same = True

@@ -2,7 +2,7 @@
 LocalCUDACluster), each capturing its share of the array's rate from an emulated NIC into
 its own GPU, and the account of all shares.
 
-    python -m casper400g_rx.bench_cluster --rate 200 --seconds 10
+    python -m casper400g_rx.tools.bench_cluster --rate 200 --seconds 10
 
 Each worker sees its own GPU as cuda:0 (LocalCUDACluster orders CUDA_VISIBLE_DEVICES per
 worker), so every stream delivers to "cuda:0" and lands on a different card. Each stream
@@ -33,7 +33,7 @@ def count_packets(chunk: Any) -> np.ndarray:
 def _cluster(gpus: int | None) -> tuple[Any, str, int]:
     """(cluster, device, workers): a LocalCUDACluster with a worker per GPU where
     dask-cuda and GPUs are there, else a LocalCluster delivering to host memory."""
-    from . import gpu
+    from .. import gpu
 
     usable, why = gpu.cuda_status()
     try:
@@ -42,7 +42,7 @@ def _cluster(gpus: int | None) -> tuple[Any, str, int]:
         LocalCUDACluster = None
         why = "dask-cuda is not installed (pip install casper400g[cluster-cuda])"
     if usable and LocalCUDACluster is not None:
-        from . import _core
+        from .. import _core
 
         n = gpus or _core.cuda_device_count()
         devices = ",".join(str(i) for i in range(n))
@@ -60,9 +60,11 @@ def _cluster(gpus: int | None) -> tuple[Any, str, int]:
 def run(rate_gbps: float, seconds: float, gpus: int | None, queues: int | None) -> int:
     from distributed import Client
 
-    from .account import Transmitted
-    from .cluster import CaptureCluster, Reduction, Stream
-    from .sources import Chunking, Delivery, EmulatedNic
+    from ..account import Transmitted
+    from ..chunking import Chunking
+    from ..cluster import CaptureCluster, Reduction, Stream
+    from ..delivery import Delivery
+    from ..sources import EmulatedNic
 
     cluster, device, n = _cluster(gpus)
     share = rate_gbps / n
@@ -72,7 +74,7 @@ def run(rate_gbps: float, seconds: float, gpus: int | None, queues: int | None) 
         streams = [
             Stream(
                 f"share{i}",
-                EmulatedNic(rate_gbps=share, count=count, first=i << 40, queues=queues),
+                EmulatedNic(count=count, first=i << 40, nic_rate_gbps=share, queues=queues),
                 chunking=Chunking(packets_per_chunk=PPC),
                 delivery=Delivery(device=device),
                 rate_gbps=share,
@@ -111,7 +113,9 @@ def run(rate_gbps: float, seconds: float, gpus: int | None, queues: int | None) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m casper400g_rx.bench_cluster", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="python -m casper400g_rx.tools.bench_cluster", description=__doc__
+    )
     p.add_argument("--rate", type=float, default=200.0, help="Gb/s offered in all")
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--gpus", type=int, help="workers (default: every GPU)")
