@@ -20,8 +20,9 @@ from typing import BinaryIO
 
 SHEBANG = "#!/bin/kcpfpg"
 GBE_TAG = "xps:fourhundred_gbe"
-# Addresses and sizes are bus quantities: at most 64 bits (16 hex or 20 decimal digits).
-_NUMBER = re.compile(r"^(0[xX][0-9a-fA-F]{1,16}|[0-9]{1,20})$")
+# Addresses and sizes are bus quantities, at most 64 bits; the digits are bounded before
+# the value is taken (leading zeros allowed).
+_NUMBER = re.compile(r"^(0[xX][0-9a-fA-F]{1,32}|[0-9]{1,40})$")
 ADDRESS_LIMIT = 1 << 64
 # Bytes of the bitstream inflated per step: the cap is checked between steps.
 INFLATE_STEP = 1 << 20

@@ -5,6 +5,7 @@ event loop."""
 
 from __future__ import annotations
 
+import collections
 import gc
 import tempfile
 import types
@@ -60,14 +61,14 @@ class ScriptedReader:
     """A connection's reads, cut where the input says."""
 
     def __init__(self, pieces: list[bytes]) -> None:
-        self.pieces = list(pieces)
+        self.pieces = collections.deque(pieces)
 
     async def read(self, n: int = -1) -> bytes:
         if not self.pieces:
             return b""
-        piece = self.pieces.pop(0)
+        piece = self.pieces.popleft()
         if 0 <= n < len(piece):
-            self.pieces.insert(0, piece[n:])
+            self.pieces.appendleft(piece[n:])
             piece = piece[:n]
         return piece
 
