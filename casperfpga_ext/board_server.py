@@ -30,7 +30,7 @@ requests get a ``#log error`` inform. No request can end the connection or the s
 
 The server runs as root on ``/dev/mem``, so nothing a client sends is trusted: a design is
 mapped only inside the window (``MmapWindow``: its devices inside it, word-aligned, not
-overlapping), the server listens on localhost unless told otherwise, and connections,
+partly overlapping), the server listens on localhost unless told otherwise, and connections,
 upload listeners, upload sizes and the inflated bitstream are bounded (``ServerPolicy``).
 """
 
@@ -125,22 +125,29 @@ class ServerPolicy:
 
 def check_memory_map(devices: Iterable[FpgDevice], base: int, size: int, where: str) -> None:
     """Refuse a device map that does not fit ``base``..``base + size`` (``where`` names the
-    range in the message): a device outside it, of no size, not word-aligned, or
-    overlapping another. Each message names the device."""
+    range in the message): a device outside it, of no size, not word-aligned, or partly
+    overlapping another. A device wholly inside another is fine: mlib_devel lists each
+    register of a block again under ``<block>_<register>``. Each message names the device."""
     end = base + size
-    previous: FpgDevice | None = None
-    for d in sorted(devices, key=lambda d: (d.address, d.size)):
+    # Sorted so that a block comes before what lies inside it; ``open`` holds the blocks
+    # the next device may still be inside, innermost last.
+    ordered = sorted(devices, key=lambda d: (d.address, -d.size, d.name))
+    open_: list[FpgDevice] = []
+    for d in ordered:
         at = f"device {d.name!r} at {d.address:#x} (size {d.size:#x})"
         if d.size <= 0 or d.address % WORD_BYTES or d.size % WORD_BYTES:
             raise ValueError(f"{at}: not whole, aligned 32-bit words")
         if d.address < base or d.address + d.size > end:
             raise ValueError(f"{at} is outside {where} {base:#x}-{end:#x}")
-        if previous is not None and previous.address + previous.size > d.address:
+        while open_ and open_[-1].address + open_[-1].size <= d.address:
+            open_.pop()
+        if open_ and d.address + d.size > open_[-1].address + open_[-1].size:
+            other = open_[-1]
             raise ValueError(
-                f"{at} overlaps device {previous.name!r} at {previous.address:#x} "
-                f"(size {previous.size:#x})"
+                f"{at} overlaps device {other.name!r} at {other.address:#x} "
+                f"(size {other.size:#x}) without lying inside it"
             )
-        previous = d
+        open_.append(d)
 
 
 class MmapWindow:
@@ -149,8 +156,8 @@ class MmapWindow:
     Device addresses in a ``.fpg`` are bus addresses; the file offset of ``base`` is
     ``base`` itself, as for ``/dev/mem``. The window is ``size`` bytes from ``base``, fixed
     when the server starts (the first design's memory map, or what the operator gives):
-    a later design whose devices fall outside it, overlap or are misaligned is refused
-    (``check``) before anything is programmed or mapped.
+    a later design whose devices fall outside it, partly overlap or are misaligned is
+    refused (``check``) before anything is programmed or mapped.
     """
 
     def __init__(

@@ -905,12 +905,13 @@ def test_the_cli_aperture_is_the_vpk180_platforms():
         ([FpgDevice("empty", 0x1000, 0)], "device 'empty' at 0x1000 (size 0x0): not whole"),
         ([FpgDevice("odd", 0x1002, 4)], "device 'odd' at 0x1002 (size 0x4): not whole"),
         (
-            [FpgDevice("a", 0x1000, 0x10), FpgDevice("b", 0x100C, 4)],
-            "device 'b' at 0x100c (size 0x4) overlaps device 'a' at 0x1000 (size 0x10)",
+            [FpgDevice("a", 0x1000, 0x10), FpgDevice("b", 0x100C, 8)],
+            "device 'b' at 0x100c (size 0x8) overlaps device 'a' at 0x1000 (size 0x10) without",
         ),
         (
-            [FpgDevice("c", 0x1400, 0x10), FpgDevice("d", 0x1400, 0x10)],
-            "device 'd' at 0x1400 (size 0x10) overlaps device 'c'",
+            # Inside a block, but across the end of one of its registers.
+            [FpgDevice("c", 0x1400, 0x40), FpgDevice("c_r", 0x1400, 8), FpgDevice("d", 0x1404, 8)],
+            "device 'd' at 0x1404 (size 0x8) overlaps device 'c_r' at 0x1400 (size 0x8)",
         ),
     ],
 )
@@ -919,6 +920,15 @@ def test_check_memory_map_names_the_device(devices: list[FpgDevice], message: st
     with pytest.raises(ValueError) as err:
         window.check([FpgDevice("fine", 0x1800, 0x10), *devices])
     assert message in str(err.value)
+
+
+def test_registers_inside_their_block_are_not_overlaps(tmp_path: Path):
+    """mlib_devel's .fpg lists a block and then each of its registers inside it."""
+    sys_block = [FpgDevice("sys", 0x1000, 0x20)]
+    sys_block += [FpgDevice(f"sys_{r}", 0x1000 + 4 * k, 4) for k, r in enumerate("abcdefgh")]
+    MmapWindow(tmp_path / "bus", 0x1000, 0x1000).check(
+        [*sys_block, FpgDevice("same", 0x1020, 8), FpgDevice("same_alias", 0x1020, 8)]
+    )
 
 
 def test_board_server_listens_on_localhost_by_default(tmp_path: Path):

@@ -5,7 +5,7 @@ Run: python tests/fuzz/fuzz_board_upload.py -runs=100000   (libFuzzer flags appl
 
 Each input makes one to three uploads to one server (uploads allowed, small caps): raw
 bytes, or an .fpg assembled from the input (devices inside, across or outside the window,
-overlapping or misaligned; a bitstream that is gzip, gzip that inflates past the cap,
+nested, overlapping or misaligned; a bitstream that is gzip, gzip that inflates past the cap,
 truncated gzip or not gzip), cut into reads where the input says. A program command that
 records what it was given fails when the input says so. Conservation: every upload is
 counted once, programmed or refused for one reason, and that outcome is the one an
@@ -85,13 +85,19 @@ def upload(fdp: atheris.FuzzedDataProvider) -> bytes:
 
 
 def fits(devices: list[FpgDevice]) -> bool:
-    """The devices lie in 0..WINDOW, whole words, none overlapping (counted pairwise)."""
+    """The devices lie in 0..WINDOW, whole words, and any two either apart or one inside
+    the other (checked pairwise)."""
     for d in devices:
         if d.size <= 0 or d.address % 4 or d.size % 4 or d.address + d.size > WINDOW:
             return False
     for i, a in enumerate(devices):
         for b in devices[i + 1 :]:
-            if a.address < b.address + b.size and b.address < a.address + a.size:
+            a_end, b_end = a.address + a.size, b.address + b.size
+            apart = a_end <= b.address or b_end <= a.address
+            nested = (a.address <= b.address and b_end <= a_end) or (
+                b.address <= a.address and a_end <= b_end
+            )
+            if not (apart or nested):
                 return False
     return True
 
