@@ -83,7 +83,8 @@ def served(tmp_path: Path) -> Iterator[tuple[int, Path, Path, list[dict[str, Any
     assert not missing, f"the example design lacks the sys_block registers {sorted(missing)}"
     image = tmp_path / "bus.bin"
     reset_image(image, memory_map)
-    with board_server(fpg, image, BASE, TIMEOUT) as (port, _out):
+    # The script programs the design with upload_to_ram_and_program (?progremote).
+    with board_server(fpg, image, BASE, TIMEOUT, ["--allow-upload"]) as (port, _out):
         yield port, fpg, image, memory_map
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from casperfpga_ext.board_server import BoardServer, RequestError
+from casperfpga_ext.board_server import BoardServer, RequestError, ServerPolicy
 from casperfpga_ext.fpg import FpgDevice, FpgHeader
 from casperfpga_ext.fpga import Fpga
 from casperfpga_ext.tap import Tap
@@ -436,6 +436,7 @@ class TwinBoard:
                 program_cmd=self._program_hook,
                 fpg=self.fpg,
                 fpg_dir=fpg_dir,
+                policy=ServerPolicy(allow_upload=True),
             )
             self._server = server
             await server.start()
