@@ -27,6 +27,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from casperfpga_ext import addressing
+from casperfpga_ext import fhg_regmap as regmap
 from verification.core_harness import CoreHarness
 from verification.models.dcmac_rx import DcmacRxDriver
 from verification.models.user_rx import UserRxMonitor
@@ -118,7 +119,11 @@ async def counters_by_name_after_traffic(dut) -> None:  # noqa: ANN001
     cocotb.log.info("the script ran in %s", took)
     got = json.loads(output.split("RESULT ", 1)[1].splitlines()[0])
 
-    # Each counter by name is what the Gbe methods report ...
+    # listdev shows the core's registers and regions by name ...
+    named = {f"{DEVICE}_{d.name}": d for d in regmap.DEVICES.values()}
+    assert set(named) <= set(got["listdev"])
+    assert set(got["before"]["names"]) == {n for n, d in named.items() if not d.ram}
+    # ... each counter read by name is what the Gbe methods report ...
     for view in ("before", "after_writes", "after_reset"):
         agree(DEVICE, got[view])
     # ... and what the traffic gives.
