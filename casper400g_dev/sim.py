@@ -217,17 +217,17 @@ def parse_results(path: Path) -> dict[str, TestOutcome]:
 
 def regs_sources(work: Path) -> list[Path]:
     """Sources of the register block plus its flat test wrapper (written into ``work``)."""
-    from . import regs_gen
+    from . import regs_cpuif, regs_gen
 
     sv = paths.REGS_DIR / "fhg_regs.sv"
     pkg = paths.REGS_DIR / "fhg_regs_pkg.sv"
     rpt = paths.REGS_DIR / "fhg_regs_hwif.rpt"
-    wrapper = regs_gen.render_flat_wrapper(sv.read_text(), rpt.read_text())
+    wrapper = regs_gen.render_flat_wrapper(pkg.read_text(), rpt.read_text())
     work.mkdir(parents=True, exist_ok=True)
     flat = work / "fhg_regs_flat.sv"
     if not flat.is_file() or flat.read_text() != wrapper:
         flat.write_text(wrapper)
-    return [pkg, sv, flat]
+    return [pkg, regs_cpuif.BUS_PKG, sv, flat]
 
 
 def build_regs(verbose: bool = False) -> Dut:

@@ -132,18 +132,17 @@ module fhg_core #(
     logic axil_rst;
     assign axil_rst = !axil_rst_n;
 
+    // The toolflow connects the AXI4-Lite port signal by signal; inside it is one pair.
+    fhg_bus_pkg::axil_req_t axil_req;
+    fhg_bus_pkg::axil_rsp_t axil_rsp;
+    assign axil_req = {s_axil_awvalid, 32'(s_axil_awaddr), s_axil_awprot, s_axil_wvalid,
+                       s_axil_wdata, s_axil_wstrb, s_axil_bready, s_axil_arvalid,
+                       32'(s_axil_araddr), s_axil_arprot, s_axil_rready};
+    assign {s_axil_awready, s_axil_wready, s_axil_bvalid, s_axil_bresp, s_axil_arready,
+            s_axil_rvalid, s_axil_rdata, s_axil_rresp} = axil_rsp;
+
     fhg_regs u_regs (
-        .clk(axil_clk), .rst_n(axil_rst_n),
-        .s_axil_awready(s_axil_awready), .s_axil_awvalid(s_axil_awvalid),
-        .s_axil_awaddr(s_axil_awaddr), .s_axil_awprot(s_axil_awprot),
-        .s_axil_wready(s_axil_wready), .s_axil_wvalid(s_axil_wvalid),
-        .s_axil_wdata(s_axil_wdata), .s_axil_wstrb(s_axil_wstrb),
-        .s_axil_bready(s_axil_bready), .s_axil_bvalid(s_axil_bvalid),
-        .s_axil_bresp(s_axil_bresp), .s_axil_arready(s_axil_arready),
-        .s_axil_arvalid(s_axil_arvalid), .s_axil_araddr(s_axil_araddr),
-        .s_axil_arprot(s_axil_arprot), .s_axil_rready(s_axil_rready),
-        .s_axil_rvalid(s_axil_rvalid), .s_axil_rdata(s_axil_rdata),
-        .s_axil_rresp(s_axil_rresp),
+        .clk(axil_clk), .rst_n(axil_rst_n), .s_axil_req(axil_req), .s_axil_rsp(axil_rsp),
         .hwif_in(hwif_in), .hwif_out(hwif_out)
     );
 

@@ -6,25 +6,8 @@ module fhg_regs (
         input wire clk,
         input wire rst_n,
 
-        output logic s_axil_awready,
-        input wire s_axil_awvalid,
-        input wire [15:0] s_axil_awaddr,
-        input wire [2:0] s_axil_awprot,
-        output logic s_axil_wready,
-        input wire s_axil_wvalid,
-        input wire [31:0] s_axil_wdata,
-        input wire [3:0]s_axil_wstrb,
-        input wire s_axil_bready,
-        output logic s_axil_bvalid,
-        output logic [1:0] s_axil_bresp,
-        output logic s_axil_arready,
-        input wire s_axil_arvalid,
-        input wire [15:0] s_axil_araddr,
-        input wire [2:0] s_axil_arprot,
-        input wire s_axil_rready,
-        output logic s_axil_rvalid,
-        output logic [31:0] s_axil_rdata,
-        output logic [1:0] s_axil_rresp,
+        input fhg_bus_pkg::axil_req_t s_axil_req,
+        output fhg_bus_pkg::axil_rsp_t s_axil_rsp,
 
         input fhg_regs_pkg::fhg_regs__in_t hwif_in,
         output fhg_regs_pkg::fhg_regs__out_t hwif_out
@@ -47,6 +30,12 @@ module fhg_regs (
 
     logic cpuif_wr_ack;
     logic cpuif_wr_err;
+
+    // AXI4-Lite: fhg_bus_pkg's struct pair; the response assembled from its fields.
+    logic s_axil_awready, s_axil_wready, s_axil_bvalid, s_axil_arready, s_axil_rvalid;
+    logic [1:0] s_axil_bresp, s_axil_rresp;
+    logic [31:0] s_axil_rdata;
+    assign s_axil_rsp = {s_axil_awready, s_axil_wready, s_axil_bvalid, s_axil_bresp, s_axil_arready, s_axil_rvalid, s_axil_rdata, s_axil_rresp};
 
     // Max Outstanding Transactions: 2
     logic [1:0] axil_n_in_flight;
@@ -80,9 +69,9 @@ module fhg_regs (
                 axil_prev_was_rd <= '1;
                 axil_arvalid <= '0;
             end
-            if(s_axil_arvalid && s_axil_arready) begin
+            if(s_axil_req.arvalid && s_axil_arready) begin
                 axil_arvalid <= '1;
-                axil_araddr <= s_axil_araddr;
+                axil_araddr <= s_axil_req.araddr;
             end
 
             // AW* & W* acceptance registers
@@ -91,14 +80,14 @@ module fhg_regs (
                 axil_awvalid <= '0;
                 axil_wvalid <= '0;
             end
-            if(s_axil_awvalid && s_axil_awready) begin
+            if(s_axil_req.awvalid && s_axil_awready) begin
                 axil_awvalid <= '1;
-                axil_awaddr <= s_axil_awaddr;
+                axil_awaddr <= s_axil_req.awaddr;
             end
-            if(s_axil_wvalid && s_axil_wready) begin
+            if(s_axil_req.wvalid && s_axil_wready) begin
                 axil_wvalid <= '1;
-                axil_wdata <= s_axil_wdata;
-                axil_wstrb <= s_axil_wstrb;
+                axil_wdata <= s_axil_req.wdata;
+                axil_wstrb <= s_axil_req.wstrb;
             end
 
             // Keep track of in-flight transactions
@@ -196,10 +185,10 @@ module fhg_regs (
         if(axil_resp_rptr != axil_resp_wptr) begin
             if(axil_resp_buffer_is_wr[axil_resp_rptr[0:0]]) begin
                 s_axil_bvalid = '1;
-                if(s_axil_bready) axil_resp_acked = '1;
+                if(s_axil_req.bready) axil_resp_acked = '1;
             end else begin
                 s_axil_rvalid = '1;
-                if(s_axil_rready) axil_resp_acked = '1;
+                if(s_axil_req.rready) axil_resp_acked = '1;
             end
         end
 
