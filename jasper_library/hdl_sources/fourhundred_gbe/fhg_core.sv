@@ -238,8 +238,8 @@ module fhg_core #(
     logic        rdma_credit_we, rdma_en_u, rdma_en_m;
     logic [31:0] rdma_credit_next, rdma_st_chunk, rdma_cr_src_ip, rdma_cr_value;
     logic [23:0] rdma_st_psn;
-    logic [6:0]  rdma_cnt_v;
-    logic [16*7-1:0] rdma_cnt_d;
+    logic [7:0]  rdma_cnt_v;
+    logic [16*8-1:0] rdma_cnt_d;
     logic [RDMA_CFG_W-1:0] rdma_cfg_u;
     logic [55:0] rdma_st_u;
     logic [4:0]  rdma_stat_u;
@@ -655,6 +655,8 @@ module fhg_core #(
         hwif_in.rdma_credit_frames.count.incrvalue     = 24'(rdma_cnt_d[16*5 +: 16]);
         hwif_in.rdma_icrc_frames.count.incr            = rdma_cnt_v[6];
         hwif_in.rdma_icrc_frames.count.incrvalue       = 24'(rdma_cnt_d[16*6 +: 16]);
+        hwif_in.rdma_credit_rejected.count.incr        = rdma_cnt_v[7];
+        hwif_in.rdma_credit_rejected.count.incrvalue   = 24'(rdma_cnt_d[16*7 +: 16]);
 
         hwif_in.arp_table.rd_ack  = arp_ack_rd;
         hwif_in.arp_table.rd_data = arp_sel_q ? arp_w1_a : arp_w0_a;
