@@ -256,6 +256,12 @@ def core_sources() -> list[Path]:
     return paths.core_sources()
 
 
+def block_sources() -> list[Path]:
+    """The block's sources below fhg_core (without it and the register block, which a
+    bench of a module under it does not need)."""
+    return [p for p in core_sources() if p.name != "fhg_core.sv" and p.parent != paths.REGS_DIR]
+
+
 def build_core(
     parameters: Mapping[str, object] | None = None, verbose: bool = False, variant: str = ""
 ) -> Dut:

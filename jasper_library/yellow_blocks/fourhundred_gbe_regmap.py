@@ -448,7 +448,7 @@ REGISTERS: dict[str, Register] = {
         'Handshake of the CPU TX buffer (0x4000): write the frame into the buffer, then its length here to send it once (needs ctrl.cpu_tx_en). Poll status.cpu_tx_busy before the next frame.',
         (
             Field('len', 0, 16, 'rw', 'r', 0x0, False, False,
-                  'Frame length in bytes (Ethernet header to end of payload, no FCS; 14..16384). Writing starts transmission.'),
+                  'Frame length in bytes (Ethernet header to end of payload, no FCS; 14..16368, the most segments the control-frame path counts; other lengths are refused). Writing starts transmission.'),
         ),
     ),
     'cpu_rx_len': Register(
