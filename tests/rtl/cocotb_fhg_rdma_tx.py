@@ -21,16 +21,9 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from verification.models import frames
+from verification.models import frames, rdma_ring
 from verification.models.clocked import PulseCounter
-from verification.models.rdma_ring import (
-    NO_CREDIT,
-    TEST_RINGS,
-    Oversize,
-    RingConfig,
-    RingSender,
-    datagram_sizes,
-)
+from verification.models.rdma_ring import Oversize, RingConfig, RingSender
 from verification.models.roce import RdmaWrite
 from verification.models.roce_scapy import scapy_frame
 from verification.models.tx_buffer import SEG_BYTES, WORD_BYTES, BufferFrame, TxBufferReader
@@ -75,7 +68,7 @@ class Bench:
     buf: TxBufferReader
     stats: PulseCounter
 
-    async def ring(self, cfg: RingConfig, credit: int = NO_CREDIT) -> None:
+    async def ring(self, cfg: RingConfig, credit: int = rdma_ring.NO_CREDIT) -> None:
         """Load the ring configuration and restart the chain (its reset loads the ring)."""
         d = self.dut
         d.cfg_flow_ctrl.value = int(cfg.flow_ctrl)
@@ -172,11 +165,11 @@ async def packets_in_the_buffer_match_scapy(dut) -> None:  # noqa: ANN001
     packed segment by segment; PSN and chunk status and the counts agree."""
     b = await start(dut, seed=3)
     rng = random.Random(11)
-    for gi, cfg in enumerate(TEST_RINGS):
+    for gi, cfg in enumerate(rdma_ring.TEST_RINGS):
         first = len(b.buf.frames)
         before = dict(b.stats.counts)
         n = 2 * cfg.slots * cfg.chunks + 3
-        want = await run_ring(b, cfg, datagram_sizes(cfg, n, rng), rng)
+        want = await run_ring(b, cfg, rdma_ring.datagram_sizes(cfg, n, rng), rng)
         got = (await b.taken(first + len(want)))[first:]
         check(got, want, first_seg=0)
         await ClockCycles(dut.user_clk, 20)
