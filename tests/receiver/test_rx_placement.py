@@ -1,0 +1,298 @@
+"""Where a capture sized for a rate puts its threads and staging memory (placement.py):
+the choice on fake sysfs trees of other machines, and on this machine the threads as the
+kernel reports them (sched_getaffinity of each thread while a capture runs)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import warnings
+from pathlib import Path
+
+import pytest
+
+import casper400g_rx as rx
+from casper400g_rx import placement
+from casper400g_rx.placement import Need, Placement, Topology, plan_placement
+
+GPU = "0000:c1:00.0"
+
+
+def fake_sysfs(
+    root: Path, nodes: list[list[tuple[int, ...]]], gpu_node: int = 1, nic_node: int = 0
+) -> Path:
+    """A sysfs tree: nodes[n] lists node n's physical cores, each as its CPUs (hyperthread
+    siblings); a GPU at GPU on `gpu_node`; a NIC eth9 on `nic_node`."""
+    system = root / "devices" / "system"
+    for n, cores in enumerate(nodes):
+        cpus = sorted(c for core in cores for c in core)
+        node = system / "node" / f"node{n}"
+        node.mkdir(parents=True)
+        (node / "cpulist").write_text(",".join(map(str, cpus)) + "\n")
+        for core in cores:
+            for c in core:
+                topo = system / "cpu" / f"cpu{c}" / "topology"
+                topo.mkdir(parents=True)
+                (topo / "thread_siblings_list").write_text(",".join(map(str, core)) + "\n")
+    dev = root / "bus" / "pci" / "devices" / GPU
+    dev.mkdir(parents=True)
+    (dev / "numa_node").write_text(f"{gpu_node}\n")
+    nic = root / "class" / "net" / "eth9" / "device"
+    nic.mkdir(parents=True)
+    (nic / "numa_node").write_text(f"{nic_node}\n")
+    return root
+
+
+def two_sockets(tmp_path: Path) -> Topology:
+    """Two nodes of 4 cores with 2 hyperthreads each: node 0 CPUs 0-3 + 8-11, node 1
+    CPUs 4-7 + 12-15 (core k: CPUs k and k + 8), the GPU on node 1."""
+    nodes = [[(k, k + 8) for k in range(4)], [(k, k + 8) for k in range(4, 8)]]
+    root = fake_sysfs(tmp_path, nodes)
+    return Topology.read(allowed=range(16), root=str(root))
+
+
+def test_cpu_lists_are_parsed_and_bad_ones_named() -> None:
+    assert placement.parse_cpulist("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
+    assert placement.parse_cpulist("") == []
+    for bad in ("0-x", "3-1", "a"):
+        with pytest.raises(ValueError, match=f"not a CPU list: '{bad}'"):
+            placement.parse_cpulist(bad)
+
+
+def test_topology_and_numa_nodes_from_sysfs(tmp_path: Path) -> None:
+    topo = two_sockets(tmp_path)
+    assert topo.cpus == tuple(range(16))
+    assert topo.nodes == [0, 1]
+    assert topo.core[5] == topo.core[13] == (5, 13)
+    assert [topo.node[c] for c in (0, 8, 4, 12)] == [0, 0, 1, 1]
+    assert placement.pci_numa_node(GPU, str(tmp_path)) == 1
+    assert placement.pci_numa_node(GPU.upper(), str(tmp_path)) == 1
+    assert placement.netdev_numa_node("eth9", str(tmp_path)) == 0
+    assert placement.pci_numa_node("0000:00:01.0", str(tmp_path)) is None  # absent
+    (tmp_path / "bus" / "pci" / "devices" / GPU / "numa_node").write_text("-1\n")
+    assert placement.pci_numa_node(GPU, str(tmp_path)) is None  # the kernel does not know
+    # A CPU without topology files is a core of its own on node 0.
+    bare = Topology.read(allowed=[0, 1], root=str(tmp_path / "nowhere"))
+    assert bare.core == {0: (0,), 1: (1,)} and bare.node == {0: 0, 1: 0}
+
+
+def test_lanes_take_physical_cores_of_the_gpus_node_first(tmp_path: Path) -> None:
+    topo = two_sockets(tmp_path)
+    p = plan_placement(Need(3, helpers=3, near=1, near_what="GPU cuda:0", gpu=True), topo)
+    # One per physical core, node 1's, the highest-numbered first (CPU 0 last).
+    assert p.lane_cpus == (7, 6, 5)
+    # The other threads: CPUs of the cores without a lane, both nodes.
+    assert p.helper_cpus == (0, 1, 2, 3, 4, 8, 9, 10, 11, 12)
+    # Staging memory allocated from node 1's CPUs that run no lane.
+    assert p.staging_node == 1 and p.open_cpus == (4, 12, 13, 14, 15)
+    assert p.unmet == ()
+    text = str(p)
+    assert "3 lane thread(s) pinned to CPUs 7, 6, 5, one per physical core" in text
+    assert "(node 1, the GPU cuda:0's, first)" in text
+    assert "GPU copy and recycle threads and the CUDA driver's threads kept on CPUs" in text
+    assert "staging memory on node 1 (the GPU cuda:0's)" in text
+
+
+def test_what_cannot_be_done_is_named(tmp_path: Path) -> None:
+    topo = two_sockets(tmp_path)
+    # More lanes than node 1 has cores: the rest on node 0.
+    p = plan_placement(Need(6, near=1, near_what="GPU cuda:0", gpu=True), topo)
+    assert p.lane_cpus == (7, 6, 5, 4, 3, 2)
+    (note,) = p.unmet
+    assert "2 lane(s) on CPUs 2-3 of another node" in note
+    # More lanes than physical cores: siblings, named.
+    p = plan_placement(Need(10, near=1, near_what="GPU cuda:0", gpu=True), topo)
+    assert p.lane_cpus == (7, 6, 5, 4, 3, 2, 1, 0, 15, 14)
+    assert any("10 lane threads, 8 cores free; 2 lane(s) share a core" in u for u in p.unmet)
+    # The others then share cores with lanes.
+    assert p.helper_cpus == (8, 9, 10, 11, 12, 13)
+    assert any("hyperthread siblings 8-13" in u for u in p.unmet)
+    # As many lanes as CPUs: none left for the consumer, so nothing is pinned.
+    p = plan_placement(Need(16, gpu=True, near=1, near_what="GPU cuda:0"), topo)
+    assert p.lane_cpus is None and p.helper_cpus is None
+    assert "pin 16 lane thread(s): this process may use 16 CPU(s) (0-15)" in p.unmet[0]
+    # One CPU left over where three are wanted.
+    p = plan_placement(Need(15, helpers=3), topo)
+    assert p.helper_cpus is not None and len(p.helper_cpus) == 1
+    assert any("3 CPUs for them: 1 left over; they share it" in u for u in p.unmet)
+
+
+def test_gpu_node_unknown_or_out_of_reach(tmp_path: Path) -> None:
+    topo = two_sockets(tmp_path)
+    p = plan_placement(Need(2, gpu=True, near_what="GPU cuda:0"), topo)
+    assert p.staging_node is None and p.open_cpus is None
+    assert any("its NUMA node is unknown" in u for u in p.unmet)
+    # This process may only use node 0 (a cpuset, taskset): the GPU's node is out of reach.
+    node0 = Topology.read(allowed=[0, 1, 2, 3, 8, 9, 10, 11], root=str(tmp_path))
+    p = plan_placement(Need(2, gpu=True, near=1, near_what="GPU cuda:0"), node0)
+    assert p.lane_cpus == (3, 2) and p.staging_node is None
+    assert any("this process may not run there (CPUs 0-3,8-11)" in u for u in p.unmet)
+
+
+def test_given_cpus_stay_and_other_captures_lanes_are_avoided(tmp_path: Path) -> None:
+    topo = two_sockets(tmp_path)
+    p = plan_placement(Need(2, given=(1, 2), near=1, near_what="GPU cuda:0", gpu=True), topo)
+    assert p.lane_cpus == (1, 2)
+    assert p.helper_cpus is not None and not {1, 2, 9, 10} & set(p.helper_cpus)
+    assert "lane threads pinned to the CPUs given: 1-2" in str(p)
+    p = plan_placement(Need(2, given=()), topo)
+    assert p.lane_cpus is None and p.helper_cpus is None
+    assert "not pinned (cpus=() given)" in str(p)
+    busy = frozenset({7, 15, 6})
+    p = plan_placement(Need(2, near=1, near_what="GPU cuda:0", gpu=True, busy=busy), topo)
+    assert p.lane_cpus == (5, 4)
+    assert p.helper_cpus is not None and not busy & set(p.helper_cpus)
+    assert "CPUs 6-7,15 held by the lanes of another capture" in str(p)
+
+
+def test_one_numa_node_needs_no_memory_placement(tmp_path: Path) -> None:
+    root = fake_sysfs(tmp_path, [[(k,) for k in range(16)]], gpu_node=0)
+    topo = Topology.read(allowed=range(16), root=str(root))
+    p = plan_placement(Need(13, helpers=3, near=0, near_what="GPU cuda:0", gpu=True), topo)
+    # The 16-CPU H100 host's shape: 13 lanes, the three lowest CPUs for the others.
+    assert p.lane_cpus == tuple(range(15, 2, -1))
+    assert p.helper_cpus == (0, 1, 2)
+    assert p.staging_node == 0 and p.open_cpus is None and p.unmet == ()
+
+
+# --- on this machine: the threads as the kernel sees them ----------------------------
+
+
+def _cpus_of_threads() -> dict[int, set[int]]:
+    out = {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            out[int(task.name)] = os.sched_getaffinity(int(task.name))
+        except OSError:
+            continue
+    return out
+
+
+def _this_machine() -> Topology:
+    topo = Topology.read()
+    if len(topo.cpus) < 2 or placement.held_cpus():
+        pytest.skip(f"needs two CPUs free for this process, has {topo.cpus}")
+    return topo
+
+
+def test_a_capture_sized_for_a_rate_pins_its_lanes_and_keeps_the_consumer_off() -> None:
+    topo = _this_machine()
+    me = threading.get_native_id()
+    before = os.sched_getaffinity(0)
+    count = 64 * 400
+    cap = rx.Capture(
+        rx.EmulatedNic(count=count, nic_rate_gbps=2.0, fill=False, split=True),
+        chunking=rx.Chunking(packets_per_chunk=64),
+        rate_gbps=2.0,
+    )
+    assert cap.sizing is not None and cap.sizing.placement is not None
+    lanes = cap.sizing.placement.lane_cpus
+    # One lane, on the highest-numbered physical core this process may use.
+    want = plan_placement(Need(1), topo).lane_cpus
+    assert lanes == want and lanes is not None and cap.source.cpus == lanes
+    helpers = set(cap.sizing.placement.helper_cpus or ())
+    assert helpers and not helpers & set(lanes)
+    assert placement.held_cpus() == set(lanes)
+    seen: dict[int, set[int]] = {}
+    got = 0
+    with cap:
+        for chunk in cap.chunks(timeout=10):
+            if not seen:
+                seen = _cpus_of_threads()
+            got += chunk.n_present
+            chunk.release()
+    # While it ran: the lane thread on its CPU alone, this (the consumer's) thread off it.
+    assert seen[me] == helpers
+    assert [t for t, c in seen.items() if c == set(lanes)], seen
+    assert got + cap.stats.nic_drops + cap.stats.late == count
+    # Stopped: this thread's CPUs back, the lane CPUs free for another capture.
+    assert os.sched_getaffinity(0) == before
+    assert placement.held_cpus() == frozenset()
+    text = str(cap.sizing)
+    assert text.startswith("1 receive queue(s)") and "placement:" in text
+    assert f"pinned to CPUs {lanes[0]}" in text
+
+
+def test_a_second_capture_keeps_off_the_first_ones_lanes() -> None:
+    _this_machine()
+
+    def capture() -> rx.Capture:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", rx.CapacityWarning)
+            return rx.Capture(rx.EmulatedNic(count=64, split=True), rate_gbps=1.0)
+
+    first = capture()
+    second = capture()
+    assert first.sizing is not None and second.sizing is not None
+    assert first.sizing.placement is not None and second.sizing.placement is not None
+    taken = set(first.sizing.placement.lane_cpus or ())
+    assert taken and not taken & set(second.sizing.placement.lane_cpus or ())
+    assert "held by the lanes of another capture" in str(second.sizing.placement)
+    first.stop()
+    second.stop()
+    third = capture()
+    assert third.sizing is not None and third.sizing.placement is not None
+    assert set(third.sizing.placement.lane_cpus or ()) == taken
+    third.stop()
+
+
+def test_cpus_given_or_no_rate_are_left_alone() -> None:
+    _this_machine()
+    cap = rx.Capture(rx.EmulatedNic(count=64, split=True, cpus=()), rate_gbps=1.0)
+    assert cap.source.cpus == () and cap.sizing is not None
+    assert cap.sizing.placement is not None and cap.sizing.placement.lane_cpus is None
+    unsized = rx.Capture(rx.EmulatedNic(count=64, split=True))
+    assert unsized.sizing is None and unsized.source.cpus is None
+    assert placement.held_cpus() == frozenset()
+
+
+def test_staging_memory_is_allocated_from_the_open_cpus() -> None:
+    topo = _this_machine()
+    target = (topo.cpus[-1],)
+    before = os.sched_getaffinity(0)
+    seen = []
+    with placement.opening(Placement(None, None, target, 0)):
+        seen.append(os.sched_getaffinity(0))
+    assert seen == [set(target)] and os.sched_getaffinity(0) == before
+
+
+def test_the_cuda_drivers_threads_are_moved_off_the_lanes_and_back() -> None:
+    topo = _this_machine()
+    lane, rest = topo.cpus[-1], set(topo.cpus[:-1])
+    libc = ctypes.CDLL(None, use_errno=True)
+    ready, done = threading.Event(), threading.Event()
+    tid = []
+
+    def driver_like() -> None:
+        libc.prctl(15, b"cuda-EvtHandlr", 0, 0, 0)  # PR_SET_NAME, as the CUDA driver names it
+        tid.append(threading.get_native_id())
+        ready.set()
+        done.wait(10)
+
+    t = threading.Thread(target=driver_like)
+    t.start()
+    ready.wait(10)
+    try:
+        assert tid[0] in placement.driver_threads()
+        before = os.sched_getaffinity(tid[0])
+        helpers = placement.Helpers(Placement((lane,), tuple(sorted(rest)), None, None))
+        helpers.start()
+        assert os.sched_getaffinity(tid[0]) == rest
+        assert os.sched_getaffinity(0) == rest  # the starting thread
+        helpers.stop()
+        assert os.sched_getaffinity(tid[0]) == before
+    finally:
+        done.set()
+        t.join()
+
+
+def test_the_nics_node_leads_without_a_gpu(tmp_path: Path) -> None:
+    cpus = sorted(_this_machine().cpus)
+    # This process's lowest CPU alone on node 1, the NIC's: it must take the lane, though
+    # within one node the highest CPUs go first.
+    root = fake_sysfs(tmp_path, [[(c,) for c in cpus[1:]], [(cpus[0],)]], nic_node=1)
+    p = placement.place(1, None, "cpu", "eth9", root=str(root))
+    assert p.lane_cpus == (cpus[0],)
+    assert "(node 1, the NIC eth9's, first)" in str(p)
+    assert all("GPU" not in d for d in p.decisions)
