@@ -115,6 +115,8 @@ def engine_config(
         n_chunks = split_pool(chunking.max_chunks, lanes, depth, ppc)
     if lanes > 1 and not n_chunks and not split:
         n_chunks = chunking.max_chunks + 4 + 2 * lanes  # the rule of sizing.py without a rate
+    if sizing is not None and split and n_chunks:
+        sizing = replace(sizing, n_chunks=n_chunks)  # the header-split engine's own pool
     skip_lagging = chunking.skip_lagging
     config = _core.EngineConfig(
         packets_per_chunk=ppc,

@@ -211,6 +211,8 @@ def test_a_capture_sized_for_a_rate_pins_its_lanes_and_keeps_the_consumer_off() 
     assert placement.held_cpus() == frozenset()
     text = str(cap.sizing)
     assert text.startswith("1 receive queue(s)") and "placement:" in text
+    # The pool printed is the one the header-split engine got.
+    assert f"\n{cap.config.n_chunks} chunks in the pool\n" in text
     assert f"pinned to CPUs {lanes[0]}" in text
 
 
