@@ -282,15 +282,16 @@ def plan_placement(need: Need, topo: Topology) -> Placement:
 
     open_cpus: tuple[int, ...] | None = None
     staging: int | None = None
-    if need.near is None:
+    one_node = len(topo.nodes) == 1 and need.near in (None, topo.nodes[0])
+    if one_node and (need.gpu or need.near is not None):
+        staging = topo.nodes[0]
+        decisions.append(f"one NUMA node ({staging}): staging memory is local to every CPU")
+    elif need.near is None:
         if need.gpu:
             unmet.append(
                 f"place staging memory near the {need.near_what or 'GPU'}: its NUMA node is "
                 "unknown (sysfs numa_node); it lies where the kernel puts it"
             )
-    elif len(topo.nodes) < 2 and need.near in topo.nodes:
-        staging = need.near
-        decisions.append(f"one NUMA node ({need.near}): staging memory is local to every CPU")
     else:
         on_node = [c for c in free if topo.node[c] == need.near]
         if not on_node:

@@ -154,6 +154,10 @@ def test_one_numa_node_needs_no_memory_placement(tmp_path: Path) -> None:
     assert p.lane_cpus == tuple(range(15, 2, -1))
     assert p.helper_cpus == (0, 1, 2)
     assert p.staging_node == 0 and p.open_cpus is None and p.unmet == ()
+    # A GPU whose node the kernel does not know (a VM): one node, nothing to place.
+    p = plan_placement(Need(13, helpers=3, near_what="GPU cuda:0", gpu=True), topo)
+    assert p.staging_node == 0 and p.unmet == ()
+    assert "one NUMA node (0): staging memory is local to every CPU" in str(p)
 
 
 # --- on this machine: the threads as the kernel sees them ----------------------------

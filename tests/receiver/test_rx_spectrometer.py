@@ -253,3 +253,32 @@ def test_the_example_runs_on_the_cpu(tmp_path: Path) -> None:
         if packets_[i] == cps * ppc:
             assert frames[i] == cps * n_frames
             np.testing.assert_allclose(power[i].sum(), 4096 * energy, rtol=1e-4)
+
+
+def test_the_notebooks_spectrometer_cell_finds_the_generators_tone() -> None:
+    """examples/capture_to_gpu.ipynb's spectrometer cell, run on the packets the example
+    design's generator sends (verification/tone_model.py, its golden model) with some
+    lost, as the notebook runs it after a capture."""
+    import json
+
+    from casper400g_dev.twin import chain
+    from verification import tone_model
+
+    nb = json.loads((ROOT / "examples" / "capture_to_gpu.ipynb").read_text())
+    (cell,) = [
+        "".join(c["source"])
+        for c in nb["cells"]
+        if c["cell_type"] == "code" and "Spectrometer(" in "".join(c["source"])
+    ]
+    cfg = chain.StreamConfig(packets_per_chunk=512, chunks=4)
+    assert cfg.tone is not None
+    rows = tone_model.expected_payloads(cfg.tone, np.arange(cfg.count), cfg.size)
+    present = np.ones(cfg.count, bool)
+    present[[5, 700, 701, 2047]] = False
+    scope = {"rx": rx, "np": np, "N": chain.FFT_SIZE, "rows": rows, "present": present}
+    scope.update(cfg=cfg, device="cpu")
+    exec(compile(cell, "capture_to_gpu.ipynb", "exec"), scope)
+    spectra = scope["spectra"]
+    assert [s.packets for s in spectra] == [1021, 1023]
+    assert [s.first_sample for s in spectra] == [0, 1024 * tone_model.samples_per_packet(8192)]
+    assert scope["peak"] == pytest.approx(cfg.tone.frequency, abs=1 / chain.FFT_SIZE)

@@ -109,13 +109,14 @@ def trial(
     shape = (cap.config.packets_per_chunk, cap.fmt.payload_size)
     if spectrometer is not None and spectrometer.prepared != shape:
         prepare_s = spectrometer.prepare(*shape)
-    spectra = 0
+    spectra = chunks = 0
     t_cpu0, t0 = time.process_time(), time.perf_counter()
     with cap:
         for chunk in cap.chunks(timeout=5):
             if spectrometer is not None:
                 spectra += len(spectrometer.add(chunk))
             chunk.release()
+            chunks += 1
     if spectrometer is not None:
         spectra += len(spectrometer.finish())
         spectrometer.synchronize()
@@ -123,12 +124,14 @@ def trial(
     cpu = time.process_time() - t_cpu0
     s = cap.stats
     drops = int(s.get("nic_drops", 0))
-    chunks = int(s.get("gpu_chunks", s.get("chunks", 0)))
     not_placed = {k: int(s.get(k, 0)) for k in NOT_PLACED}
     return {
         "rate": rate_gbps,
         "sized_for": sized_for or rate_gbps,
-        "ok": drops == 0 and s["lost"] == 0 and s["packets"] == count,
+        "ok": drops == 0
+        and s["lost"] == 0
+        and s["packets"] == count
+        and not s.get("gpu_packets_dropped", 0),
         "queues": cap.sizing.queues,
         "ppc": cap.config.packets_per_chunk,
         "n_chunks": cap.config.n_chunks,
