@@ -13,6 +13,7 @@ from . import _core
 from .chunking import Chunking, engine_config
 from .delivery import Delivery
 from .placement import Claim, Helpers, opening
+from .sizing import CapacityWarning
 from .sources import (
     EmulatedNic,
     IbvSource,
@@ -110,6 +111,13 @@ class Capture:
         # Other captures of this process keep off these lane CPUs until this one stops.
         self._claim = Claim(placement.lane_cpus if placement and placement.lane_cpus else ())
         weakref.finalize(self, self._claim.release)
+        if self._claim.lost:
+            warnings.warn(
+                f"lane CPUs {sorted(self._claim.lost)} were claimed by another process's "
+                "capture while this one was placed: both pin lanes there",
+                CapacityWarning,
+                stacklevel=2,
+            )
         self._helpers = Helpers(placement)
         try:
             with opening(placement):

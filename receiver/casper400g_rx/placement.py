@@ -18,8 +18,9 @@ What the benchmarks once did by hand, the capture does itself when `rate_gbps` i
 * Staging memory (the chunk pool, written once when it is allocated, so that its pages
   come from the NUMA node of the thread that opens the capture) is placed on the GPU's
   or NIC's node: the thread opening the capture runs there while it does.
-* Several captures in one process do not pin onto each other's lanes (a process-wide
-  record of the CPUs each running capture holds).
+* Captures do not pin onto each other's lanes, in one process (a record of the CPUs
+  each capture holds) or in several (a lock file per CPU, `lock_dir`, held by the
+  process whose lanes run there: several Dask workers of one host, one per GPU).
 
 Each decision and each thing that could not be done (too few CPUs or cores, a GPU on a
 node this process may not use, an unknown node) is recorded in the `Placement`, which
@@ -30,14 +31,17 @@ node this process may not use, an unknown node) is recorded in the `Placement`, 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 SYSFS = "/sys"
 DRIVER_THREAD_PREFIX = "cuda"  # the CUDA driver's threads: cuda-EvtHandlr, cuda00001400006
+LOCK_DIR_ENV = "CASPER400G_LANE_LOCKS"
 
 
 def parse_cpulist(text: str) -> list[int]:
@@ -213,7 +217,8 @@ def plan_placement(need: Need, topo: Topology) -> Placement:
     free = [c for c in topo.cpus if c not in busy]
     if busy:
         decisions.append(
-            f"CPUs {_fmt(busy)} held by the lanes of another capture in this process: not used"
+            f"CPUs {_fmt(busy)} held by the lanes of other captures (this process's or "
+            "another's): not used"
         )
     k = need.threads
     if need.given is not None:
@@ -316,23 +321,102 @@ _held: dict[int, frozenset[int]] = {}
 _held_lock = threading.Lock()
 
 
-def held_cpus() -> frozenset[int]:
-    """CPUs pinned by the lanes of this process's captures that hold them."""
+def lock_dir() -> Path | None:
+    """Where captures of every process on this host claim lane CPUs: a lock file per CPU,
+    flock()ed by the process whose lanes run there (the kernel drops the lock when that
+    process ends, however it ends). $CASPER400G_LANE_LOCKS, else casper400g-lane-cpus in
+    /dev/shm (or the temporary directory); None where it cannot be made."""
+    base = os.environ.get(LOCK_DIR_ENV)
+    if base:
+        path = Path(base)
+    else:
+        shm = Path("/dev/shm")
+        path = (shm if shm.is_dir() else Path(tempfile.gettempdir())) / "casper400g-lane-cpus"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if path.stat().st_uid == os.getuid():
+            path.chmod(0o1777)  # every user's captures claim CPUs here
+    except OSError:
+        return None
+    return path
+
+
+def _open_lock(path: Path) -> int | None:
+    """The lock file, opened without O_CREAT where it exists (the kernel refuses O_CREAT
+    on another user's file in a sticky directory: fs.protected_regular); None where it
+    cannot be opened."""
+    for flags in (os.O_RDONLY, os.O_RDONLY | os.O_CREAT | os.O_EXCL, os.O_RDONLY):
+        try:
+            return os.open(path, flags, 0o644)
+        except (FileNotFoundError, FileExistsError):
+            continue  # absent: create it; made by another meanwhile: open theirs
+        except OSError:
+            return None
+    return None
+
+
+def _lock(cpu: int, where: Path) -> tuple[int | None, bool]:
+    """(a descriptor holding CPU `cpu`'s lock or None, whether another process holds it);
+    a lock file that cannot be opened counts as nobody's."""
+    fd = _open_lock(where / f"cpu{cpu}")
+    if fd is None:
+        return None, False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None, True
+    except OSError:
+        os.close(fd)
+        return None, False
+    return fd, False
+
+
+def held_cpus(candidates: Iterable[int] = ()) -> frozenset[int]:
+    """CPUs pinned by the lanes of this process's captures, and those of `candidates`
+    that a capture of another process holds (lock_dir)."""
     with _held_lock:
-        return frozenset().union(*_held.values())
+        mine = frozenset().union(*_held.values())
+    where = lock_dir()
+    others = set()
+    if where is not None:
+        for c in set(candidates) - mine:
+            fd, held = _lock(c, where)
+            if held:
+                others.add(c)
+            elif fd is not None:
+                os.close(fd)  # closing the descriptor drops the lock
+    return mine | others
 
 
 class Claim:
-    """A capture's hold on its lane CPUs, from its placement until it stops."""
+    """A capture's hold on its lane CPUs, from its placement until it stops: in this
+    process, and in lock_dir for the others. `lost`: CPUs another process claimed
+    between the placement and this claim."""
 
     def __init__(self, cpus: Iterable[int]) -> None:
         self.cpus = frozenset(cpus)
+        self._fds: list[int] = []
+        self.lost: frozenset[int] = frozenset()
         with _held_lock:
             _held[id(self)] = self.cpus
+        where = lock_dir() if self.cpus else None
+        if where is not None:
+            lost = set()
+            for c in sorted(self.cpus):
+                fd, held = _lock(c, where)
+                if held:
+                    lost.add(c)
+                elif fd is not None:
+                    self._fds.append(fd)
+            self.lost = frozenset(lost)
 
     def release(self) -> None:
         with _held_lock:
             _held.pop(id(self), None)
+        fds, self._fds = self._fds, []
+        for fd in fds:
+            os.close(fd)
 
 
 def _affinity(tid: int) -> set[int] | None:
@@ -449,6 +533,6 @@ def place(
         near=near,
         near_what=what,
         gpu=ordinal is not None,
-        busy=held_cpus(),
     )
-    return plan_placement(need, Topology.read(root=root))
+    topo = Topology.read(root=root)
+    return plan_placement(replace(need, busy=held_cpus(topo.cpus)), topo)

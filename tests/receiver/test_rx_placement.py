@@ -5,7 +5,10 @@ kernel reports them (sched_getaffinity of each thread while a capture runs)."""
 from __future__ import annotations
 
 import ctypes
+import json
 import os
+import subprocess
+import sys
 import threading
 import warnings
 from pathlib import Path
@@ -143,7 +146,7 @@ def test_given_cpus_stay_and_other_captures_lanes_are_avoided(tmp_path: Path) ->
     p = plan_placement(Need(2, near=1, near_what="GPU cuda:0", gpu=True, busy=busy), topo)
     assert p.lane_cpus == (5, 4)
     assert p.helper_cpus is not None and not busy & set(p.helper_cpus)
-    assert "CPUs 6-7,15 held by the lanes of another capture" in str(p)
+    assert "CPUs 6-7,15 held by the lanes of other captures" in str(p)
 
 
 def test_one_numa_node_needs_no_memory_placement(tmp_path: Path) -> None:
@@ -171,6 +174,15 @@ def _cpus_of_threads() -> dict[int, set[int]]:
         except OSError:
             continue
     return out
+
+
+@pytest.fixture(autouse=True)
+def own_lock_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Lane CPU claims of this test's captures apart from those of tests running beside
+    it in other processes."""
+    where = tmp_path / "lane-cpus"
+    monkeypatch.setenv(placement.LOCK_DIR_ENV, str(where))
+    return where
 
 
 def _this_machine() -> Topology:
@@ -234,7 +246,7 @@ def test_a_second_capture_keeps_off_the_first_ones_lanes() -> None:
     assert first.sizing.placement is not None and second.sizing.placement is not None
     taken = set(first.sizing.placement.lane_cpus or ())
     assert taken and not taken & set(second.sizing.placement.lane_cpus or ())
-    assert "held by the lanes of another capture" in str(second.sizing.placement)
+    assert "held by the lanes of other captures" in str(second.sizing.placement)
     first.stop()
     second.stop()
     third = capture()
@@ -302,3 +314,35 @@ def test_the_nics_node_leads_without_a_gpu(tmp_path: Path) -> None:
     assert p.lane_cpus == (cpus[0],)
     assert "(node 1, the NIC eth9's, first)" in str(p)
     assert all("GPU" not in d for d in p.decisions)
+
+
+def test_captures_of_other_processes_keep_off_each_others_lanes(own_lock_dir: Path) -> None:
+    topo = _this_machine()
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, warnings; import casper400g_rx as rx\n"
+            "warnings.simplefilter('ignore')\n"
+            "cap = rx.Capture(rx.EmulatedNic(count=64, split=True), rate_gbps=1.0)\n"
+            "print(list(cap.sizing.placement.lane_cpus or []), flush=True)\n"
+            "sys.stdin.read()\n",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, placement.LOCK_DIR_ENV: str(own_lock_dir)},
+    )
+    try:
+        assert child.stdout is not None
+        theirs = set(json.loads(child.stdout.readline()))
+        assert theirs == set(plan_placement(Need(1), topo).lane_cpus or ())
+        assert placement.held_cpus(topo.cpus) == theirs
+        p = placement.place(1, None, "cpu")
+        assert not theirs & set(p.lane_cpus or ())
+        assert "held by the lanes of other captures" in str(p)
+    finally:
+        child.kill()  # no clean-up: the kernel drops its locks with the process
+        child.wait(10)
+    assert placement.held_cpus(topo.cpus) == frozenset()
+    assert set(placement.place(1, None, "cpu").lane_cpus or ()) == theirs
