@@ -298,7 +298,7 @@ def plan_placement(need: Need, topo: Topology) -> Placement:
                 "unknown (sysfs numa_node); it lies where the kernel puts it"
             )
     else:
-        on_node = [c for c in free if topo.node[c] == need.near]
+        on_node = [c for c in topo.cpus if topo.node[c] == need.near]
         if not on_node:
             unmet.append(
                 f"place staging memory on node {need.near} (the {need.near_what}'s): this "
@@ -307,7 +307,8 @@ def plan_placement(need: Need, topo: Topology) -> Placement:
             )
         else:
             staging = need.near
-            quiet = [c for c in on_node if not lanes or c not in lanes]
+            # Briefly (the allocation), and on a lane's CPU only where the node has no other.
+            quiet = [c for c in on_node if c not in busy and c not in (lanes or ())]
             open_cpus = tuple(quiet or on_node)
             decisions.append(
                 f"staging memory on node {need.near} (the {need.near_what}'s): allocated "

@@ -146,6 +146,7 @@ def test_given_cpus_stay_and_other_captures_lanes_are_avoided(tmp_path: Path) ->
     p = plan_placement(Need(2, near=1, near_what="GPU cuda:0", gpu=True, busy=busy), topo)
     assert p.lane_cpus == (5, 4)
     assert p.helper_cpus is not None and not busy & set(p.helper_cpus)
+    assert p.open_cpus == (12, 13, 14)  # node 1's CPUs that run no lane, its or theirs
     assert "CPUs 6-7,15 held by the lanes of other captures" in str(p)
 
 
