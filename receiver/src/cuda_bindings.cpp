@@ -277,13 +277,16 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
             d["name"] = dev->name();
             d["sm_count"] = dev->sm_count();
             d["ordinal"] = dev->ordinal();
-            // CUdevice_attribute PCI_DOMAIN_ID, PCI_BUS_ID, PCI_DEVICE_ID: the GPU's PCI
-            // address, whose sysfs entry names its NUMA node (placement.py).
+            // The GPU's PCI address, whose sysfs entry names its NUMA node (placement.py).
             int domain = 0, bus = 0, slot = 0;
             const auto &drv = dev->drv();
-            dev->check(drv.cuDeviceGetAttribute(&domain, 50, dev->handle()), "cuDeviceGetAttribute");
-            dev->check(drv.cuDeviceGetAttribute(&bus, 33, dev->handle()), "cuDeviceGetAttribute");
-            dev->check(drv.cuDeviceGetAttribute(&slot, 34, dev->handle()), "cuDeviceGetAttribute");
+            const auto attr = [&](int *v, int which) {
+                dev->check(drv.cuDeviceGetAttribute(v, which, dev->handle()),
+                           "cuDeviceGetAttribute");
+            };
+            attr(&domain, cu::attr_pci_domain_id);
+            attr(&bus, cu::attr_pci_bus_id);
+            attr(&slot, cu::attr_pci_device_id);
             char address[32];
             std::snprintf(address, sizeof(address), "%04x:%02x:%02x.0", domain, bus, slot);
             d["pci_bus_id"] = std::string(address);
