@@ -164,6 +164,28 @@ class Spectrometer:
         """The chunk shape (packets, payload bytes) prepared for, None before prepare."""
         return self._shape
 
+    def seconds_per_chunk(self, reps: int = 10) -> float:
+        """The time one chunk's work takes here (GPU time on a GPU, measured with events),
+        averaged over `reps` chunks of zeros; after prepare. A capture at R Gb/s hands on
+        R / (8 x packets x payload) chunks per second: this must stay below their period."""
+        if self._shape is None:
+            raise RuntimeError("prepare(packets_per_chunk, payload_size) first")
+        xp = self.xp
+        zeros = xp.zeros(self._shape, dtype=xp.uint8)
+        mask = xp.ones(self._shape[0], dtype=bool)
+        if not self._gpu:
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                self._chunk_power(zeros, mask)
+            return (time.perf_counter() - t0) / reps
+        start, end = xp.cuda.Event(), xp.cuda.Event()
+        start.record()
+        for _ in range(reps):
+            self._chunk_power(zeros, mask)
+        end.record()
+        end.synchronize()
+        return float(xp.cuda.get_elapsed_time(start, end)) / 1e3 / reps
+
     def synchronize(self) -> None:
         """Waits for the work queued on the GPU (nothing to wait for on the CPU)."""
         if self._gpu:

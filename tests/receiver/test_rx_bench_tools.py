@@ -67,3 +67,13 @@ def test_packets_per_second_per_core(path: str) -> None:
     rows = bench_pps.table([t])
     assert rows[0].startswith("| payload B | ")
     assert rows[2].startswith(f"| 64 | {t.mpps_per_core:.2f} | ")
+
+
+def test_a_default_trial_with_the_spectrometer_consuming() -> None:
+    spec = bench_defaults.DefaultsConfig(chunks_per_spectrum=4).spectrometer("cpu")
+    t = bench_defaults.trial(0.5, False, 0.1, spec, device="cpu")
+    assert t["accounted"] and t["offered_packets"] == bench_defaults.WHOLE_CHUNKS
+    # 16 chunks of 1024 packets in spectra of 4 chunks; its work per chunk measured.
+    assert t["spectra"] == 4 and t["chunks"] == 16
+    assert t["work_ms"] > 0 and t["period_ms"] == pytest.approx(1024 * 8192 * 8 / 0.5e9 * 1e3)
+    assert "spectrometer" in bench_defaults.describe(t, 100.0)

@@ -155,6 +155,8 @@ def test_bad_settings_and_misuse_are_named() -> None:
     with pytest.raises(ValueError, match="payload_size 13 less header_bytes 8 must be"):
         SpectrometerConfig().samples_per_packet(13)
     spec = Spectrometer(config())
+    with pytest.raises(RuntimeError, match="prepare"):
+        spec.seconds_per_chunk()
     with pytest.raises(ValueError, match="holds 100 samples, less than one 128-point frame"):
         Spectrometer(SpectrometerConfig(nfft=128)).prepare(1, PAYLOAD)
     with pytest.raises(
@@ -170,6 +172,7 @@ def test_bad_settings_and_misuse_are_named() -> None:
         with pytest.raises(RuntimeError, match="prepare"):
             spec.add(chunk)
         spec.prepare(2 * PPC, PAYLOAD)
+        assert spec.seconds_per_chunk(reps=2) > 0
         with pytest.raises(ValueError, match=r"chunk shape \(10, 208\) is not the prepared one"):
             spec.add(chunk)
         chunk.release()

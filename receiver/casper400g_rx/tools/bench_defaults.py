@@ -107,8 +107,11 @@ def trial(
     assert cap.sizing is not None and cap.sizing.placement is not None
     prepare_s = 0.0
     shape = (cap.config.packets_per_chunk, cap.fmt.payload_size)
-    if spectrometer is not None and spectrometer.prepared != shape:
-        prepare_s = spectrometer.prepare(*shape)
+    work_s = 0.0
+    if spectrometer is not None:
+        if spectrometer.prepared != shape:
+            prepare_s = spectrometer.prepare(*shape)
+        work_s = spectrometer.seconds_per_chunk(reps=5)
     spectra = chunks = 0
     t_cpu0, t0 = time.process_time(), time.perf_counter()
     with cap:
@@ -151,6 +154,9 @@ def trial(
         "cores_busy": cpu / wall,
         "spectra": spectra,
         "prepare_s": prepare_s,
+        # The consumer's own time per chunk against the chunks' period at this rate.
+        "work_ms": work_s * 1e3,
+        "period_ms": cap.config.packets_per_chunk * PAYLOAD * 8 / (rate_gbps * GBIT) * 1e3,
         "warnings": [str(w.message) for w in caught],
         **{key: int(s.get(key, 0)) for key in DETAIL},
     }
@@ -167,7 +173,14 @@ def describe(trial_: Trial, peak: float, label: str = "") -> str:
         f"({t['achieved'] / peak:.3f} of H2D peak), nic_drops {t['nic_drops']}, lost "
         f"{t['lost']}, { ({k: t[k] for k in DETAIL}) }, {t['spectra']} spectra, chunks "
         f"{t['fill']:.3f} full, every packet accounted {t['accounted']}, CPU cores busy "
-        f"{t['cores_busy']:.1f}" + "".join(f"\n    warning: {w}" for w in t["warnings"])
+        f"{t['cores_busy']:.1f}"
+        + (
+            f", spectrometer {t['work_ms']:.3f} ms per chunk (a chunk every "
+            f"{t['period_ms']:.3f} ms)"
+            if t["work_ms"]
+            else ""
+        )
+        + "".join(f"\n    warning: {w}" for w in t["warnings"])
     )
 
 
