@@ -25,7 +25,7 @@ What the benchmarks once did by hand, the capture does itself when `rate_gbps` i
 Each decision and each thing that could not be done (too few CPUs or cores, a GPU on a
 node this process may not use, an unknown node) is recorded in the `Placement`, which
 `cap.sizing` prints. Threads of the user's own and other processes are not moved:
-`isolcpus` or a cpuset keeps them off the lane cores (docs/hardware.md).
+`isolcpus` or a cpuset keeps them off the lane cores (docs/hardware.md, "Tuning").
 """
 
 from __future__ import annotations
