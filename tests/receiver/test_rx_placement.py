@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import casper400g_rx as rx
-from casper400g_rx import placement
+from casper400g_rx import gpu, placement
 from casper400g_rx.placement import Need, Placement, Topology, plan_placement
 
 GPU = "0000:c1:00.0"
@@ -347,3 +347,44 @@ def test_captures_of_other_processes_keep_off_each_others_lanes(own_lock_dir: Pa
         child.wait(10)
     assert placement.held_cpus(topo.cpus) == frozenset()
     assert set(placement.place(1, None, "cpu").lane_cpus or ()) == theirs
+
+
+CUDA_OK, CUDA_WHY = gpu.cuda_status()
+
+
+@pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CUDA_WHY}")
+def test_into_a_gpu_the_copy_and_driver_threads_keep_off_the_lanes() -> None:
+    _this_machine()
+    address = placement.gpu_pci_address(0)
+    assert address is not None
+    node = Path(f"/sys/bus/pci/devices/{address}/numa_node")
+    assert node.exists(), f"the GPU's PCI address {address} is not in sysfs"
+    number = int(node.read_text())
+    assert placement.pci_numa_node(address) == (number if number >= 0 else None)
+    before = set(_cpus_of_threads())
+    count = 1024 * 64
+    cap = rx.Capture(
+        rx.EmulatedNic(count=count, nic_rate_gbps=20.0, split=True),
+        delivery=rx.Delivery(device="cuda:0"),
+        rate_gbps=20.0,
+    )
+    assert cap.sizing is not None and cap.sizing.placement is not None
+    p = cap.sizing.placement
+    if p.lane_cpus is None:
+        pytest.skip(f"too few CPUs to pin here: {p}")
+    lanes, helpers = set(p.lane_cpus), set(p.helper_cpus or ())
+    assert f"GPU cuda:0 at {address}" in str(p)
+    seen: dict[int, set[int]] = {}
+    with cap:
+        for chunk in cap.chunks(timeout=10):
+            if not seen:
+                seen = _cpus_of_threads()
+            chunk.release()
+    started = {t: c for t, c in seen.items() if t not in before}
+    on_lanes = [t for t, c in started.items() if c <= lanes and len(c) == 1]
+    assert len(on_lanes) == len(lanes)  # each lane thread on its CPU alone
+    others = {t: c for t, c in started.items() if t not in on_lanes}
+    assert others, "the GPU copy and recycle threads"
+    assert all(c <= helpers for c in others.values()), (others, helpers)
+    assert all(not seen[t] & lanes for t in placement.driver_threads() if t in seen)
+    assert cap.stats.packets + cap.stats.nic_drops + cap.stats.late + cap.stats.discarded == count
