@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
+from conftest import need_tool
 
 import casper400g_rx as rx
 from casper400g_rx import gpu
@@ -122,7 +123,10 @@ def test_spectra_stay_aligned_when_the_stream_starts_mid_spectrum() -> None:
 
 
 def test_spectra_written_to_hdf5_and_numpy_read_back(tmp_path: Path) -> None:
-    import h5py
+    try:
+        import h5py
+    except ImportError:
+        need_tool("h5py is not installed (pip install -e '.[hdf5]')")
 
     rng = np.random.default_rng(3)
     n = PPC * CPS * 2
