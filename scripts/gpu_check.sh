@@ -46,7 +46,8 @@ if [ "${PRESET:-}" = defaults ]; then
   SANITIZE=${SANITIZE:-0}
   TEST_TIMEOUT=${TEST_TIMEOUT:-240}
   BENCH_TIMEOUT=${BENCH_TIMEOUT:-420}
-  tests="$tests tests/receiver/test_rx_spectrometer.py tests/receiver/test_rx_placement.py"
+  tests="$tests tests/receiver/test_rx_spectrometer.py::test_gpu_spectra_equal_the_cpu_ones \
+    tests/receiver/test_rx_placement.py"
   BENCH_ARGS=${BENCH_ARGS:-"--skip-split --skip-copy-path --skip-shared --skip-gpudirect \
     --seconds 1.0 --default-rates 300 350 380 400 420 440 --default-target 400 \
     --default-trials 3 --default-trial-seconds 10"}
