@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import _core
+from .affinity import Claim, Helpers, opening
 from .chunking import Chunking, engine_config
 from .delivery import Delivery
-from .placement import Claim, Helpers, opening
 from .sizing import CapacityWarning
 from .sources import (
     EmulatedNic,
@@ -118,9 +118,12 @@ class Capture:
                 CapacityWarning,
                 stacklevel=2,
             )
-        self._helpers = Helpers(placement)
+        self._helpers = Helpers(
+            placement.lane_cpus if placement else None,
+            placement.helper_cpus if placement else None,
+        )
         try:
-            with opening(placement):
+            with opening(placement.open_cpus if placement else None):
                 self._cap: Any = self.source.open(self.fmt, plan.config, self.delivery)
         except BaseException:
             self._claim.release()

@@ -1,7 +1,8 @@
 """Where a capture sized for a rate runs its threads and puts its staging memory.
 
 What the benchmarks once did by hand, the capture does itself when `rate_gbps` is given
-(chunking.engine_config asks `plan_placement`, Capture applies the outcome):
+(chunking.engine_config asks `place`, Capture applies the outcome through affinity.py;
+what the machine is comes from cpu_topology.py):
 
 * Lane threads (receive queues, header-split lanes, an emulated NIC's generator) are
   pinned one per physical core, the cores of the NUMA node nearest the data first (the
@@ -18,9 +19,8 @@ What the benchmarks once did by hand, the capture does itself when `rate_gbps` i
 * Staging memory (the chunk pool, written once when it is allocated, so that its pages
   come from the NUMA node of the thread that opens the capture) is placed on the GPU's
   or NIC's node: the thread opening the capture runs there while it does.
-* Captures do not pin onto each other's lanes, in one process (a record of the CPUs
-  each capture holds) or in several (a lock file per CPU, `lock_dir`, held by the
-  process whose lanes run there: several Dask workers of one host, one per GPU).
+* Captures do not pin onto each other's lanes, in one process or in several (several
+  Dask workers of one host, one per GPU): affinity.held_cpus.
 
 Each decision and each thing that could not be done (too few CPUs or cores, a GPU on a
 node this process may not use, an unknown node) is recorded in the `Placement`, which
@@ -30,101 +30,11 @@ node this process may not use, an unknown node) is recorded in the `Placement`, 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import os
-import tempfile
-import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
-SYSFS = "/sys"
-DRIVER_THREAD_PREFIX = "cuda"  # the CUDA driver's threads: cuda-EvtHandlr, cuda00001400006
-LOCK_DIR_ENV = "CASPER400G_LANE_LOCKS"
-
-
-def parse_cpulist(text: str) -> list[int]:
-    """CPUs of a sysfs/kernel CPU list ("0-3,8,10-11"); ValueError naming bad text."""
-    cpus: list[int] = []
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        lo, sep, hi = part.partition("-")
-        try:
-            first, last = int(lo), int(hi) if sep else int(lo)
-        except ValueError:
-            raise ValueError(f"not a CPU list: {text!r}") from None
-        if first < 0 or last < first:
-            raise ValueError(f"not a CPU list: {text!r}")
-        cpus.extend(range(first, last + 1))
-    return cpus
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
-
-
-def _node_of_device(path: Path) -> int | None:
-    """A PCI device's NUMA node from its sysfs numa_node (-1 or absent: unknown)."""
-    text = _read(path / "numa_node")
-    if text is None:
-        return None
-    try:
-        node = int(text)
-    except ValueError:
-        return None
-    return node if node >= 0 else None
-
-
-def pci_numa_node(address: str, root: str = SYSFS) -> int | None:
-    """NUMA node of the PCI device at `address` ("0000:1b:00.0"); None: unknown."""
-    return _node_of_device(Path(root) / "bus" / "pci" / "devices" / address.lower())
-
-
-def netdev_numa_node(interface: str, root: str = SYSFS) -> int | None:
-    """NUMA node of the NIC behind network interface `interface`; None: unknown."""
-    return _node_of_device(Path(root) / "class" / "net" / interface / "device")
-
-
-@dataclass(frozen=True)
-class Topology:
-    """The CPUs this thread may use, each one's physical core (the set of its hyperthread
-    siblings) and NUMA node, as sysfs says."""
-
-    cpus: tuple[int, ...]
-    core: Mapping[int, tuple[int, ...]]
-    node: Mapping[int, int]
-
-    @classmethod
-    def read(cls, allowed: Iterable[int] | None = None, root: str = SYSFS) -> Topology:
-        """From `root` (a sysfs tree); `allowed`: the CPUs to consider (default: this
-        thread's affinity). A CPU without topology files is a core of its own on node 0."""
-        cpus = tuple(sorted(os.sched_getaffinity(0) if allowed is None else set(allowed)))
-        base = Path(root) / "devices" / "system"
-        core: dict[int, tuple[int, ...]] = {}
-        for c in cpus:
-            topo = base / "cpu" / f"cpu{c}" / "topology"
-            text = _read(topo / "thread_siblings_list") or _read(topo / "core_cpus_list")
-            siblings = parse_cpulist(text) if text else [c]
-            core[c] = tuple(sorted(set(siblings) | {c}))
-        node: dict[int, int] = {}
-        nodes = sorted(
-            int(p.name[4:])
-            for p in (base / "node").glob("node*")
-            if p.name[4:].isdigit() and (p / "cpulist").exists()
-        )
-        for n in nodes:
-            for c in parse_cpulist(_read(base / "node" / f"node{n}" / "cpulist") or ""):
-                node.setdefault(c, n)
-        return cls(cpus, core, {c: node.get(c, 0) for c in cpus})
-
-    @property
-    def nodes(self) -> list[int]:
-        return sorted(set(self.node.values()))
+from .affinity import held_cpus
+from .cpu_topology import SYSFS, Topology, gpu_pci_address, netdev_numa_node, pci_numa_node
 
 
 @dataclass(frozen=True)
@@ -315,194 +225,6 @@ def plan_placement(need: Need, topo: Topology) -> Placement:
                 f"from CPUs {_fmt(open_cpus)} there"
             )
     return Placement(lanes, helpers, open_cpus, staging, tuple(decisions), tuple(unmet))
-
-
-# The lane CPUs of each capture of this process that holds some (by its claim's id).
-_held: dict[int, frozenset[int]] = {}
-_held_lock = threading.Lock()
-
-
-def lock_dir() -> Path | None:
-    """Where captures of every process on this host claim lane CPUs: a lock file per CPU,
-    flock()ed by the process whose lanes run there (the kernel drops the lock when that
-    process ends, however it ends). $CASPER400G_LANE_LOCKS, else casper400g-lane-cpus in
-    /dev/shm (or the temporary directory); None where it cannot be made."""
-    base = os.environ.get(LOCK_DIR_ENV)
-    if base:
-        path = Path(base)
-    else:
-        shm = Path("/dev/shm")
-        path = (shm if shm.is_dir() else Path(tempfile.gettempdir())) / "casper400g-lane-cpus"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        if path.stat().st_uid == os.getuid():
-            path.chmod(0o1777)  # every user's captures claim CPUs here
-    except OSError:
-        return None
-    return path
-
-
-def _open_lock(path: Path) -> int | None:
-    """The lock file, opened without O_CREAT where it exists (the kernel refuses O_CREAT
-    on another user's file in a sticky directory: fs.protected_regular); None where it
-    cannot be opened."""
-    for flags in (os.O_RDONLY, os.O_RDONLY | os.O_CREAT | os.O_EXCL, os.O_RDONLY):
-        try:
-            return os.open(path, flags, 0o644)
-        except (FileNotFoundError, FileExistsError):
-            continue  # absent: create it; made by another meanwhile: open theirs
-        except OSError:
-            return None
-    return None
-
-
-def _lock(cpu: int, where: Path) -> tuple[int | None, bool]:
-    """(a descriptor holding CPU `cpu`'s lock or None, whether another process holds it);
-    a lock file that cannot be opened counts as nobody's."""
-    fd = _open_lock(where / f"cpu{cpu}")
-    if fd is None:
-        return None, False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None, True
-    except OSError:
-        os.close(fd)
-        return None, False
-    return fd, False
-
-
-def held_cpus(candidates: Iterable[int] = ()) -> frozenset[int]:
-    """CPUs pinned by the lanes of this process's captures, and those of `candidates`
-    that a capture of another process holds (lock_dir)."""
-    with _held_lock:
-        mine = frozenset().union(*_held.values())
-    where = lock_dir()
-    others = set()
-    if where is not None:
-        for c in set(candidates) - mine:
-            fd, held = _lock(c, where)
-            if held:
-                others.add(c)
-            elif fd is not None:
-                os.close(fd)  # closing the descriptor drops the lock
-    return mine | others
-
-
-class Claim:
-    """A capture's hold on its lane CPUs, from its placement until it stops: in this
-    process, and in lock_dir for the others. `lost`: CPUs another process claimed
-    between the placement and this claim."""
-
-    def __init__(self, cpus: Iterable[int]) -> None:
-        self.cpus = frozenset(cpus)
-        self._fds: list[int] = []
-        self.lost: frozenset[int] = frozenset()
-        with _held_lock:
-            _held[id(self)] = self.cpus
-        where = lock_dir() if self.cpus else None
-        if where is not None:
-            lost = set()
-            for c in sorted(self.cpus):
-                fd, held = _lock(c, where)
-                if held:
-                    lost.add(c)
-                elif fd is not None:
-                    self._fds.append(fd)
-            self.lost = frozenset(lost)
-
-    def release(self) -> None:
-        with _held_lock:
-            _held.pop(id(self), None)
-        fds, self._fds = self._fds, []
-        for fd in fds:
-            os.close(fd)
-
-
-def _affinity(tid: int) -> set[int] | None:
-    try:
-        return os.sched_getaffinity(tid)
-    except OSError:  # the thread has ended
-        return None
-
-
-def _set_affinity(tid: int, cpus: Iterable[int]) -> bool:
-    try:
-        os.sched_setaffinity(tid, set(cpus))
-    except OSError:  # ended, or the CPUs are outside its cpuset
-        return False
-    return True
-
-
-def driver_threads(prefix: str = DRIVER_THREAD_PREFIX) -> list[int]:
-    """Thread ids of this process whose name starts with `prefix` (the CUDA driver's)."""
-    tids = []
-    for task in Path("/proc/self/task").iterdir():
-        name = _read(task / "comm") or ""
-        if name.startswith(prefix):
-            tids.append(int(task.name))
-    return tids
-
-
-@contextlib.contextmanager
-def opening(placement: Placement | None) -> Iterator[None]:
-    """Runs the block (the capture's opening: its chunk pool allocated and written) on
-    the placement's open CPUs, so that the pages come from the staging node."""
-    cpus = placement.open_cpus if placement is not None else None
-    if not cpus:
-        yield
-        return
-    tid = threading.get_native_id()
-    saved = _affinity(tid)
-    _set_affinity(tid, cpus)
-    try:
-        yield
-    finally:
-        if saved is not None:
-            _set_affinity(tid, saved)
-
-
-class Helpers:
-    """Keeps a running capture's other threads off its lane CPUs: the starting thread
-    (and so every thread it starts), and the CUDA driver's threads that exist then."""
-
-    def __init__(self, placement: Placement | None) -> None:
-        self._cpus = placement.helper_cpus if placement is not None else None
-        self._lanes = frozenset(placement.lane_cpus or ()) if placement is not None else ()
-        self._saved: dict[int, set[int]] = {}
-
-    def start(self) -> None:
-        """Call from the thread that starts the capture, before its threads start."""
-        if not self._cpus:
-            return
-        tids = [threading.get_native_id(), *driver_threads()]
-        for tid in dict.fromkeys(tids):
-            old = _affinity(tid)
-            if old is None or tid in self._saved:
-                continue
-            if (old & self._lanes or tid == tids[0]) and _set_affinity(tid, self._cpus):
-                self._saved[tid] = old
-
-    def stop(self) -> None:
-        """Gives the threads moved their CPUs back."""
-        saved, self._saved = self._saved, {}
-        for tid, cpus in saved.items():
-            _set_affinity(tid, cpus)
-
-    @property
-    def moved(self) -> Sequence[int]:
-        return list(self._saved)
-
-
-def gpu_pci_address(ordinal: int) -> str | None:
-    """The PCI address of CUDA device `ordinal` (None where CUDA cannot say)."""
-    from . import _core
-
-    try:
-        return str(_core.cuda_device_info(ordinal)["pci_bus_id"])
-    except (_core.CudaError, KeyError):
-        return None
 
 
 def place(

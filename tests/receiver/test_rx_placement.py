@@ -1,4 +1,5 @@
-"""Where a capture sized for a rate puts its threads and staging memory (placement.py):
+"""Where a capture sized for a rate puts its threads and staging memory (placement.py,
+from cpu_topology.py, applied by affinity.py):
 the choice on fake sysfs trees of other machines, and on this machine the threads as the
 kernel reports them (sched_getaffinity of each thread while a capture runs)."""
 
@@ -16,8 +17,9 @@ from pathlib import Path
 import pytest
 
 import casper400g_rx as rx
-from casper400g_rx import gpu, placement
-from casper400g_rx.placement import Need, Placement, Topology, plan_placement
+from casper400g_rx import affinity, cpu_topology, gpu, placement
+from casper400g_rx.cpu_topology import Topology
+from casper400g_rx.placement import Need, plan_placement
 
 GPU = "0000:c1:00.0"
 
@@ -56,11 +58,11 @@ def two_sockets(tmp_path: Path) -> Topology:
 
 
 def test_cpu_lists_are_parsed_and_bad_ones_named() -> None:
-    assert placement.parse_cpulist("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
-    assert placement.parse_cpulist("") == []
+    assert cpu_topology.parse_cpulist("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
+    assert cpu_topology.parse_cpulist("") == []
     for bad in ("0-x", "3-1", "a"):
         with pytest.raises(ValueError, match=f"not a CPU list: '{bad}'"):
-            placement.parse_cpulist(bad)
+            cpu_topology.parse_cpulist(bad)
 
 
 def test_topology_and_numa_nodes_from_sysfs(tmp_path: Path) -> None:
@@ -69,12 +71,12 @@ def test_topology_and_numa_nodes_from_sysfs(tmp_path: Path) -> None:
     assert topo.nodes == [0, 1]
     assert topo.core[5] == topo.core[13] == (5, 13)
     assert [topo.node[c] for c in (0, 8, 4, 12)] == [0, 0, 1, 1]
-    assert placement.pci_numa_node(GPU, str(tmp_path)) == 1
-    assert placement.pci_numa_node(GPU.upper(), str(tmp_path)) == 1
-    assert placement.netdev_numa_node("eth9", str(tmp_path)) == 0
-    assert placement.pci_numa_node("0000:00:01.0", str(tmp_path)) is None  # absent
+    assert cpu_topology.pci_numa_node(GPU, str(tmp_path)) == 1
+    assert cpu_topology.pci_numa_node(GPU.upper(), str(tmp_path)) == 1
+    assert cpu_topology.netdev_numa_node("eth9", str(tmp_path)) == 0
+    assert cpu_topology.pci_numa_node("0000:00:01.0", str(tmp_path)) is None  # absent
     (tmp_path / "bus" / "pci" / "devices" / GPU / "numa_node").write_text("-1\n")
-    assert placement.pci_numa_node(GPU, str(tmp_path)) is None  # the kernel does not know
+    assert cpu_topology.pci_numa_node(GPU, str(tmp_path)) is None  # the kernel does not know
     # A CPU without topology files is a core of its own on node 0.
     bare = Topology.read(allowed=[0, 1], root=str(tmp_path / "nowhere"))
     assert bare.core == {0: (0,), 1: (1,)} and bare.node == {0: 0, 1: 0}
@@ -182,13 +184,13 @@ def own_lock_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Lane CPU claims of this test's captures apart from those of tests running beside
     it in other processes."""
     where = tmp_path / "lane-cpus"
-    monkeypatch.setenv(placement.LOCK_DIR_ENV, str(where))
+    monkeypatch.setenv(affinity.LOCK_DIR_ENV, str(where))
     return where
 
 
 def _this_machine() -> Topology:
     topo = Topology.read()
-    if len(topo.cpus) < 2 or placement.held_cpus():
+    if len(topo.cpus) < 2 or affinity.held_cpus():
         pytest.skip(f"needs two CPUs free for this process, has {topo.cpus}")
     return topo
 
@@ -210,7 +212,7 @@ def test_a_capture_sized_for_a_rate_pins_its_lanes_and_keeps_the_consumer_off() 
     assert lanes == want and lanes is not None and cap.source.cpus == lanes
     helpers = set(cap.sizing.placement.helper_cpus or ())
     assert helpers and not helpers & set(lanes)
-    assert placement.held_cpus() == set(lanes)
+    assert affinity.held_cpus() == set(lanes)
     seen: dict[int, set[int]] = {}
     got = 0
     with cap:
@@ -225,7 +227,7 @@ def test_a_capture_sized_for_a_rate_pins_its_lanes_and_keeps_the_consumer_off() 
     assert got + cap.stats.nic_drops + cap.stats.late == count
     # Stopped: this thread's CPUs back, the lane CPUs free for another capture.
     assert os.sched_getaffinity(0) == before
-    assert placement.held_cpus() == frozenset()
+    assert affinity.held_cpus() == frozenset()
     text = str(cap.sizing)
     assert text.startswith("1 receive queue(s)") and "placement:" in text
     # The pool printed is the one the header-split engine got.
@@ -263,7 +265,7 @@ def test_cpus_given_or_no_rate_are_left_alone() -> None:
     assert cap.sizing.placement is not None and cap.sizing.placement.lane_cpus is None
     unsized = rx.Capture(rx.EmulatedNic(count=64, split=True))
     assert unsized.sizing is None and unsized.source.cpus is None
-    assert placement.held_cpus() == frozenset()
+    assert affinity.held_cpus() == frozenset()
 
 
 def test_staging_memory_is_allocated_from_the_open_cpus() -> None:
@@ -271,7 +273,7 @@ def test_staging_memory_is_allocated_from_the_open_cpus() -> None:
     target = (topo.cpus[-1],)
     before = os.sched_getaffinity(0)
     seen = []
-    with placement.opening(Placement(None, None, target, 0)):
+    with affinity.opening(target):
         seen.append(os.sched_getaffinity(0))
     assert seen == [set(target)] and os.sched_getaffinity(0) == before
 
@@ -293,9 +295,9 @@ def test_the_cuda_drivers_threads_are_moved_off_the_lanes_and_back() -> None:
     t.start()
     ready.wait(10)
     try:
-        assert tid[0] in placement.driver_threads()
+        assert tid[0] in affinity.driver_threads()
         before = os.sched_getaffinity(tid[0])
-        helpers = placement.Helpers(Placement((lane,), tuple(sorted(rest)), None, None))
+        helpers = affinity.Helpers([lane], sorted(rest))
         helpers.start()
         assert os.sched_getaffinity(tid[0]) == rest
         assert os.sched_getaffinity(0) == rest  # the starting thread
@@ -332,20 +334,20 @@ def test_captures_of_other_processes_keep_off_each_others_lanes(own_lock_dir: Pa
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, placement.LOCK_DIR_ENV: str(own_lock_dir)},
+        env={**os.environ, affinity.LOCK_DIR_ENV: str(own_lock_dir)},
     )
     try:
         assert child.stdout is not None
         theirs = set(json.loads(child.stdout.readline()))
         assert theirs == set(plan_placement(Need(1), topo).lane_cpus or ())
-        assert placement.held_cpus(topo.cpus) == theirs
+        assert affinity.held_cpus(topo.cpus) == theirs
         p = placement.place(1, None, "cpu")
         assert not theirs & set(p.lane_cpus or ())
         assert "held by the lanes of other captures" in str(p)
     finally:
         child.kill()  # no clean-up: the kernel drops its locks with the process
         child.wait(10)
-    assert placement.held_cpus(topo.cpus) == frozenset()
+    assert affinity.held_cpus(topo.cpus) == frozenset()
     assert set(placement.place(1, None, "cpu").lane_cpus or ()) == theirs
 
 
@@ -355,12 +357,12 @@ CUDA_OK, CUDA_WHY = gpu.cuda_status()
 @pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CUDA_WHY}")
 def test_into_a_gpu_the_copy_and_driver_threads_keep_off_the_lanes() -> None:
     _this_machine()
-    address = placement.gpu_pci_address(0)
+    address = cpu_topology.gpu_pci_address(0)
     assert address is not None
     node = Path(f"/sys/bus/pci/devices/{address}/numa_node")
     assert node.exists(), f"the GPU's PCI address {address} is not in sysfs"
     number = int(node.read_text())
-    assert placement.pci_numa_node(address) == (number if number >= 0 else None)
+    assert cpu_topology.pci_numa_node(address) == (number if number >= 0 else None)
     before = set(_cpus_of_threads())
     count = 1024 * 64
     cap = rx.Capture(
@@ -386,5 +388,5 @@ def test_into_a_gpu_the_copy_and_driver_threads_keep_off_the_lanes() -> None:
     others = {t: c for t, c in started.items() if t not in on_lanes}
     assert others, "the GPU copy and recycle threads"
     assert all(c <= helpers for c in others.values()), (others, helpers)
-    assert all(not seen[t] & lanes for t in placement.driver_threads() if t in seen)
+    assert all(not seen[t] & lanes for t in affinity.driver_threads() if t in seen)
     assert cap.stats.packets + cap.stats.nic_drops + cap.stats.late + cap.stats.discarded == count

@@ -26,7 +26,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .. import Capture, Chunking, EmulatedNic, Format, placement
+from .. import Capture, Chunking, EmulatedNic, Format
+from ..affinity import Helpers
+from ..cpu_topology import Topology
+from ..placement import Need, plan_placement
 
 PAYLOADS = (64, 256, 1024, 1472, 8192)
 PATHS = ("copy", "split")
@@ -75,9 +78,7 @@ def trial(path: str, payload: int, queues: int = 1, seconds: float = 1.0) -> Pps
     per_thread = min(MAX_MPPS * 1e6, 400e9 / (8 * payload))
     count = max(8 * ppc, int(seconds * per_thread * queues * 1.2) // ppc * ppc)
     source = source_for(path, payload, queues, count)
-    plan = placement.plan_placement(
-        placement.Need(source.pinned_threads()), placement.Topology.read()
-    )
+    plan = plan_placement(Need(source.pinned_threads()), Topology.read())
     if plan.lane_cpus is not None:
         source = source.with_cpus(plan.lane_cpus)
     cap = Capture(
@@ -85,7 +86,7 @@ def trial(path: str, payload: int, queues: int = 1, seconds: float = 1.0) -> Pps
         fmt=Format(payload_size=payload),
         chunking=Chunking(packets_per_chunk=ppc, first_chunk=0),
     )
-    helpers = placement.Helpers(plan)
+    helpers = Helpers(plan.lane_cpus, plan.helper_cpus)
     helpers.start()
     try:
         t0 = time.perf_counter()
