@@ -172,12 +172,12 @@ def opening(cpus: Iterable[int] | None) -> Iterator[None]:
             _set_affinity(tid, saved)
 
 
-class Helpers:
+class KeepOff:
     """Keeps a running capture's other threads off its lane CPUs: the starting thread
     (and so every thread it starts), and the CUDA driver's threads that exist then."""
 
     def __init__(self, lanes: Iterable[int] | None, others: Iterable[int] | None) -> None:
-        """`lanes`, `others`: a placement's lane_cpus and helper_cpus (None: unplaced)."""
+        """`lanes`, `others`: a placement's lane_cpus and other_cpus (None: unplaced)."""
         self._cpus = tuple(others or ())
         self._lanes = frozenset(lanes or ())
         self._saved: dict[int, set[int]] = {}

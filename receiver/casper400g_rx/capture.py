@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import _core
-from .affinity import Claim, Helpers, opening
+from .affinity import Claim, KeepOff, opening
 from .chunking import Chunking, engine_config
 from .delivery import Delivery
 from .sizing import CapacityWarning
@@ -118,9 +118,9 @@ class Capture:
                 CapacityWarning,
                 stacklevel=2,
             )
-        self._helpers = Helpers(
+        self._keep_off = KeepOff(
             placement.lane_cpus if placement else None,
-            placement.helper_cpus if placement else None,
+            placement.other_cpus if placement else None,
         )
         try:
             with opening(placement.open_cpus if placement else None):
@@ -176,7 +176,7 @@ class Capture:
             if self._membership is not None:
                 self._membership.join()
             # Before the capture's threads start: those it starts inherit the CPUs.
-            self._helpers.start()
+            self._keep_off.start()
             self._cap.start()
         return self
 
@@ -187,7 +187,7 @@ class Capture:
         self._cap.stop()
         if self._membership is not None:
             self._membership.leave()
-        self._helpers.stop()
+        self._keep_off.stop()
         self._claim.release()
 
     def __enter__(self) -> Capture:

@@ -42,13 +42,13 @@ class Placement:
     """Where a capture's threads run and its staging memory lies (module docstring).
 
     lane_cpus: one CPU per pinned thread, in the source's order (None: not pinned);
-    helper_cpus: where the starting thread, the threads it starts and the CUDA driver's
+    other_cpus: where the starting thread, the threads it starts and the CUDA driver's
     threads run while the capture does (None: left where they are); open_cpus: where the
     opening thread runs while the staging memory is allocated (None: where it is);
     decisions: what was chosen and why; unmet: what could not be done and why."""
 
     lane_cpus: tuple[int, ...] | None
-    helper_cpus: tuple[int, ...] | None
+    other_cpus: tuple[int, ...] | None
     open_cpus: tuple[int, ...] | None
     staging_node: int | None
     decisions: tuple[str, ...] = ()
@@ -63,13 +63,13 @@ class Placement:
 @dataclass(frozen=True)
 class Need:
     """What a capture asks of the placement: `threads` to pin (a source's `cpus` list),
-    `given` CPUs for them (None: choose; (): do not pin), `helpers` CPUs wanted for the
+    `given` CPUs for them (None: choose; (): do not pin), `others` CPUs wanted for the
     other busy threads, and the data's NUMA node (`near`, None: unknown) with what it is
     (`near_what`, e.g. "GPU cuda:0 (0000:1b:00.0)")."""
 
     threads: int
     given: tuple[int, ...] | None = None
-    helpers: int = 1
+    others: int = 1
     near: int | None = None
     near_what: str = ""
     gpu: bool = False
@@ -171,28 +171,28 @@ def plan_placement(need: Need, topo: Topology) -> Placement:
                     "cross the link between the sockets"
                 )
 
-    helpers: tuple[int, ...] | None = None
+    others: tuple[int, ...] | None = None
     if lanes:
         taken = {topo.core[c] for c in lanes}
         rest = [c for c in free if c not in lanes]
         apart = [c for c in rest if topo.core[c] not in taken]
-        helpers = tuple(apart or rest) or None
+        others = tuple(apart or rest) or None
         what = "the consumer (the thread that starts the capture)" + (
             ", the GPU copy and recycle threads and the CUDA driver's threads" if need.gpu else ""
         )
-        if helpers is None:
+        if others is None:
             unmet.append(f"keep {what} off the lane CPUs: no CPU is left over")
         else:
-            decisions.append(f"{what} kept on CPUs {_fmt(helpers)}, off the lane cores")
+            decisions.append(f"{what} kept on CPUs {_fmt(others)}, off the lane cores")
             if not apart:
                 unmet.append(
                     "a physical core for the other threads: they share cores with lanes "
-                    f"(hyperthread siblings {_fmt(helpers)})"
+                    f"(hyperthread siblings {_fmt(others)})"
                 )
-            if len(helpers) < need.helpers:
+            if len(others) < need.others:
                 unmet.append(
-                    f"{need.helpers} CPUs for them: {len(helpers)} left over; they share "
-                    f"{'it' if len(helpers) == 1 else 'them'}"
+                    f"{need.others} CPUs for them: {len(others)} left over; they share "
+                    f"{'it' if len(others) == 1 else 'them'}"
                 )
 
     open_cpus: tuple[int, ...] | None = None
@@ -224,7 +224,7 @@ def plan_placement(need: Need, topo: Topology) -> Placement:
                 f"staging memory on node {need.near} (the {need.near_what}'s): allocated "
                 f"from CPUs {_fmt(open_cpus)} there"
             )
-    return Placement(lanes, helpers, open_cpus, staging, tuple(decisions), tuple(unmet))
+    return Placement(lanes, others, open_cpus, staging, tuple(decisions), tuple(unmet))
 
 
 def place(
@@ -252,7 +252,7 @@ def place(
     need = Need(
         threads=threads,
         given=given,
-        helpers=1 + (2 if ordinal is not None else 0),
+        others=1 + (2 if ordinal is not None else 0),
         near=near,
         near_what=what,
         gpu=ordinal is not None,

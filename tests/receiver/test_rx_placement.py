@@ -84,11 +84,11 @@ def test_topology_and_numa_nodes_from_sysfs(tmp_path: Path) -> None:
 
 def test_lanes_take_physical_cores_of_the_gpus_node_first(tmp_path: Path) -> None:
     topo = two_sockets(tmp_path)
-    p = plan_placement(Need(3, helpers=3, near=1, near_what="GPU cuda:0", gpu=True), topo)
+    p = plan_placement(Need(3, others=3, near=1, near_what="GPU cuda:0", gpu=True), topo)
     # One per physical core, node 1's, the highest-numbered first (CPU 0 last).
     assert p.lane_cpus == (7, 6, 5)
     # The other threads: CPUs of the cores without a lane, both nodes.
-    assert p.helper_cpus == (0, 1, 2, 3, 4, 8, 9, 10, 11, 12)
+    assert p.other_cpus == (0, 1, 2, 3, 4, 8, 9, 10, 11, 12)
     # Staging memory allocated from node 1's CPUs that run no lane.
     assert p.staging_node == 1 and p.open_cpus == (4, 12, 13, 14, 15)
     assert p.unmet == ()
@@ -111,15 +111,15 @@ def test_what_cannot_be_done_is_named(tmp_path: Path) -> None:
     assert p.lane_cpus == (7, 6, 5, 4, 3, 2, 1, 0, 15, 14)
     assert any("10 lane threads, 8 cores free; 2 lane(s) share a core" in u for u in p.unmet)
     # The others then share cores with lanes.
-    assert p.helper_cpus == (8, 9, 10, 11, 12, 13)
+    assert p.other_cpus == (8, 9, 10, 11, 12, 13)
     assert any("hyperthread siblings 8-13" in u for u in p.unmet)
     # As many lanes as CPUs: none left for the consumer, so nothing is pinned.
     p = plan_placement(Need(16, gpu=True, near=1, near_what="GPU cuda:0"), topo)
-    assert p.lane_cpus is None and p.helper_cpus is None
+    assert p.lane_cpus is None and p.other_cpus is None
     assert "pin 16 lane thread(s): this process may use 16 CPU(s) (0-15)" in p.unmet[0]
     # One CPU left over where three are wanted.
-    p = plan_placement(Need(15, helpers=3), topo)
-    assert p.helper_cpus is not None and len(p.helper_cpus) == 1
+    p = plan_placement(Need(15, others=3), topo)
+    assert p.other_cpus is not None and len(p.other_cpus) == 1
     assert any("3 CPUs for them: 1 left over; they share it" in u for u in p.unmet)
 
 
@@ -139,15 +139,15 @@ def test_given_cpus_stay_and_other_captures_lanes_are_avoided(tmp_path: Path) ->
     topo = two_sockets(tmp_path)
     p = plan_placement(Need(2, given=(1, 2), near=1, near_what="GPU cuda:0", gpu=True), topo)
     assert p.lane_cpus == (1, 2)
-    assert p.helper_cpus is not None and not {1, 2, 9, 10} & set(p.helper_cpus)
+    assert p.other_cpus is not None and not {1, 2, 9, 10} & set(p.other_cpus)
     assert "lane threads pinned to the CPUs given: 1-2" in str(p)
     p = plan_placement(Need(2, given=()), topo)
-    assert p.lane_cpus is None and p.helper_cpus is None
+    assert p.lane_cpus is None and p.other_cpus is None
     assert "not pinned (cpus=() given)" in str(p)
     busy = frozenset({7, 15, 6})
     p = plan_placement(Need(2, near=1, near_what="GPU cuda:0", gpu=True, busy=busy), topo)
     assert p.lane_cpus == (5, 4)
-    assert p.helper_cpus is not None and not busy & set(p.helper_cpus)
+    assert p.other_cpus is not None and not busy & set(p.other_cpus)
     assert p.open_cpus == (12, 13, 14)  # node 1's CPUs that run no lane, its or theirs
     assert "CPUs 6-7,15 held by the lanes of other captures" in str(p)
 
@@ -155,13 +155,13 @@ def test_given_cpus_stay_and_other_captures_lanes_are_avoided(tmp_path: Path) ->
 def test_one_numa_node_needs_no_memory_placement(tmp_path: Path) -> None:
     root = fake_sysfs(tmp_path, [[(k,) for k in range(16)]], gpu_node=0)
     topo = Topology.read(allowed=range(16), root=str(root))
-    p = plan_placement(Need(13, helpers=3, near=0, near_what="GPU cuda:0", gpu=True), topo)
+    p = plan_placement(Need(13, others=3, near=0, near_what="GPU cuda:0", gpu=True), topo)
     # The 16-CPU H100 host's shape: 13 lanes, the three lowest CPUs for the others.
     assert p.lane_cpus == tuple(range(15, 2, -1))
-    assert p.helper_cpus == (0, 1, 2)
+    assert p.other_cpus == (0, 1, 2)
     assert p.staging_node == 0 and p.open_cpus is None and p.unmet == ()
     # A GPU whose node the kernel does not know (a VM): one node, nothing to place.
-    p = plan_placement(Need(13, helpers=3, near_what="GPU cuda:0", gpu=True), topo)
+    p = plan_placement(Need(13, others=3, near_what="GPU cuda:0", gpu=True), topo)
     assert p.staging_node == 0 and p.unmet == ()
     assert "one NUMA node (0): staging memory is local to every CPU" in str(p)
 
@@ -210,8 +210,8 @@ def test_a_capture_sized_for_a_rate_pins_its_lanes_and_keeps_the_consumer_off() 
     # One lane, on the highest-numbered physical core this process may use.
     want = plan_placement(Need(1), topo).lane_cpus
     assert lanes == want and lanes is not None and cap.source.cpus == lanes
-    helpers = set(cap.sizing.placement.helper_cpus or ())
-    assert helpers and not helpers & set(lanes)
+    others = set(cap.sizing.placement.other_cpus or ())
+    assert others and not others & set(lanes)
     assert affinity.held_cpus() == set(lanes)
     seen: dict[int, set[int]] = {}
     got = 0
@@ -222,7 +222,7 @@ def test_a_capture_sized_for_a_rate_pins_its_lanes_and_keeps_the_consumer_off() 
             got += chunk.n_present
             chunk.release()
     # While it ran: the lane thread on its CPU alone, this (the consumer's) thread off it.
-    assert seen[me] == helpers
+    assert seen[me] == others
     assert [t for t, c in seen.items() if c == set(lanes)], seen
     s = cap.stats
     assert got == s.packets and s.packets + s.nic_drops + s.late + s.discarded == count
@@ -298,11 +298,11 @@ def test_the_cuda_drivers_threads_are_moved_off_the_lanes_and_back() -> None:
     try:
         assert tid[0] in affinity.driver_threads()
         before = os.sched_getaffinity(tid[0])
-        helpers = affinity.Helpers([lane], sorted(rest))
-        helpers.start()
+        others = affinity.KeepOff([lane], sorted(rest))
+        others.start()
         assert os.sched_getaffinity(tid[0]) == rest
         assert os.sched_getaffinity(0) == rest  # the starting thread
-        helpers.stop()
+        others.stop()
         assert os.sched_getaffinity(tid[0]) == before
     finally:
         done.set()
@@ -375,7 +375,7 @@ def test_into_a_gpu_the_copy_and_driver_threads_keep_off_the_lanes() -> None:
     p = cap.sizing.placement
     if p.lane_cpus is None:
         pytest.skip(f"too few CPUs to pin here: {p}")
-    lanes, helpers = set(p.lane_cpus), set(p.helper_cpus or ())
+    lanes, others = set(p.lane_cpus), set(p.other_cpus or ())
     assert f"GPU cuda:0 at {address}" in str(p)
     seen: dict[int, set[int]] = {}
     with cap:
@@ -388,6 +388,6 @@ def test_into_a_gpu_the_copy_and_driver_threads_keep_off_the_lanes() -> None:
     assert len(on_lanes) == len(lanes)  # each lane thread on its CPU alone
     others = {t: c for t, c in started.items() if t not in on_lanes}
     assert others, "the GPU copy and recycle threads"
-    assert all(c <= helpers for c in others.values()), (others, helpers)
+    assert all(c <= others for c in others.values()), (others, others)
     assert all(not seen[t] & lanes for t in affinity.driver_threads() if t in seen)
     assert cap.stats.packets + cap.stats.nic_drops + cap.stats.late + cap.stats.discarded == count

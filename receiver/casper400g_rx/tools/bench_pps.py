@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import Capture, Chunking, EmulatedNic, Format
-from ..affinity import Helpers
+from ..affinity import KeepOff
 from ..cpu_topology import Topology
 from ..placement import Need, plan_placement
 
@@ -86,8 +86,8 @@ def trial(path: str, payload: int, queues: int = 1, seconds: float = 1.0) -> Pps
         fmt=Format(payload_size=payload),
         chunking=Chunking(packets_per_chunk=ppc, first_chunk=0),
     )
-    helpers = Helpers(plan.lane_cpus, plan.helper_cpus)
-    helpers.start()
+    others = KeepOff(plan.lane_cpus, plan.other_cpus)
+    others.start()
     try:
         t0 = time.perf_counter()
         stopped = False
@@ -98,7 +98,7 @@ def trial(path: str, payload: int, queues: int = 1, seconds: float = 1.0) -> Pps
                     cap.stop()
                     stopped = True
     finally:
-        helpers.stop()
+        others.stop()
     s = cap.stats
     return PpsTrial(path, payload, queues, int(s.received), s.elapsed, plan.lane_cpus, stopped)
 
