@@ -464,6 +464,8 @@ class TwinBoard:
         lines = [f"KATCP board server on {self.katcp_host}:{self.katcp_port}"]
         if self.fpg is not None:
             lines.append(f"design image {self.fpg} (?progdev {self.fpg.name})")
+        if self.build is not None:
+            lines.append(f"twin build {self.build.build_dir}, in {self.build.location}")
         if self.mode == "tap" and self.netns is not None:
             host = self.network.host
             lines.append(
