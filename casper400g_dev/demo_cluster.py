@@ -78,7 +78,7 @@ def run(console: Console, build: BuildResult) -> int:
         ctl = net.add_host("ctl")
         hosts = [net.add_host(h) for h, _g in HOSTS]
         cfg = twin_spread.SpreadConfig(
-            HOSTS, core_ip=net.reserve_address(), spectra=1024, packets_per_chunk=64
+            HOSTS, core_ip=net.reserve_address(), spectra=512, packets_per_chunk=64
         )
         console.print(
             f"switch {net.switch.name} (IGMP snooping, querier, no flooding of unjoined groups); "

@@ -200,14 +200,6 @@ def spead_format(size: int, ts_step: int) -> Format:
     return Format.spead(size, index_item=TIMESTAMP, index_step=ts_step, items=[CHANNEL])
 
 
-@functools.lru_cache(maxsize=2)
-def _golden(tone: tone_model.ToneConfig, size: int, count: int) -> npt.NDArray[np.uint8]:
-    """Every packet's payload by the tone's model (once per worker process)."""
-    out = tone_model.expected_payloads(tone, np.arange(count), size)
-    out.setflags(write=False)
-    return out
-
-
 @functools.lru_cache(maxsize=4)
 def _plan(
     default: Entry, starts: tuple[int, ...], tables: tuple[tuple[Entry, ...], ...], count: int
@@ -231,26 +223,30 @@ class SpreadCheck:
     """Per chunk, on its worker (a Reduction's per_chunk): the power of the channels each
     heap's channel group holds, summed; the heaps present per channel group of the model;
     then payloads differing from the tone's model, heaps whose channel the model never
-    sends, heaps in a slot the model sends nothing to on that channel (COUNTS)."""
+    sends, heaps in a slot the model sends nothing to on that channel (COUNTS).
 
-    tone: tone_model.ToneConfig
+    ``golden`` holds every packet's payload by the tone's model, computed once by
+    :meth:`of` (the model's noise is a sequence from the generator's reset, so any packet's
+    payload costs all before it) and sent with the check to each worker."""
+
     size: int
     count: int
     width: int
     default: Entry
     starts: tuple[int, ...]
     tables: tuple[tuple[Entry, ...], ...]
+    golden: npt.NDArray[np.uint8] = field(repr=False, compare=False)
 
     @classmethod
     def of(cls, cfg: SpreadConfig, routes: Routes) -> SpreadCheck:
         return cls(
-            cfg.tone,
             cfg.size,
             cfg.count,
             cfg.width,
             routes.default,
             tuple(routes.starts),
             tuple(tuple(t) for t in routes.tables),
+            tone_model.expected_payloads(cfg.tone, np.arange(cfg.count), cfg.size),
         )
 
     def __call__(self, chunk: Any) -> npt.NDArray[np.float64]:
@@ -266,8 +262,7 @@ class SpreadCheck:
         n = np.full(len(slots), -1, dtype=np.int64)
         n[inside] = n_of[k[inside], slots[inside]]
         planned = n >= 0
-        golden = _golden(self.tone, self.size, self.count)
-        bad = np.count_nonzero((data[planned] != golden[n[planned]]).any(axis=1))
+        bad = np.count_nonzero((data[planned] != self.golden[n[planned]]).any(axis=1))
         per_group = np.bincount(k[known], minlength=len(channels))[: len(channels)]
         power = np.zeros(nchan)
         spectra = np.abs(np.fft.fftshift(np.fft.fft(tone_model.samples(data), axis=1), axes=1))
@@ -401,8 +396,9 @@ def run(
             board.harness.set_faults(block, **dict(faults or {}))
             t0 = time.monotonic()
             fpga.write_int("pkt_ctrl", 1)
-            _wait_sent(board, fpga, block, cfg.count, timeout)
+            link = _wait_sent(board, fpga, block, cfg.count, timeout)
             seconds = time.monotonic() - t0
+            _wait_taken(cc, link["passed"] + link["duplicated"], timeout)
         finally:
             report = cc.stop()
             wire = {h: w.stop() for h, w in wires.items()}
@@ -427,17 +423,31 @@ def run(
     )
 
 
-def _wait_sent(board: Any, fpga: Any, block: str, count: int, timeout: float) -> None:
+def _wait_sent(board: Any, fpga: Any, block: str, count: int, timeout: float) -> dict[str, int]:
     """Until the generator sent ``count`` packets and the link passed or dropped each (no
-    datagram held back by a delay)."""
+    datagram held back by a delay); the link's counts."""
     deadline = time.monotonic() + timeout
     while True:
-        link = board.stats()["macs"][block]["link"]
+        link: dict[str, int] = board.stats()["macs"][block]["link"]
         if fpga.read_uint("pkt_sent") >= count and link["datagrams"] >= count and not link["held"]:
-            return
+            return link
         if time.monotonic() > deadline:
             raise TimeoutError(
                 f"the twin sent {fpga.read_uint('pkt_sent')} of {count} packets in "
                 f"{timeout} s (link {link})"
             )
+        time.sleep(0.2)
+
+
+def _wait_taken(cc: CaptureCluster, delivered: int, timeout: float) -> None:
+    """Until the captures together have taken (received, or seen their kernel drop) the
+    ``delivered`` datagrams the link put on the switch, or ``timeout``: a capture stops
+    once nothing came for a second, and a worker still busy with its chunks would leave
+    datagrams in its socket, in no count. Past the timeout the account names what is
+    missing."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        stats = cc.stats()
+        if sum(s["received"] + s.get("kernel_drops", 0) for s in stats.values()) >= delivered:
+            return
         time.sleep(0.2)
