@@ -235,7 +235,9 @@ def test_cache_cleanup_stays_in_the_cache_and_spares_a_build_a_twin_runs(
         bad_top.write_text((example / "top.v").read_text() + "\nthis is not verilog;\n")
         with pytest.raises(build.TwinBuildError, match="Verilator build of the twin") as err:
             build.compile_twin([*sources[:-1], bad_top], header, "pktgen_400g", cache_dir=cache)
-        assert f"{len(sources) - 1:03d}_top.v" in str(err.value) and "syntax error" in str(err.value), err.value
+        assert f"{len(sources) - 1:03d}_top.v" in str(err.value) and "syntax error" in str(
+            err.value
+        ), err.value
         assert not old[0].exists() and not old[2].exists() and not unfinished.exists()
         assert (old[1] / build.BUILT).is_file(), "removed a build a twin holds"
         assert link.is_symlink() and (outside / "keep").read_text() == "not in the cache"
