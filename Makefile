@@ -80,7 +80,7 @@ CUDA_NVCC ?= nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.
 
 $(STAMP): pyproject.toml CMakeLists.txt $(RX_SOURCES) | $(VPY)
 	$(VPY) -m pip install -q "scikit-build-core>=0.10" "pybind11>=2.12" $(CUDA_NVCC)
-	$(VPY) -m pip install -q --no-build-isolation -e ".[sim,dev,twin,metrics]"
+	$(VPY) -m pip install -q --no-build-isolation -e ".[sim,dev,twin,metrics,cluster]"
 	touch $(STAMP)
 
 clean:

@@ -24,6 +24,12 @@
    arping/ping through a TAP device, configured by examples/configure_core.py over KATCP,
    its tone stream captured by the receiver on that interface into chunks (GPU when
    there is one), every payload and count checked, the spectrum saved as a PNG.
+9. The array (demo_cluster.py): the twin's destination table spreads its tone, SPEAD
+   heaps a channel group each, over four multicast groups through a switch with IGMP
+   snooping to two hosts (network namespaces) capturing on a Dask cluster; every heap
+   checked against the models, the two hosts' spectra side by side in one PNG (the tone
+   in the host that takes its channel), and the array's loss account against the core's
+   counter.
 """
 
 from __future__ import annotations
@@ -122,6 +128,10 @@ def run(verbose: bool = False, config: dict | None = None, tx_frames: int = 100)
 
     python, library = casperfpga_python()
     status = demo_twin.run(console, build, python, library)
+    if status == 0:
+        from . import demo_cluster
+
+        status = demo_cluster.run(console, build)
     console.rule(
         f"[bold]casper400g demo: {'done' if status == 0 else 'FAILED'} in "
         f"{time.monotonic() - t_demo:.0f} s"
@@ -286,7 +296,7 @@ def run_rx(console: Console, pcap: Path, count: int, loopback_s: float = 5.0) ->
 
     import numpy as np
 
-    from casper400g_rx import Capture, _core
+    from casper400g_rx import Capture, Chunking, PcapSource, UdpSource, _core
     from casper400g_rx.example_stream import example_payloads
     from casper400g_rx.monitor import run_monitor
 
@@ -296,7 +306,9 @@ def run_rx(console: Console, pcap: Path, count: int, loopback_s: float = 5.0) ->
         f"[1/2] {pcap.relative_to(checkout.ROOT)} through the pcap backend "
         f"into chunks of {per_chunk} packets"
     )
-    cap = Capture("pcap", path=str(pcap), packets_per_chunk=per_chunk, first_chunk=0)
+    cap = Capture(
+        PcapSource(path=str(pcap)), chunking=Chunking(packets_per_chunk=per_chunk, first_chunk=0)
+    )
     mismatched = 0
     placed = 0
     with cap:
@@ -332,7 +344,8 @@ def run_rx(console: Console, pcap: Path, count: int, loopback_s: float = 5.0) ->
     # Whole chunks only: slots of a last, partly sent chunk would count as lost.
     total = int(loopback_s * rate * 1e9 / (8192 * 8)) // per_live_chunk * per_live_chunk
     live = Capture(
-        "udp", bind="127.0.0.1:0", packets_per_chunk=per_live_chunk, n_chunks=32, first_chunk=0
+        UdpSource(bind="127.0.0.1:0"),
+        chunking=Chunking(packets_per_chunk=per_live_chunk, n_chunks=32, first_chunk=0),
     )
     sender = _core.Sender(port=live.port, count=total, rate_gbps=rate)
     thread = threading.Thread(target=sender.run, args=(loopback_s * 3 + 5,))
@@ -423,7 +436,7 @@ def run_katcp(console: Console, verbose: bool, cfg: dict) -> int:
 
 
 def run_gpu(console: Console) -> int:
-    from casper400g_rx.demo import demo_gpu
+    from casper400g_rx.tools.demo import demo_gpu
 
     console.rule("[bold]casper400g demo, part 7: the stream into GPU memory")
     ran, lines = demo_gpu()

@@ -8,6 +8,15 @@
 ``fpga.write_int`` — the example design's packet generator, say
 (``--write pkt_mode=1 --write pkt_size=8192``).
 
+``--dest IP:PORT[:CHANNEL]`` (repeatable, in entry order) loads the example design's
+destination table (examples/pktgen_400g/fhg_dest_table.sv) and switches it in — while
+the generator runs, at a spectrum boundary, losing no packet — so packet k of every
+spectrum goes to entry k: ``--dest 239.2.0.10:7148:0 --dest 239.2.0.11:7148:512`` spreads
+the stream over two multicast groups, channels 0 and 512 in its SPEAD headers (default
+channel: the entry's index). ``--dest-off`` switches the table off (every packet to
+``pkt_dest_ip``/``pkt_dest_port``). The table is loaded where the first ``--dest`` stands
+among the ``--write`` options. ``load_dest_table`` does the same from a script.
+
 The board runs ``casper400g board-server`` (or any KATCP server with casperfpga's
 requests). With casperfpga installed the script uses it (``import casperfpga_ext``
 registers our core for the ``xps:fourhundred_gbe`` tag, so ``fpga.gbes.gbe0`` is a
@@ -19,9 +28,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+import time
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import casperfpga_ext
+from casperfpga_ext import addressing
 
 
 def connect(host: str, port: int, fpg: str | None, timeout: float = 10.0) -> Any:
@@ -63,6 +75,108 @@ def register_write(text: str) -> tuple[str, int]:
     return name, number
 
 
+class DestEntry(NamedTuple):
+    """One entry of the example design's destination table."""
+
+    ip: int
+    port: int
+    channel: int
+
+
+# The table's registers (examples/pktgen_400g/design.yaml) and their fields.
+DEST_SWITCH = 1 << 8  # dest_tbl_ctrl: a switch (else a write of entry [7:0])
+DEST_REFUSED = 1 << 24  # dest_tbl_status: the last command done was refused
+
+
+def dest_entry(text: str, index: int = 0) -> DestEntry:
+    """``IP:PORT[:CHANNEL]``; the channel defaults to ``index``."""
+    parts = text.split(":")
+    if len(parts) not in (2, 3):
+        raise ValueError(f"destination {text!r}: expected IP:PORT[:CHANNEL]")
+    ip = addressing.parse_ip(parts[0])
+    try:
+        port = int(parts[1], 0)
+        channel = int(parts[2], 0) if len(parts) == 3 else index
+    except ValueError:
+        raise ValueError(f"destination {text!r}: port and channel are numbers") from None
+    if not 1 <= port <= 0xFFFF:
+        raise ValueError(f"destination {text!r}: port {port} is not 1..65535")
+    if not 0 <= channel <= 0xFFFF:
+        raise ValueError(f"destination {text!r}: channel {channel} is not 0..65535")
+    return DestEntry(ip, port, channel)
+
+
+def _dest_command(fpga: Any, command: int, timeout: float) -> int:
+    """Send one command (dest_tbl_ctrl without its sequence number) and wait until the
+    design shows it done: dest_tbl_status[23:16] = its sequence number. Returns the status."""
+    seq = (fpga.read_uint("dest_tbl_status") >> 16 & 0xFF) % 255 + 1  # 1..255: 0 is none
+    fpga.write_int("dest_tbl_ctrl", seq << 16 | command)
+    deadline = time.monotonic() + timeout
+    while True:
+        status = fpga.read_uint("dest_tbl_status")
+        if (status >> 16 & 0xFF) == seq:
+            return status
+        if time.monotonic() > deadline:
+            what = "switch" if command & DEST_SWITCH else f"write of entry {command & 0xFF}"
+            raise RuntimeError(
+                f"destination table: the {what} was not done within {timeout} s "
+                "(a switch waits for the current spectrum to end: run the generator, or "
+                "reset it with pkt_ctrl bit 1)"
+            )
+        time.sleep(0.001)
+
+
+def load_dest_table(fpga: Any, entries: Sequence[DestEntry], timeout: float = 10.0) -> int:
+    """Write ``entries`` into the copy of the table not in use and switch it in (no
+    entries: the table off). Returns the packet number (mod 2**32) of the first packet
+    sent by the new table."""
+    size = fpga.read_uint("dest_tbl_status") >> 8 & 0xFF
+    if len(entries) > size:
+        raise ValueError(f"destination table: {len(entries)} entries, the design has {size}")
+    for index, entry in enumerate(entries):
+        fpga.write_int("dest_tbl_ip", entry.ip)
+        fpga.write_int("dest_tbl_port", entry.channel << 16 | entry.port)
+        if _dest_command(fpga, index, timeout) & DEST_REFUSED:
+            raise RuntimeError(f"destination table: entry {index} refused")
+    fpga.write_int("dest_tbl_count", len(entries))
+    if _dest_command(fpga, DEST_SWITCH, timeout) & DEST_REFUSED:
+        raise RuntimeError(f"destination table: a table of {len(entries)} entries refused")
+    return fpga.read_uint("dest_tbl_switch")
+
+
+class InOrder(argparse.Action):
+    """Keeps --write, --dest and --dest-off in command-line order (``steps``)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if namespace.steps is None:
+            namespace.steps = []
+        namespace.steps.append((self.dest, values))
+
+
+def plan(steps: list[tuple[str, Any]]) -> list[Any]:
+    """The writes, (name, value), in order, and the destination table (a list of entries,
+    empty for --dest-off) where its first --dest stands."""
+    out: list[Any] = []
+    table: list[DestEntry] | None = None
+    for kind, value in steps:
+        if kind == "write":
+            out.append(value)
+        elif kind == "dest_off":
+            out.append([])
+        elif table is None:
+            table = [dest_entry(value, 0)]
+            out.append(table)
+        else:
+            table.append(dest_entry(value, len(table)))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("host", help="the board (its KATCP server)")
@@ -83,12 +197,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--write",
         type=register_write,
-        action="append",
-        default=[],
+        action=InOrder,
         metavar="NAME=VALUE",
         help="then write a design register (fpga.write_int), in the order given",
     )
+    table = parser.add_mutually_exclusive_group()
+    table.add_argument(
+        "--dest",
+        action=InOrder,
+        metavar="IP:PORT[:CHANNEL]",
+        help="then load the example design's destination table, an entry each, in order "
+        "(where the first --dest stands among the --write options)",
+    )
+    table.add_argument(
+        "--dest-off", action=InOrder, nargs=0, help="then switch the destination table off"
+    )
+    parser.set_defaults(steps=None)
     args = parser.parse_args(argv)
+    try:
+        steps = plan(args.steps or [])
+    except ValueError as exc:
+        parser.error(str(exc))
 
     fpga = None
     try:
@@ -98,9 +227,17 @@ def main(argv: list[str] | None = None) -> int:
         gbe.set_arp_table(dict(args.arp))  # every entry written, then read back
         gbe.fabric_enable()
         gbe.print_gbe_core_details(arp=True)
-        for name, value in args.write:
-            fpga.write_int(name, value)
-            print(f"{name} = {value:#x}")
+        for step in steps:
+            if isinstance(step, list):
+                first = load_dest_table(fpga, step, args.timeout)
+                for index, d in enumerate(step):
+                    ip = addressing.format_ip(d.ip)
+                    print(f"dest {index}: {ip}:{d.port} channel {d.channel}")
+                print(f"destination table ({len(step)} entries) in force from packet {first}")
+            else:
+                name, value = step
+                fpga.write_int(name, value)
+                print(f"{name} = {value:#x}")
     except (OSError, ValueError, AttributeError, RuntimeError) as exc:
         print(f"configure_core: {exc}", file=sys.stderr)
         return 1

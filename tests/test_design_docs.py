@@ -39,6 +39,7 @@ def test_design_contracts_exist() -> None:
         "toolflow.md": ["## jasper:", "## The YellowBlock API", "## The .fpg file"],
         "receiver.md": ["## Sources", "## Placement and accounting", "## GPU delivery"],
         "architecture.md": ["## Data flow", "## Repository layout", "## Single sources of truth"],
+        "scaleout.md": ["## Topology", "## Switch settings", "## Sizing", "## The capture cluster"],
     }.items():
         text = (DESIGN / name).read_text()
         for heading in sections:

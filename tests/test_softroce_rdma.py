@@ -2,7 +2,7 @@
 mode writes into the project's receiver (the ``rdma`` source) running in a QEMU VM on
 ``rdma_rxe``.
 
-1. The VM starts ``verification.softroce.rdma_guest``: ``Capture.open(RdmaSource(...))``
+1. The VM starts ``verification.softroce.rdma_guest``: ``Capture(RdmaSource(...))``
    on rxe0, which reports ``cap.rdma_params``.
 2. The RTL simulation of fhg_core (cocotb job ``verification/cocotb_rdma_stream.py``) is
    pointed at that ring with FourHundredGbe.rdma_connect's register values and sends an
@@ -219,9 +219,9 @@ def test_core_writes_into_the_receiver_through_rdma_rxe(tmp_path: Path) -> None:
     udp = read_pcap(tmp_path / "udp.pcap")
     kept = [f for f in udp if int.from_bytes(f[42:50], "big") not in lost_seq]
     write_pcap(tmp_path / "udp_lossy.pcap", kept)
-    cap = rx.Capture("pcap", path=str(tmp_path / "udp_lossy.pcap"),
+    cap = rx.Capture(rx.PcapSource(tmp_path / "udp_lossy.pcap"),
                      fmt=rx.Format(payload_size=PAYLOAD, udp_port=UDP_PORT),
-                     packets_per_chunk=SLOTS, max_chunks=CHUNKS)  # fmt: skip
+                     chunking=rx.Chunking(packets_per_chunk=SLOTS, max_chunks=CHUNKS))  # fmt: skip
     ref_chunks = {c.chunk_id: (np.array(c.data), np.array(c.present)) for c in cap.chunks(2.0)}
     for row, c in enumerate(delivered):
         data, present = ref_chunks[c]

@@ -12,14 +12,22 @@ carries a wrong R_Key: each loses exactly its own bytes and nothing else, and th
 packets after it land. Last, rxe is the requester: the RDMA WRITE frames the kernel
 itself sends pass our checker and are rebuilt by our builder byte for byte.
 
+Where the checkout lives does not matter: a copy of it with its own venv under ``/tmp``
+(which the VM has its own of) runs in the VM from where it is.
+
 Skips when QEMU, the Debian kernel package or a C toolchain cannot be had, except under
 ``CI=true``, where that is a failure (as root it installs ``qemu-system-x86``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -27,7 +35,7 @@ from ipaddress import ip_address
 from pathlib import Path
 
 import pytest
-from conftest import ensure_qemu
+from conftest import REPO_ROOT, ensure_qemu
 
 from verification.models.roce import (
     Operation,
@@ -38,7 +46,7 @@ from verification.models.roce import (
     parse_frame,
     write_only_packets,
 )
-from verification.softroce.image import VM_XCHG_DIR, ImageError, VmImage, build_image
+from verification.softroce.image import CACHE_ROOT, VM_XCHG_DIR, ImageError, VmImage, build_image
 from verification.softroce.sink import (
     BUFFER_FILE,
     EVENTS_FILE,
@@ -333,3 +341,65 @@ def test_rxe_accepts_rdma_writes(vm_parts: tuple[VmImage, Path]):
         assert "rxe0: added eth0" in dmesg
         trouble = [ln for ln in dmesg.splitlines() if "WARNING" in ln or "BUG" in ln]
         assert not trouble, trouble
+
+
+# Run by the venv under /tmp, from the checkout under /tmp: one VM whose commands go into
+# the checkout, import its code with the venv's Python and run the verbs sink built into
+# the checkout's cache (as the two tests above do from wherever their checkout is).
+GUEST_CHECK = """
+import json, sys
+from pathlib import Path
+from verification.softroce.image import REPO_ROOT, VM_XCHG_DIR, build_image
+from verification.softroce.sink import build_sink
+from verification.softroce.vm import SoftRoceVm
+image = build_image(cache_root=Path(sys.argv[1]))  # the kernel: not fetched again
+sink = build_sink()  # into this checkout's own cache
+out = VM_XCHG_DIR
+commands = (
+    f"cd {REPO_ROOT} && {sys.executable} -c "
+    "'import sys, verification.softroce.vm as v; print(v.__file__, sys.prefix)' "
+    f"> {out}/where && {{ {sink} --dev rxe0 > {out}/sink 2>&1; true; }}"
+)
+with SoftRoceVm(image, commands) as vm:
+    status = vm.finish(timeout=240)
+    got = {"status": status, "sink_path": str(sink), "console": vm.console_tail()}
+    for name in ("where", "sink"):
+        got[name] = (vm.xchg / name).read_text() if (vm.xchg / name).exists() else ""
+    print(json.dumps(got))
+"""
+
+
+def test_a_checkout_and_its_venv_under_tmp_run_in_the_vm(vm_parts: tuple[VmImage, Path]):
+    """A newcomer's `git clone` and venv under /tmp: the VM's /tmp is its own, so without
+    sharing them it "can't cd" there. The checkout (its tracked verification code) and a
+    venv are made under /tmp; from there a VM runs the checkout's code with the venv's
+    Python and the sink from the checkout's cache."""
+    base = Path(tempfile.mkdtemp(prefix="c4g-clone-", dir="/tmp"))
+    try:
+        checkout = base / "p"
+        tracked = subprocess.run(
+            ["git", "ls-files", "-z", "verification"],
+            cwd=REPO_ROOT, capture_output=True, check=True,
+        ).stdout.decode().split("\0")  # fmt: skip
+        for rel in filter(None, tracked):
+            (checkout / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO_ROOT / rel, checkout / rel)
+        venv = base / "venv"
+        minor = f"{sys.version_info.major}.{sys.version_info.minor}"
+        base_python = Path(sys.base_prefix) / "bin" / f"python{minor}"
+        subprocess.run([str(base_python), "-m", "venv", "--without-pip", str(venv)], check=True)
+        run = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", GUEST_CHECK, str(CACHE_ROOT)],
+            cwd=checkout, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+        got = json.loads(run.stdout.strip().splitlines()[-1])
+        assert got["status"] == 0 and got["where"], got["console"]
+        module, prefix = got["where"].split()
+        assert module == str(checkout / "verification" / "softroce" / "vm.py"), got
+        assert prefix == str(venv), got
+        assert got["sink_path"].startswith(str(checkout / ".cache" / "softroce")), got
+        # It ran in the VM: its argument check speaks, not the shell's "not found".
+        assert got["sink"].startswith("rxe_sink: need --dev"), got
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

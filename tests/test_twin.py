@@ -5,7 +5,8 @@ on the twin's TAP device; >= 1000 datagrams through the interface into the recei
 every payload checked and exact accounting; faults injected by the twin's link model
 (this kernel has no netem) counted exactly; the core's counters as KATCP sensors read by
 aiokatcp; ?progdev restarting the design; the fallbacks without a TAP device (pcap file,
-UDP tunnel).
+UDP tunnel). The design compiled and run unprivileged, an uploaded one included; the
+namespaces of a killed twin swept; two twins of one build writing their own pcap files.
 
 The TAP tests need root (a network namespace and a TAP device): skipped without, failed
 under CI=true; the fallback tests run anywhere.
@@ -15,22 +16,28 @@ The twin is compiled once (cached by source hash) and one board serves the modul
 from __future__ import annotations
 
 import asyncio
+import gzip
+import pwd
 import re
 import shutil
 import socket
+import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import need_tool
+from conftest import REPO_ROOT, need_tool
 
 from casper400g_dev import toolflow_sim
-from casper400g_dev.twin import chain, netns
+from casper400g_dev.twin import build, chain, image, netns
 from casper400g_dev.twin.board import Network, TwinBoard, wait_until
 from casperfpga_ext import addressing
+from casperfpga_ext.board_server import RequestError
 from casperfpga_ext.fpga import Fpga
 from verification import tone_model
+from verification.pcapio import read_pcap
 
 CORE_MAC = "02:00:0a:00:00:0a"
 CORE_IP = "10.0.0.10"
@@ -41,11 +48,15 @@ def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return toolflow_sim.build_example(tmp_path_factory.mktemp("twin") / "pktgen_400g").build_dir
 
 
-@pytest.fixture(scope="module")
-def board(build_dir: Path) -> Iterator[TwinBoard]:
+def need_root() -> None:
     why = netns.privileged()
     if why is not None:
         need_tool(f"the twin's TAP device: {why}")
+
+
+@pytest.fixture(scope="module")
+def board(build_dir: Path) -> Iterator[TwinBoard]:
+    need_root()
     for tool in ("arping", "ping"):
         if shutil.which(tool) is None:
             need_tool(f"{tool} is not installed (Debian iputils-{tool}; `make test` installs it)")
@@ -304,3 +315,122 @@ def test_the_udp_tunnel_carries_frames_both_ways(build_dir: Path):
         fpga.disconnect()
     want = chain.expected_payloads(cfg, range(cfg.count))
     assert [bytes(p) for p in payloads] == [w.tobytes() for w in want]
+
+
+def proc_status(pid: int) -> dict[str, str]:
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return {k: v.strip() for k, _, v in (line.partition(":") for line in lines)}
+
+
+def test_the_design_runs_unprivileged(board: TwinBoard):
+    """The harness, the process that runs the design's code, is nobody without groups and
+    cannot gain privileges; the binary itself refuses root; the cached build is root's."""
+    nobody = pwd.getpwnam("nobody")
+    status = proc_status(board.harness.proc.pid)
+    assert status["Uid"].split() == [str(nobody.pw_uid)] * 4, status["Uid"]
+    assert status["Gid"].split() == [str(nobody.pw_gid)] * 4, status["Gid"]
+    assert status["Groups"] == "" and status["NoNewPrivs"] == "1", status
+    assert board.build is not None
+    exe = board.build.exe
+    ran = subprocess.run(
+        [str(exe), "--control-fd", "0"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert ran.returncode == 3 and "refusing to run as root" in ran.stderr, ran
+    for path in (exe, exe.parent, board.build.build_dir):
+        st = path.stat()
+        assert (st.st_uid, st.st_mode & 0o022) == (0, 0), path  # nobody cannot change it
+
+
+def test_an_uploaded_design_is_compiled_unprivileged(board: TwinBoard, build_dir: Path):
+    """An uploaded image whose HDL includes a file only root may read: the compile (as
+    nobody) cannot read it, the upload is refused with Verilator's words, and the running
+    design goes on."""
+    secret_dir = Path(tempfile.mkdtemp(prefix="twin-secret-", dir="/var/tmp"))
+    try:
+        secret_dir.chmod(0o755)
+        secret = secret_dir / "secret.vh"
+        secret.write_text("module twin_secret; endmodule\n")
+        secret.chmod(0o600)
+        inc = secret_dir / "uses_secret.sv"
+        inc.write_text(f'`include "{secret}"\n')
+        sources = build.design_sources(build_dir)
+        payload = image.pack("pktgen_400g", [inc, *sources])
+        header = (build_dir / "fpg_header.txt").read_bytes()
+        running = board.harness
+        with pytest.raises(RequestError, match="as user nobody") as err:
+            board.program(header + gzip.compress(payload), "upload.fpg")
+        assert "secret.vh" in str(err.value), err.value
+        assert board.harness is running and running.alive
+    finally:
+        shutil.rmtree(secret_dir)
+
+
+def test_namespaces_left_by_a_killed_twin_are_swept():
+    """A twin killed before it cleaned up leaves its namespace (and TAP device); the next
+    twin deletes it, and leaves a running twin's alone."""
+    need_root()
+    make = (
+        "import time; from casper400g_dev.twin.netns import Netns, HostSide; "
+        "ns = Netns.create(); ns.add_tap(HostSide()); print(ns.name, flush=True); time.sleep(600)"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", make], stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT
+        )
+        for _ in range(2)
+    ]
+    killed = procs[0]
+    names = []
+    try:
+        names = [p.stdout.readline().strip() for p in procs]  # type: ignore[union-attr]
+        killed.kill()
+        killed.wait()
+        assert Path(netns.NETNS_DIR, names[0]).exists()
+        ns = netns.Netns.create()
+        try:
+            assert not Path(netns.NETNS_DIR, names[0]).exists()
+            assert names[0] in ns.swept
+            assert Path(netns.NETNS_DIR, names[1]).exists()
+            tap = ns.run("ip", "link", "show", "c4g0")
+            assert tap.returncode != 0  # a fresh namespace: the old TAP went with its own
+        finally:
+            ns.delete()
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        for name in names:
+            subprocess.run(["ip", "netns", "delete", name], capture_output=True, check=False)
+
+
+def test_two_twins_of_one_build_write_distinct_pcap_files(build_dir: Path):
+    """Without a TAP device, two twins of one build at once: each writes its own pcap
+    file beside the build, with its own frames only."""
+    sizes = {}
+    with (
+        TwinBoard(build_dir, network=Network("pcap"), katcp_port=0, icmp=False) as a,
+        TwinBoard(build_dir, network=Network("pcap"), katcp_port=0, icmp=False) as b,
+    ):
+        assert a.pcap is not None and b.pcap is not None
+        assert a.pcap != b.pcap and a.pcap.parent == b.pcap.parent == build_dir
+        for board, size in ((a, 1024), (b, 2048)):
+            cfg = chain.StreamConfig(size=size, packets_per_chunk=8, chunks=2, tone=None)
+            proc = chain.configure(board, cfg)
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            fpga = katcp_fpga(board)
+            fpga.write_int("pkt_ctrl", 1)
+            fpga.disconnect()
+            sizes[board.pcap] = (size, cfg.count)
+        for board in (a, b):
+            count = sizes[board.pcap][1]
+            assert wait_until(
+                lambda board=board, count=count: (
+                    board.stats()["macs"]["gbe0"]["to_host_frames"] >= count
+                ),
+                300,
+            )
+        pcaps = {board.pcap: read_pcap(board.pcap) for board in (a, b)}
+    for path, frames in pcaps.items():
+        size, count = sizes[path]
+        udp = [f for f in frames if f[12:14] == b"\x08\x00" and f[23] == 17]
+        assert [len(f) - 42 for f in udp] == [size] * count, path

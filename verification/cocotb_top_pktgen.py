@@ -10,13 +10,18 @@ against scapy-built frames and the example-stream formula.
 
 from __future__ import annotations
 
+import importlib.util
+import ipaddress
 import itertools
 import json
 import os
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import cocotb
 from cocotb.clock import Clock
+from cocotb.task import bridge, resume
 from cocotb.triggers import ClockCycles, Timer
 from cocotbext.axi import AxiResp
 
@@ -32,6 +37,7 @@ from verification.core_harness import (
 )
 from verification.models import frames, spead
 from verification.models.dcmac_tx import DcmacTxMonitor, TxFrame
+from verification.models.dest_table import Routes
 
 
 def _clock(signal: Any, hz: float) -> None:
@@ -129,15 +135,19 @@ async def configure(host: Host, cfg: dict) -> None:
     assert ctrl.field("fabric_en").get(got_ctrl) == int(gbe["fab_en"])
     assert ctrl.field("udp_checksum_en").get(got_ctrl) == int(gbe["udp_checksum_en"])
     # Software's part: the next hop's ARP entry, then the fabric enable.
-    arp = regmap.REGIONS["arp_table"]
-    index = addressing.parse_ip(cfg["dest_ip"]) & 0xFF
-    mac = addressing.parse_mac(cfg["dest_mac"])
-    await host.write("gbe0", (1 << 16) | (mac >> 32), arp.offset + arp.entry_bytes * index)
-    await host.write("gbe0", mac & 0xFFFFFFFF, arp.offset + arp.entry_bytes * index + 4)
+    await arp_entry(host, cfg["dest_ip"], cfg["dest_mac"])
     await host.write("gbe0", ctrl.field("fabric_en").put(got_ctrl, 1), ctrl.offset)
     await host.write("pkt_dest_ip", addressing.parse_ip(cfg["dest_ip"]))
     await host.write("pkt_dest_port", cfg["dest_port"])
     await Timer(300, unit="ns")  # configuration crossing into the MAC clock domain
+
+
+async def arp_entry(host: Host, ip: str, mac_text: str) -> None:
+    arp = regmap.REGIONS["arp_table"]
+    index = addressing.parse_ip(ip) & 0xFF
+    mac = addressing.parse_mac(mac_text)
+    await host.write("gbe0", (1 << 16) | (mac >> 32), arp.offset + arp.entry_bytes * index)
+    await host.write("gbe0", mac & 0xFFFFFFFF, arp.offset + arp.entry_bytes * index + 4)
 
 
 async def send_burst(
@@ -288,3 +298,123 @@ async def sends_the_tone(dut) -> None:  # noqa: ANN001
                     f"tone packet {n} ({size} B, SPEAD {bool(spead_bytes)}): byte {diff} is "
                     f"{payload[diff]}, the model says {want[n][diff]}"
                 )
+
+
+def configure_core_script() -> ModuleType:
+    """examples/configure_core.py, whose load_dest_table software runs against the design."""
+    path = Path(__file__).resolve().parent.parent / "examples" / "configure_core.py"
+    spec = importlib.util.spec_from_file_location("configure_core", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class BlockingRegisters:
+    """casperfpga's register calls on the simulated bus, for blocking code in a bridge
+    thread (each access waits for the simulation)."""
+
+    def __init__(self, host: Host) -> None:
+        self._write = resume(host.write)
+        self._read = resume(host.read)
+
+    def write_int(self, device_name: str, integer: int) -> None:
+        self._write(device_name, integer)
+
+    def read_uint(self, device_name: str) -> int:
+        return self._read(device_name)
+
+
+def next_hop(ip: int, arp: dict[str, str]) -> str:
+    """The frame's destination MAC: RFC 1112's for a group (01:00:5e, then the group's low
+    23 bits), else the ARP entry of the host (all on the core's subnet here)."""
+    addr = ipaddress.IPv4Address(ip)
+    if addr.is_multicast:
+        low = int(addr) & 0x7FFFFF
+        return "01:00:5e:" + ":".join(f"{b:02x}" for b in low.to_bytes(3, "big"))
+    return arp[str(addr)]
+
+
+@cocotb.test()
+async def spreads_over_the_destination_table(dut) -> None:  # noqa: ANN001
+    """The destination table loaded by examples/configure_core.py's load_dest_table over
+    the simulated bus: SPEAD heaps spread per packet over multicast groups (two of them
+    sharing a MAC: RFC 1112 maps only 23 bits) and hosts, re-pointed while the stream
+    runs, then switched off; every frame equal to scapy's for the destination the table
+    gave its packet number, each switch on a spectrum boundary, and the counts of the
+    core and of the table's entries."""
+    cfg = json.loads(os.environ["CASPER400G_TOP_CONFIG"])
+    host, mon = await bring_up(dut, cfg)
+    await configure(host, cfg)
+    arp = {cfg["dest_ip"]: cfg["dest_mac"], "10.0.0.21": "0c:42:a1:00:00:15"}
+    arp["10.0.0.22"] = "0c:42:a1:00:00:16"
+    for ip, mac in arp.items():
+        await arp_entry(host, ip, mac)
+    script = configure_core_script()
+    regs = BlockingRegisters(host)
+    load = bridge(script.load_dest_table)
+    step, channel, size = 2048, 0x55, 1000
+
+    await host.write("pkt_ctrl", 2)
+    await host.write("spead_ctrl", 1)
+    await host.write("spead_channel", channel)
+    await host.write("spead_ts_step", step)
+    await host.write("pkt_size", size)
+    await host.write("pkt_period", 0)
+    await host.write("pkt_count", 0)
+    default = (addressing.parse_ip(cfg["dest_ip"]), cfg["dest_port"], channel)
+    routes = Routes(default)
+    routes.switched(0, [])
+    t1 = ["239.2.0.10:7148:0", "239.2.0.11:7148:1024", "10.0.0.21:7150:2048"]
+    t1.append("239.130.0.10:7148:3072")  # 239.2.0.10's MAC
+    t2 = ["10.0.0.22:7151:100", "239.2.0.12:7148:200", "10.0.0.20:7148"]
+    tables = [[script.dest_entry(text, k) for k, text in enumerate(t)] for t in (t1, t2, [])]
+    assert next_hop(tables[0][0].ip, arp) == next_hop(tables[0][3].ip, arp) == "01:00:5e:02:00:0a"
+    assert tables[1][2] == (addressing.parse_ip("10.0.0.20"), 7148, 2)  # channel: its index
+
+    # t1 goes in before the stream starts (packet 0); t2 and the table off while it runs.
+    routes.switched(await load(regs, tables[0], 120.0), tables[0])
+    assert routes.starts[-1] == 0
+    await host.write("pkt_ctrl", 1)
+    for table in tables[1:]:
+        await mon.wait_frames(len(mon.frames) + 20, limit_ns=100_000)
+        before = len(mon.frames)
+        routes.switched(await load(regs, table, 120.0), table)
+        assert routes.starts[-1] > before, (before, routes.starts)  # while it ran
+    await mon.wait_frames(routes.starts[-1] + 10, limit_ns=100_000)
+    await host.write("pkt_ctrl", 0)
+    await Timer(2, unit="us")
+
+    gbe = cfg["gbe"]
+    got = mon.frames
+    for n, (frame, r) in enumerate(zip(got, routes.routes(len(got)), strict=True)):
+        heap = spead.heap_packet(n, frames.example_payload(n, size), r.spectrum * step, r.channel)
+        want = frames.expected_udp_frame(
+            gbe["fab_mac"], next_hop(r.ip, arp), gbe["fab_ip"], r.ip, int(gbe["fab_udp"]),
+            r.port, ip_id=n, ttl=int(gbe["ttl"]), payload=heap,
+            udp_checksum=bool(int(gbe["udp_checksum_en"])),
+        )  # fmt: skip
+        assert frame.body == want, f"frame {n} ({r}) differs from scapy's"
+    dests = {(r.ip, r.port) for r in routes.routes(len(got))}
+    assert dests == {(e.ip, e.port) for e in tables[0] + tables[1]} | {default[:2]}
+
+    assert await host.read("pkt_sent") == len(got)
+    assert await host.gbe_reg("tx_udp_packets") == len(got)
+    assert await host.gbe_reg("tx_arp_miss") == 0
+    # Packets through each entry: dest_tbl_ctrl's index with the last command's sequence
+    # number kept (no new command).
+    ctrl = await host.read("dest_tbl_ctrl")
+    per_entry = routes.per_entry(len(got), 4)
+    for k, want_count in enumerate(per_entry):
+        await host.write("dest_tbl_ctrl", ctrl & ~0xFF | k)
+        await Timer(200, unit="ns")
+        assert await host.read("dest_tbl_sent") == want_count, (k, per_entry)
+    status = await host.read("dest_tbl_status")
+    assert status & 0xFF == 0 and (status >> 16 & 0xFF) == (ctrl >> 16 & 0xFF), hex(status)
+    dut._log.info(
+        "destination table: %d frames checked, tables of %s entries from packets %s, per entry %s",
+        len(got),
+        [len(t) for t in routes.tables],
+        routes.starts,
+        per_entry,
+    )

@@ -38,12 +38,13 @@ def measure(board: TwinBoard, cfg: chain.StreamConfig, seconds: float) -> dict[s
         assert board.netns is not None
         with netns.entered(board.netns.name):
             cap = rx.Capture(
-                "udp",
-                bind=f"{board.network.host.address}:{cfg.dest_port}",
+                rx.UdpSource(bind=f"{board.network.host.address}:{cfg.dest_port}"),
                 fmt=rx.Format(payload_size=cfg.size),
-                packets_per_chunk=cfg.packets_per_chunk,
-                max_chunks=cfg.max_chunks,
-                first_chunk=0,
+                chunking=rx.Chunking(
+                    packets_per_chunk=cfg.packets_per_chunk,
+                    max_chunks=cfg.max_chunks,
+                    first_chunk=0,
+                ),
             )
         cap.start()
     try:

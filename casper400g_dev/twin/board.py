@@ -7,12 +7,18 @@ running one. The MAC side of every 400GbE block goes to a TAP device in the twin
 network namespace (:mod:`.netns`), or, without the privileges for one, to a UDP tunnel or
 a pcap file. The core's ARP responder answers ARP; ICMP echo is answered by the software
 helper (``casperfpga_ext.tap``) through the core's CPU buffers, as a board's CPU would.
+
+Before anything takes long the board checks its KATCP port (:mod:`.claims`). The design
+(compile and harness) runs as an unprivileged user (:mod:`.privileges`); this process
+keeps the namespace and hands the harness its TAP devices, pcap files and the hold on its
+build as descriptors.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -20,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from casperfpga_ext.board_server import BoardServer, RequestError
+from casperfpga_ext.board_server import BoardServer, RequestError, ServerPolicy
 from casperfpga_ext.fpg import FpgDevice, FpgHeader
 from casperfpga_ext.fpga import Fpga
 from casperfpga_ext.tap import Tap
@@ -28,8 +34,10 @@ from casperfpga_ext.transport import WORD_BYTES, check_access
 
 from . import image
 from .build import TwinBuild, TwinBuildError, compile_twin, design_name, design_sources
+from .claims import ClaimError, PcapClaim, check_port_free, claim_pcap
 from .harness import Harness, HarnessError
-from .netns import HostSide, Netns, NetnsError, privileged
+from .netns import HostSide, Netns, NetnsError, Switch, open_tap, privileged
+from .privileges import PrivilegeError, RunAs, run_as
 
 NETWORK_MODES = ("auto", "tap", "udp", "pcap", "none")
 
@@ -74,18 +82,26 @@ class TwinWindow:
 class Network:
     """Where the twin's MAC frames go. ``mode``: ``tap`` (a TAP device per block in a
     network namespace the twin creates; root), ``udp`` (frames over a UDP tunnel between
-    ``tunnel_local`` and ``tunnel_peer``), ``pcap`` (frames the FPGA sends, into ``pcap``),
-    ``none``, or ``auto`` (tap when privileged, else pcap)."""
+    ``tunnel_local`` and ``tunnel_peer``), ``pcap`` (frames the FPGA sends, into ``pcap``;
+    default ``<build>/twin_tx.pcap``, numbered while another twin writes it:
+    ``TwinBoard.pcap`` says which), ``none``, or ``auto`` (tap when privileged, else pcap).
+    ``switch``: tap mode with the TAP devices as ports of that bridge (a LAN's switch)
+    instead of in a namespace of the twin's own; the host side's address is unused."""
 
     mode: str = "auto"
     host: HostSide = field(default_factory=HostSide)
     tunnel_local: str = "127.0.0.1:0"
     tunnel_peer: str = ""
     pcap: Path | None = None
+    switch: Switch | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in NETWORK_MODES:
             raise ValueError(f"network mode {self.mode!r}: one of {NETWORK_MODES}")
+        if self.switch is not None and self.mode != "tap":
+            raise ValueError(
+                f"a switch takes the twin's TAP devices: mode 'tap', not {self.mode!r}"
+            )
 
 
 def status_line(prev: dict[str, Any], now: dict[str, Any]) -> str:
@@ -118,6 +134,8 @@ class TwinBoard:
     behind a KATCP board server on ``katcp_host:katcp_port`` (0: a free port).
 
     ``icmp``: run the software ICMP helper so ``ping`` of the core's IP is answered.
+    ``run_as``: the unprivileged user that compiles and runs designs when this process is
+    root (default ``nobody``).
     ``progress`` gets one line per step (compiling, network, listening).
     """
 
@@ -130,6 +148,7 @@ class TwinBoard:
         katcp_port: int = 7147,
         threads: int = 1,
         icmp: bool = True,
+        run_as: str | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> None:
         self.build_dir = Path(build_dir) if build_dir is not None else None
@@ -137,6 +156,8 @@ class TwinBoard:
         self.katcp_host, self.katcp_port = katcp_host, katcp_port
         self.threads = threads
         self.icmp = icmp
+        self.run_as_name = run_as
+        self.user: RunAs | None = None
         self.say = progress or (lambda _m: None)
         self.fpg: Path | None = None
         self.netns: Netns | None = None
@@ -146,7 +167,9 @@ class TwinBoard:
         self.header: FpgHeader | None = None
         self.ports: dict[str, str] = {}
         self._harness: Harness | None = None
+        self._pcaps: list[PcapClaim] = []
         self._taps: list[Tap] = []
+        self._switch_ports: list[str] = []  # TAP devices made on the switch
         self._server: BoardServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -175,6 +198,11 @@ class TwinBoard:
     def blocks(self) -> tuple[str, ...]:
         return self.build.blocks if self.build else ()
 
+    @property
+    def pcap(self) -> Path | None:
+        """The pcap file the first block's frames go to (pcap mode)."""
+        return self._pcaps[0].path if self._pcaps else None
+
     def interface(self, block: str | None = None) -> str:
         """The host-side interface of a block's link (tap mode)."""
         return self._ifname(self.blocks.index(block) if block else 0)
@@ -185,6 +213,11 @@ class TwinBoard:
     # ---------------------------------------------------------------- lifetime
     def start(self) -> TwinBoard:
         """Program the build's design, bring up the network and serve KATCP."""
+        try:
+            check_port_free(self.katcp_host, self.katcp_port)
+            self._runner()
+        except (ClaimError, PrivilegeError) as exc:
+            raise TwinError(str(exc)) from None
         try:
             self._setup_network()
             if self.build_dir is not None:
@@ -208,6 +241,14 @@ class TwinBoard:
             self._thread.join(15)
             self._thread = None
         self._stop_design()
+        for claim in self._pcaps:
+            claim.release()
+        self._pcaps = []
+        switch = self.network.switch
+        for ifname in self._switch_ports:
+            if switch is not None:
+                switch.delete_port(ifname)
+        self._switch_ports = []
         if self.netns is not None:
             self.netns.delete()
             self.netns = None
@@ -222,11 +263,24 @@ class TwinBoard:
     def _setup_network(self) -> None:
         net = self.network
         mode = net.mode
+        if net.switch is not None:
+            why = privileged()
+            try:
+                if why is None:
+                    net.switch.check()
+            except NetnsError as exc:
+                why = str(exc)
+            if why is not None:
+                raise TwinError(f"no TAP device on the switch for the twin: {why}")
+            self.mode = "tap"
+            return
         if mode in ("auto", "tap"):
             why = privileged()
             if why is None:
                 try:
                     self.netns = Netns.create()
+                    for name in self.netns.swept:
+                        self.say(f"deleted namespace {name}, left by a twin no longer running")
                     self.mode = "tap"
                     return
                 except NetnsError as exc:
@@ -236,41 +290,90 @@ class TwinBoard:
             self.fallback_reason = why
             mode = "pcap"
             self.say(f"no TAP device ({why}): the FPGA's frames go to a pcap file instead")
-        if mode == "pcap" and net.pcap is None:
-            base = self.build_dir or Path.cwd()
-            net.pcap = base / "twin_tx.pcap"
+        if mode == "pcap":
+            try:
+                if net.pcap is None:
+                    base = self.build_dir or Path.cwd()
+                    self._pcaps.append(claim_pcap(base / "twin_tx.pcap", numbered=True))
+                else:
+                    self._pcaps.append(claim_pcap(net.pcap, numbered=False))
+            except ClaimError as exc:
+                raise TwinError(str(exc)) from None
         if mode == "udp" and not net.tunnel_peer:
             raise TwinError("udp mode needs the tunnel's peer (IP:port)")
         self.mode = mode
 
-    def _port_specs(self, blocks: tuple[str, ...]) -> dict[str, str]:
+    def _runner(self) -> RunAs:
+        if self.user is None:
+            self.user = run_as(self.run_as_name)
+        return self.user
+
+    def _port_specs(self, blocks: tuple[str, ...], fds: list[int]) -> dict[str, str]:
+        """The harness's ``--port`` specs; the descriptors they name are added to ``fds``
+        (the caller closes them once the harness has them)."""
         net = self.network
         specs: dict[str, str] = {}
         for k, block in enumerate(blocks):
             if self.mode == "tap":
-                specs[block] = f"tap:{self._ifname(k)}"
+                fd = open_tap(self._tap_netns(), self._ifname(k))
+                fds.append(fd)
+                specs[block] = f"tapfd:{fd}:{self._ifname(k)}"
             elif self.mode == "udp" and k == 0:
                 specs[block] = f"udp:{net.tunnel_local},{net.tunnel_peer}"
             elif self.mode == "pcap":
-                path = net.pcap if k == 0 else net.pcap.with_suffix(f".{block}.pcap")  # type: ignore[union-attr]
-                specs[block] = f"pcap:{path}"
+                claim = self._pcap_claim(k, block)
+                fd = claim.open_for_writing()
+                fds.append(fd)
+                specs[block] = f"pcapfd:{fd}:{claim.path}"
         return specs
 
-    def _ensure_taps(self, blocks: tuple[str, ...]) -> None:
+    def _pcap_claim(self, k: int, block: str) -> PcapClaim:
+        """Block ``k``'s pcap file: the claimed one for the first block, a file beside it
+        for the others (claimed once)."""
+        while len(self._pcaps) <= k:
+            first = self._pcaps[0].path
+            path = first.with_suffix(f".{block}.pcap")
+            try:
+                self._pcaps.append(claim_pcap(path, numbered=False))
+            except ClaimError as exc:
+                raise RequestError(str(exc)) from None
+        return self._pcaps[k]
+
+    def _netns(self) -> Netns:
         assert self.netns is not None
-        have = self.netns.run("ip", "-o", "link", "show").stdout
+        return self.netns
+
+    def _tap_netns(self) -> str:
+        """The namespace holding the TAP devices: the switch's, or the twin's own."""
+        if self.network.switch is not None:
+            return self.network.switch.netns
+        return self._netns().name
+
+    def _ensure_taps(self, blocks: tuple[str, ...]) -> None:
+        switch = self.network.switch
+        have = "" if switch is not None else self._netns().run("ip", "-o", "link", "show").stdout
         for k, _block in enumerate(blocks):
             host = self.network.host
             if k:  # further blocks: their own interface, no address (configure it yourself)
                 mac = int(host.mac.replace(":", ""), 16) + k
                 text = ":".join(f"{(mac >> s) & 0xFF:02x}" for s in range(40, -8, -8))
                 host = HostSide(ip="", mac=text, ifname=self._ifname(k), mtu=host.mtu)
+            if switch is not None:
+                if host.ifname not in self._switch_ports:
+                    if switch.has(host.ifname):
+                        raise NetnsError(
+                            f"switch {switch.netns}:{switch.bridge} already has an interface "
+                            f"{host.ifname!r}: name the twin's another (HostSide.ifname)"
+                        )
+                    switch.add_port(host)
+                    self._switch_ports.append(host.ifname)
+                continue
             if f" {host.ifname}:" in have:
                 continue
             if host.ip:
-                self.netns.add_tap(host)
+                self._netns().add_tap(host)
             else:
-                self.netns.add_tap_bare(host)
+                self._netns().add_tap_bare(host)
 
     # ---------------------------------------------------------------- programming
     def program(self, data: bytes, source: str) -> int:
@@ -298,23 +401,37 @@ class TwinBoard:
                     f"{source} holds a hardware device image of another design: the twin "
                     "runs .fpg files written by `casper400g twin` (their image is the HDL)"
                 )
-            build = compile_twin(sources, header, design, self.threads, progress=self.say)
-        except (TwinBuildError, image.ImageError) as exc:
-            raise RequestError(str(exc)) from None
-        with self._lock:
-            self._stop_design()
-            if self.mode == "tap":
-                self._ensure_taps(build.blocks)
-            self.build, self.header = build, header
-            self.ports = self._port_specs(build.blocks)
-            netns = self.netns.name if self.netns is not None else None
-            self._harness = Harness(build.exe, self.ports, netns=netns)
-            self.say(
-                f"running the twin of {design}: "
-                + ", ".join(f"{b} -> {spec}" for b, spec in self.ports.items())
+            build = compile_twin(
+                sources,
+                header,
+                design,
+                self.threads,
+                progress=self.say,
+                user=self._runner(),
+                hold=True,
             )
-            if self.icmp:
-                self._start_icmp(header)
+        except (TwinBuildError, image.ImageError, PrivilegeError) as exc:
+            raise RequestError(str(exc)) from None
+        user = self._runner()
+        # The harness gets its own copies of these: the build's hold, its ports.
+        fds = [build.held]
+        try:
+            with self._lock:
+                self._stop_design()
+                if self.mode == "tap":
+                    self._ensure_taps(build.blocks)
+                self.build, self.header = build, header
+                self.ports = self._port_specs(build.blocks, fds)
+                self._harness = Harness(build.exe, self.ports, fds=fds, user=user)
+                self.say(
+                    f"running the twin of {design} as user {user.user}: "
+                    + ", ".join(f"{b} -> {spec}" for b, spec in self.ports.items())
+                )
+                if self.icmp:
+                    self._start_icmp(header)
+        finally:
+            for fd in fds:
+                os.close(fd)
         return len(header.devices)
 
     async def _program_hook(self, pdi: Path, fpg: Path) -> None:
@@ -362,6 +479,7 @@ class TwinBoard:
                 program_cmd=self._program_hook,
                 fpg=self.fpg,
                 fpg_dir=fpg_dir,
+                policy=ServerPolicy(allow_upload=True),
             )
             self._server = server
             await server.start()
@@ -389,7 +507,15 @@ class TwinBoard:
         lines = [f"KATCP board server on {self.katcp_host}:{self.katcp_port}"]
         if self.fpg is not None:
             lines.append(f"design image {self.fpg} (?progdev {self.fpg.name})")
-        if self.mode == "tap" and self.netns is not None:
+        if self.build is not None:
+            lines.append(f"twin build {self.build.build_dir}, in {self.build.location}")
+        switch = self.network.switch
+        if self.mode == "tap" and switch is not None:
+            lines.append(
+                f"on the switch: {', '.join(self._switch_ports) or self._ifname(0)} a port of "
+                f"bridge {switch.bridge} in network namespace {switch.netns}, the FPGA behind it"
+            )
+        elif self.mode == "tap" and self.netns is not None:
             host = self.network.host
             lines.append(
                 f"network namespace {self.netns.name}: {host.ifname} {host.ip} {host.mac} "
@@ -397,7 +523,7 @@ class TwinBoard:
             )
             lines.append(f"  e.g. ip netns exec {self.netns.name} ping <core IP>")
         elif self.mode == "pcap":
-            lines.append(f"no NIC: the FPGA's frames are written to {self.network.pcap}")
+            lines.append(f"no NIC: the FPGA's frames are written to {self.pcap}")
             if self.fallback_reason:
                 lines.append(f"  (fallback: {self.fallback_reason})")
         elif self.mode == "udp":

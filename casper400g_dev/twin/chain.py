@@ -179,13 +179,13 @@ def capture(
     ``cfg.chunks`` chunks (or what arrives before ``timeout``), stop."""
     import casper400g_rx as rx
 
-    # The same chunking whichever source the capture reads.
-    chunking: dict[str, Any] = dict(
+    # The same format, chunking and delivery whichever source the capture reads.
+    pieces: dict[str, Any] = dict(
         fmt=rx.Format(payload_size=cfg.size),
-        packets_per_chunk=cfg.packets_per_chunk,
-        max_chunks=cfg.max_chunks,
-        first_chunk=0,
-        device=device,
+        chunking=rx.Chunking(
+            packets_per_chunk=cfg.packets_per_chunk, max_chunks=cfg.max_chunks, first_chunk=0
+        ),
+        delivery=rx.Delivery(device=device),
     )
     host = board.network.host
     xp = array_module(device)
@@ -206,12 +206,12 @@ def capture(
         # No NIC: the generator sends into the twin's pcap file, replayed afterwards.
         fpga.write_int("pkt_ctrl", 1)
         _wait_frames(board, block, tx_before + cfg.count, timeout)
-        cap = rx.Capture("pcap", path=str(board.network.pcap), **chunking)
+        cap = rx.Capture(rx.PcapSource(str(board.pcap)), **pieces)
         source = "pcap"
     else:
         assert board.netns is not None
         with netns.entered(board.netns.name):
-            cap = rx.Capture("udp", bind=f"{host.address}:{cfg.dest_port}", **chunking)
+            cap = rx.Capture(rx.UdpSource(f"{host.address}:{cfg.dest_port}"), **pieces)
         source = "udp"
     rows = np.zeros((cfg.count, cfg.size), dtype=np.uint8)
     present = np.zeros(cfg.count, dtype=bool)

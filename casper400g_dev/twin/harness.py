@@ -5,6 +5,11 @@ control descriptor and speaks the line protocol of ``harness/twin_main.cpp``: wo
 and writes on the design's AXI4-Lite bus, statistics, the link model's faults. One request
 is in flight at a time (a lock keeps the board server's, the ICMP helper's and the status
 line's requests apart).
+
+The process runs as the unprivileged user it is given (:mod:`.privileges`), started in
+its build's folder and named relative to it, with the descriptors it needs handed over:
+its TAP devices (attached by the privileged parent), its pcap files, and the lock that
+holds its build in the cache for as long as it runs (:func:`.build.hold_build`).
 """
 
 from __future__ import annotations
@@ -18,43 +23,50 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from .privileges import RunAs, run_as
+
 
 class HarnessError(OSError):
     """The twin process failed, or a bus access on it did (the AXI response named)."""
 
 
 class Harness:
-    """A running twin. ``ports``: ``{block: spec}`` with spec ``tap:IF``,
-    ``udp:LOCAL,PEER`` or ``pcap:PATH``; ``netns``: run it inside that network namespace
-    (where its TAP devices are)."""
+    """A running twin. ``ports``: ``{block: spec}`` with spec ``tapfd:FD:IF`` or
+    ``pcapfd:FD:PATH`` (FD among ``fds``), ``udp:LOCAL,PEER``, ``tap:IF`` or ``pcap:PATH``;
+    ``fds``: descriptors handed to the process (the ports', a build's hold), which the
+    caller may close once this returns; ``user``: who runs it (default
+    :func:`.privileges.run_as`'s)."""
 
     def __init__(
         self,
         exe: Path,
         ports: dict[str, str] | None = None,
-        netns: str | None = None,
+        fds: Sequence[int] = (),
+        user: RunAs | None = None,
         log: IO[str] | None = None,
         timeout: float = 60.0,
     ) -> None:
         self.exe = Path(exe)
         self.timeout = timeout
+        self.user = user or run_as()
         parent, child = socket.socketpair()
-        cmd = [str(self.exe), "--control-fd", str(child.fileno())]
+        cmd = [f"./{self.exe.name}", "--control-fd", str(child.fileno())]
         for block, spec in (ports or {}).items():
             cmd += ["--port", f"{block}={spec}"]
-        if netns:
-            cmd = ["ip", "netns", "exec", netns, *cmd]
         self._lock = threading.Lock()
         try:
             self.proc = subprocess.Popen(
                 cmd,
-                pass_fds=[child.fileno()],
+                cwd=self.exe.parent,
+                env=self.user.environment(home=self.exe.parent),
+                pass_fds=[child.fileno(), *fds],
                 stdin=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 text=True,
                 # Its own session: a terminal's Ctrl-C reaches the controlling process,
                 # which ends the twin in order (EOF on the control socket ends it too).
                 start_new_session=True,
+                **self.user.popen_kwargs(),
             )
         finally:
             child.close()

@@ -20,7 +20,7 @@ from pathlib import Path
 from casperfpga_ext.fpg import FpgHeader, parse_fpg_header
 
 from .. import checkout
-from .build import design_name, design_sources
+from .build import TwinBuildError, check_name, check_source_name, design_name, design_sources
 
 FORMAT = "casper400g-twin"
 VERSION = 1
@@ -95,13 +95,19 @@ def unpack(data: bytes, cache_dir: Path | None = None) -> TwinImage:
         design = manifest.get("design")
         if not isinstance(names, list) or not names or not isinstance(design, str):
             raise ImageError("twin image manifest lacks its design or sources")
+        try:
+            check_name("design", design)
+        except TwinBuildError as exc:
+            raise ImageError(f"twin image: {exc}") from None
         digest = hashlib.sha256(data).hexdigest()[:16]
         out = (cache_dir or checkout.SIM_CACHE) / "twin_images" / digest
         out.mkdir(parents=True, exist_ok=True)
         paths = []
         for name in names:
-            if not isinstance(name, str) or "/" in name or name.startswith("."):
-                raise ImageError(f"twin image: bad source name {name!r}")
+            try:
+                check_source_name(name)
+            except (TwinBuildError, TypeError):
+                raise ImageError(f"twin image: bad source name {name!r}") from None
             member = tar.extractfile(name)
             if member is None:
                 raise ImageError(f"twin image: {name} is missing")

@@ -23,12 +23,17 @@
 //   * `count` (non-zero) ends a burst: once `count` packets have been sent since `ctrl[0]`
 //     last rose, no new packet starts until enable is cleared and set again. 0: no limit.
 //   * `size` is sampled at each packet start: 0 sends nothing, above 8192 sends 8192.
-//     `dest_ip`/`dest_port` are sampled at the start too and held through the packet.
+//   * Destination: the destination table (fhg_dest_table, contract there; its software
+//     words are the `dest_tbl_*` ports) gives each packet's IP, UDP port and channel,
+//     sampled at the packet's start and held through it. With the table off (its
+//     configuration state) every packet goes to `dest_ip`/`dest_port` with channel
+//     `spead_channel`; with it on, packet k of each spectrum of G packets goes to entry k.
 //   * `sent` counts packets whose last word was handed to the core.
 //   * `spead_ctrl[0]` (sampled at each packet start) sends the packet as a SPEAD heap
 //     instead (fhg_pktgen_spead.sv): a 64-byte SPEAD header before the same payload (of
-//     either mode), heap counter n, a timestamp advancing by `spead_ts_step` per packet
-//     and `spead_channel`.
+//     either mode), heap counter n, a timestamp advancing by `spead_ts_step` per
+//     spectrum (per packet with the table off: every packet a spectrum of its own) and
+//     the packet's channel (`spead_channel`, or its table entry's).
 module fhg_pktgen (
     input  wire            clk,
     input  wire  [31:0]    ctrl,
@@ -43,6 +48,13 @@ module fhg_pktgen (
     input  wire  [31:0]    spead_ctrl,
     input  wire  [31:0]    spead_channel,
     input  wire  [31:0]    spead_ts_step,
+    input  wire  [31:0]    dest_tbl_ip,
+    input  wire  [31:0]    dest_tbl_port,
+    input  wire  [31:0]    dest_tbl_count,
+    input  wire  [31:0]    dest_tbl_ctrl,
+    output logic [31:0]    dest_tbl_status,
+    output logic [31:0]    dest_tbl_switch,
+    output logic [31:0]    dest_tbl_sent,
     output logic [31:0]    sent,
     output logic           gbe_rst,
     output logic [1023:0]  tx_data,
@@ -77,6 +89,10 @@ module fhg_pktgen (
     logic [31:0] pkt_mode;       // mode of the packet being sent (sampled at its start)
     logic [9:0]  last_payload_beat;  // of the packet being sent (SPEAD adds a frame beat)
     logic [14:0] frame_c;        // UDP payload bytes of the packet starting
+    logic [31:0] route_ip, route_chan;  // the next packet's destination (the table's)
+    logic [15:0] route_port;
+    logic        route_last;     // it ends its spectrum
+    logic        pkt_last;       // of the packet being sent
 
     assign enable  = ctrl[0];
     assign reset   = ctrl[1];
@@ -124,12 +140,22 @@ module fhg_pktgen (
         if (tx_end_of_frame) tx_byte_enable = ~(128'(-1) >> last_bytes);
     end
 
+    fhg_dest_table u_dest (
+        .clk(clk), .rst(reset),
+        .sw_ip(dest_tbl_ip), .sw_port(dest_tbl_port), .sw_count(dest_tbl_count),
+        .sw_ctrl(dest_tbl_ctrl), .sw_status(dest_tbl_status), .sw_switch_n(dest_tbl_switch),
+        .sw_sent(dest_tbl_sent),
+        .default_ip(dest_ip), .default_port(dest_port[15:0]), .default_chan(spead_channel),
+        .take(start), .dest_ip(route_ip), .dest_port(route_port), .dest_chan(route_chan),
+        .dest_last(route_last)
+    );
+
     assign frame_c = {1'b0, size_c} + (spead_ctrl[0] ? 15'd64 : 15'd0);
     fhg_pktgen_spead u_spead (
         .clk(clk), .rst(reset), .start(start), .spead_en(spead_ctrl[0]),
-        .channel(spead_channel), .ts_step(spead_ts_step), .heap_size(size_c), .heap_cnt(seq[47:0]),
-        .first_beat(beat == 10'd0), .frame_end(tx_end_of_frame), .payload(payload),
-        .data(tx_data)
+        .channel(route_chan), .ts_step(spead_ts_step), .heap_size(size_c), .heap_cnt(seq[47:0]),
+        .first_beat(beat == 10'd0), .ts_advance(tx_end_of_frame && pkt_last),
+        .payload(payload), .data(tx_data)
     );
 
     assign tx_valid        = busy;
@@ -153,6 +179,7 @@ module fhg_pktgen (
             enable_q     <= 1'b0;
             burst_sent   <= '0;
             pkt_mode     <= MODE_EXAMPLE;
+            pkt_last     <= 1'b1;
             last_payload_beat <= '0;
         end else begin
             enable_q <= enable;
@@ -169,8 +196,9 @@ module fhg_pktgen (
                 since_start  <= 32'd1;
                 last_beat    <= 10'((frame_c - 15'd1) >> 7);
                 last_bytes   <= 8'(frame_c - {(frame_c - 15'd1) >> 7, 7'd0});
-                tx_dest_ip   <= dest_ip;
-                tx_dest_port <= dest_port[15:0];
+                tx_dest_ip   <= route_ip;
+                tx_dest_port <= route_port;
+                pkt_last     <= route_last;
                 pkt_mode     <= mode;
                 last_payload_beat <= 10'((size_c - 14'd1) >> 7);
             end else if (busy && tx_end_of_frame) begin

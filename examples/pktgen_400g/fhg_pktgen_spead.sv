@@ -6,7 +6,7 @@
 //   * Interface: beside fhg_pktgen, on its clock. `start` is high in the cycle before a
 //     packet's first beat (fhg_pktgen's `start`); `spead_en`, `channel` and `heap_size`
 //     are sampled then and hold for that packet. `first_beat` marks the packet's first
-//     beat on `data`, `frame_end` its last. `payload` is the beat fhg_pktgen would send at
+//     beat on `data`. `payload` is the beat fhg_pktgen would send at
 //     the current beat index (any payload mode), one beat per cycle with no gaps inside a
 //     packet.
 //   * Packet layout when the packet's sampled `spead_en` is set: a 64-byte header —
@@ -22,8 +22,10 @@
 //     Beat 0 carries the header and the payload's first 64 bytes; beat b > 0 the last 64
 //     bytes of payload beat b - 1 and the first 64 of payload beat b (one 512-bit
 //     register holds the half that moves to the next beat).
-//   * Timestamp: 0 after `rst`, + `ts_step` at every `frame_end` (every packet, in
-//     either mode), so packet n carries n * ts_step while ts_step stays the same.
+//   * Timestamp: 0 after `rst`, + `ts_step` at every `ts_advance` (fhg_pktgen: the last
+//     beat of a spectrum's last packet, in either mode), so spectrum s carries s * ts_step
+//     while ts_step stays the same — packet n carries n * ts_step with the destination
+//     table off.
 //   * Otherwise `data` = `payload`.
 //   * Latency: `data` follows `payload` and the registered state in the same cycle (no
 //     added pipeline stage, like fhg_pktgen's own data). Throughput: one beat per cycle.
@@ -42,7 +44,7 @@ module fhg_pktgen_spead #(
     input  wire  [13:0]    heap_size,
     input  wire  [47:0]    heap_cnt,
     input  wire            first_beat,
-    input  wire            frame_end,
+    input  wire            ts_advance,
     input  wire  [1023:0]  payload,
     output logic [1023:0]  data
 );
@@ -83,7 +85,7 @@ module fhg_pktgen_spead #(
             channel_q <= '0;
             size_q    <= '0;
         end else begin
-            if (frame_end) timestamp <= timestamp + 64'(ts_step);
+            if (ts_advance) timestamp <= timestamp + 64'(ts_step);
             if (start) begin
                 active    <= spead_en;
                 channel_q <= channel;

@@ -207,6 +207,7 @@ class IbvOptions:
         rq: str = "split",
         busy_poll: bool = True,
         mac: str = "",
+        groups: collections.abc.Sequence[str] = [],
     ) -> None: ...
 
 class RdmaChunk:
@@ -663,7 +664,11 @@ def cuda_device_count() -> int:
     Number of CUDA devices; raises CudaError naming why CUDA is unusable here
     """
 
-def cuda_device_info(ordinal: typing.SupportsInt | typing.SupportsIndex) -> dict: ...
+def cuda_device_info(ordinal: typing.SupportsInt | typing.SupportsIndex) -> dict:
+    """
+    name, sm_count, ordinal and pci_bus_id ("0000:1b:00.0") of CUDA device `ordinal`
+    """
+
 def cuda_has_kernels() -> bool:
     """
     True when this build embeds the GPUDirect reorder kernels (nvcc was found)

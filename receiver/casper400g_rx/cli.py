@@ -1,18 +1,25 @@
-"""`casper400g rx ...`: capture, monitor, bench and send the example stream."""
+"""`casper400g rx ...`: capture, monitor, bench and send the example stream; a capture
+cluster."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import os
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from . import _core
-from .capture import Capture, parse_endpoint
+from .capture import Capture
+from .chunking import Chunking
+from .endpoint import parse_endpoint
+from .sources import IbvSource, PcapSource, Source, UdpSource
 
 
 def _add_engine_args(p: argparse.ArgumentParser) -> None:
@@ -30,23 +37,59 @@ def _add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--metrics-port", type=int, help="serve the counters for Prometheus on this port"
     )
+    p.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        help="address of --metrics-port (default 127.0.0.1; 0.0.0.0 shows the counters to "
+        "every host that reaches this one)",
+    )
+
+
+def _source(args: argparse.Namespace) -> Source:
+    cpus = [int(c) for c in args.cpus.split(",")] if args.cpus else None
+    if args.backend == "udp":
+        return UdpSource(args.bind, threads=args.threads, cpus=cpus)
+    if args.backend == "pcap":
+        if not args.pcap_in:
+            raise ValueError("--backend pcap needs --pcap-in FILE")
+        return PcapSource(args.pcap_in)
+    return IbvSource(args.bind, interface=args.interface, queues=args.queues, cpus=cpus)
 
 
 def _open_capture(args: argparse.Namespace) -> Capture:
-    cpus = [int(c) for c in args.cpus.split(",")] if args.cpus else None
     return Capture(
-        args.backend,
+        _source(args),
         fmt=_core.Format(payload_size=args.payload),
-        bind=args.bind,
-        path=args.pcap_in,
-        threads=args.threads,
-        cpus=cpus,
-        interface=args.interface,
-        queues=args.queues,
-        packets_per_chunk=args.packets_per_chunk,
-        max_chunks=args.max_chunks,
-        policy=args.policy,
+        chunking=Chunking(
+            packets_per_chunk=args.packets_per_chunk,
+            max_chunks=args.max_chunks,
+            policy=args.policy,
+        ),
     )
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[threading.Event]:
+    """SIGINT and SIGTERM set the event instead of unwinding the capture, so that what was
+    captured is flushed and written. A signal the process ignores (a shell's background
+    job) stays ignored."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def note(signum: int, frame: object) -> None:
+        stop.set()
+
+    kept = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            kept[sig] = signal.signal(sig, note)
+    try:
+        yield stop
+    finally:
+        for sig, handler in kept.items():
+            signal.signal(sig, handler)
 
 
 def _metrics(args: argparse.Namespace, cap: Capture) -> contextlib.AbstractContextManager:
@@ -55,15 +98,18 @@ def _metrics(args: argparse.Namespace, cap: Capture) -> contextlib.AbstractConte
         return contextlib.nullcontext()
     from .metrics import serve
 
-    server = serve(cap, args.metrics_port)
-    print(f"metrics on http://0.0.0.0:{server.port}/metrics", flush=True)
+    server = serve(cap, args.metrics_port, addr=args.metrics_host)
+    print(f"metrics on http://{server.host}:{server.port}/metrics", flush=True)
     return server
 
 
 def _print_stats(cap: Capture) -> None:
     s = cap.stats
     keys = ("packets", "lost", "late", "duplicate", "rejected", "chunks", "chunks_dropped")
-    print("  ".join(f"{k}={s[k]}" for k in keys) + f"  gbps={s.gbps:.3f}")
+    # Reasons only some paths count (a consumer too slow, a wild sequence number).
+    extra = ("no_free_chunk", "out_of_window", "source_filtered")
+    line = "  ".join([f"{k}={s[k]}" for k in keys] + [f"{k}={s[k]}" for k in extra if s.get(k)])
+    print(line + f"  gbps={s.gbps:.3f}")
 
 
 def _cmd_capture(args: argparse.Namespace) -> int:
@@ -93,38 +139,56 @@ def _cmd_capture(args: argparse.Namespace) -> int:
 
     deadline = time.monotonic() + args.seconds if args.seconds else None
     last_received, last_change = 0, time.monotonic()
-    try:
-        with cap, _metrics(args, cap):
-            where = args.bind if args.backend == "udp" else args.pcap_in
-            print(f"capturing from {where}", flush=True)
-            while len(ids) < args.chunks and cap.running:
-                if deadline is not None and time.monotonic() > deadline:
-                    break
-                for chunk in cap.chunks(timeout=0.1):
+    with _stop_on_signals() as interrupted:
+        try:
+            with cap, _metrics(args, cap):
+                print(f"capturing from {_where(args, cap)}", flush=True)
+                while len(ids) < args.chunks and cap.running and not interrupted.is_set():
+                    if deadline is not None and time.monotonic() > deadline:
+                        break
+                    for chunk in cap.chunks(timeout=0.1):
+                        take(chunk)
+                        break
+                    received = cap.stats.received
+                    if received != last_received:
+                        last_received, last_change = received, time.monotonic()
+                    elif args.idle and received and time.monotonic() - last_change > args.idle:
+                        break
+                cap.stop()  # flushes the chunks still open
+                for chunk in cap.chunks(timeout=0):
                     take(chunk)
-                    break
-                received = cap.stats.received
-                if received != last_received:
-                    last_received, last_change = received, time.monotonic()
-                elif args.idle and received and time.monotonic() - last_change > args.idle:
-                    break
-            cap.stop()  # flushes the chunks still open
-            for chunk in cap.chunks(timeout=0):
-                take(chunk)
-    finally:
-        if writer is not None:
-            writer.close()
-    if args.npy:
-        base = Path(args.npy)
-        stem = base.with_suffix("")
-        np.save(base, np.stack(data) if data else np.zeros((0, 0, 0), np.uint8))
-        np.save(f"{stem}.present.npy", np.stack(present) if present else np.zeros((0, 0), bool))
-        np.save(f"{stem}.chunk_ids.npy", np.asarray(ids, dtype=np.int64))
-        print(f"wrote {base}, {stem}.present.npy, {stem}.chunk_ids.npy ({len(ids)} chunks)")
+        finally:
+            if writer is not None:
+                writer.close()
+        _write_npy(args, data, present, ids)
+    if interrupted.is_set():
+        print(f"interrupted: kept {len(ids)} chunks", file=sys.stderr)
     if args.pcap:
         print(f"wrote {args.pcap}")
     _print_stats(cap)
-    return 0
+    return 130 if interrupted.is_set() else 0
+
+
+def _where(args: argparse.Namespace, cap: Capture) -> str:
+    if args.backend == "pcap":
+        return str(args.pcap_in)
+    if args.backend == "udp":
+        host, _ = parse_endpoint(args.bind)
+        return f"{host}:{cap.port}"
+    return str(args.bind)
+
+
+def _write_npy(
+    args: argparse.Namespace, data: list[np.ndarray], present: list[np.ndarray], ids: list[int]
+) -> None:
+    if not args.npy:
+        return
+    base = Path(args.npy)
+    stem = base.with_suffix("")
+    np.save(base, np.stack(data) if data else np.zeros((0, 0, 0), np.uint8))
+    np.save(f"{stem}.present.npy", np.stack(present) if present else np.zeros((0, 0), bool))
+    np.save(f"{stem}.chunk_ids.npy", np.asarray(ids, dtype=np.int64))
+    print(f"wrote {base}, {stem}.present.npy, {stem}.chunk_ids.npy ({len(ids)} chunks)")
 
 
 def _cmd_monitor(args: argparse.Namespace) -> int:
@@ -177,15 +241,21 @@ def _cmd_send(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import run_benchmarks
+    from .tools.bench import run_benchmarks
 
     return run_benchmarks(args)
 
 
 def _cmd_hwcheck(args: argparse.Namespace) -> int:
-    from .hwcheck import run_hwcheck
+    from .tools.hwcheck import run_hwcheck
 
     return run_hwcheck(args)
+
+
+def _cmd_cluster(args: argparse.Namespace) -> int:
+    from .cluster_cli import run
+
+    return run(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -261,11 +331,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.set_defaults(func=_cmd_bench)
 
-    from .hwcheck import add_arguments as add_hwcheck_arguments
+    from .tools.hwcheck import add_arguments as add_hwcheck_arguments
 
     hw = sub.add_parser("hwcheck", help="RDMA NICs, GPUs and PCIe topology for the ibv backend")
     add_hwcheck_arguments(hw)
     hw.set_defaults(func=_cmd_hwcheck)
+
+    from .cluster_cli import add_arguments as add_cluster_arguments
+
+    clu = sub.add_parser("cluster", help="captures on a Dask cluster, then the loss account")
+    add_cluster_arguments(clu)
+    clu.set_defaults(func=_cmd_cluster)
     return parser
 
 

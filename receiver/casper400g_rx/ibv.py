@@ -1,18 +1,18 @@
 """The ibv backend (rdma-core, loaded at run time) and its NIC-less emulation.
 
-`Capture("ibv", bind="10.0.0.2:10000", interface="enp1s0f0np0")` steers the UDP stream
+`Capture(IbvSource(bind="10.0.0.2:10000", interface="enp1s0f0np0"))` steers the UDP stream
 sent to 10.0.0.2:10000 (and, with `queues=N`, ports 10000..10000+N-1, one queue and one
 pinned thread each) into a raw-packet queue of the NIC. With `rq="split"` (default) each
 receive scatters the frame's headers into a small host ring and the payload straight into
 its predicted chunk slot; `rq="striding"` uses the mlx5 multi-packet receive queue and
 copies each payload once.
 
-`Capture("mem", emulate="ibv", count=...)` drives the same header-split engine from an
+`Capture(EmulatedNic(count=..., split=True))` drives the same header-split engine from an
 emulated NIC that writes frames into the posted receives and completes them in arrival
 order (the schedule's), so drops, duplicates and reordering exercise the fix-up path.
-With several queues, emulate="ibv" runs one thread per queue (their interleaving races,
-as on a NIC); emulate="ibv-serial" serves all queues from one thread in the schedule's
-exact order, which makes the outcome a function of the schedule alone.
+With several queues, it runs one thread per queue (their interleaving races, as on a
+NIC); serial=True serves all queues from one thread in the schedule's exact order, which
+makes the outcome a function of the schedule alone.
 With `nic_rate_gbps` the packets arrive at that total rate (each queue its share, each
 queue thread pinned to its entry of `cpus`), and a packet that finds its queue without
 a posted receive is dropped at once and counted `nic_drops`, as on a NIC.
@@ -48,10 +48,16 @@ def open_ibv(
     cpus: Sequence[int],
     rq: str,
     busy_poll: bool,
+    groups: Sequence[str] = (),
 ) -> _core.Capture:
     host, port = parse_endpoint(bind)
     if port == 0:
         raise ValueError(f"the ibv backend needs the stream's UDP port in bind=, got {bind!r}")
+    if groups:
+        # The flow rules match the groups' addresses and MACs (multicast.py joins them).
+        host = "0.0.0.0"
+        if not interface:
+            raise ValueError("the ibv backend receives groups on a NIC: give interface=")
     # Without an explicit address the interface's own IPv4 is the flow's destination.
     ip = "" if host in ("0.0.0.0", "127.0.0.1", "localhost") and interface else host
     if host in ("127.0.0.1", "localhost") and not interface:
@@ -70,6 +76,7 @@ def open_ibv(
         cpus=list(cpus),
         rq=rq,
         busy_poll=busy_poll,
+        groups=list(groups),
     )
     return _core.Capture.ibv(fmt, config, options)
 
@@ -77,7 +84,7 @@ def open_ibv(
 def open_split_emulation(
     fmt: _core.Format,
     config: _core.EngineConfig,
-    emulate: str,
+    serial: bool,
     first: int,
     count: int,
     schedule: npt.ArrayLike | None,
@@ -88,8 +95,6 @@ def open_split_emulation(
     rate_gbps: float | None = None,
     cpus: Sequence[int] = (),
 ) -> _core.Capture:
-    if emulate not in ("ibv", "ibv-serial"):
-        raise ValueError(f"emulate must be 'ibv' or 'ibv-serial', got {emulate!r}")
     options = _core.EmulatorOptions(
         queues=queues,
         depth=DEFAULT_DEPTH if depth is None else depth,
@@ -99,7 +104,7 @@ def open_split_emulation(
         bad=None if bad is None else np.asarray(bad, dtype=np.uint64),
         udp_port=fmt.udp_port or 10000,
         fill=fill,
-        serial=emulate == "ibv-serial",
+        serial=serial,
         rate_gbps=rate_gbps or 0.0,
         cpus=list(cpus),
     )

@@ -3,12 +3,11 @@
 
 ```python
 import casper400g_rx as rx
-from casper400g_rx.sources import Chunking, Delivery, RdmaSource
 
-cap = rx.Capture.open(
-    RdmaSource(peer_ip="10.0.0.10", ip="10.0.0.2", credit_port=4792),
-    chunking=Chunking(packets_per_chunk=1024, max_chunks=8),   # slots per chunk, ring chunks
-    delivery=Delivery(device="cuda:0"),                        # the ring in GPU memory
+cap = rx.Capture(
+    rx.RdmaSource(peer_ip="10.0.0.10", ip="10.0.0.2", credit_port=4792),
+    chunking=rx.Chunking(packets_per_chunk=1024, max_chunks=8),   # slots per chunk, ring chunks
+    delivery=rx.Delivery(device="cuda:0"),                        # the ring in GPU memory
 )
 core.rdma_connect(cap.rdma_params)       # casperfpga_ext.FourHundredGbe: the core writes here
 for chunk in cap.chunks(timeout=1.0):

@@ -1,33 +1,44 @@
-"""Declared sources: one object per backend with its own typed options, and the chunking
-and delivery settings as objects of their own, for `Capture.open`.
+"""The packet sources of a capture: one typed object per kind of source, each checking
+its own options when made (ValueError naming the value) and opening itself.
 
 ```python
 import casper400g_rx as rx
-from casper400g_rx.sources import Chunking, Delivery, UdpSource
 
-cap = rx.Capture.open(
-    UdpSource(bind="10.0.0.2:7148", threads=4, cpus=[2, 3, 4, 5]),
-    chunking=Chunking(packets_per_chunk=4096, max_chunks=8),
-    delivery=Delivery(device="cuda:0"),
+cap = rx.Capture(
+    rx.UdpSource(bind="10.0.0.2:7148", threads=4, cpus=[2, 3, 4, 5]),
+    chunking=rx.Chunking(packets_per_chunk=4096, max_chunks=8),
+    delivery=rx.Delivery(device="cuda:0"),
 )
 ```
 
-Each object checks its options when made (ValueError naming the value) and prints as
-what it is (`repr`). `Capture("udp", bind=..., ...)` stays the short path for the
-common case; both reach the same capture.
+A source knows how many receive queues it asks for (`lanes`, sized for a rate when left
+None), whether it is live (it drops while a queue lags: `live`), whether it is the
+header-data split (`split_depth`), and how it opens the engine's capture for a format, an
+engine configuration and a delivery (`open`). An option of one source (a source-address
+filter, multicast groups) is a field of that source plus the lines of its `open` that use
+it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from ipaddress import IPv4Address
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from . import _core
+from .delivery import Delivery
 from .endpoint import parse_endpoint
-from .gpu import parse_device
+from .ibv import DEFAULT_DEPTH, open_ibv, open_split_emulation
+from .multicast import Membership, parse_groups
+
+if TYPE_CHECKING:
+    from .sizing import Path as RatePath
 
 
 def _positive(name: str, value: int | None) -> None:
@@ -45,17 +56,107 @@ def _cpus(value: Sequence[int] | None) -> tuple[int, ...] | None:
     return cpus
 
 
+def _given(cpus: Sequence[int] | None) -> tuple[int, ...] | None:
+    """A source's `cpus` as given: None lets a capture sized for a rate choose them, an
+    empty list leaves its threads unpinned."""
+    return None if cpus is None else tuple(cpus)
+
+
+def _multicast(source: UdpSource | IbvSource) -> None:
+    """Checks a source's multicast groups, and that its bind address can receive them."""
+    object.__setattr__(source, "groups", parse_groups(source.groups))
+    host, port = parse_endpoint(source.bind)
+    if not source.groups:
+        return
+    if port == 0:
+        raise ValueError(f"with groups, bind must name the groups' UDP port, got {source.bind!r}")
+    if host != "0.0.0.0" and (host not in source.groups or len(source.groups) > 1):
+        raise ValueError(
+            f"bind={source.bind!r} cannot receive the groups {list(source.groups)}: bind "
+            "'0.0.0.0:port' (any group), or one group's address with that group alone"
+        )
+
+
+class Source(ABC):
+    """A packet source. Subclasses are frozen dataclasses of their options."""
+
+    def lanes(self) -> int | None:
+        """Receive queues asked for; None: one, or as many as Capture's rate_gbps needs."""
+        return 1
+
+    def with_lanes(self, lanes: int, depth: int | None, fmt: _core.Format) -> Source:
+        """This source with the receive queues (and header-split depth) sized for a rate;
+        options the user gave stay."""
+        return self
+
+    @property
+    def live(self) -> bool:
+        """A live source loses packets while its queues wait for a lagging one (so the
+        engine skips past it, see Chunking.skip_lagging); a replay loses nothing."""
+        return False
+
+    def split_depth(self) -> int | None:
+        """Receives posted per queue of the header-data split (whose engine sizes its own
+        chunk pool); None for the copying path."""
+        return None
+
+    def rate_path(self) -> RatePath:
+        """The path of sizing.py's per-queue rates: copy, split or split_emulated."""
+        return "copy"
+
+    def helper_threads(self) -> int:
+        """Threads besides the receive queues that want a core (an emulated NIC's)."""
+        return 0
+
+    def pinned_threads(self) -> int:
+        """Threads its `cpus` option pins, one CPU each (0: it has no such option)."""
+        return 0
+
+    def cpus_given(self) -> tuple[int, ...] | None:
+        """The CPUs the user gave its threads (None: the capture may choose)."""
+        return None
+
+    def with_cpus(self, cpus: Sequence[int]) -> Source:
+        """This source with its threads pinned to `cpus` (placement.py)."""
+        return self
+
+    def nic(self) -> str:
+        """The network interface it receives on, whose NUMA node is the data's ('')."""
+        return ""
+
+    def open(self, fmt: _core.Format, config: _core.EngineConfig, delivery: Delivery) -> Any:
+        """The engine's capture of this source, its chunks delivered as `delivery` says."""
+        if delivery.gpudirect:
+            raise ValueError(
+                f"gpudirect=True places frames of the NIC emulation (MemSource), not {self!r}"
+            )
+        return delivery.deliver(self.open_host(fmt, config))
+
+    @abstractmethod
+    def open_host(self, fmt: _core.Format, config: _core.EngineConfig) -> Any:
+        """The engine's capture of this source into host chunks."""
+
+    def membership(self) -> Membership | None:
+        """The multicast membership the capture holds while it runs (multicast.py)."""
+        return None
+
+
 @dataclass(frozen=True)
-class UdpSource:
-    """UDP sockets bound to `bind`; `threads` SO_REUSEPORT sockets share one chunk stream."""
+class UdpSource(Source):
+    """UDP sockets bound to `bind` ("IPv4:port"; port 0 picks a free one, see
+    Capture.port); `threads` SO_REUSEPORT sockets share one chunk stream, each thread
+    pinned to its entry of `cpus`; `rcvbuf` bytes of kernel receive buffer asked per socket.
+    `groups`: IPv4 multicast groups joined on `interface` (netdev name; '' lets each
+    group's route choose) while the capture runs (multicast.py). `src_filter`: the sender's
+    IPv4 (the FPGA's); datagrams from others are dropped and counted (source_filtered)."""
 
     bind: str = "127.0.0.1:0"
-    threads: int | None = None  # None: 1, or sized for Capture.open's rate_gbps
+    threads: int | None = None  # None: 1, or sized for Capture's rate_gbps
     cpus: Sequence[int] | None = None
     rcvbuf: int = 64 << 20
-    src_filter: str | None = None  # the sender's IPv4 (the FPGA's): others counted, dropped
-
-    backend = "udp"
+    groups: Sequence[str] = ()
+    interface: str = ""
+    src_filter: str | None = None
 
     def __post_init__(self) -> None:
         parse_endpoint(self.bind)
@@ -72,38 +173,81 @@ class UdpSource:
                 raise ValueError(
                     f"src_filter must be an IPv4 address, got {self.src_filter!r}"
                 ) from None
+        _multicast(self)
+        if self.interface and not self.groups:
+            raise ValueError(
+                f"interface={self.interface!r} is where groups are joined; give groups= too"
+            )
+        if self.groups and (self.threads or 1) > 1:
+            # Linux hands each multicast datagram to every socket of a SO_REUSEPORT group.
+            raise ValueError(
+                f"threads={self.threads}: every socket would get a copy of each multicast "
+                "datagram; receive groups with threads=1 (one capture per group to spread)"
+            )
 
-    def capture_kwargs(self) -> dict[str, Any]:
-        return {
-            "bind": self.bind,
-            "threads": self.threads,
-            "cpus": self.cpus,
-            "rcvbuf": self.rcvbuf,
-            "src_filter": self.src_filter,
-        }
+    def lanes(self) -> int | None:
+        return 1 if self.groups else self.threads
+
+    def with_lanes(self, lanes: int, depth: int | None, fmt: _core.Format) -> UdpSource:
+        return self if self.groups else replace(self, threads=lanes)
+
+    def membership(self) -> Membership | None:
+        return Membership(self.groups, self.interface) if self.groups else None
+
+    def pinned_threads(self) -> int:
+        return self.threads or 1
+
+    def cpus_given(self) -> tuple[int, ...] | None:
+        return _given(self.cpus)
+
+    def with_cpus(self, cpus: Sequence[int]) -> UdpSource:
+        return replace(self, cpus=tuple(cpus))
+
+    def nic(self) -> str:
+        return self.interface
+
+    @property
+    def live(self) -> bool:
+        return True
+
+    def open_host(self, fmt: _core.Format, config: _core.EngineConfig) -> Any:
+        host, port = parse_endpoint(self.bind)
+        return _core.Capture.udp(
+            fmt,
+            config,
+            host,
+            port,
+            self.threads or 1,
+            list(self.cpus or ()),
+            self.rcvbuf,
+            self.src_filter or "",
+        )
 
 
 @dataclass(frozen=True)
-class PcapSource:
+class PcapSource(Source):
     """A classic pcap file replayed (Ethernet, raw IPv4 or Linux cooked frames)."""
 
-    path: str
-
-    backend = "pcap"
+    path: str | os.PathLike[str]
 
     def __post_init__(self) -> None:
         if not str(self.path):
             raise ValueError("path must name a pcap file, got ''")
 
-    def capture_kwargs(self) -> dict[str, Any]:
-        return {"path": str(self.path)}
+    def open_host(self, fmt: _core.Format, config: _core.EngineConfig) -> Any:
+        return _core.Capture.pcap(fmt, config, os.fspath(self.path))
 
 
 @dataclass(frozen=True)
-class MemSource:
-    """Packets from memory: given rows (`packets`, UDP payloads or frames), or the example
-    stream (`count` from `first`, or exactly `schedule`), over `queues` threads
-    (round-robin, or as `queue_of` says)."""
+class MemSource(Source):
+    """Packets from memory: given rows (`packets`, one packet per row, `sizes` bytes each;
+    link-layer frames of `linktype` when `frames`; the rows played `repeat` times), or the
+    example stream (`count` packets from `first`, or exactly the sequence numbers in
+    `schedule`; `fill=False` leaves the payloads unwritten). Its `queues` threads take
+    the packets round-robin, or as `queue_of` (one queue index per packet) says.
+
+    With Delivery(gpudirect=True) the packets are frames written into GPU memory and
+    placed there by the reorder kernels (the rows must then be frames)."""
 
     count: int = 0
     first: int = 0
@@ -117,13 +261,16 @@ class MemSource:
     fill: bool = True
     queues: int | None = None
 
-    backend = "mem"
-
     def __post_init__(self) -> None:
         if self.count < 0 or self.first < 0:
             raise ValueError(f"count and first must be >= 0, got {self.count!r}, {self.first!r}")
         _positive("queues", self.queues)
         _positive("repeat", self.repeat)
+        if self.packets is not None and (self.schedule is not None or self.queue_of is not None):
+            raise ValueError(
+                "packets= replays the given rows; schedule= and queue_of= belong to the "
+                "example stream's generator"
+            )
 
     def __repr__(self) -> str:
         what = (
@@ -135,71 +282,185 @@ class MemSource:
         )
         return f"MemSource({what}, queues={self.queues}, fill={self.fill})"
 
-    def capture_kwargs(self) -> dict[str, Any]:
-        return {
-            k: getattr(self, k)
-            for k in (
-                "count", "first", "schedule", "queue_of", "packets", "sizes", "frames",
-                "linktype", "repeat", "fill", "queues",
+    def lanes(self) -> int | None:
+        return self.queues
+
+    def with_lanes(self, lanes: int, depth: int | None, fmt: _core.Format) -> MemSource:
+        return replace(self, queues=lanes)
+
+    def open(self, fmt: _core.Format, config: _core.EngineConfig, delivery: Delivery) -> Any:
+        if not delivery.gpudirect:
+            return super().open(fmt, config, delivery)
+        from .gpu import GpuDirect
+
+        if fmt.spead_config is not None:
+            raise ValueError(
+                "gpudirect places fixed-size packets by a sequence number in the payload; "
+                "SPEAD heaps (Format.spead) are placed on the CPU path: device='cuda:N' "
+                "without gpudirect copies their chunks to the GPU"
             )
-        }  # fmt: skip
+        return GpuDirect(
+            fmt,
+            config,
+            delivery.device,
+            packets=self.packets,
+            sizes=self.sizes,
+            frames=self.frames,
+            repeat=self.repeat,
+            first=self.first,
+            count=self.count,
+            schedule=self.schedule,
+            options=delivery.gpu_options,
+        )
+
+    def open_host(self, fmt: _core.Format, config: _core.EngineConfig) -> Any:
+        queues = self.queues or 1
+        if self.packets is not None:
+            rows = np.ascontiguousarray(self.packets, dtype=np.uint8)
+            sizes = list(self.sizes) if self.sizes is not None else None
+            return _core.Capture.buffer(
+                fmt, config, rows, sizes, self.frames, self.linktype, self.repeat, queues
+            )
+        sched = None if self.schedule is None else np.asarray(self.schedule, dtype=np.uint64)
+        assign = None if self.queue_of is None else [int(q) for q in np.asarray(self.queue_of)]
+        return _core.Capture.generator(
+            fmt, config, self.first, self.count, sched, self.fill, queues, assign
+        )
 
 
 @dataclass(frozen=True)
-class EmulatedNic:
-    """A NIC played in software at `rate_gbps` (total over its queues). split=False: the
-    copying path (a generator thread writes receive rings, a thread per queue places);
-    split=True: the ibv backend's header-data split against the emulated NIC."""
+class EmulatedNic(Source):
+    """A NIC played in software, sending the example stream (`count` packets from
+    `first`) over `queues` receive queues, each queue's thread pinned to its entry of
+    `cpus`. `nic_rate_gbps` (total over the queues) paces it like a NIC: packets that find
+    their queue full are dropped and counted `nic_drops`, and the capture is live; None
+    sends as fast as the queues take them. `fill=False` leaves the payloads unwritten.
 
-    rate_gbps: float
-    count: int
+    split=False: the copying path (a generator thread writes receive rings, a thread per
+    queue places). split=True: the ibv source's header-data split against the emulated
+    NIC, with `depth` receives posted per queue; it also replays exactly `schedule`, with
+    the sequence numbers in `bad` sent as frames the NIC's checks reject, and
+    `serial=True` serves all queues from one thread in the schedule's order (without a
+    rate), which makes the outcome a function of the schedule alone."""
+
+    count: int = 0
     first: int = 0
+    nic_rate_gbps: float | None = None
     queues: int | None = None
     cpus: Sequence[int] | None = None
-    fill: bool = False
+    fill: bool = True
     split: bool = False
-    depth: int | None = None  # split only: receives posted per queue
-
-    backend = "mem"
+    depth: int | None = None
+    schedule: npt.ArrayLike | None = field(default=None, repr=False)
+    bad: npt.ArrayLike | None = field(default=None, repr=False)
+    serial: bool = False
 
     def __post_init__(self) -> None:
-        if not self.rate_gbps >= 0:
-            raise ValueError(f"rate_gbps must be >= 0, got {self.rate_gbps!r}")
-        if self.count < 0:
-            raise ValueError(f"count must be >= 0, got {self.count!r}")
+        if self.nic_rate_gbps is not None and not self.nic_rate_gbps >= 0:
+            raise ValueError(f"nic_rate_gbps must be >= 0, got {self.nic_rate_gbps!r}")
+        if self.count < 0 or self.first < 0:
+            raise ValueError(f"count and first must be >= 0, got {self.count!r}, {self.first!r}")
         _positive("queues", self.queues)
         _positive("depth", self.depth)
-        if self.depth is not None and not self.split:
-            raise ValueError("depth is an option of the header-data split (split=True)")
+        if not self.split:
+            given = [
+                name
+                for name, value in (
+                    ("depth", self.depth),
+                    ("schedule", self.schedule),
+                    ("bad", self.bad),
+                    ("serial", self.serial or None),
+                )
+                if value is not None
+            ]
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)}: options of the header-data split's emulation (split=True)"
+                )
         object.__setattr__(self, "cpus", _cpus(self.cpus))
 
-    def capture_kwargs(self) -> dict[str, Any]:
-        kw: dict[str, Any] = {
-            "count": self.count,
-            "first": self.first,
-            "queues": self.queues,
-            "cpus": self.cpus,
-            "fill": self.fill,
-            "nic_rate_gbps": self.rate_gbps,
-        }
+    def lanes(self) -> int | None:
+        return self.queues
+
+    def with_lanes(self, lanes: int, depth: int | None, fmt: _core.Format) -> EmulatedNic:
+        if not self.split:
+            return replace(self, queues=lanes)
+        return replace(self, queues=lanes, depth=self.depth if self.depth else depth)
+
+    @property
+    def live(self) -> bool:
+        return self.nic_rate_gbps is not None
+
+    def split_depth(self) -> int | None:
+        return (self.depth or DEFAULT_DEPTH) if self.split else None
+
+    def rate_path(self) -> RatePath:
+        if not self.split:
+            return "copy"
+        return "split_emulated" if self.fill else "split"
+
+    def helper_threads(self) -> int:
+        return 0 if self.split else 1
+
+    def pinned_threads(self) -> int:
         if self.split:
-            kw.update(emulate="ibv", depth=self.depth)
-        return kw
+            return 1 if self.serial else self.queues or 1
+        return 1 + (self.queues or 1)  # the generator, then a receiver per queue
+
+    def cpus_given(self) -> tuple[int, ...] | None:
+        return _given(self.cpus)
+
+    def with_cpus(self, cpus: Sequence[int]) -> EmulatedNic:
+        return replace(self, cpus=tuple(cpus))
+
+    def open_host(self, fmt: _core.Format, config: _core.EngineConfig) -> Any:
+        cpus = list(self.cpus or ())
+        if self.split:
+            return open_split_emulation(
+                fmt,
+                config,
+                self.serial,
+                self.first,
+                self.count,
+                self.schedule,
+                self.queues or 1,
+                self.depth,
+                self.bad,
+                self.fill,
+                self.nic_rate_gbps,
+                cpus,
+            )
+        return _core.emu_capture(
+            fmt,
+            config,
+            self.first,
+            self.count,
+            self.nic_rate_gbps or 0.0,
+            fill=self.fill,
+            cpus=cpus,
+            queues=self.queues or 1,
+        )
 
 
 @dataclass(frozen=True)
-class IbvSource:
-    """rdma-core raw-packet queues on `interface` for the stream sent to `bind`."""
+class IbvSource(Source):
+    """rdma-core raw-packet queues on `interface` for the stream sent to `bind`
+    ("NIC-IPv4:port"; with `queues=N` ports port..port+N-1, one queue and one thread
+    pinned to its entry of `cpus` each). rq="split" (default) scatters each frame's
+    headers into a small ring and its payload straight into the predicted chunk slot,
+    `depth` receives posted per queue; rq="striding" (the default for SPEAD formats)
+    uses the mlx5 multi-packet receive queue and copies each payload once. With `groups`,
+    the queues take those IPv4 multicast groups at bind's port (flow rules on the groups'
+    MACs and addresses, the groups joined through a socket while the capture runs)."""
 
     bind: str
     interface: str = ""
     queues: int | None = None
     depth: int | None = None
     cpus: Sequence[int] | None = None
-    rq: Literal["split", "striding"] | None = None  # None: split, striding for SPEAD
+    rq: Literal["split", "striding"] | None = None
     busy_poll: bool = True
-
-    backend = "ibv"
+    groups: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         parse_endpoint(self.bind)
@@ -208,21 +469,71 @@ class IbvSource:
         if self.rq not in (None, "split", "striding"):
             raise ValueError(f"rq must be 'split' or 'striding', got {self.rq!r}")
         object.__setattr__(self, "cpus", _cpus(self.cpus))
+        _multicast(self)
+        if self.groups and not self.interface:
+            raise ValueError("groups are received on a NIC: give interface= (its netdev name)")
 
-    def capture_kwargs(self) -> dict[str, Any]:
-        return {
-            "bind": self.bind,
-            "interface": self.interface,
-            "queues": self.queues,
-            "depth": self.depth,
-            "cpus": self.cpus,
-            "rq": self.rq,
-            "busy_poll": self.busy_poll,
-        }
+    def membership(self) -> Membership | None:
+        return Membership(self.groups, self.interface) if self.groups else None
+
+    def receive_queue(self, fmt: _core.Format) -> str:
+        """The receive queue for `fmt`: SPEAD heaps need the copying one (the split
+        places fixed-size payloads at a fixed offset)."""
+        spead = fmt.spead_config is not None
+        if spead and self.rq == "split":
+            raise ValueError(
+                "rq='split' places fixed-size payloads at a fixed offset; SPEAD heaps "
+                "(Format.spead) need rq='striding' (the default for SPEAD formats)"
+            )
+        return self.rq or ("striding" if spead else "split")
+
+    def lanes(self) -> int | None:
+        return self.queues
+
+    def with_lanes(self, lanes: int, depth: int | None, fmt: _core.Format) -> IbvSource:
+        striding = self.receive_queue(fmt) == "striding"
+        keep = self.depth is not None or striding
+        return replace(self, queues=lanes, depth=self.depth if keep else depth)
+
+    @property
+    def live(self) -> bool:
+        return True
+
+    def split_depth(self) -> int | None:
+        return self.depth or DEFAULT_DEPTH
+
+    def rate_path(self) -> RatePath:
+        return "split"
+
+    def pinned_threads(self) -> int:
+        return self.queues or 1
+
+    def cpus_given(self) -> tuple[int, ...] | None:
+        return _given(self.cpus)
+
+    def with_cpus(self, cpus: Sequence[int]) -> IbvSource:
+        return replace(self, cpus=tuple(cpus))
+
+    def nic(self) -> str:
+        return self.interface
+
+    def open_host(self, fmt: _core.Format, config: _core.EngineConfig) -> Any:
+        return open_ibv(
+            fmt,
+            config,
+            self.bind,
+            self.interface,
+            self.queues or 1,
+            self.depth,
+            list(self.cpus or ()),
+            self.receive_queue(fmt),
+            self.busy_poll,
+            self.groups,
+        )
 
 
 @dataclass(frozen=True)
-class RdmaSource:
+class RdmaSource(Source):
     """The core's RDMA mode (rdma.py): a UC queue pair on the RDMA device with a RoCE v2
     GID for `ip`, accepting RDMA WRITEs from the core at `peer_ip` into a chunk ring
     (Chunking: `packets_per_chunk` slots per chunk, `max_chunks` chunks, or `n_chunks` when
@@ -242,11 +553,7 @@ class RdmaSource:
     recv_depth: int | None = None
     emulate: bool = False
 
-    backend = "rdma"
-
     def __post_init__(self) -> None:
-        from ipaddress import IPv4Address
-
         for name in ("peer_ip", "ip"):
             value = getattr(self, name)
             if value:
@@ -266,62 +573,16 @@ class RdmaSource:
             raise ValueError(f"slot_size must be 9..2^24-1, got {self.slot_size!r}")
         _positive("recv_depth", self.recv_depth)
 
-    def capture_kwargs(self) -> dict[str, Any]:
-        return {"rdma": self}
+    def open(self, fmt: _core.Format, config: _core.EngineConfig, delivery: Delivery) -> Any:
+        from .rdma import open_rdma
 
+        if delivery.gpudirect or delivery.gpu_chunks:
+            raise ValueError(
+                "the rdma source's ring is where Delivery's device says (the NIC writes "
+                "it); gpudirect and gpu_chunks belong to the other sources"
+            )
+        # The ring is already where the device says: no copy stage after it.
+        return open_rdma(fmt, config, self, delivery.device)
 
-Source = UdpSource | PcapSource | MemSource | EmulatedNic | IbvSource | RdmaSource
-
-
-@dataclass(frozen=True)
-class Chunking:
-    """How packets are grouped: chunk geometry, the reorder window, the pool, and what
-    happens when the consumer falls behind."""
-
-    packets_per_chunk: int | None = None  # None: 1024, or sized for GPU delivery (sizing.py)
-    max_chunks: int = 4
-    n_chunks: int = 0  # 0: sized (see sizing.py)
-    policy: Literal["block", "drop_oldest"] = "block"
-    first_chunk: int | None = None
-    stall_timeout_ms: int = 50
-    skip_lagging: bool | None = None  # None: for live sources (udp, ibv, emulated NIC)
-    # Chunks one packet may move a window past its end (None: four windows); further, or
-    # as far behind it, a packet is out of window. `resync_after` of those in a row, each
-    # within a window of the last, move the window to them (engine.h, window.h).
-    max_jump: int | None = None
-    resync_after: int = 16
-
-    def __post_init__(self) -> None:
-        _positive("packets_per_chunk", self.packets_per_chunk)
-        _positive("max_chunks", self.max_chunks)
-        _positive("stall_timeout_ms", self.stall_timeout_ms)
-        _positive("max_jump", self.max_jump)
-        _positive("resync_after", self.resync_after)
-        if self.policy not in ("block", "drop_oldest"):
-            raise ValueError(f"policy must be 'block' or 'drop_oldest', got {self.policy!r}")
-
-    def capture_kwargs(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Delivery:
-    """Where chunks go: host memory, or a GPU (through host memory, or GPUDirect with the
-    reorder kernels; their options' defaults live in gpu.GPUDIRECT_DEFAULTS)."""
-
-    device: str = "cpu"
-    gpudirect: bool = False
-    gpu_chunks: int = 0  # 0: as many as the host pool
-    gpu_options: Mapping[str, int] | None = None
-
-    def __post_init__(self) -> None:
-        parse_device(self.device)
-        if self.gpudirect and self.device == "cpu":
-            raise ValueError("gpudirect=True needs device='cuda:N', got device='cpu'")
-        if self.gpu_options is not None and not self.gpudirect:
-            raise ValueError("gpu_options are the GPUDirect kernels' options (gpudirect=True)")
-        if self.gpu_chunks < 0:
-            raise ValueError(f"gpu_chunks must be >= 0, got {self.gpu_chunks!r}")
-
-    def capture_kwargs(self) -> dict[str, Any]:
-        return asdict(self)
+    def open_host(self, fmt: _core.Format, config: _core.EngineConfig) -> Any:
+        return self.open(fmt, config, Delivery())

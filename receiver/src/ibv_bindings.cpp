@@ -149,7 +149,8 @@ void register_ibv(py::module_ &m) {
         .def(py::init([](const std::string &interface, const std::string &ip,
                          const std::string &device, std::uint8_t ib_port, std::uint16_t port,
                          std::size_t queues, std::size_t depth, std::vector<int> cpus,
-                         const std::string &rq, bool busy_poll, const std::string &mac) {
+                         const std::string &rq, bool busy_poll, const std::string &mac,
+                         std::vector<std::string> groups) {
                  ibv_options o;
                  o.interface = interface;
                  o.ip = ip;
@@ -162,13 +163,15 @@ void register_ibv(py::module_ &m) {
                  o.rq = rq;
                  o.busy_poll = busy_poll;
                  o.mac = mac;
+                 o.groups = std::move(groups);
                  return o;
              }),
              py::kw_only(), py::arg("interface") = "", py::arg("ip") = "",
              py::arg("device") = "", py::arg("ib_port") = 1, py::arg("port") = 0,
              py::arg("queues") = 1, py::arg("depth") = 2048,
              py::arg("cpus") = std::vector<int>{}, py::arg("rq") = "split",
-             py::arg("busy_poll") = true, py::arg("mac") = "");
+             py::arg("busy_poll") = true, py::arg("mac") = "",
+             py::arg("groups") = std::vector<std::string>{});
 
     m.def("ibv_compiled", &ibv_compiled, "True when the ibv backend was built into this extension");
     m.def("ibv_load_error", &ibv_load_error,
@@ -217,6 +220,17 @@ void register_ibv(py::module_ &m) {
             return py::bytes(reinterpret_cast<const char *>(v.data()), v.size());
         },
         py::arg("mac"), py::arg("ip"), py::arg("port"), py::arg("ib_port") = 1);
+    m.def(
+        "_multicast_mac",
+        [](const std::string &group) {
+            in_addr a{};
+            if (inet_pton(AF_INET, group.c_str(), &a) != 1)
+                throw std::invalid_argument("bad IPv4 address '" + group + "'");
+            std::uint8_t mac[6];
+            multicast_mac(a.s_addr, mac);
+            return py::bytes(reinterpret_cast<const char *>(mac), 6);
+        },
+        py::arg("group"));
     m.def("_parse_cqe", [](const py::bytes &b) {
         const std::string s = bytes_of(b, mlx5::cqe_size, "a CQE");
         return cqe_dict(parse_cqe64(reinterpret_cast<const std::uint8_t *>(s.data())));

@@ -4,6 +4,28 @@
 #include "casper400g_rx/errors.h"
 #include "casper400g_rx/hds.h"
 
+#include <arpa/inet.h>
+
+namespace casper400g_rx {
+
+void multicast_mac(std::uint32_t group_be, std::uint8_t out[6]) {
+    const std::uint32_t g = ntohl(group_be);
+    if ((g >> 28) != 0xE) {
+        char text[INET_ADDRSTRLEN] = {};
+        inet_ntop(AF_INET, &group_be, text, sizeof(text));
+        throw std::invalid_argument(std::string("'") + text +
+                                    "' is not an IPv4 multicast address (224.0.0.0/4)");
+    }
+    out[0] = 0x01;
+    out[1] = 0x00;
+    out[2] = 0x5e;
+    out[3] = static_cast<std::uint8_t>((g >> 16) & 0x7f);
+    out[4] = static_cast<std::uint8_t>(g >> 8);
+    out[5] = static_cast<std::uint8_t>(g);
+}
+
+}  // namespace casper400g_rx
+
 #ifndef CASPER400G_RX_HAVE_IBV
 
 namespace casper400g_rx {
@@ -50,6 +72,7 @@ std::string ibv_gpu_register_check(const std::string &, int, std::size_t) { comp
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -323,7 +346,7 @@ struct queue {
     verbs_ptr<ibv_wq> wq;
     verbs_ptr<ibv_rwq_ind_table> ind;
     verbs_ptr<ibv_qp> qp;
-    verbs_ptr<ibv_flow> flow;
+    std::vector<verbs_ptr<ibv_flow>> flows;  // one per destination address
     std::unique_ptr<stride_ring> ring;
     std::unique_ptr<striding_wq> wq_owner;  // striding mode: entries and doorbell owned here
     mlx5dv_cq dv{};
@@ -570,20 +593,41 @@ void ibv_source::setup_striding_queue(std::size_t q) {
 void ibv_source::add_flow(std::size_t q) {
     queue &qu = queues_[q];
     const auto port = static_cast<std::uint16_t>(opt_.port + q);
-    auto rule = flow_rule_bytes(mac_, ip_be_, port, opt_.ib_port);
-    qu.flow = own(ibv_create_flow(qu.qp.get(), reinterpret_cast<ibv_flow_attr *>(rule.data())),
-                  destroy_flow);
-    if (!qu.flow) {
-        const int err = errno;
-        std::string hint =
-            err == EPERM || err == EACCES
-                ? "flow rules on raw packet queues need CAP_NET_RAW; " + grant_hint()
-                : "the device or firmware refused the rule (another rule with the same match, "
-                  "flow steering disabled in the firmware, or an IP/port already taken by a "
-                  "kernel-bypass application)";
-        throw os_error(err, "cannot steer " + opt_.ip + ":" + std::to_string(port) + " to queue " +
-                                std::to_string(q) + " on " + dev_->name + ": " +
-                                std::strerror(err) + "; " + hint);
+    // Unicast: the interface's MAC and address; multicast: each group's.
+    std::vector<std::pair<std::uint32_t, std::array<std::uint8_t, 6>>> dests;
+    if (opt_.groups.empty()) {
+        std::array<std::uint8_t, 6> mac{};
+        std::memcpy(mac.data(), mac_, 6);
+        dests.emplace_back(ip_be_, mac);
+    }
+    for (const std::string &group : opt_.groups) {
+        in_addr a{};
+        if (inet_pton(AF_INET, group.c_str(), &a) != 1)
+            throw std::invalid_argument("bad IPv4 multicast group '" + group + "'");
+        std::array<std::uint8_t, 6> mac{};
+        multicast_mac(a.s_addr, mac.data());
+        dests.emplace_back(a.s_addr, mac);
+    }
+    for (const auto &[ip_be, mac] : dests) {
+        auto rule = flow_rule_bytes(mac.data(), ip_be, port, opt_.ib_port);
+        verbs_ptr<ibv_flow> flow =
+            own(ibv_create_flow(qu.qp.get(), reinterpret_cast<ibv_flow_attr *>(rule.data())),
+                destroy_flow);
+        if (!flow) {
+            const int err = errno;
+            char text[INET_ADDRSTRLEN] = {};
+            inet_ntop(AF_INET, &ip_be, text, sizeof(text));
+            std::string hint =
+                err == EPERM || err == EACCES
+                    ? "flow rules on raw packet queues need CAP_NET_RAW; " + grant_hint()
+                    : "the device or firmware refused the rule (another rule with the same "
+                      "match, flow steering disabled in the firmware, or an IP/port already "
+                      "taken by a kernel-bypass application)";
+            throw os_error(err, std::string("cannot steer ") + text + ":" +
+                                    std::to_string(port) + " to queue " + std::to_string(q) +
+                                    " on " + dev_->name + ": " + std::strerror(err) + "; " + hint);
+        }
+        qu.flows.push_back(std::move(flow));
     }
 }
 

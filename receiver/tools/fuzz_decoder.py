@@ -54,16 +54,14 @@ def one_input(data: bytes) -> None:
         sizes.append(len(chunk))
     ppc = fdp.ConsumeIntInRange(1, 8)
     cap = rx.Capture(
-        "mem",
+        rx.MemSource(packets=rows, sizes=sizes, frames=frames, linktype=linktype),
         fmt=fmt,
-        packets=rows,
-        sizes=sizes,
-        frames=frames,
-        linktype=linktype,
-        packets_per_chunk=ppc,
-        max_chunks=fdp.ConsumeIntInRange(1, 3),
-        n_chunks=4,
-        policy="drop_oldest",
+        chunking=rx.Chunking(
+            packets_per_chunk=ppc,
+            max_chunks=fdp.ConsumeIntInRange(1, 3),
+            n_chunks=4,
+            policy="drop_oldest",
+        ),
     )
     delivered = 0
     with cap:

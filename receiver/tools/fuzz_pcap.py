@@ -24,8 +24,7 @@ import atheris
 
 with atheris.instrument_imports(include=["casper400g_rx"]):
     import casper400g_rx as rx
-    from casper400g_rx import _core
-    from casper400g_rx.sources import Chunking, PcapSource
+    from casper400g_rx import Chunking, PcapSource, _core
 
 PAYLOAD = 64
 PORT = 7148
@@ -97,7 +96,7 @@ def one_input(data: bytes) -> None:
         f.write(blob)
     good_header = good_header and len(blob) >= 24
     try:
-        cap = rx.Capture.open(
+        cap = rx.Capture(
             PcapSource(PATH),
             fmt=rx.Format(payload_size=PAYLOAD, udp_port=PORT),
             chunking=Chunking(packets_per_chunk=fdp.ConsumeIntInRange(1, 8), max_chunks=2),

@@ -135,13 +135,11 @@ def one_input(data: bytes) -> None:
             cover.setdefault(piece[0], set()).update(range(piece[1], piece[2]))
     ppc = fdp.ConsumeIntInRange(1, 4)
     cap = rx.Capture(
-        "mem",
+        rx.MemSource(
+            packets=rows, sizes=[len(p) for p in pkts], queues=fdp.ConsumeIntInRange(1, 2)
+        ),
         fmt=fmt,
-        packets=rows,
-        sizes=[len(p) for p in pkts],
-        packets_per_chunk=ppc,
-        max_chunks=fdp.ConsumeIntInRange(1, 3),
-        queues=fdp.ConsumeIntInRange(1, 2),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=fdp.ConsumeIntInRange(1, 3)),
     )
     in_chunks = 0
     with cap:

@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -14,18 +15,18 @@ import casper400g_rx as rx
 
 
 def reuseport_capture(
-    threads: int, ppc: int, cpus: Sequence[int] | None = None, **kw: object
+    threads: int,
+    ppc: int,
+    cpus: Sequence[int] | None = None,
+    *,
+    rcvbuf: int = 64 << 20,
+    **chunking: Any,
 ) -> rx.Capture:
     """A udp capture on a loopback port of its own: `threads` SO_REUSEPORT threads, chunks
-    of `ppc` packets numbered from 0."""
+    of `ppc` packets numbered from 0 (`chunking`: the other options of rx.Chunking)."""
     return rx.Capture(
-        "udp",
-        bind="127.0.0.1:0",
-        threads=threads,
-        cpus=cpus,
-        packets_per_chunk=ppc,
-        first_chunk=0,
-        **kw,  # type: ignore[arg-type]
+        rx.UdpSource("127.0.0.1:0", threads=threads, cpus=cpus, rcvbuf=rcvbuf),
+        chunking=rx.Chunking(packets_per_chunk=ppc, first_chunk=0, **chunking),
     )
 
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -38,7 +41,8 @@ def wait_until_bound(port: int, timeout: float = 10.0) -> None:
 def test_send_injects_exactly_the_announced_faults(capsys: pytest.CaptureFixture[str]) -> None:
     ppc, max_chunks, count, seed = 64, 3, 1280, 4
     cap = rx.Capture(
-        "udp", bind="127.0.0.1:0", packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=0
+        rx.UdpSource(bind="127.0.0.1:0"),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=0),
     )
     args = ["--count", str(count), "--rate", "1", "--drop", "0.02", "--duplicate", "0.01"]
     args += ["--reorder", "0.05", "--late", "3", "--seed", str(seed)]
@@ -92,7 +96,7 @@ def test_capture_to_npy_and_pcap_round_trip(tmp_path: Path) -> None:
     for chunk_id, chunk_data in zip(ids, data, strict=True):
         np.testing.assert_array_equal(chunk_data, rx.example_chunk(int(chunk_id), ppc))
 
-    replay = rx.Capture("pcap", path=str(pcap), packets_per_chunk=ppc)
+    replay = rx.Capture(rx.PcapSource(path=str(pcap)), chunking=rx.Chunking(packets_per_chunk=ppc))
     with replay:
         replayed = {c.chunk_id: c.data.copy() for c in replay.chunks(timeout=10)}
     assert sorted(replayed) == list(range(n_chunks))
@@ -100,12 +104,92 @@ def test_capture_to_npy_and_pcap_round_trip(tmp_path: Path) -> None:
         np.testing.assert_array_equal(replayed[int(chunk_id)], chunk_data)
 
     seq_by_ip_id = rx.Capture(
-        "pcap", path=str(pcap), packets_per_chunk=ppc, fmt=rx.Format(seq="ipv4_id")
+        rx.PcapSource(path=str(pcap)),
+        fmt=rx.Format(seq="ipv4_id"),
+        chunking=rx.Chunking(packets_per_chunk=ppc),
     )
     with seq_by_ip_id:
         for chunk in seq_by_ip_id.chunks(timeout=10):
             np.testing.assert_array_equal(chunk.data, replayed[chunk.chunk_id])
             chunk.release()
+
+
+# The CLI as a user runs it from a terminal: SIGINT raises KeyboardInterrupt unless the
+# command handles it (a shell without job control would start it with SIGINT ignored).
+INTERACTIVE_CLI = """
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+from mlib_devel_400g import cli
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def wait_until_read(port: int, timeout: float = 10.0) -> None:
+    """Until the datagrams queued at 127.0.0.1:`port` were read by its receiver (the
+    socket's receive queue in /proc/net/udp is empty)."""
+    local = f"0100007F:{port:04X}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        queued = [
+            int(fields[4].split(":")[1], 16)
+            for fields in (
+                line.split() for line in Path("/proc/net/udp").read_text().splitlines()[1:]
+            )
+            if fields[1] == local
+        ]
+        if queued and not any(queued):
+            return
+        time.sleep(0.02)
+    raise TimeoutError(f"127.0.0.1:{port} still has unread datagrams (or no socket)")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupted_capture_keeps_what_was_captured(tmp_path: Path, sig: int) -> None:
+    # 100 packets into 64-packet chunks with a 4-chunk window: chunk 0 whole, chunk 1 36
+    # packets, neither handed on before the capture stops. The signal must flush both and
+    # write them to every output asked for.
+    from scapy.layers.inet import IP, UDP
+    from scapy.utils import rdpcap
+
+    ppc, count = 64, 100
+    port = free_udp_port()
+    npy, pcap = tmp_path / "cap.npy", tmp_path / "cap.pcap"
+    argv = ["rx", "capture", "--bind", f"127.0.0.1:{port}", "--packets-per-chunk", str(ppc)]
+    argv += ["--chunks", "1000", "--npy", str(npy), "--pcap", str(pcap)]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", INTERACTIVE_CLI, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == f"capturing from 127.0.0.1:{port}\n"
+        rx.Sender(port=port, count=count, rate_gbps=0.5).run()
+        wait_until_read(port)
+        time.sleep(0.2)  # the read datagrams placed
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    ids = np.load(tmp_path / "cap.chunk_ids.npy")
+    present = np.load(tmp_path / "cap.present.npy")
+    data = np.load(npy)
+    assert list(ids) == [0, 1]
+    np.testing.assert_array_equal(present[0], np.ones(ppc, bool))
+    np.testing.assert_array_equal(present[1], np.arange(ppc) < count - ppc)
+    np.testing.assert_array_equal(data[0], rx.example_chunk(0, ppc))
+    np.testing.assert_array_equal(data[1][: count - ppc], rx.example_chunk(1, ppc)[: count - ppc])
+
+    frames = rdpcap(str(pcap))
+    assert len(frames) == count
+    for seq, frame in enumerate(frames):
+        assert frame[IP].id == seq and frame[UDP].dport == port
+        assert bytes(frame[UDP].payload) == rx.example_payload(seq)
+    assert "interrupted: kept 2 chunks" in err
+    assert "packets=100  lost=28  late=0  duplicate=0" in out
 
 
 def test_monitor_shows_rates_and_loss(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -169,7 +253,9 @@ def test_rx_help_lists_the_subcommands(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_demo_loopback_checks_every_byte() -> None:
-    stats, mismatched = rx.demo_loopback(seconds=0.5, rate_gbps=0.5)
+    from casper400g_rx.tools.demo import demo_loopback
+
+    stats, mismatched = demo_loopback(seconds=0.5, rate_gbps=0.5)
     expected = int(0.5 * 0.5e9 / (8192 * 8)) // 256 * 256
     assert mismatched == 0
     assert stats.packets == expected and stats.lost == 0 and stats.kernel_drops == 0
@@ -180,7 +266,7 @@ def test_spead2_place_callback_and_trials() -> None:
         import spead2  # noqa: F401
     except ImportError:
         need_tool("spead2 is not installed (`make test` installs it: pip install spead2)")
-    from casper400g_rx import bench_spead2
+    from casper400g_rx.tools import bench_spead2
 
     for trial in (bench_spead2.casper_trial, bench_spead2.spead2_trial):
         # A loopback trial on a loaded two-core machine can lose a burst to scheduling

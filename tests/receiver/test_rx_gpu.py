@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -52,23 +53,23 @@ def test_kernels_compiled_in_ci() -> None:
 @pytest.mark.skipif(CUDA_OK, reason="a CUDA device is present")
 def test_missing_gpu_is_a_clear_error_only_when_asked() -> None:
     # Without a GPU the CPU path still works ...
-    cap = rx.Capture("mem", count=64, packets_per_chunk=64)
+    cap = rx.Capture(rx.MemSource(count=64), chunking=rx.Chunking(packets_per_chunk=64))
     with cap:
         assert sum(c.n_present for c in cap.chunks(timeout=5)) == 64
     # ... and asking for a device names the reason.
     with pytest.raises(gpu.CudaError, match=r"device='cuda:0' is not usable: .*(CUDA|cuda)"):
-        rx.Capture("mem", count=64, device="cuda:0")
+        rx.Capture(rx.MemSource(count=64), delivery=rx.Delivery(device="cuda:0"))
     with pytest.raises(gpu.CudaError, match="not usable"):
-        rx.Capture("mem", count=64, device="cuda:0", gpudirect=True)
+        rx.Capture(rx.MemSource(count=64), delivery=rx.Delivery(device="cuda:0", gpudirect=True))
 
 
 def test_gpudirect_argument_errors() -> None:
     with pytest.raises(ValueError, match="gpudirect=True needs device"):
-        rx.Capture("mem", count=64, gpudirect=True)
-    with pytest.raises(ValueError, match="backend='udp'"):
-        rx.Capture("udp", gpudirect=True, device="cuda:0")
+        rx.Capture(rx.MemSource(count=64), delivery=rx.Delivery(gpudirect=True))
+    with pytest.raises(ValueError, match=r"NIC emulation \(MemSource\), not UdpSource"):
+        rx.Capture(rx.UdpSource(), delivery=rx.Delivery(gpudirect=True, device="cuda:0"))
     with pytest.raises(ValueError, match="device must be"):
-        rx.Capture("mem", count=64, device="gpu0")
+        rx.Capture(rx.MemSource(count=64), delivery=rx.Delivery(device="gpu0"))
 
 
 def test_example_frame_matches_scapy() -> None:
@@ -86,7 +87,10 @@ def test_example_frame_matches_scapy() -> None:
 def test_nic_emulation_every_byte() -> None:
     # Unpaced: the generator waits for the receiver, so nothing may be lost.
     ppc = 128
-    cap = rx.Capture("mem", count=ppc * 20, packets_per_chunk=ppc, nic_rate_gbps=0.0, fill=True)
+    cap = rx.Capture(
+        rx.EmulatedNic(count=ppc * 20, nic_rate_gbps=0.0, fill=True),
+        chunking=rx.Chunking(packets_per_chunk=ppc),
+    )
     seen = 0
     with cap:
         for chunk in cap.chunks(timeout=10):
@@ -104,7 +108,8 @@ def test_nic_emulation_drops_are_counted() -> None:
     # A paced generator against a receiver that never frees chunks: the ring fills
     # and every packet that finds it full is a NIC drop, none silently gone.
     cap = rx.Capture(
-        "mem", count=50_000, packets_per_chunk=64, n_chunks=5, max_chunks=4, nic_rate_gbps=50.0
+        rx.EmulatedNic(count=50_000, nic_rate_gbps=50.0),
+        chunking=rx.Chunking(packets_per_chunk=64, n_chunks=5, max_chunks=4),
     )
     cap.start()
     held = [cap._cap.next_chunk(5.0)]
@@ -128,9 +133,9 @@ def test_nic_emulation_drops_are_counted() -> None:
 # --- on a GPU --------------------------------------------------------------------------
 
 
-def cpu_reference(**kw: object) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], rx.Stats]:
+def cpu_reference(cap: rx.Capture) -> tuple[dict[int, tuple[np.ndarray, np.ndarray]], rx.Stats]:
+    """The chunks (presence, payloads) and counters of a capture into host memory."""
     out = {}
-    cap = rx.Capture("mem", **kw)  # type: ignore[arg-type]
     with cap:
         for chunk in cap.chunks(timeout=20):
             with chunk:
@@ -147,9 +152,11 @@ def test_host_to_gpu_equals_cpu(consumer: str) -> None:
     lib = _import_or_skip(consumer)
     ppc, mc = 256, 4
     f = faulty_schedule(40, ppc, mc, np.random.default_rng(7))
-    kw = dict(schedule=f.schedule, packets_per_chunk=ppc, max_chunks=mc, first_chunk=0)
-    ref, ref_stats = cpu_reference(**kw)
-    cap = rx.Capture("mem", device="cuda:0", gpu_chunks=3, **kw)  # type: ignore[arg-type]
+    source = rx.MemSource(schedule=f.schedule)
+    chunking = rx.Chunking(packets_per_chunk=ppc, max_chunks=mc, first_chunk=0)
+    ref, ref_stats = cpu_reference(rx.Capture(source, chunking=chunking))
+    gpu = rx.Delivery(device="cuda:0", gpu_chunks=3)
+    cap = rx.Capture(source, chunking=chunking, delivery=gpu)
     got = {}
     with cap:
         for chunk in cap.chunks(timeout=20):
@@ -205,13 +212,14 @@ def _assert_same_chunks(got: dict, stats: rx.Stats, ref: dict, ref_stats: rx.Sta
 
 
 def split_to_gpu_equals_cpu(
-    ppc: int, kw: dict[str, object], ref_kw: dict[str, object], **split_kw: object
+    ppc: int, reference: rx.Capture, split: rx.EmulatedNic, chunking: rx.Chunking, gpu_chunks: int
 ) -> rx.Stats:
-    """The split path (`split_kw`) into GPU chunks against the copying engine (`ref_kw`),
-    both on the stream and chunks `kw` give: the same counters and chunks. Returns the
-    split capture's stats."""
-    ref, ref_stats = cpu_reference(**ref_kw, **kw)
-    cap = rx.Capture("mem", device="cuda:0", **split_kw, **kw)  # type: ignore[arg-type]
+    """The split path (`split`, an emulated NIC) into `gpu_chunks` GPU chunks against the
+    copying engine's `reference` capture of the same stream: the same counters and
+    chunks. Returns the split capture's stats."""
+    ref, ref_stats = cpu_reference(reference)
+    gpu = rx.Delivery(device="cuda:0", gpu_chunks=gpu_chunks)
+    cap = rx.Capture(split, chunking=chunking, delivery=gpu)
     got, stats = _gpu_chunks(cap)
     _assert_same_chunks(got, stats, ref, ref_stats, ppc)
     return stats
@@ -223,10 +231,10 @@ def test_split_placement_to_gpu_equals_cpu_paced() -> None:
     # straight into the pinned host chunks (header-data split), which are copied into
     # GPU chunks. The window spans the stream, so the outcome is exact.
     ppc, n = 512, 24
-    kw = dict(count=ppc * n, packets_per_chunk=ppc, max_chunks=n, first_chunk=0)
-    stats = split_to_gpu_equals_cpu(
-        ppc, kw, {}, emulate="ibv", queues=4, nic_rate_gbps=20.0, gpu_chunks=4
-    )
+    chunking = rx.Chunking(packets_per_chunk=ppc, max_chunks=n, first_chunk=0)
+    reference = rx.Capture(rx.MemSource(count=ppc * n), chunking=chunking)
+    nic = rx.EmulatedNic(count=ppc * n, queues=4, nic_rate_gbps=20.0, split=True)
+    stats = split_to_gpu_equals_cpu(ppc, reference, nic, chunking, gpu_chunks=4)
     assert stats["nic_drops"] == 0 and stats["in_place"] == ppc * n
     assert stats["fixup_copies"] == 0 and stats["gpu_chunks"] == n
 
@@ -237,10 +245,10 @@ def test_split_placement_to_gpu_equals_cpu_faults() -> None:
     # bounce buffers) and then into GPU memory: equal to the copying engine.
     ppc, mc = 256, 4
     f = faulty_schedule(40, ppc, mc, np.random.default_rng(11))
-    kw = dict(schedule=f.schedule, packets_per_chunk=ppc, max_chunks=mc, first_chunk=0)
-    stats = split_to_gpu_equals_cpu(
-        ppc, kw, {}, emulate="ibv-serial", queues=2, depth=128, gpu_chunks=3
-    )
+    chunking = rx.Chunking(packets_per_chunk=ppc, max_chunks=mc, first_chunk=0)
+    reference = rx.Capture(rx.MemSource(schedule=f.schedule), chunking=chunking)
+    nic = rx.EmulatedNic(schedule=f.schedule, queues=2, depth=128, split=True, serial=True)
+    stats = split_to_gpu_equals_cpu(ppc, reference, nic, chunking, gpu_chunks=3)
     assert stats["lost"] == len(f.dropped) and stats["duplicate"] == len(f.duplicated)
     assert stats["fixup_copies"] > 0
     assert stats["in_place"] + stats["fixup_copies"] == stats["packets"]
@@ -250,7 +258,11 @@ def test_split_placement_to_gpu_equals_cpu_faults() -> None:
 def test_cuda_array_interface_and_streams() -> None:
     cp = _import_or_skip("cupy")
     ppc = 128
-    cap = rx.Capture("mem", count=ppc * 12, packets_per_chunk=ppc, device="cuda:0", gpu_chunks=2)
+    cap = rx.Capture(
+        rx.MemSource(count=ppc * 12),
+        chunking=rx.Chunking(packets_per_chunk=ppc),
+        delivery=rx.Delivery(device="cuda:0", gpu_chunks=2),
+    )
     s = cp.cuda.Stream(non_blocking=True)
     n = 0
     with cap:
@@ -277,7 +289,11 @@ def test_cuda_array_interface_and_streams() -> None:
 def test_numba_consumer() -> None:
     ncuda = _import_or_skip("numba.cuda")
     ppc = 64
-    cap = rx.Capture("mem", count=ppc * 2, packets_per_chunk=ppc, device="cuda:0")
+    cap = rx.Capture(
+        rx.MemSource(count=ppc * 2),
+        chunking=rx.Chunking(packets_per_chunk=ppc),
+        delivery=rx.Delivery(device="cuda:0"),
+    )
     with cap:
         for chunk in cap.chunks(timeout=20):
             with chunk:
@@ -292,7 +308,8 @@ import numpy as np, jax, jax.dlpack, jax.numpy as jnp
 import casper400g_rx as rx
 from casper400g_rx.example_stream import example_payloads
 ppc = 64
-cap = rx.Capture("mem", count=ppc * 3, packets_per_chunk=ppc, device="cuda:0")
+cap = rx.Capture(rx.MemSource(count=ppc * 3), chunking=rx.Chunking(packets_per_chunk=ppc),
+                 delivery=rx.Delivery(device="cuda:0"))
 n = 0
 with cap:
     for chunk in cap.chunks(timeout=20):
@@ -386,11 +403,15 @@ def test_gpudirect_equals_cpu_engine(opts: dict[str, int]) -> None:
     ppc, mc = 256, 3
     rows, sizes = random_frames(rng, ppc, mc)
     fmt = rx.Format(payload_size=8192, udp_port=PORT)
-    kw = dict(fmt=fmt, packets_per_chunk=ppc, max_chunks=mc, packets=rows, sizes=sizes, frames=True)
-    ref, ref_stats = cpu_reference(**kw)
+    source = rx.MemSource(packets=rows, sizes=sizes, frames=True)
+    chunking = rx.Chunking(packets_per_chunk=ppc, max_chunks=mc)
+    ref, ref_stats = cpu_reference(rx.Capture(source, fmt=fmt, chunking=chunking))
     cap = rx.Capture(
-        "mem", device="cuda:0", gpudirect=True, n_chunks=mc + 2, gpu_options=opts, **kw
-    )  # type: ignore[arg-type]
+        source,
+        fmt=fmt,
+        chunking=replace(chunking, n_chunks=mc + 2),
+        delivery=rx.Delivery(device="cuda:0", gpudirect=True, gpu_options=opts),
+    )
 
     def in_place(chunk: Any, x: Any) -> None:
         assert x.data.ptr == chunk.ptr
@@ -446,12 +467,15 @@ def test_gpudirect_equals_cpu_engine_wild(
     ppc, mc = 128, 4
     rng = np.random.default_rng(5 + opts["batch"] + pool)
     sched = wild_schedule(rng, ppc, mc)
-    kw = dict(schedule=sched, packets_per_chunk=ppc, max_chunks=mc, first_chunk=first_chunk)
-    ref, ref_stats = cpu_reference(**kw)
+    source = rx.MemSource(schedule=sched)
+    chunking = rx.Chunking(packets_per_chunk=ppc, max_chunks=mc, first_chunk=first_chunk)
+    ref, ref_stats = cpu_reference(rx.Capture(source, chunking=chunking))
     n_chunks = mc + 1 if pool else mc + 6
     cap = rx.Capture(
-        "mem", device="cuda:0", gpudirect=True, n_chunks=n_chunks, gpu_options=opts, **kw
-    )  # type: ignore[arg-type]
+        source,
+        chunking=replace(chunking, n_chunks=n_chunks),
+        delivery=rx.Delivery(device="cuda:0", gpudirect=True, gpu_options=opts),
+    )
     got = _gpudirect_chunks(cap, cp)
     _assert_as_reference(got, cap.stats, ref, ref_stats)
     assert ref_stats["late"] > 0 and ref_stats["duplicate"] > 0 and ref_stats["lost"] > 0
@@ -467,14 +491,11 @@ def test_gpudirect_generator_and_slow_consumer() -> None:
     ppc, mc = 512, 2
     n = ppc * 30
     cap = rx.Capture(
-        "mem",
-        count=n,
-        packets_per_chunk=ppc,
-        max_chunks=mc,
-        n_chunks=mc + 1,
-        device="cuda:0",
-        gpudirect=True,
-        gpu_options={"batch": 1024, "ring_packets": 4096},
+        rx.MemSource(count=n),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=mc, n_chunks=mc + 1),
+        delivery=rx.Delivery(
+            device="cuda:0", gpudirect=True, gpu_options={"batch": 1024, "ring_packets": 4096}
+        ),
     )
     ids = []
     with cap:
@@ -493,7 +514,11 @@ def test_gpudirect_generator_and_slow_consumer() -> None:
 @needs_gpu
 def test_gpudirect_rejects_ipv4_id_sequence() -> None:
     with pytest.raises(ValueError, match="ipv4_id"):
-        rx.Capture("mem", fmt=rx.Format(seq="ipv4_id"), count=10, device="cuda:0", gpudirect=True)
+        rx.Capture(
+            rx.MemSource(count=10),
+            fmt=rx.Format(seq="ipv4_id"),
+            delivery=rx.Delivery(device="cuda:0", gpudirect=True),
+        )
 
 
 @pytest.mark.skipif(CUDA_OK, reason="a CUDA device is present")
@@ -501,7 +526,7 @@ def test_demo_gpu_stage_says_why_it_was_skipped() -> None:
     from rich.console import Console
 
     from casper400g_dev.demo import run_gpu
-    from casper400g_rx.demo import demo_gpu
+    from casper400g_rx.tools.demo import demo_gpu
 
     ok, lines = demo_gpu()
     assert not ok and lines[0].startswith("GPU stage skipped: ") and CUDA_WHY in lines[0]
@@ -521,17 +546,15 @@ def test_split_lanes_sharing_chunks_to_gpu_match_the_per_queue_model(queues: int
     ppc, n, mc = 256, 30, 3
     f = faulty_schedule(n, ppc, mc, np.random.default_rng(17))
     e = model(f.schedule, f.schedule % queues, queues, ppc, mc)
-    kw = dict(schedule=f.schedule, packets_per_chunk=ppc, max_chunks=mc, first_chunk=0)
-    ref_kw = dict(queue_of=f.schedule % queues, queues=queues, n_chunks=16)
-    stats = split_to_gpu_equals_cpu(
-        ppc,
-        {**kw, "stall_timeout_ms": 60_000},
-        ref_kw,
-        emulate="ibv-serial",
-        queues=queues,
-        depth=64,
-        gpu_chunks=3,
+    chunking = rx.Chunking(
+        packets_per_chunk=ppc, max_chunks=mc, first_chunk=0, stall_timeout_ms=60_000
     )
+    reference = rx.Capture(
+        rx.MemSource(schedule=f.schedule, queue_of=f.schedule % queues, queues=queues),
+        chunking=replace(chunking, n_chunks=16),
+    )
+    nic = rx.EmulatedNic(schedule=f.schedule, queues=queues, depth=64, split=True, serial=True)
+    stats = split_to_gpu_equals_cpu(ppc, reference, nic, chunking, gpu_chunks=3)
     assert (stats["late"], stats["duplicate"], stats["lost"]) == (e.late, e.duplicate, e.lost)
     assert stats["packets"] == len(e.placed) and stats["queue_stalls"] == 0
 
@@ -544,17 +567,11 @@ def test_split_overload_to_gpu_counts_every_packet() -> None:
     # of each chunk equal to its host presence and payloads.
     ppc, count = 512, 512 * 60
     cap = rx.Capture(
-        "mem",
-        emulate="ibv",
-        count=count,
-        queues=4,
-        depth=16,
-        packets_per_chunk=ppc,
-        max_chunks=4,
-        first_chunk=0,
-        nic_rate_gbps=3000.0,
-        fill=True,
-        device="cuda:0",
+        rx.EmulatedNic(
+            count=count, queues=4, depth=16, nic_rate_gbps=3000.0, fill=True, split=True
+        ),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=4, first_chunk=0),
+        delivery=rx.Delivery(device="cuda:0"),
     )
     got, s = _gpu_chunks(cap)
     assert s["nic_drops"] > 0

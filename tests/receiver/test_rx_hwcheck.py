@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from casper400g_rx import _core
-from casper400g_rx.hwcheck import EXIT_NO_DEVICE, EXIT_NO_IBV, pcie_relation
+from casper400g_rx.tools.hwcheck import EXIT_NO_DEVICE, EXIT_NO_IBV, pcie_relation
 
 lib_loads = _core.ibv_compiled() and _core.ibv_load_error() == ""
 

@@ -45,20 +45,22 @@ OTHER_BACKENDS_WORK = """
     import casper400g_rx as rx
     res = globals().setdefault("res", {})
     try:
-        rx.Capture("ibv", bind="10.0.0.2:10000", interface="lo")
+        rx.Capture(rx.IbvSource("10.0.0.2:10000", interface="lo"))
     except Exception as e:
         res["ibv"] = [type(e).__name__, isinstance(e, RuntimeError), str(e)]
-    cap = rx.Capture("mem", count=256, packets_per_chunk=64)
+    cap = rx.Capture(rx.MemSource(count=256), chunking=rx.Chunking(packets_per_chunk=64))
     with cap:
         n = sum(1 for c in cap.chunks(timeout=5) if c.present.all())
     res["mem_chunks"] = n
-    cap = rx.Capture("mem", emulate="ibv", count=256, packets_per_chunk=64, depth=32)
+    cap = rx.Capture(rx.EmulatedNic(count=256, split=True, depth=32),
+                     chunking=rx.Chunking(packets_per_chunk=64))
     with cap:
         ok = all(np.array_equal(c.data, rx.example_chunk(c.chunk_id, 64))
                  for c in cap.chunks(timeout=5))
     res["emulated"] = [ok, cap.stats.packets, cap.stats.in_place]
     import time
-    cap = rx.Capture("udp", bind="127.0.0.1:0", packets_per_chunk=64, first_chunk=0)
+    cap = rx.Capture(rx.UdpSource("127.0.0.1:0"),
+                     chunking=rx.Chunking(packets_per_chunk=64, first_chunk=0))
     with cap:
         rx.Sender(port=cap.port, count=64).run()
         deadline = time.monotonic() + 5
@@ -97,7 +99,7 @@ def test_without_the_runtime_library_ibv_fails_cleanly_and_the_rest_works() -> N
 @no_devices
 def test_interface_without_rdma_device_is_named() -> None:
     with pytest.raises(OSError, match="interface lo has no RDMA device") as e:
-        rx.Capture("ibv", bind="10.0.0.2:10000", interface="lo")
+        rx.Capture(rx.IbvSource(bind="10.0.0.2:10000", interface="lo"))
     assert e.value.errno == errno.ENODEV
 
 
@@ -156,11 +158,11 @@ def test_the_error_class_is_exported() -> None:
 
 def test_ibv_arguments_are_checked() -> None:
     with pytest.raises(ValueError, match="needs the stream's UDP port in bind="):
-        rx.Capture("ibv", bind="10.0.0.2:0", interface="eth9")
+        rx.Capture(rx.IbvSource(bind="10.0.0.2:0", interface="eth9"))
     with pytest.raises(ValueError, match="not loopback"):
-        rx.Capture("ibv", bind="127.0.0.1:10000")
+        rx.Capture(rx.IbvSource(bind="127.0.0.1:10000"))
     with pytest.raises(ValueError, match="names no address: give interface="):
-        rx.Capture("ibv", bind="0.0.0.0:10000")
+        rx.Capture(rx.IbvSource(bind="0.0.0.0:10000"))
 
 
 def test_build_with_the_ibv_code_compiled_out(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ generator) on the same schedule, byte for byte.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -42,31 +42,19 @@ def run_both(
     max_chunks: int,
     queues: int,
     depth: int,
-    split_only: Mapping[str, object] | None = None,
-    **kw: object,
+    *,
+    fmt: rx.Format | None = None,
+    first_chunk: int | None = None,
+    split_n_chunks: int = 0,
 ) -> tuple[rx.Stats, list, rx.Stats, list]:
-    """The serial split path (`queues` lanes of `depth` receives, and `split_only`'s
-    options) and the copying engine on `schedule`, each with `kw`: their stats and
-    chunks."""
-    split = rx.Capture(
-        "mem",
-        emulate="ibv-serial",
-        schedule=schedule,
-        packets_per_chunk=ppc,
-        max_chunks=max_chunks,
-        queues=queues,
-        depth=depth,
-        **(split_only or {}),
-        **kw,  # type: ignore[arg-type]
-    )
+    """The serial split path (`queues` lanes of `depth` receives, a pool of
+    `split_n_chunks` chunks, 0: its own rule) and the copying engine on `schedule`, with
+    the same format and chunking: their stats and chunks."""
+    chunking = rx.Chunking(packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=first_chunk)
+    nic = rx.EmulatedNic(schedule=schedule, queues=queues, depth=depth, split=True, serial=True)
+    split = rx.Capture(nic, fmt=fmt, chunking=replace(chunking, n_chunks=split_n_chunks))
     got = drain(split)
-    ref = rx.Capture(
-        "mem",
-        schedule=schedule,
-        packets_per_chunk=ppc,
-        max_chunks=max_chunks,
-        **kw,  # type: ignore[arg-type]
-    )
+    ref = rx.Capture(rx.MemSource(schedule=schedule), fmt=fmt, chunking=chunking)
     want = drain(ref)
     return split.stats, got, ref.stats, want
 
@@ -82,7 +70,8 @@ def assert_same(s: rx.Stats, got: list, r: rx.Stats, want: list) -> None:
 def test_in_order_stream_lands_in_place_without_copies() -> None:
     ppc, n = 128, 8
     cap = rx.Capture(
-        "mem", emulate="ibv", count=ppc * n, packets_per_chunk=ppc, max_chunks=3, depth=100
+        rx.EmulatedNic(count=ppc * n, depth=100, split=True),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=3),
     )
     chunks = drain(cap)
     assert [c[0] for c in chunks] == list(range(n))
@@ -149,13 +138,8 @@ def test_runt_frames_are_rejected_and_their_slots_reused() -> None:
     schedule = np.arange(4 * ppc, dtype=np.uint64)
     bad = np.array([3, 40, 41, 100])
     cap = rx.Capture(
-        "mem",
-        emulate="ibv",
-        schedule=schedule,
-        bad=bad,
-        packets_per_chunk=ppc,
-        max_chunks=2,
-        depth=16,
+        rx.EmulatedNic(schedule=schedule, bad=bad, depth=16, split=True),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=2),
     )
     chunks = drain(cap)
     s = cap.stats
@@ -176,13 +160,9 @@ def test_sequence_from_the_ipv4_identification() -> None:
     schedule = np.arange(3 * ppc, dtype=np.uint64)
     schedule[[10, 20]] = schedule[[20, 10]]
     cap = rx.Capture(
-        "mem",
-        emulate="ibv",
+        rx.EmulatedNic(schedule=schedule, depth=32, split=True),
         fmt=fmt,
-        schedule=schedule,
-        packets_per_chunk=ppc,
-        max_chunks=2,
-        depth=32,
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=2),
     )
     chunks = drain(cap)
     assert cap.stats.packets == len(schedule) and cap.stats.lost == 0
@@ -192,13 +172,8 @@ def test_sequence_from_the_ipv4_identification() -> None:
 def test_slow_consumer_drop_oldest_counts_dropped_chunks() -> None:
     ppc = 32
     cap = rx.Capture(
-        "mem",
-        emulate="ibv",
-        count=40 * ppc,
-        packets_per_chunk=ppc,
-        max_chunks=2,
-        policy="drop_oldest",
-        depth=16,
+        rx.EmulatedNic(count=40 * ppc, depth=16, split=True),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=2, policy="drop_oldest"),
     )
     with cap:
         held = next(iter(cap.chunks(timeout=10)))  # keep one, never read the rest
@@ -217,11 +192,14 @@ def test_slow_consumer_drop_oldest_counts_dropped_chunks() -> None:
 
 def test_bad_geometry_is_named() -> None:
     with pytest.raises(ValueError, match="n_chunks 5 is too small for header-data split"):
-        rx.Capture("mem", emulate="ibv", count=10, packets_per_chunk=64, n_chunks=5, depth=256)
-    with pytest.raises(ValueError, match=r"receive queue depth must be 1\.\.65536, got 0"):
-        rx.Capture("mem", emulate="ibv", count=10, depth=0)
-    with pytest.raises(ValueError, match="emulate must be 'ibv' or 'ibv-serial'"):
-        rx.Capture("mem", emulate="dpdk", count=10)
+        rx.Capture(
+            rx.EmulatedNic(count=10, depth=256, split=True),
+            chunking=rx.Chunking(packets_per_chunk=64, n_chunks=5),
+        )
+    with pytest.raises(ValueError, match=r"depth must be >= 1, got 0"):
+        rx.EmulatedNic(count=10, depth=0, split=True)
+    with pytest.raises(ValueError, match=r"receive queue depth must be 1\.\.65536, got 65537"):
+        rx.Capture(rx.EmulatedNic(count=10, depth=65537, split=True))
 
 
 def test_parallel_queues_account_for_every_packet() -> None:
@@ -230,14 +208,8 @@ def test_parallel_queues_account_for_every_packet() -> None:
     ppc, queues = 64, 4
     n = 60 * ppc
     cap = rx.Capture(
-        "mem",
-        emulate="ibv",
-        count=n,
-        packets_per_chunk=ppc,
-        max_chunks=8,
-        queues=queues,
-        depth=32,
-        first_chunk=0,
+        rx.EmulatedNic(count=n, queues=queues, depth=32, split=True),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=8, first_chunk=0),
     )
     chunks = drain(cap)
     s = cap.stats
@@ -292,9 +264,9 @@ def test_random_streams_match_the_copying_engine(seed: int) -> None:
         max_chunks,
         queues,
         depth,
-        {"n_chunks": window + queues * depth + 4},
         fmt=fmt,
         first_chunk=first_chunk,
+        split_n_chunks=window + queues * depth + 4,
     )
     assert s.nic_drops == 0
     assert_same(s, got, r, want)
@@ -312,16 +284,9 @@ def test_starved_queues_drop_and_count() -> None:
     ppc = 8
     schedule = np.concatenate([np.arange(0, 60), np.arange(5000, 5400)]).astype(np.uint64)
     cap = rx.Capture(
-        "mem",
-        emulate="ibv-serial",
-        schedule=schedule,
+        rx.EmulatedNic(schedule=schedule, queues=3, depth=40, split=True, serial=True),
         fmt=rx.Format(payload_size=64),
-        packets_per_chunk=ppc,
-        max_chunks=2,
-        queues=3,
-        depth=40,
-        n_chunks=22,
-        first_chunk=0,
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=2, n_chunks=22, first_chunk=0),
     )
     chunks = drain(cap)
     s = cap.stats
@@ -351,20 +316,20 @@ def test_a_delayed_packet_costs_about_two_queue_depths_of_copies(depth: int) -> 
 
 
 def paced(
-    count: int, ppc: int, max_chunks: int, queues: int, rate: float, depth: int = 64, **kw: object
-):
-    return rx.Capture(
-        "mem",
-        emulate="ibv",
-        count=count,
-        packets_per_chunk=ppc,
-        max_chunks=max_chunks,
-        first_chunk=0,
-        queues=queues,
-        depth=depth,
-        nic_rate_gbps=rate,
-        **kw,  # type: ignore[arg-type]
+    count: int,
+    ppc: int,
+    max_chunks: int,
+    queues: int,
+    rate: float,
+    depth: int = 64,
+    n_chunks: int = 0,
+) -> rx.Capture:
+    """The header-data split against an emulated NIC at `rate` Gb/s over `queues` lanes."""
+    nic = rx.EmulatedNic(count=count, nic_rate_gbps=rate, queues=queues, depth=depth, split=True)
+    chunking = rx.Chunking(
+        packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=0, n_chunks=n_chunks
     )
+    return rx.Capture(nic, chunking=chunking)
 
 
 def test_paced_queues_equal_the_copying_engine() -> None:
@@ -381,7 +346,10 @@ def test_paced_queues_equal_the_copying_engine() -> None:
         s = cap.stats
         if s.nic_drops == 0:
             break
-    ref = rx.Capture("mem", count=ppc * n, packets_per_chunk=ppc, max_chunks=n, first_chunk=0)
+    ref = rx.Capture(
+        rx.MemSource(count=ppc * n),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=n, first_chunk=0),
+    )
     want = drain(ref)
     assert_same(s, got, ref.stats, want)
     assert s.nic_drops == 0 and s.lost == 0 and s.packets == ppc * n
@@ -467,11 +435,11 @@ def test_a_lane_that_ran_dry_catches_up(lanes: int) -> None:
 
 def test_paced_options_are_checked() -> None:
     with pytest.raises(ValueError, match="one thread per queue"):
-        rx.Capture("mem", emulate="ibv-serial", count=10, nic_rate_gbps=1.0)
+        rx.Capture(rx.EmulatedNic(count=10, nic_rate_gbps=1.0, split=True, serial=True))
     with pytest.raises(ValueError, match=r"nic_rate_gbps must be >= 0, got -1"):
-        rx.Capture("mem", emulate="ibv", count=10, nic_rate_gbps=-1.0)
+        rx.Capture(rx.EmulatedNic(count=10, nic_rate_gbps=-1.0, split=True))
     with pytest.raises(ValueError, match=r"cpus must name one CPU per queue thread \(2\), got 1"):
-        rx.Capture("mem", emulate="ibv", count=10, queues=2, cpus=[0])
+        rx.Capture(rx.EmulatedNic(count=10, queues=2, cpus=[0], split=True))
 
 
 @pytest.mark.parametrize("store", rx._core._word_stores())

@@ -1,5 +1,6 @@
 """The receiver's Python modules import each other without cycles (function-level
-imports included: a cycle hidden inside a function still ties two modules together)."""
+imports included: a cycle hidden inside a function still ties two modules together), and
+the library stands apart from its tools (casper400g_rx.tools)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,38 @@ def test_no_import_cycle_between_receiver_modules() -> None:
     graph = {p.stem: package_imports(p) for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
     assert "capture" in graph and "ibv" in graph
     assert find_cycle(graph) is None, f"import cycle: {' -> '.join(find_cycle(graph) or [])}"
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Absolute names of the modules `path` (a module of the package's top level) imports."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = "casper400g_rx." if node.level == 1 else ""
+            if node.module:
+                out.add(base + node.module)
+            out.update(
+                f"{base}{node.module + '.' if node.module else ''}{a.name}" for a in node.names
+            )
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def test_the_library_never_imports_its_tools() -> None:
+    # The CLI is the one door to them (bench, hwcheck subcommands).
+    assert (PACKAGE / "tools" / "bench.py").exists()
+    for path in PACKAGE.glob("*.py"):
+        if path.stem == "cli":
+            continue
+        tools = {m for m in imported_modules(path) if m.startswith("casper400g_rx.tools")}
+        assert tools == set(), f"{path.name} imports {sorted(tools)}"
+
+
+def test_the_tools_finder_sees_relative_and_absolute_imports(tmp_path: Path) -> None:
+    mod = tmp_path / "m.py"
+    mod.write_text("from .tools import bench\nimport casper400g_rx.tools.demo\n")
+    assert {"casper400g_rx.tools.bench", "casper400g_rx.tools.demo"} <= imported_modules(mod)
 
 
 def test_the_cycle_finder_finds_one() -> None:

@@ -13,6 +13,7 @@ import urllib.request
 
 import numpy as np
 import pytest
+from conftest import tcp_listeners
 
 import casper400g_rx as rx
 from casper400g_rx.faults import faulty_schedule
@@ -35,7 +36,8 @@ def test_a_scrape_carries_the_captures_counters_exactly():
     ppc, n_chunks, max_chunks = 128, 8, 4
     f = faulty_schedule(n_chunks, ppc, max_chunks, np.random.default_rng(3), n_late=2)
     cap = rx.Capture(
-        "mem", schedule=f.schedule, packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=0
+        rx.MemSource(schedule=f.schedule),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=0),
     )
     with cap, metrics.serve(cap, 0, addr="127.0.0.1", labels={"stream": "beam0"}) as server:
         for chunk in cap.chunks(timeout=5):
@@ -47,6 +49,21 @@ def test_a_scrape_carries_the_captures_counters_exactly():
         kind, value, labels = got[f"casper400g_rx_{key}_total"]
         assert (kind, value, labels) == ("counter", stats[key], {"stream": "beam0"}), key
     assert got["casper400g_rx_n_chunks"][:2] == ("gauge", stats["n_chunks"])
+
+
+class Counters:
+    """All serve() reads of a capture: its stats."""
+
+    def __init__(self) -> None:
+        self.stats = {"received": 3, "n_chunks": 4}
+
+
+def test_the_endpoint_listens_on_localhost_unless_told():
+    with metrics.serve(Counters(), 0) as server:
+        assert tcp_listeners(server.port) == {"127.0.0.1"}
+        assert scrape(server.port)["casper400g_rx_received_total"][:2] == ("counter", 3)
+    with metrics.serve(Counters(), 0, addr="0.0.0.0") as server:
+        assert tcp_listeners(server.port) == {"0.0.0.0"}
 
 
 def test_capture_cli_serves_metrics_while_it_runs():
@@ -67,9 +84,10 @@ def test_capture_cli_serves_metrics_while_it_runs():
             if not line:
                 break
             lines.append(line)
-            if line.startswith("metrics on http://"):
+            if line.startswith("metrics on http://127.0.0.1:"):
                 metrics_port = int(line.split(":")[-1].split("/")[0])
         assert metrics_port, lines
+        assert tcp_listeners(metrics_port) == {"127.0.0.1"}
         sender = rx.Sender(port=port, count=100, rate_gbps=0.5)
         t = threading.Thread(target=sender.run, args=(20,))
         t.start()
@@ -90,11 +108,11 @@ def test_capture_cli_serves_metrics_while_it_runs():
 def held_split_capture() -> rx.Capture:
     """A live split lane whose consumer holds every chunk while the stream passes: the
     chunks it cannot have are given up whole (their packets `no_free_chunk`)."""
-    from casper400g_rx.sources import Chunking, EmulatedNic
+    from casper400g_rx import Chunking, EmulatedNic
 
     ppc, n = 64, 40
-    cap = rx.Capture.open(
-        EmulatedNic(rate_gbps=0.3, count=ppc * n, queues=1, split=True, depth=64),
+    cap = rx.Capture(
+        EmulatedNic(nic_rate_gbps=0.3, count=ppc * n, queues=1, split=True, depth=64),
         chunking=Chunking(packets_per_chunk=ppc, max_chunks=2, n_chunks=8, first_chunk=0),
     )
     with cap:

@@ -24,8 +24,8 @@ TX_IP, RX_IP = "10.213.0.1", "10.213.0.2"
 
 RECEIVER = f"""
 import json, time, numpy as np, casper400g_rx as rx
-cap = rx.Capture("udp", bind="{RX_IP}:{PORT}", packets_per_chunk={PPC}, max_chunks=4,
-                 first_chunk=0)
+cap = rx.Capture(rx.UdpSource("{RX_IP}:{PORT}"),
+                 chunking=rx.Chunking(packets_per_chunk={PPC}, max_chunks=4, first_chunk=0))
 bad = 0
 def check(chunk):
     global bad

@@ -39,7 +39,8 @@ def chunks_of(cap: rx.Capture) -> dict[int, tuple[np.ndarray, np.ndarray]]:
 
 def live_capture(schedule: np.ndarray, ppc: int, max_chunks: int) -> tuple[dict, rx.Stats]:
     cap = rx.Capture(
-        "udp", bind="127.0.0.1:0", packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=0
+        rx.UdpSource(bind="127.0.0.1:0"),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=0),
     )
     out: dict = {}
     with cap:
@@ -66,7 +67,8 @@ def test_scapy_capture_replays_like_live_capture(tmp_path: Path) -> None:
     wrpcap(str(path), [frame(rx.example_payload(int(s))) for s in f.schedule])
 
     replay = rx.Capture(
-        "pcap", path=str(path), packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=0
+        rx.PcapSource(path=str(path)),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=0),
     )
     with replay:
         replayed = chunks_of(replay)
@@ -96,7 +98,9 @@ def test_other_traffic_in_the_capture_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "mixed.pcap"
     wrpcap(str(path), good[:4] + others + good[4:])
     fmt = rx.Format(udp_port=PORT)
-    cap = rx.Capture("pcap", path=str(path), fmt=fmt, packets_per_chunk=ppc)
+    cap = rx.Capture(
+        rx.PcapSource(path=str(path)), fmt=fmt, chunking=rx.Chunking(packets_per_chunk=ppc)
+    )
     with cap:
         chunks = chunks_of(cap)
     assert cap.stats.rejected == len(others)
@@ -112,7 +116,9 @@ def test_ipv4_identification_sequence_unwraps_16_bits(tmp_path: Path) -> None:
     path = tmp_path / "ipid.pcap"
     wrpcap(str(path), frames)
     fmt = rx.Format(payload_size=size, seq="ipv4_id")
-    cap = rx.Capture("pcap", path=str(path), fmt=fmt, packets_per_chunk=ppc)
+    cap = rx.Capture(
+        rx.PcapSource(path=str(path)), fmt=fmt, chunking=rx.Chunking(packets_per_chunk=ppc)
+    )
     with cap:
         chunks = chunks_of(cap)
     assert sorted(chunks) == list(range(start // ppc, (start + count - 1) // ppc + 1))
@@ -141,7 +147,7 @@ def test_big_endian_and_damaged_captures(tmp_path: Path) -> None:
 
     be = tmp_path / "be.pcap"
     be.write_bytes(to_big_endian_pcap(data))
-    cap = rx.Capture("pcap", path=str(be), packets_per_chunk=ppc)
+    cap = rx.Capture(rx.PcapSource(path=str(be)), chunking=rx.Chunking(packets_per_chunk=ppc))
     with cap:
         assert sorted(chunks_of(cap)) == [0, 1]
     assert cap.stats.packets == 2 * ppc
@@ -154,7 +160,9 @@ def test_big_endian_and_damaged_captures(tmp_path: Path) -> None:
     # And the file ends in the middle of the last record.
     damaged = tmp_path / "damaged.pcap"
     damaged.write_bytes(bytes(snapped[:-100]))
-    cap = rx.Capture("pcap", path=str(damaged), packets_per_chunk=ppc, first_chunk=0)
+    cap = rx.Capture(
+        rx.PcapSource(path=str(damaged)), chunking=rx.Chunking(packets_per_chunk=ppc, first_chunk=0)
+    )
     with cap:
         chunks_of(cap)
     assert cap.stats.rejected == 2
@@ -164,30 +172,29 @@ def test_big_endian_and_damaged_captures(tmp_path: Path) -> None:
 
 def test_unreadable_files_raise_naming_the_cause(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"nope\.pcap") as exc:
-        rx.Capture("pcap", path=str(tmp_path / "nope.pcap"))
+        rx.Capture(rx.PcapSource(path=str(tmp_path / "nope.pcap")))
     assert exc.value.errno == errno.ENOENT
     text = tmp_path / "text.pcap"
     text.write_bytes(b"definitely not a capture file")
     with pytest.raises(ValueError, match="not a pcap file"):
-        rx.Capture("pcap", path=str(text))
+        rx.Capture(rx.PcapSource(path=str(text)))
     ng = tmp_path / "ng.pcap"
     ng.write_bytes(b"\x0a\x0d\x0d\x0a" + bytes(60))
     with pytest.raises(ValueError, match="pcapng"):
-        rx.Capture("pcap", path=str(ng))
+        rx.Capture(rx.PcapSource(path=str(ng)))
 
 
 TRUNCATED_REPLAY = """
 import os, sys
 import casper400g_rx as rx
 from casper400g_rx.pcap_writer import PcapWriter
-from casper400g_rx.sources import Chunking, PcapSource
 
 path = sys.argv[1]
 with PcapWriter(path) as w:
     for s in range(2000):  # 16.6 MB: several reads of the replay's buffer
         w.write(rx.example_payload(s), s, 0.0)
-cap = rx.Capture.open(
-    PcapSource(path), chunking=Chunking(packets_per_chunk=64, max_chunks=2, n_chunks=4)
+cap = rx.Capture.pcap(
+    path, chunking=rx.Chunking(packets_per_chunk=64, max_chunks=2, n_chunks=4)
 )
 chunks = cap.chunks(timeout=10)
 held = [next(chunks) for _ in range(3)]  # the replay waits for chunks

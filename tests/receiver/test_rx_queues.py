@@ -85,18 +85,23 @@ def check(
 
 
 def generator(
-    schedule: np.ndarray, queue_of: np.ndarray, queues: int, ppc: int, max_chunks: int, **kw
+    schedule: np.ndarray,
+    queue_of: np.ndarray,
+    queues: int,
+    ppc: int,
+    max_chunks: int,
+    n_chunks: int = 0,
 ) -> rx.Capture:
+    """`schedule` through `queues` generator threads as `queue_of` says, no stall timeout."""
     return rx.Capture(
-        "mem",
-        schedule=schedule,
-        queue_of=queue_of,
-        queues=queues,
-        packets_per_chunk=ppc,
-        max_chunks=max_chunks,
-        first_chunk=0,
-        stall_timeout_ms=NO_STALL_MS,
-        **kw,
+        rx.MemSource(schedule=schedule, queue_of=queue_of, queues=queues),
+        chunking=rx.Chunking(
+            packets_per_chunk=ppc,
+            max_chunks=max_chunks,
+            n_chunks=n_chunks,
+            first_chunk=0,
+            stall_timeout_ms=NO_STALL_MS,
+        ),
     )
 
 
@@ -104,7 +109,8 @@ def generator(
 def test_round_robin_queues_fill_one_chunk_stream(queues: int) -> None:
     ppc, n = 64, 20
     cap = rx.Capture(
-        "mem", count=ppc * n, queues=queues, packets_per_chunk=ppc, max_chunks=2, first_chunk=0
+        rx.MemSource(count=ppc * n, queues=queues),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=2, first_chunk=0),
     )
     chunks = run(cap)
     assert sorted(chunks) == list(range(n))
@@ -177,14 +183,10 @@ def test_a_slow_consumer_never_makes_waiting_queues_stalled() -> None:
     # sleeps: waiting for the consumer is not a stall, so nothing is passed over or late.
     ppc, n = 64, 16
     cap = rx.Capture(
-        "mem",
-        count=ppc * n,
-        queues=3,
-        packets_per_chunk=ppc,
-        max_chunks=2,
-        n_chunks=3,
-        first_chunk=0,
-        stall_timeout_ms=100,
+        rx.MemSource(count=ppc * n, queues=3),
+        chunking=rx.Chunking(
+            packets_per_chunk=ppc, max_chunks=2, n_chunks=3, first_chunk=0, stall_timeout_ms=100
+        ),
     )
     got = []
     with cap:
@@ -258,10 +260,12 @@ def test_a_stalled_udp_queue_is_passed_over_and_counted() -> None:
 
 def test_bad_queue_assignments_name_the_value() -> None:
     with pytest.raises(ValueError, match="queue_of\\[1\\] = 5"):
-        rx.Capture("mem", schedule=[0, 1], queue_of=[0, 5], queues=2)
+        rx.Capture(rx.MemSource(schedule=[0, 1], queue_of=[0, 5], queues=2))
     with pytest.raises(ValueError, match="queue_of has 1 entries for 2 packets"):
-        rx.Capture("mem", schedule=[0, 1], queue_of=[0], queues=2)
-    with pytest.raises(ValueError, match=r"queues must be 1\.\.1024, got 0"):
-        rx.Capture("mem", count=4, queues=0)
-    with pytest.raises(ValueError, match="stall_timeout_ms must be > 0"):
-        rx.Capture("mem", count=4, stall_timeout_ms=0)
+        rx.Capture(rx.MemSource(schedule=[0, 1], queue_of=[0], queues=2))
+    with pytest.raises(ValueError, match=r"queues must be >= 1, got 0"):
+        rx.MemSource(count=4, queues=0)
+    with pytest.raises(ValueError, match=r"queues must be 1\.\.1024, got 1025"):
+        rx.Capture(rx.MemSource(count=4, queues=1025))
+    with pytest.raises(ValueError, match="stall_timeout_ms must be >= 1, got 0"):
+        rx.Chunking(stall_timeout_ms=0)

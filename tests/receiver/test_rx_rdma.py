@@ -18,9 +18,8 @@ import numpy as np
 import pytest
 
 import casper400g_rx as rx
-from casper400g_rx import _core
+from casper400g_rx import Chunking, RdmaSource, _core
 from casper400g_rx.rdma import RdmaParams
-from casper400g_rx.sources import Chunking, RdmaSource
 from verification.models.rdma_ring import RingConfig, RingSender
 from verification.models.roce import Operation, RdmaWrite
 
@@ -43,7 +42,7 @@ class Rig:
         self.credits = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.credits.bind(("127.0.0.1", 0))
         self.credits.settimeout(2.0)
-        self.cap = rx.Capture.open(
+        self.cap = rx.Capture(
             RdmaSource(
                 peer_ip="127.0.0.1",
                 credit_port=self.credits.getsockname()[1],
@@ -94,7 +93,7 @@ def test_params_and_geometry() -> None:
     with pytest.raises(ValueError, match="mtu must be"):
         RdmaSource(peer_ip="10.0.0.1", mtu=1500)
     with pytest.raises(ValueError, match=r"slot_size .* cannot hold"):
-        rx.Capture.open(RdmaSource(slot_size=100, emulate=True), fmt=rx.Format(payload_size=200))
+        rx.Capture(RdmaSource(slot_size=100, emulate=True), fmt=rx.Format(payload_size=200))
     with pytest.raises(ValueError, match="payload_size must be"):
         _core.RdmaCapture(slot_size=16, slots=1, chunks=1, payload_size=9, emulate=True)
 
@@ -188,8 +187,8 @@ def test_multi_packet_slots_and_the_udp_path_agree(mtu: int) -> None:
     rows = np.array([np.frombuffer(p, np.uint8) for p in payloads], dtype=np.uint8)
     lost = {5, 17}
     keep = [j for j in range(n) if j not in lost]
-    udp = rx.Capture("mem", fmt=rx.Format(payload_size=size), packets=rows[keep],
-                     packets_per_chunk=SLOTS, max_chunks=CHUNKS)  # fmt: skip
+    udp = rx.Capture(rx.MemSource(packets=rows[keep]), fmt=rx.Format(payload_size=size),
+                     chunking=Chunking(packets_per_chunk=SLOTS, max_chunks=CHUNKS))  # fmt: skip
     ref = {u.chunk_id: (np.array(u.data), np.array(u.present)) for u in udp.chunks(1.0)}
     for k, pl in enumerate(payloads):
         for w in rig.sender.send(pl):

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 import casper400g_rx as rx
-from casper400g_rx import _core, gpu
-from casper400g_rx.sources import Chunking, Delivery, RdmaSource
+from casper400g_rx import Chunking, Delivery, RdmaSource, _core, gpu
 from verification.models.rdma_ring import RingConfig, RingSender
 from verification.models.roce import Operation, RdmaWrite
 
@@ -41,7 +40,7 @@ def test_kernel_is_in_the_fatbin() -> None:
 @needs_gpu
 def test_gpu_ring_present_kernel_and_dlpack() -> None:
     cp = pytest.importorskip("cupy", reason="cupy is not installed")
-    cap = rx.Capture.open(
+    cap = rx.Capture(
         RdmaSource(emulate=True, mtu=4096),
         fmt=rx.Format(payload_size=PAYLOAD),
         chunking=Chunking(packets_per_chunk=SLOTS, max_chunks=CHUNKS),

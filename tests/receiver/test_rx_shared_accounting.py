@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -27,22 +29,14 @@ from casper400g_rx.faults import faulty_schedule
 PAYLOAD = 8192
 
 
-def split_capture(
-    emulate: str, queues: int, depth: int, ppc: int, max_chunks: int, **kw: object
-) -> rx.Capture:
-    """The ibv header-data split against the emulated NIC (`emulate`: "ibv" one thread per
-    lane, "ibv-serial" one thread in the schedule's order): `queues` lanes of `depth`
-    receives, chunks numbered from 0, no stall timeout unless `kw` sets one."""
-    opts: dict[str, object] = {"stall_timeout_ms": NO_STALL_MS, **kw}
+def split_capture(nic: rx.EmulatedNic, ppc: int, max_chunks: int, **chunking: Any) -> rx.Capture:
+    """The header-data split against the emulated NIC `nic` (split=True; serial=True: one
+    thread in the schedule's order, else one thread per lane), chunks numbered from 0, no
+    stall timeout unless `chunking` (the other options of rx.Chunking) sets one."""
+    opts: dict[str, Any] = {"stall_timeout_ms": NO_STALL_MS, **chunking}
     return rx.Capture(
-        "mem",
-        emulate=emulate,
-        queues=queues,
-        depth=depth,
-        packets_per_chunk=ppc,
-        max_chunks=max_chunks,
-        first_chunk=0,
-        **opts,  # type: ignore[arg-type]
+        nic,
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=0, **opts),
     )
 
 
@@ -77,7 +71,8 @@ def test_split_queues_under_faults_match_the_per_queue_model(seed: int, queues: 
     f = faulty_schedule(n, ppc, window, np.random.default_rng(seed))
     e = model(f.schedule, f.schedule % queues, queues, ppc, window)
     assert e.late and e.duplicate and e.lost
-    split = split_capture("ibv-serial", queues, 24, ppc, window, schedule=f.schedule)
+    nic = rx.EmulatedNic(schedule=f.schedule, queues=queues, depth=24, split=True, serial=True)
+    split = split_capture(nic, ppc, window)
     got = drain(split)
     s = split.stats
     check_counts(s, e)
@@ -87,15 +82,14 @@ def test_split_queues_under_faults_match_the_per_queue_model(seed: int, queues: 
     assert s.in_place > 0
     # The copying engine with the same queue assignment (K threads) counts the same.
     ref = rx.Capture(
-        "mem",
-        schedule=f.schedule,
-        queue_of=f.schedule % queues,
-        queues=queues,
-        packets_per_chunk=ppc,
-        max_chunks=window,
-        first_chunk=0,
-        stall_timeout_ms=NO_STALL_MS,
-        n_chunks=16,
+        rx.MemSource(schedule=f.schedule, queue_of=f.schedule % queues, queues=queues),
+        chunking=rx.Chunking(
+            packets_per_chunk=ppc,
+            max_chunks=window,
+            first_chunk=0,
+            stall_timeout_ms=NO_STALL_MS,
+            n_chunks=16,
+        ),
     )
     want = drain(ref)
     check_counts(ref.stats, e)
@@ -106,7 +100,7 @@ def test_split_lanes_racing_lose_nothing() -> None:
     # One thread per lane, unpaced: the lanes race, a lane ahead waits for the slowest
     # (its window holds the chunks back) instead of making its packets late.
     ppc, n, queues = 64, 40, 3
-    cap = split_capture("ibv", queues, 32, ppc, 2, count=ppc * n)
+    cap = split_capture(rx.EmulatedNic(count=ppc * n, queues=queues, depth=32, split=True), ppc, 2)
     got = drain(cap)
     s = cap.stats
     assert (s.packets, s.lost, s.late, s.duplicate, s.queue_stalls) == (ppc * n, 0, 0, 0, 0)
@@ -127,9 +121,8 @@ def test_a_stalled_split_lane_is_passed_over_and_counted() -> None:
     early_odds = np.arange(1, 4 * ppc, 2)
     head = np.sort(np.concatenate([evens[evens < 4 * ppc], early_odds]))
     schedule = np.concatenate([head, evens[evens >= 4 * ppc], [4 * ppc + 1]]).astype(np.uint64)
-    cap = split_capture(
-        "ibv-serial", 2, 16, ppc, 2, schedule=schedule, n_chunks=6, stall_timeout_ms=20
-    )
+    nic = rx.EmulatedNic(schedule=schedule, queues=2, depth=16, split=True, serial=True)
+    cap = split_capture(nic, ppc, 2, n_chunks=6, stall_timeout_ms=20)
     t0 = time.monotonic()
     got = drain(cap)
     s = cap.stats
@@ -158,7 +151,10 @@ def test_split_overload_counts_every_packet() -> None:
     # again after more than max_jump chunks of drops, until its run resyncs the window);
     # the holes are lost slots.
     ppc, count, queues = 64, 64 * 200, 2
-    cap = split_capture("ibv", queues, 8, ppc, 4, count=count, nic_rate_gbps=2000.0, fill=False)
+    nic = rx.EmulatedNic(
+        count=count, nic_rate_gbps=2000.0, fill=False, queues=queues, depth=8, split=True
+    )
+    cap = split_capture(nic, ppc, 4)
     got = drain(cap)
     s = cap.stats
     assert s.nic_drops > 0
@@ -225,36 +221,22 @@ def lagging_schedule(ppc: int, n: int, copies: int) -> tuple[np.ndarray, np.ndar
     return schedule, queue_of
 
 
-def lagging_capture(backend: str, copies: int, **kw: object) -> rx.Capture:
+def lagging_capture(backend: str, copies: int, **options: Any) -> rx.Capture:
+    """The lagging schedule through two queues of the copying engine ("mem") or two split
+    lanes ("split"); `options`: the other options of rx.Chunking."""
     ppc, n = 64, 40
     fmt = rx.Format(payload_size=64)
     schedule, queue_of = lagging_schedule(ppc, n, copies)
+    chunking = rx.Chunking(packets_per_chunk=ppc, max_chunks=2, first_chunk=0, **options)
     if backend == "mem":
         return rx.Capture(
-            "mem",
+            rx.MemSource(schedule=schedule, queue_of=queue_of, queues=2),
             fmt=fmt,
-            schedule=schedule,
-            queue_of=queue_of,
-            queues=2,
-            packets_per_chunk=ppc,
-            max_chunks=2,
-            n_chunks=4,
-            first_chunk=0,
-            **kw,  # type: ignore[arg-type]
+            chunking=replace(chunking, n_chunks=4),
         )
     # One thread per lane; the emulated NIC steers seq % 2, as queue_of says.
-    return rx.Capture(
-        "mem",
-        emulate="ibv",
-        fmt=fmt,
-        schedule=schedule,
-        queues=2,
-        depth=16,
-        packets_per_chunk=ppc,
-        max_chunks=2,
-        first_chunk=0,
-        **kw,  # type: ignore[arg-type]
-    )
+    nic = rx.EmulatedNic(schedule=schedule, queues=2, depth=16, split=True)
+    return rx.Capture(nic, fmt=fmt, chunking=chunking)
 
 
 @pytest.mark.parametrize("backend", ["mem", "split"])
@@ -301,7 +283,9 @@ def test_racing_split_lanes_under_faults_count_exactly(seed: int) -> None:
     # windows span the stream, so whatever the interleaving the counts are exact.
     ppc, n, queues = 64, 24, 3
     f = faulty_schedule(n, ppc, n, np.random.default_rng(seed), n_late=0)
-    cap = split_capture("ibv", queues, 24, ppc, n, schedule=f.schedule)
+    cap = split_capture(
+        rx.EmulatedNic(schedule=f.schedule, queues=queues, depth=24, split=True), ppc, n
+    )
     got = drain(cap)
     s = cap.stats
     assert (s.packets, s.duplicate, s.late, s.lost, s.discarded, s.nic_drops) == (
@@ -387,16 +371,10 @@ def test_split_lanes_behind_a_slow_consumer_deliver_whole_chunks() -> None:
     ppc, rate, seconds = 128, 0.5, 2.0
     count = int(rate * 1e9 * seconds / (PAYLOAD * 8)) // ppc * ppc
     cap = rx.Capture(
-        "mem",
-        emulate="ibv",
-        count=count,
-        queues=2,
-        depth=1024,
-        packets_per_chunk=ppc,
-        first_chunk=0,
-        nic_rate_gbps=rate,
-        fill=False,
-        stall_timeout_ms=2000,
+        rx.EmulatedNic(
+            count=count, queues=2, depth=1024, nic_rate_gbps=rate, fill=False, split=True
+        ),
+        chunking=rx.Chunking(packets_per_chunk=ppc, first_chunk=0, stall_timeout_ms=2000),
     )
     fills = []
     with cap:
@@ -456,7 +434,7 @@ def test_uneven_reuseport_threads_lose_nothing_at_a_rate_they_sustain() -> None:
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         pytest.skip("needs two CPUs to make the threads unequal")
-    from casper400g_rx import multisend
+    from casper400g_rx.tools import multisend
 
     ppc, n, rate = 64, 60, 0.4
     count = ppc * n

@@ -48,7 +48,11 @@ def test_capture_sized_from_the_rate_runs_with_its_queues() -> None:
     ppc = 64
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", rx.CapacityWarning)  # this machine may be small
-        cap = rx.Capture("mem", count=ppc * 12, rate_gbps=150, packets_per_chunk=ppc, max_chunks=2)
+        cap = rx.Capture(
+            rx.MemSource(count=ppc * 12),
+            rate_gbps=150,
+            chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=2),
+        )
     assert cap.sizing is not None
     assert cap.sizing.queues == 2
     assert cap.config.n_chunks == 2 + 4 + 2 * 2
@@ -62,7 +66,7 @@ def test_capture_sized_from_the_rate_runs_with_its_queues() -> None:
 def test_capture_warns_when_the_machine_has_too_few_cpus() -> None:
     queues = sizing.available_cpus() + 1
     with pytest.warns(rx.CapacityWarning, match="this process may use"):
-        rx.Capture("udp", rate_gbps=queues * sizing.HOST_GBPS_PER_QUEUE)
+        rx.Capture(rx.UdpSource(), rate_gbps=queues * sizing.HOST_GBPS_PER_QUEUE)
 
 
 def test_rule_by_path_and_chunk_size_for_gpu_delivery() -> None:
@@ -83,7 +87,7 @@ def test_rule_by_path_and_chunk_size_for_gpu_delivery() -> None:
 def test_split_capture_sized_from_the_rate() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", rx.CapacityWarning)
-        cap = rx.Capture("mem", emulate="ibv", count=64 * 8, rate_gbps=60, fill=True)
+        cap = rx.Capture(rx.EmulatedNic(count=64 * 8, fill=True, split=True), rate_gbps=60)
     assert cap.sizing is not None and cap.sizing.queues == 2  # 33 Gb/s per emulated lane
     assert cap.config.packets_per_chunk == 1024  # host delivery: not sized
     with cap:
@@ -123,7 +127,8 @@ def test_one_pool_rule_the_engines(queues: int, depth: int, ppc: int) -> None:
     assert cfg.sized(1).max_jump == 16  # four windows
     # The header-split engine itself sizes by the same rule.
     cap = rx.Capture(
-        "mem", emulate="ibv", count=ppc, queues=queues, depth=depth, packets_per_chunk=ppc
+        rx.EmulatedNic(count=ppc, queues=queues, depth=depth, split=True),
+        chunking=rx.Chunking(packets_per_chunk=ppc),
     )
     assert cap.config.n_chunks == 2 * window + 4
     # A pool given is kept, and one too small for the split is named.
@@ -144,9 +149,9 @@ def test_split_depth_holds_five_ms_of_a_lanes_share() -> None:
     assert sizing.size_for_rate(250, 8192, 4, to_gpu=True, cpus=64).depth is None  # copying
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", rx.CapacityWarning)
-        cap = rx.Capture("mem", emulate="ibv", count=64, rate_gbps=250, fill=False)
+        cap = rx.Capture(rx.EmulatedNic(count=64, fill=False, split=True), rate_gbps=250)
     # The engine's own pool rule with that depth (window 4 + 20 + 1 chunks), and room for
     # a consumer that pauses (sized by rate, host delivery too).
     assert cap.config.n_chunks == 2 * 25 + 4 + 8
-    unsized = rx.Capture("mem", emulate="ibv", count=64, depth=4096, queues=5, fill=False)
+    unsized = rx.Capture(rx.EmulatedNic(count=64, depth=4096, queues=5, fill=False, split=True))
     assert unsized.config.n_chunks == 2 * 25 + 4

@@ -35,8 +35,7 @@ from spead_reference import (
 )
 
 import casper400g_rx as rx
-from casper400g_rx import gpu
-from casper400g_rx.sources import Chunking, MemSource
+from casper400g_rx import Chunking, MemSource, gpu
 
 PORT = 7148
 
@@ -158,18 +157,16 @@ def capture(
     if source == "mem":
         rows, sizes = rows_of(packets)
         cap = rx.Capture(
-            "mem",
+            rx.MemSource(packets=rows, sizes=sizes, queues=queues),
             fmt=fmt,
-            packets=rows,
-            sizes=sizes,
-            packets_per_chunk=hpc,
-            max_chunks=max_chunks,
-            queues=queues,
+            chunking=rx.Chunking(packets_per_chunk=hpc, max_chunks=max_chunks),
         )
     else:
         path = frames_pcap(packets, tmp_path / "spead.pcap")
         cap = rx.Capture(
-            "pcap", fmt=fmt, path=str(path), packets_per_chunk=hpc, max_chunks=max_chunks
+            rx.PcapSource(path=str(path)),
+            fmt=fmt,
+            chunking=rx.Chunking(packets_per_chunk=hpc, max_chunks=max_chunks),
         )
     with cap:
         got = our_chunks(cap)
@@ -358,7 +355,11 @@ def test_udp_from_spead2_sender(spead2: ModuleType) -> None:
 
     heaps = make_heaps(64, 4000, seed=9)
     fmt = rx.Format.spead(4000, items=[TIMESTAMP, CHANNEL], max_packet=1472)
-    cap = rx.Capture("udp", bind="127.0.0.1:0", fmt=fmt, packets_per_chunk=16, max_chunks=4)
+    cap = rx.Capture(
+        rx.UdpSource(bind="127.0.0.1:0"),
+        fmt=fmt,
+        chunking=rx.Chunking(packets_per_chunk=16, max_chunks=4),
+    )
     packets = spead2_packets(spead2, heaps, max_packet_size=1472)
     with cap:
         assert cap.port
@@ -454,7 +455,9 @@ def test_malformed_packets_are_rejected_by_reason() -> None:
     )
     pkts = [*MALFORMED.values(), not_immediate, good(2, bytes(range(64)))]
     rows, sizes = rows_of(pkts)
-    cap = rx.Capture("mem", fmt=fmt, packets=rows, sizes=sizes, packets_per_chunk=2)
+    cap = rx.Capture(
+        rx.MemSource(packets=rows, sizes=sizes), fmt=fmt, chunking=rx.Chunking(packets_per_chunk=2)
+    )
     with cap:
         got = our_chunks(cap)
     s = cap.stats
@@ -476,7 +479,11 @@ def test_frames_that_are_not_udp_count_as_frame(tmp_path: Path) -> None:
         bytes(Ether() / IP(dst="10.0.0.20") / UDP(dport=PORT) / good(1, bytes(64))),
     ]
     rows, sizes = rows_of(frames)
-    cap = rx.Capture("mem", fmt=fmt, packets=rows, sizes=sizes, frames=True, packets_per_chunk=2)
+    cap = rx.Capture(
+        rx.MemSource(packets=rows, sizes=sizes, frames=True),
+        fmt=fmt,
+        chunking=rx.Chunking(packets_per_chunk=2),
+    )
     with cap:
         got = our_chunks(cap)
     assert cap.stats.rejected_by["frame"] == 1 and cap.stats.packets == 1
@@ -495,7 +502,11 @@ def test_short_final_packet_and_inconsistent_heap_sizes() -> None:
         good(0, payload[64:], offset=64, heap=67),  # a repeat of the short packet
     ]
     rows, sizes = rows_of(pkts)
-    cap = rx.Capture("mem", fmt=rx.Format.spead(67), packets=rows, sizes=sizes, packets_per_chunk=2)
+    cap = rx.Capture(
+        rx.MemSource(packets=rows, sizes=sizes),
+        fmt=rx.Format.spead(67),
+        chunking=rx.Chunking(packets_per_chunk=2),
+    )
     with cap:
         got = our_chunks(cap)
     s = cap.stats
@@ -528,7 +539,7 @@ def test_heap_is_whole_only_when_every_byte_is_covered(pieces: list[tuple[int, i
     fmt = rx.Format.spead(heap)
     pkts = [good(0, payload[a:b], offset=a, heap=heap) for a, b in pieces]
     rows, sizes = rows_of(pkts)
-    cap = rx.Capture.open(
+    cap = rx.Capture(
         MemSource(packets=rows, sizes=sizes), fmt=fmt, chunking=Chunking(packets_per_chunk=1)
     )
     with cap:
@@ -583,17 +594,19 @@ def test_heap_size_limits_and_repr() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "message"),
+    ("source", "delivery", "message"),
     [
-        ({"count": 10}, "generator sends no SPEAD"),
-        ({"count": 10, "nic_rate_gbps": 1.0}, "not SPEAD"),
-        ({"count": 10, "emulate": "ibv"}, "rq='striding'"),
-        ({"count": 10, "device": "cuda:0", "gpudirect": True}, "SPEAD heaps"),
+        (rx.MemSource(count=10), None, "generator sends no SPEAD"),
+        (rx.EmulatedNic(count=10, nic_rate_gbps=1.0), None, "not SPEAD"),
+        (rx.EmulatedNic(count=10, split=True), None, "rq='striding'"),
+        (rx.MemSource(count=10), rx.Delivery(device="cuda:0", gpudirect=True), "SPEAD heaps"),
     ],
 )
-def test_paths_without_spead_say_so(kwargs: dict, message: str) -> None:
+def test_paths_without_spead_say_so(
+    source: rx.Source, delivery: rx.Delivery | None, message: str
+) -> None:
     with pytest.raises(ValueError, match=message):
-        rx.Capture("mem", fmt=rx.Format.spead(8192), **kwargs)
+        rx.Capture(source, fmt=rx.Format.spead(8192), delivery=delivery)
 
 
 # ------------------------------------------------------------------ GPU delivery
@@ -614,11 +627,13 @@ def test_host_staged_gpu_delivery_equals_cpu() -> None:
                 pkts.append(good(cnt, payload[off : off + 96], offset=off, heap=300, extra=extra))
     rows, sizes = rows_of(pkts)
     fmt = rx.Format.spead(300, items=[TIMESTAMP])
-    kw = dict(fmt=fmt, packets=rows, sizes=sizes, packets_per_chunk=16, max_chunks=4)
-    cpu = rx.Capture("mem", **kw)  # type: ignore[arg-type]
+    source = rx.MemSource(packets=rows, sizes=sizes)
+    chunking = rx.Chunking(packets_per_chunk=16, max_chunks=4)
+    cpu = rx.Capture(source, fmt=fmt, chunking=chunking)
     with cpu:
         want = our_chunks(cpu)
-    cap = rx.Capture("mem", device="cuda:0", **kw)  # type: ignore[arg-type]
+    gpu_delivery = rx.Delivery(device="cuda:0")
+    cap = rx.Capture(source, fmt=fmt, chunking=chunking, delivery=gpu_delivery)
     got = {}
     with cap:
         for chunk in cap.chunks(timeout=20):
@@ -645,5 +660,5 @@ def test_host_staged_gpu_delivery_equals_cpu() -> None:
 def test_ibv_split_refuses_spead_before_touching_rdma() -> None:
     with pytest.raises(ValueError, match="need rq='striding'"):
         rx.Capture(
-            "ibv", fmt=rx.Format.spead(8192), bind="10.0.0.2:7148", interface="x", rq="split"
+            rx.IbvSource(bind="10.0.0.2:7148", interface="x", rq="split"), fmt=rx.Format.spead(8192)
         )

@@ -76,7 +76,8 @@ def test_loopback_exact_accounting_with_sender_faults(gso_segments: int) -> None
     ppc, n_chunks, max_chunks = 64, 30, 3
     f = faulty_schedule(n_chunks, ppc, max_chunks, np.random.default_rng(11))
     cap = rx.Capture(
-        "udp", bind="127.0.0.1:0", packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=0
+        rx.UdpSource(bind="127.0.0.1:0"),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=max_chunks, first_chunk=0),
     )
     with cap:
         assert cap.port
@@ -110,13 +111,8 @@ def test_reuseport_fan_out_over_two_pinned_threads() -> None:
     allowed = sorted(os.sched_getaffinity(0))
     cpus = [allowed[0], allowed[-1]]  # pinned, on two CPUs where there are two
     cap = rx.Capture(
-        "udp",
-        bind="127.0.0.1:0",
-        threads=2,
-        cpus=cpus,
-        packets_per_chunk=ppc,
-        max_chunks=n_chunks,
-        first_chunk=0,
+        rx.UdpSource(bind="127.0.0.1:0", threads=2, cpus=cpus),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=n_chunks, first_chunk=0),
     )
     with cap:
         assert cap.port
@@ -136,12 +132,13 @@ def test_gso_sends_reach_the_socket_their_block_is_steered_to() -> None:
     # socket group's steering program reads the first datagram of a GSO send); a GSO run
     # never crosses a multiple of its length, so every datagram lands on its block's
     # socket. 41 blocks: socket 0 gets 21 of them, socket 1 20.
-    from casper400g_rx import multisend
+    from casper400g_rx.tools import multisend
 
     ppc, blocks = 64, 41
     count = ppc * blocks
     cap = rx.Capture(
-        "udp", bind="127.0.0.1:0", threads=2, packets_per_chunk=ppc, max_chunks=8, first_chunk=0
+        rx.UdpSource(bind="127.0.0.1:0", threads=2),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=8, first_chunk=0),
     )
     sent: list[multisend.Sent] = []
     with cap:
@@ -173,7 +170,7 @@ def test_gso_sends_reach_the_socket_their_block_is_steered_to() -> None:
 
 
 def test_bad_gso_settings_name_the_value() -> None:
-    from casper400g_rx import multisend
+    from casper400g_rx.tools import multisend
 
     with pytest.raises(ValueError, match=r"gso_segments 8 x 8192-byte datagrams exceed the 65507"):
         rx.Sender(port=9, count=1, gso_segments=8)
@@ -188,13 +185,10 @@ def test_slow_consumer_policies_over_udp(policy: str) -> None:
     """A consumer that reads nothing while 20 chunks arrive, with a pool of 5 chunks."""
     ppc, n_chunks, pool = 32, 20, 5
     cap = rx.Capture(
-        "udp",
-        bind="127.0.0.1:0",
-        packets_per_chunk=ppc,
-        max_chunks=2,
-        n_chunks=pool,
-        policy=policy,
-        first_chunk=0,
+        rx.UdpSource(bind="127.0.0.1:0"),
+        chunking=rx.Chunking(
+            packets_per_chunk=ppc, max_chunks=2, n_chunks=pool, policy=policy, first_chunk=0
+        ),
     )
     with cap:
         assert cap.port
@@ -226,7 +220,9 @@ def test_slow_consumer_policies_over_udp(policy: str) -> None:
 
 def test_malformed_datagrams_are_rejected() -> None:
     ppc = 8
-    cap = rx.Capture("udp", bind="127.0.0.1:0", packets_per_chunk=ppc, first_chunk=0)
+    cap = rx.Capture(
+        rx.UdpSource(bind="127.0.0.1:0"), chunking=rx.Chunking(packets_per_chunk=ppc, first_chunk=0)
+    )
     rng = np.random.default_rng(3)
     bad = [b"", b"x", bytes(PAYLOAD - 1), rng.bytes(PAYLOAD + 1), rng.bytes(9000), rng.bytes(100)]
     with cap, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
@@ -248,7 +244,8 @@ def test_kernel_drops_are_counted_exactly() -> None:
     """A socket nobody reads yet overflows: the kernel's drops close the books exactly."""
     count = 200
     cap = rx.Capture(
-        "udp", bind="127.0.0.1:0", rcvbuf=256 << 10, packets_per_chunk=count, first_chunk=0
+        rx.UdpSource(bind="127.0.0.1:0", rcvbuf=256 << 10),
+        chunking=rx.Chunking(packets_per_chunk=count, first_chunk=0),
     )
     assert cap.port
     rx.Sender(port=cap.port, count=count).run()  # before start(): nothing reads the socket
@@ -273,29 +270,29 @@ def test_port_in_use_raises_oserror_naming_it() -> None:
         busy.bind(("127.0.0.1", 0))
         port = busy.getsockname()[1]
         with pytest.raises(OSError, match=f"127.0.0.1:{port}.*in use") as exc:
-            rx.Capture("udp", bind=f"127.0.0.1:{port}")
+            rx.Capture(rx.UdpSource(bind=f"127.0.0.1:{port}"))
     assert exc.value.errno == errno.EADDRINUSE
 
 
 def test_address_not_on_this_host_raises_oserror() -> None:
     # 192.0.2.0/24 is reserved for documentation: never a local address. Nothing is sent.
     with pytest.raises(OSError, match=r"192\.0\.2\.1") as exc:
-        rx.Capture("udp", bind="192.0.2.1:0")
+        rx.Capture(rx.UdpSource(bind="192.0.2.1:0"))
     assert exc.value.errno == errno.EADDRNOTAVAIL
 
 
 @pytest.mark.parametrize("bind", ["127.0.0.1", "300.1.1.1:5", "host:5", "127.0.0.1:70000"])
 def test_bad_bind_address_raises_value_error(bind: str) -> None:
     with pytest.raises(ValueError, match=r"bind|address"):
-        rx.Capture("udp", bind=bind)
+        rx.Capture(rx.UdpSource(bind=bind))
 
 
 def test_bad_cpu_pinning_names_the_cpu() -> None:
     with pytest.raises(ValueError, match="CPU 5000"):
-        rx.Capture("udp", cpus=[5000])
+        rx.Capture(rx.UdpSource(cpus=[5000]))
     with pytest.raises(ValueError, match="2 threads"):
-        rx.Capture("udp", threads=2, cpus=[0])
-    cap = rx.Capture("udp", cpus=[1023])
+        rx.Capture(rx.UdpSource(threads=2, cpus=[0]))
+    cap = rx.Capture(rx.UdpSource(cpus=[1023]))
     if 1023 not in os.sched_getaffinity(0):
         with pytest.raises(OSError, match="CPU 1023"):
             cap.start()
@@ -304,7 +301,7 @@ def test_bad_cpu_pinning_names_the_cpu() -> None:
 
 def test_ipv4_id_sequence_is_refused_on_sockets() -> None:
     with pytest.raises(ValueError, match="ipv4_id"):
-        rx.Capture("udp", fmt=rx.Format(seq="ipv4_id"))
+        rx.Capture(rx.UdpSource(), fmt=rx.Format(seq="ipv4_id"))
 
 
 def test_sender_refuses_non_loopback_destinations() -> None:
@@ -319,12 +316,12 @@ import os, warnings
 import casper400g_rx as rx  # imported first: the stdlib may be unreadable to "nobody"
 os.setgroups([]); os.setgid(65534); os.setuid(65534)
 try:
-    rx.Capture("udp", bind="127.0.0.1:1")
+    rx.Capture(rx.UdpSource("127.0.0.1:1"))
 except PermissionError as e:
     print("permission", e.errno, e)
 with warnings.catch_warnings(record=True) as w:
     warnings.simplefilter("always")
-    cap = rx.Capture("udp", bind="127.0.0.1:0", rcvbuf=1 << 30)
+    cap = rx.Capture(rx.UdpSource("127.0.0.1:0", rcvbuf=1 << 30))
     cap.start()
     cap.stop()
     print("warning", [x.category.__name__ + ": " + str(x.message) for x in w])
@@ -353,7 +350,7 @@ CTRL_C = """
 import signal
 signal.signal(signal.SIGINT, signal.default_int_handler)
 import casper400g_rx as rx
-cap = rx.Capture("udp", bind="127.0.0.1:0")
+cap = rx.Capture(rx.UdpSource("127.0.0.1:0"))
 with cap:
     print("waiting", flush=True)
     for chunk in cap.chunks():
@@ -380,7 +377,7 @@ def test_ctrl_c_interrupts_a_blocked_wait() -> None:
 
 def test_sender_rate_limit_is_honoured() -> None:
     count, rate = 2000, 1.0
-    cap = rx.Capture("udp", bind="127.0.0.1:0", packets_per_chunk=1000)
+    cap = rx.Capture(rx.UdpSource(bind="127.0.0.1:0"), chunking=rx.Chunking(packets_per_chunk=1000))
     with cap:
         assert cap.port
         sender = rx.Sender(port=cap.port, count=count, rate_gbps=rate)
@@ -398,7 +395,11 @@ def test_sender_prefix_carries_the_sequence_for_other_framings() -> None:
     prefix = bytes.fromhex("530402060000000580010000000000001000000000000000")
     ppc, count = 16, 64
     fmt = rx.Format(payload_size=len(prefix) + PAYLOAD, seq_offset=10, seq_width=6)
-    cap = rx.Capture("udp", bind="127.0.0.1:0", fmt=fmt, packets_per_chunk=ppc, first_chunk=0)
+    cap = rx.Capture(
+        rx.UdpSource(bind="127.0.0.1:0"),
+        fmt=fmt,
+        chunking=rx.Chunking(packets_per_chunk=ppc, first_chunk=0),
+    )
     with cap:
         assert cap.port
         sender = rx.Sender(
@@ -430,7 +431,8 @@ def test_senders_in_step_share_one_schedule_and_report_their_lag() -> None:
     # leaves it behind that schedule (max_lag grows with the stream); a rate it reaches
     # easily keeps it on time. The udp scaling benchmark reads max_lag to tell a sender
     # that fell behind by more than the receiver's window from a receiver that lost.
-    from casper400g_rx import _core, multisend
+    from casper400g_rx import _core
+    from casper400g_rx.tools import multisend
 
     sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sink.bind(("127.0.0.1", 0))

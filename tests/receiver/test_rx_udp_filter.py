@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 import casper400g_rx as rx
-from casper400g_rx import _core
-from casper400g_rx.sources import Chunking, UdpSource
+from casper400g_rx import Chunking, UdpSource, _core
 
 SIZE = 1024
 
@@ -30,7 +29,7 @@ def test_only_the_fpgas_datagrams_reach_the_engine() -> None:
     # numbers of its own: unfiltered they are placed or wreck the window; with the FPGA's
     # address as src_filter they are dropped before the engine, and counted.
     ppc, n = 32, 8
-    cap = rx.Capture.open(
+    cap = rx.Capture(
         UdpSource(bind="127.0.0.1:0", src_filter="127.0.0.2"),
         fmt=rx.Format(payload_size=SIZE),
         chunking=Chunking(packets_per_chunk=ppc, max_chunks=n, first_chunk=0),

@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 import casper400g_rx as rx
-from casper400g_rx import _core
-from casper400g_rx.sources import Chunking, MemSource
+from casper400g_rx import Chunking, MemSource, _core
 
 ENGINES = ["copy", "split"]
 PAYLOAD = 64
@@ -184,7 +183,7 @@ def test_out_of_window_runs_must_be_consistent() -> None:
 def test_the_bound_and_run_length_are_chunking_options() -> None:
     ppc = 8
     schedule = [*range(2 * ppc), *range(5 * ppc, 6 * ppc)]
-    cap = rx.Capture.open(
+    cap = rx.Capture(
         MemSource(schedule=np.array(schedule, dtype=np.uint64)),
         fmt=rx.Format(payload_size=PAYLOAD),
         chunking=Chunking(packets_per_chunk=ppc, max_chunks=2, max_jump=3, resync_after=4),
@@ -195,7 +194,7 @@ def test_the_bound_and_run_length_are_chunking_options() -> None:
     assert ids == [0, 1, 5]
     assert (cap.stats.out_of_window, cap.stats.window_resyncs) == (3, 1)
     # Unset, the bound is four windows.
-    default = rx.Capture.open(MemSource(count=1), chunking=Chunking(max_chunks=3))
+    default = rx.Capture(MemSource(count=1), chunking=Chunking(max_chunks=3))
     assert (default.config.max_jump, default.config.resync_after) == (12, 16)
     with pytest.raises(ValueError, match="resync_after must be >= 1, got 0"):
         Chunking(resync_after=0)

@@ -4,6 +4,8 @@ and captured by the receiver."""
 
 from __future__ import annotations
 
+import importlib.util
+import ipaddress
 import json
 from pathlib import Path
 from types import ModuleType
@@ -15,6 +17,8 @@ from conftest import need_tool
 
 import casper400g_rx as rx
 from casper400g_dev import checkout, sim
+from mlib_devel_400g import synth as yosys
+from mlib_devel_400g import timing
 
 HERE = Path(__file__).parent
 COCOTB_MODULE = HERE / "cocotb_fhg_pktgen.py"
@@ -38,12 +42,76 @@ def test_every_cocotb_test_was_collected() -> None:
         "example_stream_unchanged",
         "spead_heaps",
         "mode_follows_the_register_per_packet",
+        "destination_table_spreads_each_spectrum",
+        "destination_table_switches_mid_stream",
+        "destination_table_waits_for_a_spectrum_and_refuses_bad_commands",
     }
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_pktgen(run: tuple[dict[str, sim.TestOutcome], Path], name: str) -> None:
     sim.assert_passed(run[0], name)
+
+
+def test_configure_core_reads_destinations_in_order() -> None:
+    """configure_core.py: --dest entries (IP:PORT[:CHANNEL], the channel defaulting to the
+    index) form one table, loaded where the first stands among the --write options; bad
+    values are refused naming them."""
+    spec = importlib.util.spec_from_file_location(
+        "configure_core", checkout.ROOT / "examples" / "configure_core.py"
+    )
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    steps = [
+        ("write", ("pkt_ctrl", 2)),
+        ("dest", "239.2.0.10:7148"),
+        ("write", ("pkt_ctrl", 1)),
+        ("dest", "10.0.0.21:0x1bee:2048"),
+    ]
+    group, host = int(ipaddress.IPv4Address("239.2.0.10")), int(ipaddress.IPv4Address("10.0.0.21"))
+    assert script.plan(steps) == [
+        ("pkt_ctrl", 2),
+        [(group, 7148, 0), (host, 0x1BEE, 2048)],
+        ("pkt_ctrl", 1),
+    ]
+    assert script.plan([("dest_off", [])]) == [[]]
+    for bad, word in (
+        ("239.2.0.10", "IP:PORT"),
+        ("239.2.0.10:0", "port 0"),
+        ("239.2.0.10:7148:65536", "channel 65536"),
+        ("239.2.0.10:x", "numbers"),
+        ("239.2.0.300:7148", "239.2.0.300"),
+    ):
+        with pytest.raises(ValueError, match=word):
+            script.dest_entry(bad)
+
+
+def test_destination_table_within_six_logic_levels(tmp_path: Path) -> None:
+    """fhg_dest_table on its own (a design with two ports has one per port) keeps the
+    core's timing rule: no path between registers deeper than six logic levels (Yosys
+    synth_xilinx, mlib_devel_400g.timing), its two copies in distributed RAM."""
+    try:
+        cmd = yosys.find_yosys()
+        yosys.yosys_version(cmd)
+    except yosys.SynthError as exc:
+        need_tool(f"Yosys unavailable: {exc}")
+    net = tmp_path / "netlist.json"
+    result = yosys.run(
+        top="fhg_dest_table",
+        files=[EXAMPLE / "fhg_dest_table.sv"],
+        params={},
+        yosys=cmd,
+        progress=None,
+        netlist_out=net,
+    )
+    report = timing.analyse_file(net, limit=timing.LIMIT)
+    worst = [(p["endpoint"], p["start"], p["levels"]) for p in report["over_limit"]]
+    assert not worst, worst
+    # The analysis saw the design: its counters, the command state and the read path.
+    assert report["endpoints"] >= 20 and report["max_levels"] >= 3
+    total = result["total"]
+    assert total["lutram"] > 0 and (total["bram18"], total["bram36"]) == (0, 0)
 
 
 def example_payload(n: int, size: int) -> bytes:
@@ -100,7 +168,7 @@ def test_spead_heaps_captured_by_the_receiver(run: tuple[dict[str, sim.TestOutco
     sent = [p for p in job["packets"] if p["size"] == 8192]
     rows = np.stack([np.frombuffer(bytes.fromhex(p["payload"]), np.uint8) for p in sent])
     fmt = rx.Format.spead(8192, index_item=TIMESTAMP, index_step=job["step"], items=[CHANNEL])
-    cap = rx.Capture("mem", fmt=fmt, packets=rows, packets_per_chunk=4)
+    cap = rx.Capture(rx.MemSource(packets=rows), fmt=fmt, chunking=rx.Chunking(packets_per_chunk=4))
     with cap:
         chunks = {}
         for c in cap.chunks(timeout=5):

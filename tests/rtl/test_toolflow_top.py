@@ -49,6 +49,7 @@ def test_every_cocotb_test_was_collected() -> None:
         "sends_the_example_stream",
         "sends_the_tone",
         "sends_spead_heaps",
+        "spreads_over_the_destination_table",
     }
 
 
@@ -98,7 +99,11 @@ def test_spead_frames_decode_in_spead2_and_the_receiver(
     big = [f for f, p in zip(frames, payloads, strict=True) if len(p) == 64 + 8192]
     rows = np.stack([np.frombuffer(f, np.uint8) for f in big])
     fmt = rx.Format.spead(8192, items=[TIMESTAMP, CHANNEL], udp_port=7148)
-    cap = rx.Capture("mem", fmt=fmt, packets=rows, frames=True, packets_per_chunk=len(big))
+    cap = rx.Capture(
+        rx.MemSource(packets=rows, frames=True),
+        fmt=fmt,
+        chunking=rx.Chunking(packets_per_chunk=len(big)),
+    )
     with cap:
         chunks = list(cap.chunks(timeout=5))
         assert len(chunks) == 1

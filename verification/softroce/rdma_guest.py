@@ -2,7 +2,7 @@
 
 Run in the VM (host root shared, so the checkout's .venv and tree are there):
 ``python -m verification.softroce.rdma_guest --out DIR ...``. It opens
-``Capture.open(RdmaSource(...))`` over Linux's rdma_rxe, writes ``params.json`` (the
+``Capture(RdmaSource(...))`` over Linux's rdma_rxe, writes ``params.json`` (the
 ``cap.rdma_params`` the core needs), takes every chunk (saving its id, present mask and
 data, then releasing it, which sends the core a credit datagram), keeps ``progress``
 (JSON: the chunks taken so far, their ids and the capture's counters) up to date, and
@@ -49,9 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
 
     import casper400g_rx as rx
-    from casper400g_rx.sources import Chunking, RdmaSource
+    from casper400g_rx import Chunking, RdmaSource
 
-    cap = rx.Capture.open(
+    cap = rx.Capture(
         RdmaSource(
             peer_ip=a.peer_ip,
             ip=a.ip,

@@ -2,9 +2,12 @@
 
 The host's root is shared read-only into the VM over virtio-9p, so the VM runs the host's
 ``ip``, ``rdma``, libibverbs (rxe provider) and whatever program the caller names, at
-the same paths as on the host. An exchange folder (``xchg/`` of the work folder) is
-shared read-write and mounted at ``/run/softroce`` in the VM: the caller's commands
-write their results there.
+the same paths as on the host. The VM has its own empty ``/tmp`` and ``/run``, so the
+checkout and the Python environment the caller runs from are shared explicitly as well
+(read-only, each at its own path: :func:`host_shares`): a clone and its venv under
+``/tmp`` are where the VM's commands look for them. An exchange folder (``xchg/`` of the
+work folder) is shared read-write and mounted at ``/run/softroce`` in the VM: the
+caller's commands write their results there.
 
 The VM's only NIC (virtio-net, ``eth0``) is a QEMU ``dgram`` netdev over Unix datagram
 sockets: every Ethernet frame is one datagram between the VM and this process, so the
@@ -17,15 +20,17 @@ the RoCE device; the caller's commands run once its port is ACTIVE.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .image import RUN_SCRIPT, VM_XCHG_DIR, VmImage
+from .image import REPO_ROOT, RUN_SCRIPT, VM_XCHG_DIR, VmImage
 
 # Documentation addresses (RFC 5737): the link exists only between QEMU and this process.
 VM_IP = "192.0.2.1"
@@ -50,11 +55,47 @@ class VmError(RuntimeError):
     """The VM did not boot, or did not do what was asked; the message has its console tail."""
 
 
-def run_script(commands: str, peer_ip: str = PEER_IP, peer_mac: str = PEER_MAC) -> str:
-    """The script the VM's init runs in the host-root chroot (``sh``, from the xchg folder)."""
+def host_shares(extra: Sequence[Path] = ()) -> list[Path]:
+    """The host folders the VM mounts at their own paths: the checkout, the running
+    Python's virtual environment (wherever it is) and ``extra``; one inside another is
+    seen through the outer one."""
+    venv = [Path(sys.prefix)] if sys.prefix != sys.base_prefix else []
+    found: list[Path] = []
+    for p in (REPO_ROOT, *venv, *extra):
+        p = Path(p).absolute()
+        if p != Path("/") and p not in found:
+            found.append(p)
+    return sorted(p for p in found if not any(q != p and q in p.parents for q in found))
+
+
+def share_tag(k: int) -> str:
+    return f"share{k}"
+
+
+def _mount_shares(shares: Sequence[Path]) -> str:
+    lines = []
+    for k, path in enumerate(shares):
+        where = shlex.quote(str(path))
+        lines.append(
+            f"mkdir -p {where} && mount -t 9p -o trans=virtio,version=9p2000.L,ro,"
+            f"cache=loose,msize=512000 {share_tag(k)} {where} "
+            f'|| log "mounting {where} failed"'
+        )
+    return "\n".join(lines)
+
+
+def run_script(
+    commands: str,
+    peer_ip: str = PEER_IP,
+    peer_mac: str = PEER_MAC,
+    shares: Sequence[Path] = (),
+) -> str:
+    """The script the VM's init runs in the host-root chroot (``sh``, from the xchg folder):
+    ``shares`` mounted at their paths first (tags ``share0``, ``share1``, …)."""
     out = VM_XCHG_DIR
     return f"""set -u
 log() {{ echo "softroce: $*"; }}
+{_mount_shares(shares)}
 ip link set lo up
 # Jumbo frames, so that rxe's port MTU (the largest IB MTU that fits) is 4096.
 ip link set {NETDEV} mtu {NETDEV_MTU} up
@@ -86,7 +127,9 @@ def qemu_available() -> bool:
 
 
 class SoftRoceVm:
-    """One VM run: ``start()``, exchange frames and files, ``finish()`` (or ``with``)."""
+    """One VM run: ``start()``, exchange frames and files, ``finish()`` (or ``with``).
+    ``shares``: host folders mounted read-only at their paths (default
+    :func:`host_shares`: the checkout and the running Python's environment)."""
 
     def __init__(
         self,
@@ -95,8 +138,10 @@ class SoftRoceVm:
         peer_ip: str = PEER_IP,
         peer_mac: str = PEER_MAC,
         workdir: Path | None = None,
+        shares: Sequence[Path] | None = None,
     ) -> None:
         self.image = image
+        self.shares = host_shares() if shares is None else list(shares)
         # Unix socket paths must stay under ~100 bytes: a short folder in the temp dir.
         self._own_workdir = workdir is None
         self.workdir = Path(tempfile.mkdtemp(prefix="softroce-")) if workdir is None else workdir
@@ -105,7 +150,8 @@ class SoftRoceVm:
         self.serial_log = self.workdir / "serial.log"
         self._vm_sock = self.workdir / "vm.sock"
         self._host_sock = self.workdir / "host.sock"
-        (self.xchg / RUN_SCRIPT).write_text(run_script(commands, peer_ip, peer_mac))
+        script = run_script(commands, peer_ip, peer_mac, self.shares)
+        (self.xchg / RUN_SCRIPT).write_text(script)
         self._proc: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
 
@@ -114,6 +160,17 @@ class SoftRoceVm:
             f"dgram,id=n0,local.type=unix,local.path={self._vm_sock},"
             f"remote.type=unix,remote.path={self._host_sock}"
         )
+        shared = []
+        for k, path in enumerate(self.shares):
+            shared += [
+                "-fsdev",
+                # (QEMU's option syntax: a comma in a value is written twice)
+                f"local,id={share_tag(k)},path={str(path).replace(',', ',,')},"
+                "security_model=none,readonly=on,"
+                "multidevs=remap",
+                "-device",
+                f"virtio-9p-pci,fsdev={share_tag(k)},mount_tag={share_tag(k)}",
+            ]
         # -cpu max: the host's programs run in the VM as they are, and numpy's wheels (and
         # so the project's receiver) need more than the default qemu64 CPU's x86-64 v1.
         return [
@@ -133,6 +190,7 @@ class SoftRoceVm:
             "-device", "virtio-9p-pci,fsdev=xchg,mount_tag=xchg",
             "-netdev", dgram,
             "-device", f"virtio-net-pci,netdev=n0,mac={VM_MAC}",
+            *shared,
         ]  # fmt: skip
 
     def start(self) -> None:

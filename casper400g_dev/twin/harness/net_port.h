@@ -54,12 +54,27 @@ class FdCloser {
     int fd_;
 };
 
+// A descriptor handed over by the parent (a TAP device it attached, a file it opened):
+// the harness owns it from here on, non-blocking.
+inline int adopt_fd(const std::string &text) {
+    std::size_t end = 0;
+    const int fd = std::stoi(text, &end);
+    if (end != text.size() || fd < 3) throw std::runtime_error("bad descriptor '" + text + "'");
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0) throw sys_error("descriptor " + text + " is not open");
+    if (::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 || ::fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+        throw sys_error("descriptor " + text);
+    return fd;
+}
+
 // A TAP device: frames written appear as received by the interface, frames the host
-// sends out of the interface are read here. The interface (persistent, made by
-// `ip tuntap add`) is attached by name in the caller's network namespace.
+// sends out of the interface are read here. Either attached by name (a persistent
+// interface this user may attach to, in the caller's network namespace) or, as the twin
+// does, handed over attached: the parent keeps the privilege, the harness needs none.
 class TapPort final : public NetPort {
   public:
     explicit TapPort(const std::string &name) : name_(name), fd_(open_tap(name)) {}
+    TapPort(int fd, const std::string &name) : name_(name), fd_(fd) {}
 
     bool send(const std::uint8_t *frame, std::size_t len) override {
         return ::write(fd_.get(), frame, len) == static_cast<ssize_t>(len);
@@ -141,10 +156,13 @@ class UdpTunnelPort final : public NetPort {
     sockaddr_in peer_;
 };
 
-// Frames the FPGA sends, appended to a pcap file (Ethernet link type) as they leave.
+// Frames the FPGA sends, appended to a pcap file (Ethernet link type) as they leave: a
+// file opened by path, or a descriptor the parent opened (`path` then only names it).
 class PcapPort final : public NetPort {
   public:
-    explicit PcapPort(const std::string &path) : path_(path), f_(std::fopen(path.c_str(), "wb")) {
+    explicit PcapPort(const std::string &path) : PcapPort(std::fopen(path.c_str(), "wb"), path) {}
+    PcapPort(int fd, const std::string &path) : PcapPort(::fdopen(fd, "wb"), path) {}
+    PcapPort(std::FILE *f, const std::string &path) : path_(path), f_(f) {
         if (!f_) throw sys_error("cannot write " + path);
         const std::uint32_t hdr[6] = {0xa1b2c3d4u, 0x00040002u, 0, 0, 65535, 1};
         std::fwrite(hdr, sizeof hdr, 1, f_);

@@ -14,8 +14,14 @@
 //   flush MAC           -> ok     (release datagrams the link model holds)
 //   quit                -> ok, then the harness exits (so does EOF on the descriptor)
 // Addresses and words are hex (0x optional). A bus access that fails stops the request.
+//
+// The design may come from an uploaded image: the harness refuses to run as root, and sets
+// no_new_privs before the design's first evaluation (nothing it starts gains privileges).
+// A TAP device or pcap file it is given as a descriptor (tapfd:N:NAME, pcapfd:N:PATH) was
+// opened by its privileged parent.
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -137,14 +143,15 @@ struct Mac {
 };
 
 struct Options {
-    std::vector<std::string> ports;  // NAME=tap:IF | NAME=udp:LOCAL,PEER | NAME=pcap:PATH
+    // NAME=tap:IF | NAME=tapfd:FD:IF | NAME=udp:LOCAL,PEER | NAME=pcap:PATH | NAME=pcapfd:FD:PATH
+    std::vector<std::string> ports;
     int control_fd = -1;
 };
 
 [[noreturn]] void usage(const char *msg) {
     std::fprintf(stderr,
-                 "twin: %s\nusage: twin --control-fd N [--port NAME=tap:IF|udp:LOCAL,PEER|"
-                 "pcap:PATH]...\n",
+                 "twin: %s\nusage: twin --control-fd N [--port NAME=tap:IF|tapfd:FD:IF|"
+                 "udp:LOCAL,PEER|pcap:PATH|pcapfd:FD:PATH]...\n",
                  msg);
     std::exit(2);
 }
@@ -154,6 +161,13 @@ std::unique_ptr<NetPort> open_port(const std::string &spec) {
     const std::string kind = spec.substr(0, colon), arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
     if (kind == "tap") return std::make_unique<TapPort>(arg);
     if (kind == "pcap") return std::make_unique<PcapPort>(arg);
+    if (kind == "tapfd" || kind == "pcapfd") {
+        const auto sep = arg.find(':');
+        if (sep == std::string::npos) usage(("want " + kind + ":FD:NAME in '" + spec + "'").c_str());
+        const int fd = adopt_fd(arg.substr(0, sep));
+        if (kind == "tapfd") return std::make_unique<TapPort>(fd, arg.substr(sep + 1));
+        return std::make_unique<PcapPort>(fd, arg.substr(sep + 1));
+    }
     if (kind == "udp") {
         const auto comma = arg.find(',');
         if (comma == std::string::npos) usage("udp port: want udp:LOCAL_IP:PORT,PEER_IP:PORT");
@@ -566,6 +580,15 @@ int main(int argc, char **argv) {
         else usage(("unknown argument " + a).c_str());
     }
     if (opt.control_fd < 0) usage("--control-fd is required");
+    if (::geteuid() == 0) {
+        std::fprintf(stderr, "twin: refusing to run as root: the design may be an uploaded one "
+                             "(casper400g twin starts it as an unprivileged user)\n");
+        return 3;
+    }
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+        std::fprintf(stderr, "twin: prctl(PR_SET_NO_NEW_PRIVS): %s\n", std::strerror(errno));
+        return 3;
+    }
     ::signal(SIGPIPE, SIG_IGN);
     struct sigaction sa {};
     sa.sa_handler = on_signal;

@@ -3,7 +3,8 @@
 //
 // Per queue: one completion queue, one IBV_QPT_RAW_PACKET queue pair (or, with the
 // striding RQ, a multi-packet work queue behind an RSS queue pair), one flow rule
-// (destination MAC + IPv4 + UDP port, full masks) and one pinned thread.
+// (destination MAC + IPv4 + UDP port, full masks) per destination address (the
+// interface's, or each multicast group's) and one pinned thread.
 #pragma once
 
 #include <cstddef>
@@ -37,7 +38,15 @@ struct ibv_options {
     std::string rq = "split";     // "split" (header-data split, fixed slots) or "striding"
     bool busy_poll = true;        // false: sleep on a completion channel
     std::string mac;              // destination MAC of the flow rule; default: the interface's
+    // IPv4 multicast groups: flow rules for each group's address and MAC (RFC 1112)
+    // instead of the interface's. Joining them (IGMP) is the caller's: a raw queue has
+    // no socket (casper400g_rx/multicast.py).
+    std::vector<std::string> groups;
 };
+
+// The Ethernet address of an IPv4 multicast group (network order): 01:00:5e and the
+// group's low 23 bits. Throws std::invalid_argument when the address is not multicast.
+void multicast_mac(std::uint32_t group_be, std::uint8_t out[6]);
 
 // Whether the backend was compiled in and rdma-core loads here: "" when usable,
 // otherwise the reason (for `casper400g rx hwcheck` and error messages).

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _core
+from .. import _core
 
 BLOCK = 32  # the C++ sender's sendmmsg batch
 

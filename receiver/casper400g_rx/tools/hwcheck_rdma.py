@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import _core
+from .. import _core
 
 HINTS = (
     "the core: rdma_ctrl.en = 1 and rdma_dest_ip = this host's IP (FourHundredGbe.rdma_status()"
@@ -82,8 +82,7 @@ def _nic_counters(device: str) -> dict[str, int]:
 
 def run_rdma_check(args: argparse.Namespace) -> tuple[bool, list[str], list[str], dict[str, Any]]:
     """(ok, notes, problems, report)."""
-    from .capture import Capture
-    from .sources import Chunking, Delivery, RdmaSource
+    from .. import Capture, Chunking, Delivery, RdmaSource
 
     notes: list[str] = []
     problems: list[str] = []
@@ -92,7 +91,7 @@ def run_rdma_check(args: argparse.Namespace) -> tuple[bool, list[str], list[str]
         return False, notes, ["--rdma needs --peer-ip: the queue pair accepts the core only"], {}
     device = "cpu" if args.gpu is None else f"cuda:{args.gpu}"
     try:
-        cap = Capture.open(
+        cap = Capture(
             RdmaSource(
                 peer_ip=args.peer_ip,
                 ip=args.ip,

@@ -42,8 +42,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import _core, multisend
-from .capture import Capture
+from .. import Capture, Chunking, MemSource, UdpSource, _core
+from . import multisend
 
 HEAP_PAYLOAD = 8192
 PACKET = 8 + 5 * 8 + HEAP_PAYLOAD  # SPEAD header, 5 item pointers, payload
@@ -114,13 +114,9 @@ def casper_trial(
     last_chunk = count // PPC  # counted chunks: 1 .. last_chunk
     fmt = _core.Format.spead(HEAP_PAYLOAD, max_packet=PACKET)
     cap = Capture(
-        "udp",
-        bind="127.0.0.1:0",
+        UdpSource(bind="127.0.0.1:0", rcvbuf=_rcvbuf()),
         fmt=fmt,
-        packets_per_chunk=PPC,
-        n_chunks=16,
-        first_chunk=1,
-        rcvbuf=_rcvbuf(),
+        chunking=Chunking(packets_per_chunk=PPC, n_chunks=16, first_chunk=1),
     )
     placed = 0
     done = threading.Event()
@@ -318,7 +314,11 @@ def casper_from_memory(
     rows: np.ndarray, sizes: list[int], heap_size: int, hpc: int, n_heaps: int
 ) -> float:
     fmt = _core.Format.spead(heap_size, items=[TIMESTAMP, CHANNEL], max_packet=rows.shape[1])
-    cap = Capture("mem", fmt=fmt, packets=rows, sizes=sizes, packets_per_chunk=hpc, max_chunks=4)
+    cap = Capture(
+        MemSource(packets=rows, sizes=sizes),
+        fmt=fmt,
+        chunking=Chunking(packets_per_chunk=hpc, max_chunks=4),
+    )
     complete = 0
     t0 = time.perf_counter()
     cap.start()

@@ -24,8 +24,8 @@ import time
 
 import numpy as np
 
-from . import _core, multisend
-from .capture import Capture, Stats
+from .. import Capture, Chunking, EmulatedNic, MemSource, Stats, UdpSource, _core
+from . import multisend
 
 PAYLOAD = 8192
 
@@ -67,14 +67,13 @@ def engine_rate(
     placing into one capture's chunks."""
     packets = max(packets_per_chunk, packets // packets_per_chunk * packets_per_chunk)
     cap = Capture(
-        "mem",
-        count=packets,
-        fill=fill,
-        packets_per_chunk=packets_per_chunk,
-        max_chunks=4,
-        n_chunks=4 + 4 * queues,
-        queues=queues,
-        first_chunk=0,
+        MemSource(count=packets, fill=fill, queues=queues),
+        chunking=Chunking(
+            packets_per_chunk=packets_per_chunk,
+            max_chunks=4,
+            n_chunks=4 + 4 * queues,
+            first_chunk=0,
+        ),
     )
     s = drain(cap)
     if s.packets != packets or s.lost:
@@ -103,7 +102,7 @@ def split_rate(
     drop costs up to a queue's depth of fix-up copies, as the receives already posted
     were predicted before the gap was seen.
     """
-    from .faults import faulty_schedule
+    from ..faults import faulty_schedule
 
     ppc = packets_per_chunk
     n_chunks = max(8, packets // ppc)
@@ -121,15 +120,8 @@ def split_rate(
         )
         schedule = f.schedule
     cap = Capture(
-        "mem",
-        emulate="ibv",
-        count=n_chunks * ppc,
-        schedule=schedule,
-        fill=fill,
-        packets_per_chunk=ppc,
-        max_chunks=4,
-        depth=1024,
-        first_chunk=0,
+        EmulatedNic(count=n_chunks * ppc, schedule=schedule, fill=fill, depth=1024, split=True),
+        chunking=Chunking(packets_per_chunk=ppc, max_chunks=4, first_chunk=0),
     )
     s = drain(cap)
     expected = n_chunks * ppc if schedule is None else len(schedule)
@@ -143,15 +135,10 @@ def split_lanes_rate(packets: int, lanes: int, packets_per_chunk: int = 1024) ->
     each, writing headers + prefix, placing its completions) share its chunks."""
     ppc = packets_per_chunk
     cap = Capture(
-        "mem",
-        emulate="ibv",
-        count=max(8, packets // ppc) * ppc,
-        queues=lanes,
-        depth=1024,
-        fill=False,
-        packets_per_chunk=ppc,
-        max_chunks=4,
-        first_chunk=0,
+        EmulatedNic(
+            count=max(8, packets // ppc) * ppc, queues=lanes, depth=1024, fill=False, split=True
+        ),
+        chunking=Chunking(packets_per_chunk=ppc, max_chunks=4, first_chunk=0),
     )
     s = drain(cap)
     if s.packets != s.received or s.lost:
@@ -167,11 +154,10 @@ def emulated_nic_trial(
     chunk. path "copy": the mem backend's generator + receive rings (every payload copied
     once); "split": the header-split lanes (headers + prefix written per packet)."""
     count = max(8 * ppc, int(rate_gbps * 1e9 * seconds / (PAYLOAD * 8)) // ppc * ppc)
-    common = dict(count=count, queues=queues, packets_per_chunk=ppc, max_chunks=4, first_chunk=0)
-    if path == "copy":
-        cap = Capture("mem", nic_rate_gbps=rate_gbps, fill=False, **common)  # type: ignore[arg-type]
-    else:
-        cap = Capture("mem", emulate="ibv", nic_rate_gbps=rate_gbps, fill=False, **common)  # type: ignore[arg-type]
+    nic = EmulatedNic(
+        count=count, nic_rate_gbps=rate_gbps, queues=queues, fill=False, split=path != "copy"
+    )
+    cap = Capture(nic, chunking=Chunking(packets_per_chunk=ppc, max_chunks=4, first_chunk=0))
     t0 = time.perf_counter()
     with cap:
         for chunk in cap.chunks(timeout=10):
@@ -218,7 +204,7 @@ def overload(path: str, queues: int, rates: list[float], seconds: float) -> None
 
 def sender_alone_gbps(seconds: float, sender_threads: int = 1, gso_segments: int = 0) -> float:
     """Rate the sender reaches with nobody reading (datagrams to a bound, idle socket)."""
-    cap = Capture("udp", bind="127.0.0.1:0", rcvbuf=1 << 20)
+    cap = Capture(UdpSource(bind="127.0.0.1:0", rcvbuf=1 << 20))
     assert cap.port is not None
     if sender_threads > 1:
         count = int(seconds * 40e9 / (PAYLOAD * 8))
@@ -282,14 +268,10 @@ def udp_trial(
     if pins is not None:
         sender_threads = len(pins[1])
     cap = Capture(
-        "udp",
-        bind="127.0.0.1:0",
-        threads=threads,
-        cpus=pins[0] if pins else None,
-        packets_per_chunk=ppc,
-        max_chunks=max_chunks,
-        n_chunks=28 + 2 * threads,
-        first_chunk=0,
+        UdpSource(bind="127.0.0.1:0", threads=threads, cpus=pins[0] if pins else None),
+        chunking=Chunking(
+            packets_per_chunk=ppc, max_chunks=max_chunks, n_chunks=28 + 2 * threads, first_chunk=0
+        ),
     )
     result: dict[str, float] = {}
     with cap:

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import _core
+from .. import _core
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
@@ -168,15 +168,12 @@ def print_report(devices: list[dict[str, Any]], gpus: list[dict[str, Any]]) -> N
 
 def capture_test(args: argparse.Namespace) -> tuple[bool, str]:
     """Receive a live stream for a few seconds through the ibv backend."""
-    from .capture import Capture
+    from .. import Capture, Chunking, IbvSource
 
     cap = Capture(
-        "ibv",
-        bind=args.capture,
-        interface=args.interface or "",
+        IbvSource(bind=args.capture, interface=args.interface or ""),
         fmt=_core.Format(payload_size=args.payload),
-        packets_per_chunk=1024,
-        max_chunks=4,
+        chunking=Chunking(packets_per_chunk=1024, max_chunks=4),
     )
     deadline = time.monotonic() + args.seconds
     with cap:

@@ -7,9 +7,8 @@ import time
 
 import numpy as np
 
-from . import _core
-from .capture import Capture, Stats
-from .example_stream import example_payloads
+from .. import Capture, Chunking, Delivery, MemSource, Stats, UdpSource, _core
+from ..example_stream import example_payloads
 
 
 def demo_loopback(
@@ -33,7 +32,8 @@ def demo_loopback(
             mismatched += int(np.count_nonzero(chunk.data[present] != example_payloads(seqs)))
 
     cap = Capture(
-        "udp", bind="127.0.0.1:0", packets_per_chunk=packets_per_chunk, n_chunks=32, first_chunk=0
+        UdpSource(bind="127.0.0.1:0"),
+        chunking=Chunking(packets_per_chunk=packets_per_chunk, n_chunks=32, first_chunk=0),
     )
     with cap:
         assert cap.port is not None
@@ -65,8 +65,8 @@ def demo_gpu(n_chunks: int = 8, packets_per_chunk: int = 1024) -> tuple[bool, li
     Returns (ok, lines to print): ok is False when a check failed or, with the reason
     in the first line, when there is no GPU to run on.
     """
-    from . import gpu
-    from .faults import faulty_schedule
+    from .. import gpu
+    from ..faults import faulty_schedule
 
     usable, why = gpu.cuda_status()
     if not usable:
@@ -79,18 +79,14 @@ def demo_gpu(n_chunks: int = 8, packets_per_chunk: int = 1024) -> tuple[bool, li
     sched = faulty_schedule(n_chunks, ppc, 4, np.random.default_rng(1)).schedule
     lines = [f"GPU: {_core.cuda_device_info(0)['name']}"]
     all_ok = True
-    for label, kw in (
-        ("host-staged (pinned chunks -> cudaMemcpyAsync)", {}),
-        ("GPUDirect (frames in GPU memory -> reorder kernels)", {"gpudirect": True}),
+    for label, gpudirect in (
+        ("host-staged (pinned chunks -> cudaMemcpyAsync)", False),
+        ("GPUDirect (frames in GPU memory -> reorder kernels)", True),
     ):
         cap = Capture(
-            "mem",
-            schedule=sched,
-            packets_per_chunk=ppc,
-            max_chunks=4,
-            first_chunk=0,
-            device="cuda:0",
-            **kw,  # type: ignore[arg-type]
+            MemSource(schedule=sched),
+            chunking=Chunking(packets_per_chunk=ppc, max_chunks=4, first_chunk=0),
+            delivery=Delivery(device="cuda:0", gpudirect=gpudirect),
         )
         bad = 0
         with cap:
