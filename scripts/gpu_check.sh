@@ -16,6 +16,13 @@
 # split, whole payload and headers + prefix, ladder + overload), DLPack, and the loopback
 # spead2 side-by-side and SO_REUSEPORT scaling with a 4-thread sender. Its wheels
 # (spead2, the build backend, pytest, scapy) come from scripts/gpu_wheels.sh.
+#
+# PRESET=multigpu: one capture into several GPUs (about 6 minutes on a 2-GPU host, the
+# build included): no sanitizer; the multi-GPU tests (every chunk on its GPU with the CPU
+# engine's bytes, exact accounting under faults; the one-GPU delivery's tests, which run
+# the same lanes); the benchmark casper400g_rx.tools.bench_multigpu into every GPU: pinned
+# H2D peaks, 3 trials of 10 s at 400 Gb/s with an FFT per chunk on its GPU, the ladder to
+# the highest zero-loss rate. BENCH_MODULE names the benchmark module (default bench_gpu).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-build/gpu_check}
@@ -35,6 +42,15 @@ if [ "${PRESET:-}" = shared ]; then
   # Loopback receivers (ours and spead2) get the same 64 MiB socket buffers.
   sysctl -w net.core.rmem_max=67108864 > /dev/null 2>&1 || true
 fi
+if [ "${PRESET:-}" = multigpu ]; then
+  SANITIZE=${SANITIZE:-0}
+  TEST_TIMEOUT=${TEST_TIMEOUT:-240}
+  BENCH_TIMEOUT=${BENCH_TIMEOUT:-300}
+  tests="tests/receiver/test_rx_multigpu.py $tests"
+  BENCH_MODULE=${BENCH_MODULE:-bench_multigpu}
+  BENCH_ARGS=${BENCH_ARGS:-"--rate 400 --trials 3 --seconds 10 --ladder-seconds 3"}
+fi
+bench=${BENCH_MODULE:-bench_gpu}
 
 step() { echo; echo "== $*"; }
 
@@ -93,7 +109,7 @@ raise SystemExit(0 if ok else 1)" 2>&1 | tee "$out/demo.log" || status=1
 
 step "GPU benchmarks"
 # shellcheck disable=SC2086
-timeout "${BENCH_TIMEOUT:-600}" "$py" -m casper400g_rx.tools.bench_gpu --out "$out/bench.md" ${BENCH_ARGS:-} \
+timeout "${BENCH_TIMEOUT:-600}" "$py" -m "casper400g_rx.tools.$bench" --out "$out/bench.md" ${BENCH_ARGS:-} \
   2>&1 | tee "$out/bench.log" || status=1
 
 {

@@ -310,6 +310,8 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
             d["name"] = dev->name();
             d["sm_count"] = dev->sm_count();
             d["ordinal"] = dev->ordinal();
+            d["pci"] = dev->pci_address();
+            d["numa_node"] = dev->numa_node();
             return d;
         },
         py::arg("ordinal"));

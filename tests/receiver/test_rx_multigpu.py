@@ -37,6 +37,7 @@ needs_two_gpus = pytest.mark.skipif(
     N_GPUS < 2, reason=f"needs two CUDA devices, this host has {N_GPUS} ({CUDA_WHY})"
 )
 PAYLOAD = 8192
+Trial = dict[str, Any]
 COUNTERS = ("received", "packets", "bytes", "lost", "late", "duplicate", "rejected", "chunks")
 
 
@@ -540,3 +541,73 @@ def test_a_gpu_this_host_lacks_is_named() -> None:
         rx.Capture(
             rx.MemSource(count=64), delivery=rx.Delivery(devices=["cuda:0", f"cuda:{N_GPUS}"])
         )
+
+
+# --- the benchmark's own logic (tools/bench_multigpu.py) --------------------------------
+
+
+def test_benchmark_verdict_counts_every_packet() -> None:
+    from casper400g_rx.tools.bench_multigpu import verdict
+
+    clean = {
+        "received": 4096,
+        "packets": 4096,
+        "late": 0,
+        "duplicate": 0,
+        "rejected": 0,
+        "discarded": 0,
+        "lost": 0,
+        "nic_drops": 0,
+        "packets_dropped": 0,
+        "gpus": [{"packets": 2048}, {"packets": 2048}],
+    }
+    assert verdict(clean, 4096) == (True, True)
+    # The NIC dropped 10 and 10 slots stayed empty: a loss, every packet accounted.
+    dropped = {**clean, "received": 4086, "packets": 4086, "lost": 10, "nic_drops": 10}
+    dropped["gpus"] = [{"packets": 2043}, {"packets": 2043}]
+    assert verdict(dropped, 4096) == (False, True)
+    # A GPU that reports a packet the engine never placed breaks the account.
+    assert verdict({**clean, "gpus": [{"packets": 2049}, {"packets": 2048}]}, 4096) == (True, False)
+    # Late packets are losses even when every one is counted.
+    late = {**clean, "packets": 4090, "late": 6, "gpus": [{"packets": 4090}]}
+    assert verdict(late, 4096) == (False, True)
+
+
+def test_benchmark_ladder_goes_up_from_a_goal_that_held_and_down_from_one_that_lost() -> None:
+    from casper400g_rx.tools.bench_multigpu import climb, ladder_rates
+
+    def trial(rate: float, limit: float) -> Trial:
+        return {"rate": rate, "ok": rate <= limit, "achieved": min(rate, limit)}
+
+    seen: list[float] = []
+    goal = [trial(400, 520)] * 3
+    rates = ladder_rates(400, True, [350, 450, 500, 550, 600], [300])
+    assert rates == [450, 500, 550, 600]
+    best, failed = climb(goal, rates, lambda r: trial(r, 520), lambda t: seen.append(t["rate"]))
+    assert best is not None and best["rate"] == 500
+    assert failed is not None and failed["rate"] == 550 and seen == [450, 500, 550]
+    seen.clear()
+    goal = [trial(400, 320), trial(400, 320)]
+    rates = ladder_rates(400, False, [450], [350, 300, 250])
+    best, failed = climb(goal, rates, lambda r: trial(r, 320), lambda t: seen.append(t["rate"]))
+    assert best is not None and best["rate"] == 300 and seen == [350, 300]
+    assert failed is goal[0]
+    best, failed = climb(goal, [], lambda r: trial(r, 0), lambda t: None)
+    assert best is None and failed is goal[0]
+
+
+def test_benchmark_smoke_run_writes_its_tables(tmp_path: Any) -> None:
+    # The whole tool at a low rate into host lanes: the plumbing the GPU run relies on.
+    from casper400g_rx.tools import bench_multigpu
+
+    out = tmp_path / "multigpu.md"
+    argv = ["--smoke", "--rate", "2", "--trials", "1", "--seconds", "0.5"]
+    argv += ["--ladder-seconds", "0.3", "--ladder", "3", "--out", str(out)]
+    assert bench_multigpu.main(argv) == 0
+    text = out.read_text()
+    assert "# One capture into 2 GPUs: host lane 0, host lane 1" in text
+    assert "## 2 Gb/s offered, 1 trials of 0.5 s" in text
+    assert "## Highest zero-loss rate (0.3 s per rate)" in text
+    rows = [r for r in text.splitlines() if r.startswith(("| 1 |", "| ladder |"))]
+    assert rows and all(r.split("|")[-3].strip() == "True" for r in rows), rows
+    assert "Highest zero-loss rate:" in text or "No rate tried was zero-loss." in text
