@@ -78,17 +78,7 @@ public:
         const gpu_chunk &c = get();
         const cu::device &dev = *pool_->dev();
         dev.make_current();
-        if (s != cu::legacy_stream() && s != cu::per_thread_stream()) {
-            // release() records the chunk's events on `s`: it must be of the chunk's GPU
-            // (a capture into several GPUs hands out chunks on each).
-            cu::context owner = nullptr;
-            dev.check(dev.drv().cuStreamGetCtx(s, &owner), "cuStreamGetCtx");
-            if (owner != dev.ctx())
-                throw std::invalid_argument(
-                    "the chunk is on cuda:" + std::to_string(dev.ordinal()) +
-                    " and the stream given is another GPU's: use a stream of cuda:" +
-                    std::to_string(dev.ordinal()) + " (e.g. under cupy.cuda.Device(chunk.device))");
-        }
+        check_stream(dev, s);
         dev.check(dev.drv().cuStreamWaitEvent(s, c.ready, 0), "cuStreamWaitEvent");
         if (std::find(streams_.begin(), streams_.end(), s) == streams_.end()) streams_.push_back(s);
     }
@@ -98,6 +88,9 @@ public:
         std::vector<cu::stream> after;
         if (!stream.is_none()) {
             after.push_back(to_stream(stream));
+            const cu::device &dev = *pool_->dev();
+            dev.make_current();
+            check_stream(dev, after.back());
         } else {
             after = streams_;
             if (after.empty() || cai_used_) after.push_back(cu::legacy_stream());
@@ -127,6 +120,20 @@ public:
     std::shared_ptr<gpu_capture> owner() const { return cap_; }
 
 private:
+    // The chunk's events are recorded on the streams it is ordered after: they must be of
+    // the chunk's GPU (a capture into several GPUs hands out chunks on each). The special
+    // handles mean the current context's, made the chunk's GPU's before use.
+    static void check_stream(const cu::device &dev, cu::stream s) {
+        if (s == cu::legacy_stream() || s == cu::per_thread_stream()) return;
+        cu::context owner = nullptr;
+        dev.check(dev.drv().cuStreamGetCtx(s, &owner), "cuStreamGetCtx");
+        if (owner != dev.ctx())
+            throw std::invalid_argument(
+                "the chunk is on cuda:" + std::to_string(dev.ordinal()) +
+                " and the stream given is another GPU's: use a stream of cuda:" +
+                std::to_string(dev.ordinal()) + " (e.g. under cupy.cuda.Device(chunk.device))");
+    }
+
     std::shared_ptr<gpu_capture> cap_;
     gpu_chunk *c_;
     gpu_chunk_pool *pool_;

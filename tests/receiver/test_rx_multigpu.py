@@ -508,6 +508,9 @@ def test_a_stream_of_another_gpu_is_refused() -> None:
                     s = cp.cuda.Stream(non_blocking=True)
                 with pytest.raises(ValueError, match=f"chunk is on cuda:{chunk.device}"):
                     chunk.__dlpack__(stream=s.ptr)
+                with pytest.raises(ValueError, match="another GPU's"):
+                    chunk.release(stream=s.ptr)
+                assert not chunk.released  # still the consumer's: released on leaving
 
 
 @needs_gpu
