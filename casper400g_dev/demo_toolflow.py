@@ -36,6 +36,7 @@ SHOWN_GBE_REGS = (
     "netmask",
     "ctrl",
     "port",
+    "tx_packet_counter",
     "tx_frames",
     "tx_udp_packets",
     "tx_arp_miss",
@@ -57,26 +58,36 @@ def run_build(console: Console) -> BuildResult | None:
     console.print(tree)
 
     header = parse_fpg(result.fpg_header)
-    table = Table(title="register map (fpg_header.txt / core_info.tab)")
+    [gbe] = find_gbes(header)
+    # The core's registers are devices too (<gbe>_<name>); the second table shows them.
+    device_of = {d.target: f"{gbe.name}_{d.name}" for d in regmap.DEVICES.values()}
+    table = Table(
+        title="register map (fpg_header.txt / core_info.tab), "
+        f"without the {len(device_of)} {gbe.name}_* register devices"
+    )
     for col in ("device", "tag", "address", "size"):
         table.add_column(col)
     tags = {b.name: b.tag for b in header.blocks.values()}
     for dev in sorted(header.devices.values(), key=lambda d: d.address):
-        table.add_row(dev.name, tags.get(dev.name, ""), f"{dev.address:#010x}", f"{dev.size:#x}")
+        if dev.name not in device_of.values():
+            table.add_row(
+                dev.name, tags.get(dev.name, ""), f"{dev.address:#010x}", f"{dev.size:#x}"
+            )
     console.print(table)
-    [gbe] = find_gbes(header)
     regs = Table(
         title=f"{gbe.name}: registers from the generated map (first of "
         f"{len(regmap.REGISTERS)} + {len(regmap.REGIONS)} regions)"
     )
-    for col in ("register", "address", "access", "reset"):
+    for col in ("register", "device in the .fpg", "address", "access", "reset"):
         regs.add_column(col)
     for name in SHOWN_GBE_REGS:
         reg = regmap.REGISTERS[name]
-        regs.add_row(name, f"{gbe.address + reg.offset:#010x}", reg.sw, f"{reg.reset:#x}")
+        address = f"{gbe.address + reg.offset:#010x}"
+        regs.add_row(name, device_of[name], address, reg.sw, f"{reg.reset:#x}")
     for region in regmap.REGIONS.values():
         regs.add_row(
             f"{region.name} [{region.entries}]",
+            device_of[region.name],
             f"{gbe.address + region.offset:#010x}",
             region.sw,
             "",

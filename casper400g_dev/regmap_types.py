@@ -36,9 +36,7 @@ class Field:
     def put(self, reg_value: int, value: int) -> int:
         """Return reg_value with this field replaced by value."""
         if not 0 <= value < (1 << self.width):
-            raise ValueError(
-                f"value {value!r} does not fit field {self.name} ({self.width} bits)"
-            )
+            raise ValueError(f"value {value!r} does not fit field {self.name} ({self.width} bits)")
         return (reg_value & ~self.mask) | (value << self.lsb)
 
 
@@ -51,6 +49,9 @@ class Register:
     sw: str
     desc: str
     fields: tuple[Field, ...]
+    # The name mlib_devel's 100GbE block gives the register at this offset, where this
+    # register is that one (casperfpga users read it as "<block>_<name>").
+    onehundred_gbe_name: str | None = None
 
     @property
     def nbytes(self) -> int:
@@ -89,3 +90,45 @@ class Region:
     entries: int
     entry_bytes: int
     entry_fields: tuple[Field, ...]
+
+
+@dataclass(frozen=True)
+class Device:
+    """A register or region as software reaches it by name: the device ``<block>_<name>``
+    in core_info.tab, memory_map.json and the .fpg, where jasper lists every entry of a
+    block's memory map. ``target`` names the register or region in this map."""
+
+    name: str
+    target: str
+    offset: int
+    nbytes: int
+    mode: str  # "r" or "rw", as jasper's memory.Register has it
+    reset: int
+    ram: bool
+
+
+def named_devices(registers: dict[str, Register], regions: dict[str, Region]) -> dict[str, Device]:
+    """Every register, under the 100GbE's name where it has one and its own otherwise, and
+    every region, in address order; a name given twice is an error."""
+    found = [
+        Device(
+            r.onehundred_gbe_name or r.name,
+            r.name,
+            r.offset,
+            r.nbytes,
+            "r" if r.sw == "r" else "rw",
+            r.reset,
+            False,
+        )
+        for r in registers.values()
+    ]
+    found += [
+        Device(g.name, g.name, g.offset, g.size, "r" if g.sw == "r" else "rw", 0, True)
+        for g in regions.values()
+    ]
+    devices: dict[str, Device] = {}
+    for d in sorted(found, key=lambda d: d.offset):
+        if d.name in devices:
+            raise ValueError(f"{devices[d.name].target} and {d.target} are both named {d.name!r}")
+        devices[d.name] = d
+    return devices

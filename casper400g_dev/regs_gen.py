@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlib_devel_400g import paths
 
-from . import checkout, regmap_types
+from . import checkout, regmap_types, regs_cpuif
 from .regmap_types import Field, Region, Register
 
 BLOCK_NAME = "fhg_regs"
@@ -50,12 +50,24 @@ MD_DOC = Path("docs") / "registers.md"
 
 
 @dataclass(frozen=True)
+class AbsentName:
+    """A register name of mlib_devel's 100GbE block this core has no register for."""
+
+    name: str
+    offset: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class RegMap:
     name: str
     desc: str
     size: int
     registers: tuple[Register, ...]
     regions: tuple[Region, ...]
+    # How a register differs from the 100GbE's register of the same name, by register.
+    onehundred_gbe_notes: dict[str, str] = field(default_factory=dict)
+    onehundred_gbe_absent: tuple[AbsentName, ...] = ()
 
 
 def _clean(text: str | None) -> str:
@@ -100,6 +112,14 @@ def build_model(root) -> RegMap:  # noqa: ANN001 - systemrdl RootNode
     top = root.top
     registers: list[Register] = []
     regions: list[Region] = []
+    names: dict[str, str] = {}
+    notes: dict[str, str] = {}
+    for entry in top.get_property("onehundred_gbe_names", default=None) or ():
+        if entry.reg_name in names:
+            raise ValueError(f"onehundred_gbe_names: {entry.reg_name} is named twice")
+        names[entry.reg_name] = entry.name
+        if entry.note:
+            notes[entry.reg_name] = _clean(entry.note)
     for node in top.children():
         if isinstance(node, RegNode):
             fields = tuple(_field_info(f) for f in node.fields())
@@ -112,6 +132,7 @@ def build_model(root) -> RegMap:  # noqa: ANN001 - systemrdl RootNode
                     sw="rw" if any("w" in f.sw for f in fields) else "r",
                     desc=_clean(node.get_property("desc")),
                     fields=fields,
+                    onehundred_gbe_name=names.get(node.inst_name),
                 )
             )
         elif isinstance(node, MemNode):
@@ -141,13 +162,44 @@ def build_model(root) -> RegMap:  # noqa: ANN001 - systemrdl RootNode
             raise TypeError(f"unsupported component {node.get_path()} in {BLOCK_NAME}")
     registers.sort(key=lambda r: r.offset)
     regions.sort(key=lambda r: r.offset)
-    return RegMap(
+    absent = tuple(
+        AbsentName(a.name, a.offset, _clean(a.reason))
+        for a in top.get_property("onehundred_gbe_absent", default=None) or ()
+    )
+    unknown = sorted(set(names) - {r.name for r in registers})
+    if unknown:
+        raise ValueError(f"onehundred_gbe_names: no register called {', '.join(unknown)}")
+    model = RegMap(
         name=BLOCK_NAME,
         desc=_clean(top.get_property("desc")),
         # The block decodes a power-of-two window, as jasper allocates AXI slaves.
         size=1 << (top.size - 1).bit_length(),
         registers=tuple(registers),
         regions=tuple(regions),
+        onehundred_gbe_notes=notes,
+        onehundred_gbe_absent=absent,
+    )
+    _check_onehundred_gbe_names(model)
+    return model
+
+
+def _check_onehundred_gbe_names(model: RegMap) -> None:
+    """A 100GbE name is a register's or absent, never both, never twice; an absent name's
+    offset holds no register."""
+    given = [r.onehundred_gbe_name for r in model.registers if r.onehundred_gbe_name]
+    given += [a.name for a in model.onehundred_gbe_absent]
+    twice = sorted({n for n in given if given.count(n) > 1})
+    if twice:
+        raise ValueError(f"100GbE names given twice (as registers or absent): {twice}")
+    regs = {r.offset: r for r in model.registers}
+    for a in model.onehundred_gbe_absent:
+        if a.offset in regs:
+            raise ValueError(
+                f"{a.name} is listed as absent, but {regs[a.offset].name} is at {a.offset:#x}"
+            )
+    # Device names: one per register and region, none twice.
+    regmap_types.named_devices(
+        {r.name: r for r in model.registers}, {g.name: g for g in model.regions}
     )
 
 
@@ -155,15 +207,15 @@ def build_model(root) -> RegMap:  # noqa: ANN001 - systemrdl RootNode
 
 
 def export_sv(root, out_dir: Path) -> None:  # noqa: ANN001 - systemrdl RootNode
-    """Write the AXI4-Lite register block: flat AXI ports, active-low reset (aresetn)."""
+    """Write the AXI4-Lite register block: fhg_bus_pkg's AXI4-Lite struct pair as its bus
+    port (regs_cpuif), active-low reset (aresetn)."""
     from peakrdl_regblock import RegblockExporter
-    from peakrdl_regblock.cpuif.axi4lite import AXI4Lite_Cpuif_flattened
 
     out_dir.mkdir(parents=True, exist_ok=True)
     RegblockExporter().export(
         root,
         str(out_dir),
-        cpuif_cls=AXI4Lite_Cpuif_flattened,
+        cpuif_cls=regs_cpuif.cpuif_class(),
         module_name=BLOCK_NAME,
         package_name=f"{BLOCK_NAME}_pkg",
         default_reset_activelow=True,
@@ -211,10 +263,12 @@ def _py_field(f: Field, indent: str) -> str:
     )
 
 
-def _py_fields(fields: tuple[Field, ...]) -> str:
-    """The fields argument of a generated Register or Region, and the call's end."""
+def _py_fields(fields: tuple[Field, ...], extra: str = "") -> str:
+    """The fields argument of a generated Register or Region, ``extra`` keyword arguments
+    (a line of their own), and the call's end."""
     inner = "".join(_py_field(f, "            ") for f in fields)
-    return f"        (\n{inner}        ),\n    ),\n"
+    more = f"        {extra},\n" if extra else ""
+    return f"        (\n{inner}        ),\n{more}    ),\n"
 
 
 def render_python(model: RegMap) -> str:
@@ -227,7 +281,8 @@ def render_python(model: RegMap) -> str:
         out.append(f"    {r.name!r}: Register(\n")
         out.append(f"        {r.name!r}, {r.title!r}, {r.offset:#06x}, {r.width}, {r.sw!r},\n")
         out.append(f"        {r.desc!r},\n")
-        out.append(_py_fields(r.fields))
+        name = r.onehundred_gbe_name
+        out.append(_py_fields(r.fields, f"onehundred_gbe_name={name!r}" if name else ""))
     out.append("}\n\n")
     out.append("REGIONS: dict[str, Region] = {\n")
     for g in model.regions:
@@ -239,6 +294,10 @@ def render_python(model: RegMap) -> str:
     out.append("}\n\n")
     out.append(
         "COUNTERS: tuple[str, ...] = tuple(n for n, r in REGISTERS.items() if r.is_counter)\n"
+    )
+    out.append(
+        "# Every register and region by the name software reads it by: device <block>_<name>.\n"
+        "DEVICES: dict[str, Device] = named_devices(REGISTERS, REGIONS)\n"
     )
     return "".join(out)
 
@@ -278,6 +337,54 @@ def _reg_reset(r: Register) -> str:
     return f"0x{r.reset:0{r.width // 4}X}"
 
 
+def render_device_names(model: RegMap) -> str:
+    """The section naming every register and region as a device of the ``.fpg``."""
+    registers = {r.name: r for r in model.registers}
+    devices = regmap_types.named_devices(registers, {g.name: g for g in model.regions})
+    out = [
+        "\n## Names in the `.fpg`\n\n"
+        "The block lists every register and region as a device of its own, `<block>_<name>`,\n"
+        "in `core_info.tab`, `memory_map.json` and the `.fpg`, beside the whole core `<block>`\n"
+        "(mlib_devel's rule for a block's memory map): for a block `gbe0`,\n"
+        "`fpga.read_uint('gbe0_gmac_reg_tx_packet_count')`. The casperfpga-compatible registers\n"
+        "take the names mlib_devel's 100GbE block (`onehundred_gbe`) gives the registers at\n"
+        "their offsets; the 400G additions and the regions keep their own. A device is the\n"
+        "register block seen from another name, no hardware of its own. A 64-bit counter's\n"
+        "device is 8 bytes: `read_uint` gives its low word, `read(name, 8)` the whole count\n"
+        "(low word first, so never torn).\n\n"
+        "| Device `<block>_…` | Offset | Bytes | Access | Register | Unlike the 100GbE's |\n"
+        "|---|---|---|---|---|---|\n"
+    ]
+    for d in devices.values():
+        if d.target in registers and registers[d.target].onehundred_gbe_name:
+            note = model.onehundred_gbe_notes.get(d.target, "same meaning")
+        else:
+            note = "400G addition"
+        out.append(
+            f"| `{d.name}` | 0x{d.offset:04X} | {d.nbytes} | {d.mode} | "
+            f"[`{d.target}`](#{d.target}) | {note} |\n"
+        )
+    if model.onehundred_gbe_absent:
+        out.append(
+            "\n### 100GbE names this core does not have\n\n"
+            "No device is listed under these names (a script that reads one gets `unknown\n"
+            "device`).\n\n"
+            "| 100GbE name | Offset | Why |\n|---|---|---|\n"
+        )
+        groups: dict[str, list[AbsentName]] = {}
+        for a in model.onehundred_gbe_absent:
+            groups.setdefault(a.reason, []).append(a)
+        for reason, names in groups.items():
+            out.append(
+                "| "
+                + "<br>".join(f"`{a.name}`" for a in names)
+                + " | "
+                + "<br>".join(f"0x{a.offset:04X}" for a in names)
+                + f" | {reason} |\n"
+            )
+    return "".join(out)
+
+
 def render_markdown(model: RegMap) -> str:
     out: list[str] = []
     out.append("# fourhundred_gbe register reference\n\n")
@@ -315,6 +422,7 @@ def render_markdown(model: RegMap) -> str:
             f"| 0x{g.offset:04X} | [`{g.name}`](#{g.name}) ({g.size} B) | "
             f"{_ACCESS_WORDS.get(g.sw, g.sw)} | - | {g.title} |\n"
         )
+    out.append(render_device_names(model))
     out.append("\n## Registers\n")
     for r in model.registers:
         out.append(f"\n### {r.name}\n\n")
@@ -354,23 +462,25 @@ def render_markdown(model: RegMap) -> str:
 # --------------------------------------------------------------------------- flat wrapper
 
 _HWIF_LINE = re.compile(r"^(hwif_(?:in|out))\.([\w.]+?)(?:\[(\d+):(\d+)\])?$")
-_PORT_LINE = re.compile(r"^\s*(input|output)\s+(?:wire|logic)\s*(\[[^\]]+\])?\s*(s_axil_\w+)")
+_ADDR_WIDTH = re.compile(rf"localparam\s+{BLOCK_NAME.upper()}_MIN_ADDR_WIDTH\s*=\s*(\d+)\s*;")
 
 
-def render_flat_wrapper(regblock_sv: str, hwif_report: str, module: str = "fhg_regs_flat") -> str:
-    """A wrapper exposing every hwif struct member as a plain port.
+def render_flat_wrapper(regblock_pkg: str, hwif_report: str, module: str = "fhg_regs_flat") -> str:
+    """A wrapper exposing the AXI4-Lite port and every hwif struct member as plain ports.
 
     Simulators' foreign interfaces (cocotb on Verilator) cannot reach into packed structs,
-    so register-block tests drive the flat ports, named ``hwif_in__<reg>__<field>__<sig>``.
+    so register-block tests drive the flat ports: ``s_axil_<field>`` (the map's address
+    width, from the block's package) and ``hwif_in__<reg>__<field>__<sig>``.
     """
+    m = _ADDR_WIDTH.search(regblock_pkg)
+    if m is None:
+        raise ValueError(f"{BLOCK_NAME}_pkg: no {BLOCK_NAME.upper()}_MIN_ADDR_WIDTH")
+    aw = int(m.group(1))
     ports: list[str] = ["    input  wire clk", "    input  wire rst_n"]
-    axi_conns: list[str] = []
-    for line in regblock_sv.splitlines():
-        m = _PORT_LINE.match(line)
-        if m:
-            direction, rng, name = m.groups()
-            ports.append(f"    {direction:6} wire {rng or ''} {name}".rstrip())
-            axi_conns.append(f"        .{name}({name})")
+    ports += [
+        f"    {direction:6} wire {rng}{name}".rstrip()
+        for direction, rng, name in regs_cpuif.flat_ports(aw)
+    ]
     assigns: list[str] = []
     for line in hwif_report.splitlines():
         m = _HWIF_LINE.match(line.strip())
@@ -388,12 +498,15 @@ def render_flat_wrapper(regblock_sv: str, hwif_report: str, module: str = "fhg_r
     return (
         "// Test wrapper generated from the register block's hwif report; not for synthesis.\n"
         f"module {module} (\n" + ",\n".join(ports) + "\n);\n"
-        f"    {BLOCK_NAME}_pkg::{BLOCK_NAME}__in_t hwif_in;\n"
+        f"    fhg_bus_pkg::{regs_cpuif.REQ_TYPE} s_axil_req;\n"
+        f"    fhg_bus_pkg::{regs_cpuif.RSP_TYPE} s_axil_rsp;\n"
+        + regs_cpuif.pack_flat("s_axil_req", "s_axil_rsp")
+        + f"    {BLOCK_NAME}_pkg::{BLOCK_NAME}__in_t hwif_in;\n"
         f"    {BLOCK_NAME}_pkg::{BLOCK_NAME}__out_t hwif_out;\n"
         + "\n".join(assigns)
         + f"\n    {BLOCK_NAME} u_regs (\n        .clk(clk),\n        .rst_n(rst_n),\n"
-        + ",\n".join(axi_conns)
-        + ",\n        .hwif_in(hwif_in),\n        .hwif_out(hwif_out)\n    );\nendmodule\n"
+        + "        .s_axil_req(s_axil_req),\n        .s_axil_rsp(s_axil_rsp),\n"
+        + "        .hwif_in(hwif_in),\n        .hwif_out(hwif_out)\n    );\nendmodule\n"
     )
 
 

@@ -7,6 +7,7 @@ second pytest worker) reuses the compiled model. Builds are serialised with a fi
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -69,6 +70,47 @@ def _digest(
     return h.hexdigest()[:16]
 
 
+# Builds this process uses, each held by a shared flock on its IN_USE file until the
+# process ends: a build evicted from under a running simulation loses its results.
+IN_USE = ".in-use"
+_held: dict[Path, int] = {}
+
+
+def _hold(build_dir: Path) -> None:
+    if build_dir in _held:
+        return
+    fd = os.open(build_dir / IN_USE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    _held[build_dir] = fd
+
+
+def _in_use_elsewhere(build_dir: Path) -> bool:
+    """True while some process holds ``build_dir`` (a shared lock on its IN_USE file)."""
+    try:
+        fd = os.open(build_dir / IN_USE, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def evict_stale(cache_dir: Path, name: str, keep: Path) -> list[Path]:
+    """Remove the builds of ``name`` other than ``keep`` so the cache does not grow
+    forever, except those another process (another checkout sharing the cache) still
+    runs; returns the ones removed."""
+    removed = []
+    for old in cache_dir.glob(f"{name}-*"):
+        if old != keep and old.is_dir() and not _in_use_elsewhere(old):
+            shutil.rmtree(old, ignore_errors=True)
+            removed.append(old)
+    return removed
+
+
 def build(
     name: str,
     sources: Sequence[Path],
@@ -93,10 +135,7 @@ def build(
     stamp = build_dir / ".built"
     with checkout.cache_lock(cache_dir / f"{name}.lock"):
         if not stamp.is_file():
-            # Drop stale builds of the same design so the cache does not grow forever.
-            for old in cache_dir.glob(f"{name}-*"):
-                if old != build_dir:
-                    shutil.rmtree(old, ignore_errors=True)
+            evict_stale(cache_dir, name, keep=build_dir)
             print(f"[sim] compiling {name} ({toplevel}) with Verilator ...", flush=True)
             runner = get_runner("verilator")
             try:
@@ -126,6 +165,7 @@ def build(
                 raise SimulationError(f"Verilator build of {name} failed: {exc}\n{tail}") from exc
             stamp.write_text(digest)
             print(f"[sim] {name} compiled into {build_dir}", flush=True)
+        _hold(build_dir)
     return Dut(name=name, toplevel=toplevel, build_dir=build_dir, sources=tuple(sources))
 
 
@@ -217,17 +257,17 @@ def parse_results(path: Path) -> dict[str, TestOutcome]:
 
 def regs_sources(work: Path) -> list[Path]:
     """Sources of the register block plus its flat test wrapper (written into ``work``)."""
-    from . import regs_gen
+    from . import regs_cpuif, regs_gen
 
     sv = paths.REGS_DIR / "fhg_regs.sv"
     pkg = paths.REGS_DIR / "fhg_regs_pkg.sv"
     rpt = paths.REGS_DIR / "fhg_regs_hwif.rpt"
-    wrapper = regs_gen.render_flat_wrapper(sv.read_text(), rpt.read_text())
+    wrapper = regs_gen.render_flat_wrapper(pkg.read_text(), rpt.read_text())
     work.mkdir(parents=True, exist_ok=True)
     flat = work / "fhg_regs_flat.sv"
     if not flat.is_file() or flat.read_text() != wrapper:
         flat.write_text(wrapper)
-    return [pkg, sv, flat]
+    return [pkg, regs_cpuif.BUS_PKG, sv, flat]
 
 
 def build_regs(verbose: bool = False) -> Dut:
@@ -254,6 +294,12 @@ def cocotb_test_names(module_path: Path) -> list[str]:
 def core_sources() -> list[Path]:
     """Every synthesizable source of the 400GbE block, packages first (``fhg_core.f``)."""
     return paths.core_sources()
+
+
+def block_sources() -> list[Path]:
+    """The block's sources below fhg_core (without it and the register block, which a
+    bench of a module under it does not need)."""
+    return [p for p in core_sources() if p.name != "fhg_core.sv" and p.parent != paths.REGS_DIR]
 
 
 def build_core(

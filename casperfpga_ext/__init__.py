@@ -11,7 +11,7 @@ in software through the core's CPU buffers (``FourHundredGbe.tap_start``).
 """
 
 from . import addressing, fhg_regmap
-from .board_server import BoardServer, MmapWindow
+from .board_server import BoardServer, MmapWindow, ServerPolicy
 from .fpg import FpgBlock, FpgDevice, FpgHeader, GbeInfo, find_gbes, parse_fpg, write_fpg_header
 from .fpga import DeviceContainer, Fpga, register_on_import, register_with_casperfpga
 from .gbe import FourHundredGbe, ReadBackError
@@ -36,6 +36,7 @@ __all__ = [
     "MmapTransport",
     "MmapWindow",
     "ReadBackError",
+    "ServerPolicy",
     "Tap",
     "TapError",
     "Transport",

@@ -15,40 +15,58 @@ file in tests) and serves the ``?register`` devices of the loaded ``.fpg``:
 * ``?fpgastatus`` → ``!fpgastatus ok`` when a design is mapped, else ``fail``
 * ``?progdev [file.fpg]`` → program (run the configured command) and map the new design;
   without a file, unmap
-* ``?progremote <port>`` → ``!progremote ok`` once listening; the client then sends the
-  ``.fpg`` over a TCP connection to that port and closes it; after programming every
-  client gets ``#fpga ready`` (or ``#fpga down`` if it failed)
+* ``?progremote <port>`` (only with ``ServerPolicy.allow_upload``) → ``!progremote ok``
+  once listening; the client then sends the ``.fpg`` over a TCP connection to that port
+  from its own address and closes it; after programming every client gets ``#fpga ready``
+  (``#fpga down`` only if the program command ran and failed: an upload refused before
+  that leaves the running design, and the requester gets a ``#log error``)
 * ``?help``, ``?watchdog``, ``?version-list``: what KATCP clients probe on connect.
 
 Data on the wire are 32-bit words, each big-endian, like casperfpga's ``?read``; the window
 (``MmapTransport``) converts from host order with aligned word accesses. Errors reply
 ``!<req> fail <message>``; unknown requests ``!<req> invalid ...``; lines that are not
 requests get a ``#log error`` inform. No request can end the connection or the server.
+``BoardServer.counts`` counts every line by outcome and every upload by how it ended.
+
+The server runs as root on ``/dev/mem``, so nothing a client sends is trusted: a design is
+mapped only inside the window (``MmapWindow``: its devices inside it, word-aligned, not
+partly overlapping), the server listens on localhost unless told otherwise, and connections,
+upload listeners, upload sizes and the inflated bitstream are bounded (``ServerPolicy``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import gzip
+import ipaddress
 import os
 import re
 import shlex
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from .board_sensors import Sensor, design_sensors
-from .fpg import GBE_TAG, FpgDevice, FpgHeader, parse_fpg_header
+from .fpg import GBE_TAG, BitstreamError, FpgDevice, FpgHeader, inflate_bitstream, parse_fpg_header
+from .katcp_lines import LineSplitter, Overlong
 from .transport import WORD_BYTES, MmapTransport, katcp_escape, katcp_unescape
 
 DEFAULT_PORT = 7147
+# Only this machine's clients unless the operator names a wider address.
+DEFAULT_HOST = "127.0.0.1"
 # A line holds at most one ?write; 256 KiB of data escapes to at most twice that.
 MAX_LINE = 1 << 19
 MAX_TRANSFER = 1 << 18
-MAX_UPLOAD = 1 << 30
+# An .fpg as uploaded (held in memory while it is unpacked), and its bitstream inflated
+# (written to a file): a VP1802 image is a few hundred MB before compression.
+MAX_UPLOAD = 1 << 28
+MAX_BITSTREAM = 1 << 30
+# Informs queued for a client that stopped reading: past this it is disconnected.
+MAX_UNSENT = 1 << 22
 PROTOCOL_VERSION = "5.0-M"
 SERVER_NAME = "casper400g-board-server"
 SERVER_VERSION = "0.1"
@@ -77,42 +95,100 @@ if TYPE_CHECKING:  # aliases for annotations only: Python 3.8 cannot subscript t
     ProgramFn = Callable[[Path, Path], Awaitable[None]]
 
 
+@dataclass(frozen=True)
+class ServerPolicy:
+    """What clients may do and how much of the board they may hold.
+
+    ``allow_upload``: serve ``?progremote`` (a client sends a bitstream the board loads,
+    as root). ``max_upload``: bytes of ``.fpg`` taken per upload (and read by ``?progdev``);
+    ``max_bitstream``: bytes its gzipped bitstream may inflate to. ``upload_timeout``:
+    seconds from ``!progremote ok`` until the upload has arrived. ``max_clients``: KATCP
+    connections at once; ``max_listeners``: uploads pending at once (one per client
+    address).
+    """
+
+    allow_upload: bool = False
+    max_upload: int = MAX_UPLOAD
+    max_bitstream: int = MAX_BITSTREAM
+    upload_timeout: float = 30.0
+    max_clients: int = 32
+    max_listeners: int = 4
+
+    def __post_init__(self) -> None:
+        for name in ("max_upload", "max_bitstream", "max_clients", "max_listeners"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} {value!r}: must be a positive whole number")
+        if not self.upload_timeout > 0:
+            raise ValueError(f"upload_timeout {self.upload_timeout!r}: must be positive seconds")
+
+
+def check_memory_map(devices: Iterable[FpgDevice], base: int, size: int, where: str) -> None:
+    """Refuse a device map that does not fit ``base``..``base + size`` (``where`` names the
+    range in the message): a device outside it, of no size, not word-aligned, or partly
+    overlapping another. A device wholly inside another is fine: mlib_devel lists each
+    register of a block again under ``<block>_<register>``. Each message names the device."""
+    end = base + size
+    # Sorted so that a block comes before what lies inside it; ``open`` holds the blocks
+    # the next device may still be inside, innermost last.
+    ordered = sorted(devices, key=lambda d: (d.address, -d.size, d.name))
+    open_: list[FpgDevice] = []
+    for d in ordered:
+        at = f"device {d.name!r} at {d.address:#x} (size {d.size:#x})"
+        if d.size <= 0 or d.address % WORD_BYTES or d.size % WORD_BYTES:
+            raise ValueError(f"{at}: not whole, aligned 32-bit words")
+        if d.address < base or d.address + d.size > end:
+            raise ValueError(f"{at} is outside {where} {base:#x}-{end:#x}")
+        while open_ and open_[-1].address + open_[-1].size <= d.address:
+            open_.pop()
+        if open_ and d.address + d.size > open_[-1].address + open_[-1].size:
+            other = open_[-1]
+            raise ValueError(
+                f"{at} overlaps device {other.name!r} at {other.address:#x} "
+                f"(size {other.size:#x}) without lying inside it"
+            )
+        open_.append(d)
+
+
 class MmapWindow:
     """Maps a design's devices from ``path`` (``/dev/mem`` on the board) at bus ``base``.
 
     Device addresses in a ``.fpg`` are bus addresses; the file offset of ``base`` is
-    ``base`` itself, as for ``/dev/mem``. ``size`` bounds the window: a device outside it
-    is refused rather than mapped beyond what the platform decodes.
+    ``base`` itself, as for ``/dev/mem``. The window is ``size`` bytes from ``base``, fixed
+    when the server starts (the first design's memory map, or what the operator gives):
+    a later design whose devices fall outside it, partly overlap or are misaligned is
+    refused (``check``) before anything is programmed or mapped.
     """
 
     def __init__(
         self,
         path: str | os.PathLike[str],
-        base: int = 0,
-        size: int | None = None,
+        base: int,
+        size: int,
         clock_hz: float | None = None,
     ):
+        if base < 0 or size < WORD_BYTES:
+            raise ValueError(f"window base {base:#x}, size {size:#x}: not a bus range")
         self.path, self.base, self.size = Path(path), base, size
         self.clock_hz = clock_hz
 
+    def check(self, devices: Iterable[FpgDevice]) -> None:
+        check_memory_map(devices, self.base, self.size, f"the window of {self.path}")
+
     def __call__(self, devices: Iterable[FpgDevice]) -> Window:
         devs = list(devices)
-        end = self.base + self.size if self.size is not None else None
-        for d in devs:
-            if d.address < self.base or (end is not None and d.address + d.size > end):
-                limit = f"{end:#x}" if end is not None else "..."
-                raise ValueError(
-                    f"device {d.name!r} at {d.address:#x} (size {d.size:#x}) is outside the "
-                    f"window {self.base:#x}-{limit} of {self.path}"
-                )
-        span = max((d.address + d.size - self.base for d in devs), default=WORD_BYTES)
-        length = self.size if self.size is not None else span
+        self.check(devs)
         mapped = MmapTransport(
-            self.path, {d.name: (d.address - self.base, d.size) for d in devs}, self.base, length
+            self.path, {d.name: (d.address - self.base, d.size) for d in devs}, self.base, self.size
         )
         if self.clock_hz is None:
             return mapped
         return ClockedWindow(mapped, self.clock_hz)
+
+
+def design_span(devices: Iterable[FpgDevice], base: int) -> int:
+    """Bytes from ``base`` to the end of the last device: the window a design needs."""
+    return max((d.address + d.size - base for d in devices), default=WORD_BYTES)
 
 
 class ClockedWindow:
@@ -151,7 +227,12 @@ class ClockedWindow:
 
 
 class RequestError(Exception):
-    """A request that cannot be carried out; its message goes into the ``fail`` reply."""
+    """A request that cannot be carried out; its message goes into the ``fail`` reply.
+    ``reason`` is the name it is counted under (an upload's outcome)."""
+
+    def __init__(self, message: str, reason: str = "failed") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def parse_int(text: bytes, what: str) -> int:
@@ -181,9 +262,28 @@ def format_message(kind: bytes, name: bytes, args: Iterable[bytes | str | int]) 
     return b" ".join(parts) + b"\n"
 
 
+def peer_host(writer: asyncio.StreamWriter) -> str:
+    """The address a connection comes from, IPv4-mapped IPv6 addresses as IPv4."""
+    peer = writer.get_extra_info("peername")
+    if not peer:
+        return ""
+    try:
+        ip = ipaddress.ip_address(str(peer[0]).split("%")[0])
+    except ValueError:
+        return str(peer[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)
+
+
+# How a line from a client ends: one of these is counted per line.
+LINE_OUTCOMES = ("ok", "fail", "invalid", "ignored", "dropped_malformed", "dropped_overlong")
+
+
 class Connection:
     def __init__(self, writer: asyncio.StreamWriter) -> None:
         self.writer = writer
+        self.peer = peer_host(writer)
 
     async def send(self, line: bytes) -> None:
         if self.writer.is_closing():
@@ -205,24 +305,30 @@ class BoardServer:
     run to load a bitstream, ``{pdi}`` replaced by the extracted bitstream's path and
     ``{fpg}`` by the ``.fpg``'s (e.g. ``fpgautil -b {pdi}``); None skips that step. It may
     also be an async callable ``program(pdi, fpg)`` (a simulated board's loader); its
-    ``RequestError`` or ``OSError`` fails the request, and no timeout applies.
+    ``RequestError`` or ``OSError`` fails the request, and no timeout applies. ``host``
+    is where it listens (localhost by default); ``policy`` what clients may do.
     """
 
     def __init__(
         self,
         window: Window | WindowFactory,
-        host: str = "0.0.0.0",
+        host: str = DEFAULT_HOST,
         port: int = DEFAULT_PORT,
         program_cmd: str | ProgramFn | None = None,
         fpg: str | os.PathLike[str] | None = None,
         fpg_dir: str | os.PathLike[str] = ".",
         program_timeout: float = 120.0,
-        upload_timeout: float = 30.0,
+        policy: ServerPolicy | None = None,
     ) -> None:
         self.host, self.port = host, port
         self.program_cmd = program_cmd
         self.fpg_dir = Path(fpg_dir)
-        self.program_timeout, self.upload_timeout = program_timeout, upload_timeout
+        self.program_timeout = program_timeout
+        self.policy = policy or ServerPolicy()
+        # Lines by outcome (LINE_OUTCOMES), uploads by how they ended ("upload" started,
+        # "upload_programmed" or "upload_refused_<reason>"), and refused connections.
+        self.counts: Counter[str] = Counter()
+        self._uploads: dict[str, int] = {}  # client address -> its pending upload's port
         self._factory: WindowFactory | None = None
         self.window: Window | None = None
         self.header: FpgHeader | None = None
@@ -232,7 +338,12 @@ class BoardServer:
         else:
             self.window = window  # type: ignore[assignment]
         if fpg is not None:
-            self._load(Path(fpg).read_bytes(), str(fpg))
+            header = parse_fpg_header(Path(fpg).read_bytes(), str(fpg))
+            try:
+                self._check_design(header, self._window_devices())
+            except RequestError as exc:
+                raise ValueError(str(exc)) from None
+            self._load(header)
         elif self.window is not None:
             self.devices = {n: FpgDevice(n, 0, 0) for n in self.window.listdev()}
         self._server: asyncio.Server | None = None
@@ -278,21 +389,38 @@ class BoardServer:
         self.log_level = "info"
 
     # ------------------------------------------------------------------ design
-    def _load(self, data: bytes, source: str) -> FpgHeader:
-        header = parse_fpg_header(data, source)
+    def _window_devices(self) -> frozenset[str] | None:
+        """The devices a window handed in serves (None for a factory's window)."""
+        if self._factory is not None:
+            return None
+        if self.window is None:
+            raise RequestError("no window to map the design into", "memory_map")
+        return frozenset(self.window.listdev())
+
+    def _check_design(self, header: FpgHeader, served: frozenset[str] | None) -> None:
+        """Refuse a design the window cannot serve, before anything is programmed."""
+        if served is not None:
+            missing = set(header.devices) - served
+            if missing:
+                raise RequestError(
+                    f"{header.source}: devices {sorted(missing)[:8]} are not in the window",
+                    "memory_map",
+                )
+            return
+        check = getattr(self._factory, "check", None)
+        if check is not None:
+            try:
+                check(header.devices.values())
+            except ValueError as exc:
+                raise RequestError(f"{header.source}: {exc}", "memory_map") from None
+
+    def _load(self, header: FpgHeader) -> None:
         if self._factory is not None:
             new = self._factory(header.devices.values())
             self._unmap()
             self.window = new
-        elif self.window is None:
-            raise RequestError("no window to map the design into")
-        else:
-            missing = set(header.devices) - set(self.window.listdev())
-            if missing:
-                raise RequestError(f"{source}: devices {sorted(missing)} are not in the window")
         self.header = header
         self.devices = dict(header.devices)
-        return header
 
     @property
     def sensors(self) -> dict[str, Sensor]:
@@ -312,20 +440,38 @@ class BoardServer:
             close()
         self.window = None
 
-    async def _program(self, data: bytes, source: str) -> int:
-        """Run the program command on the bitstream of ``data``, then map the design."""
-        header = parse_fpg_header(data, source)
+    def _unpack(
+        self, data: bytes, source: str, served: frozenset[str] | None, pdi: Path, fpg: Path
+    ) -> FpgHeader:
+        """Parse and check ``data``'s header and inflate its bitstream into ``pdi``, within
+        the policy's bound. Runs in a worker thread: a large file takes seconds."""
         try:
-            bitstream = gzip.decompress(data[header.bitstream_offset :])
-        except (OSError, EOFError) as exc:
-            raise RequestError(f"{source}: bitstream is not gzip data ({exc})") from None
+            header = parse_fpg_header(data, source)
+        except ValueError as exc:
+            raise RequestError(str(exc), "bad_header") from None
+        self._check_design(header, served)
+        with open(pdi, "wb") as out:
+            try:
+                inflate_bitstream(data, header.bitstream_offset, out, self.policy.max_bitstream)
+            except BitstreamError as exc:
+                raise RequestError(f"{source}: {exc}", exc.reason) from None
+        fpg.write_bytes(data)
+        return header
+
+    async def _program(self, data: bytes, source: str) -> int:
+        """Unpack ``data`` off the event loop, run the program command on its bitstream, then
+        map the design. ``#fpga down`` goes out only once the old design was taken down."""
+        served = self._window_devices()
+        loop = asyncio.get_running_loop()
         async with self._busy:
             with tempfile.TemporaryDirectory(prefix="board-server-") as tmp:
                 stem = Path(source).stem or "design"
                 pdi = Path(tmp) / f"{stem}.pdi"
                 fpg = Path(tmp) / f"{stem}.fpg"
-                pdi.write_bytes(bitstream)
-                fpg.write_bytes(data)
+                header = await loop.run_in_executor(
+                    None, self._unpack, data, source, served, pdi, fpg
+                )
+                programmed = bool(self.program_cmd)
                 if self.program_cmd:
                     # An AXI access to the PL while it is reconfigured can hang the bus,
                     # so nothing is served from the old design from here on.
@@ -335,10 +481,15 @@ class BoardServer:
                             await self.program_cmd(pdi, fpg)
                         else:
                             await self._run_program(self.program_cmd, pdi, fpg)
-                    except RequestError:
+                    except (RequestError, OSError) as exc:
                         await self._broadcast(format_message(b"#", b"fpga", ["down"]))
-                        raise
-            self._load(data, source)
+                        raise RequestError(str(exc), "program_failed") from None
+            try:
+                self._load(header)
+            except (ValueError, OSError) as exc:
+                if programmed:
+                    await self._broadcast(format_message(b"#", b"fpga", ["down"]))
+                raise RequestError(f"{source}: {exc}", "memory_map") from None
         return len(self.devices)
 
     async def _run_program(self, template: str, pdi: Path, fpg: Path) -> None:
@@ -489,67 +640,128 @@ class BoardServer:
         path = self.fpg_dir / rel
         if Path(rel).is_absolute() or ".." in Path(rel).parts:
             raise RequestError(f"{rel!r}: give a file name inside the server's .fpg directory")
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise RequestError(f"{rel!r}: {exc.strerror}") from None
+        loop = asyncio.get_running_loop()
+        data = await loop.run_in_executor(None, self._read_design, path, rel)
         n = await self._program_or_fail(data, rel)
         await self._broadcast(format_message(b"#", b"fpga", ["ready"]))
         return [n]
 
+    def _read_design(self, path: Path, rel: str) -> bytes:
+        limit = self.policy.max_upload
+        try:
+            with open(path, "rb") as f:
+                data = f.read(limit + 1)
+        except OSError as exc:
+            raise RequestError(f"{rel!r}: {exc.strerror}") from None
+        if len(data) > limit:
+            raise RequestError(f"{rel!r} is larger than {limit} bytes", "too_large")
+        return data
+
     async def _program_or_fail(self, data: bytes, source: str) -> int:
         try:
             return await self._program(data, source)
-        except ValueError as exc:  # a bad .fpg header or a device outside the window
-            raise RequestError(str(exc)) from None
         except OSError as exc:
-            raise RequestError(f"{source}: {exc}") from None
+            raise RequestError(f"{source}: {exc}", "io") from None
 
     async def _progremote(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
+        if not self.policy.allow_upload:
+            raise RequestError(
+                "uploads are off: the board server was started without --allow-upload"
+            )
         self._need(args, 1, "?progremote port")
         port = parse_int(args[0], "port")
-        if not 0 < port < 65536:
-            raise RequestError(f"port {port} is not a TCP port")
-        received: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        if not 1024 <= port < 65536:
+            raise RequestError(f"port {port}: give an unprivileged TCP port, 1024..65535")
+        peer = conn.peer
+        if peer in self._uploads:
+            raise RequestError(
+                f"an upload from {peer} is already pending on port {self._uploads[peer]}"
+            )
+        if len(self._uploads) >= self.policy.max_listeners:
+            raise RequestError(
+                f"{len(self._uploads)} uploads are pending, as many as the server takes: "
+                "try again later"
+            )
+        connected: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]]
+        connected = asyncio.get_running_loop().create_future()
 
-        async def take(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            # The file comes from the client that asked, once: anyone else is turned away.
+            if connected.done() or peer_host(writer) != peer:
+                self.counts["upload_connection_refused"] += 1
+                writer.close()
+                return
+            connected.set_result((reader, writer))
+
+        self._uploads[peer] = port  # held while listening: a second request is refused
+        try:
+            listener = await asyncio.start_server(accept, self.host, port, backlog=1)
+        except OSError as exc:
+            del self._uploads[peer]
+            raise RequestError(f"cannot listen on port {port}: {exc.strerror}") from None
+        self._spawn(self._upload(conn, listener, connected, port))
+        return []
+
+    async def _upload(
+        self,
+        conn: Connection,
+        listener: asyncio.Server,
+        connected: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]],
+        port: int,
+    ) -> None:
+        async def receive() -> bytes:
+            reader, writer = await connected
+            listener.close()
             try:
-                data = await reader.read(MAX_UPLOAD + 1)
-                chunks = [data]
-                while data and sum(map(len, chunks)) <= MAX_UPLOAD:
-                    data = await reader.read(1 << 20)
-                    chunks.append(data)
-                if not received.done():
-                    received.set_result(b"".join(chunks))
-            except (ConnectionError, OSError) as exc:
-                if not received.done():
-                    received.set_exception(RequestError(f"upload broke: {exc}"))
+                return await self._read_upload(reader)
             finally:
                 writer.close()
 
         try:
-            listener = await asyncio.start_server(take, self.host, port)
-        except OSError as exc:
-            raise RequestError(f"cannot listen on port {port}: {exc.strerror}") from None
-        self._spawn(self._finish_upload(listener, received, port))
-        return []
-
-    async def _finish_upload(
-        self, listener: asyncio.Server, received: asyncio.Future[bytes], port: int
-    ) -> None:
-        try:
-            data = await asyncio.wait_for(received, self.upload_timeout)
-            if len(data) > MAX_UPLOAD:
-                raise RequestError(f"upload on port {port} exceeds {MAX_UPLOAD} bytes")
-            n = await self._program_or_fail(data, f"upload:{port}")
-            await self._log("info", f"programmed the upload on port {port}: {n} devices")
-            await self._broadcast(format_message(b"#", b"fpga", ["ready"]))
-        except (RequestError, asyncio.TimeoutError) as exc:
-            why = str(exc) or f"no upload on port {port} within {self.upload_timeout:g} s"
-            await self._log("error", why)
-            await self._broadcast(format_message(b"#", b"fpga", ["down"]))
+            receiving = asyncio.wait_for(receive(), self.policy.upload_timeout)
+            await self._handle_upload(conn, receiving, f"upload:{port}")
         finally:
             listener.close()
+            self._uploads.pop(conn.peer, None)
+
+    async def _read_upload(self, reader: asyncio.StreamReader) -> bytes:
+        """The upload connection's bytes up to its end, at most ``max_upload`` of them."""
+        limit = self.policy.max_upload
+        data = bytearray()
+        while True:
+            try:
+                chunk = await reader.read(1 << 20)
+            except (ConnectionError, OSError) as exc:
+                raise RequestError(f"upload broke: {exc}", "broken") from None
+            if not chunk:
+                return bytes(data)
+            data += chunk
+            if len(data) > limit:
+                raise RequestError(f"upload exceeds {limit} bytes", "too_large")
+
+    async def _handle_upload(
+        self, conn: Connection, receiving: Awaitable[bytes], source: str
+    ) -> str:
+        """Receive and program one upload; returns how it ended, as counted (``programmed``
+        or the reason it was refused). Only the requester hears of a refusal: the design
+        that runs keeps running unless the program command itself failed."""
+        self.counts["upload"] += 1
+        try:
+            data = await receiving
+            n = await self._program_or_fail(data, source)
+        except asyncio.TimeoutError:
+            reason = "timeout"
+            why = f"no upload within {self.policy.upload_timeout:g} s"
+        except RequestError as exc:
+            reason, why = exc.reason, str(exc)
+        else:
+            self.counts["upload_programmed"] += 1
+            await self._log("info", f"programmed {source}: {n} devices")
+            await self._broadcast(format_message(b"#", b"fpga", ["ready"]))
+            return "programmed"
+        self.counts[f"upload_refused_{reason}"] += 1
+        await self._log("error", f"{source} refused: {why}", conn)
+        return reason
 
     async def _status(self, conn: Connection, args: list[bytes]) -> list[bytes | str | int]:
         # casperfpga's program() falls back on ?status when no "#fpga ready" came.
@@ -673,26 +885,37 @@ class BoardServer:
             await conn.send(line)
 
     async def _broadcast(self, line: bytes) -> None:
-        # No drain: a client that stops reading must not hold up the others' informs.
+        # No drain: a client that stops reading must not hold up the others' informs,
+        # nor have them pile up without bound.
         for c in list(self._clients):
-            if not c.writer.is_closing():
-                c.writer.write(line)
+            if c.writer.is_closing():
+                continue
+            if c.writer.transport.get_write_buffer_size() > MAX_UNSENT:
+                self.counts["clients_dropped_unread"] += 1
+                c.writer.close()
+                continue
+            c.writer.write(line)
 
     async def _dispatch(self, conn: Connection, line: bytes) -> None:
         words = [w for w in re.split(rb"[ \t]+", line.strip(b" \t\r")) if w]
         if not words:
+            self.counts["ignored"] += 1
             return
         match = _REQUEST.match(words[0])
         if match is None or not _NAME.match(match.group(1)):
             # Replies and informs from a client are not requests; nothing can be replied.
-            if not words[0].startswith((b"!", b"#")):
-                shown = line[:60].decode("ascii", "backslashreplace")
-                await self._log("error", f"malformed request line {shown!r}", conn)
+            if words[0].startswith((b"!", b"#")):
+                self.counts["ignored"] += 1
+                return
+            self.counts["dropped_malformed"] += 1
+            shown = line[:60].decode("ascii", "backslashreplace")
+            await self._log("error", f"malformed request line {shown!r}", conn)
             return
         name, mid = match.group(1), match.group(2) or b""
         reply = b"!" + name + mid
         entry = self._handlers.get(name)
         if entry is None:
+            self.counts["invalid"] += 1
             await conn.send(
                 format_message(b"", reply, ["invalid", f"unknown request {name.decode()!r}"])
             )
@@ -700,14 +923,21 @@ class BoardServer:
         try:
             args = [katcp_unescape(w) for w in words[1:]]
             result = await entry[0](conn, args)
-        except ValueError as exc:  # a bad escape in an argument
-            await conn.send(format_message(b"", reply, ["fail", str(exc)]))
-        except RequestError as exc:
+        except (ValueError, RequestError) as exc:  # ValueError: a bad escape in an argument
+            self.counts["fail"] += 1
             await conn.send(format_message(b"", reply, ["fail", str(exc)]))
         else:
+            self.counts["ok"] += 1
             await conn.send(format_message(b"", reply, ["ok", *result]))
 
     async def _serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        if len(self._clients) >= self.policy.max_clients:
+            self.counts["clients_refused"] += 1
+            why = f"too many clients ({self.policy.max_clients}): try again later"
+            stamp = f"{time.time():.3f}"
+            writer.write(format_message(b"#", b"log", ["error", stamp, SERVER_NAME, why]))
+            writer.close()
+            return
         conn = Connection(writer)
         self._clients.add(conn)
         task = asyncio.current_task()
@@ -716,28 +946,17 @@ class BoardServer:
             task.add_done_callback(self._client_tasks.discard)
         for item in self._versions():
             await conn.send(format_message(b"#", b"version-connect", item))
-        buffer = b""
-        overlong: bytes | None = None  # the start of a line being discarded
+        lines = LineSplitter(MAX_LINE)
         try:
             while True:
                 chunk = await reader.read(1 << 16)
                 if not chunk:
                     break
-                buffer += chunk
-                while True:
-                    end = buffer.find(b"\n")
-                    if end < 0:
-                        break
-                    line, buffer = buffer[:end], buffer[end + 1 :]
-                    if overlong is not None:
-                        await self._reject_overlong(conn, overlong)
-                        overlong = None
-                        continue
-                    await self._dispatch(conn, line)
-                if len(buffer) > MAX_LINE and overlong is None:
-                    overlong, buffer = buffer[:64], b""
-                elif overlong is not None:
-                    buffer = b""
+                for line in lines.feed(chunk):
+                    if isinstance(line, Overlong):
+                        await self._reject_overlong(conn, line.start)
+                    else:
+                        await self._dispatch(conn, line)
         except (ConnectionError, OSError):
             pass
         finally:
@@ -752,9 +971,11 @@ class BoardServer:
         match = _REQUEST.match(first)
         message = f"line longer than {MAX_LINE} bytes"
         if space and match is not None and _NAME.match(match.group(1)):
+            self.counts["fail"] += 1
             reply = b"!" + match.group(1) + (match.group(2) or b"")
             await conn.send(format_message(b"", reply, ["fail", message]))
         else:
+            self.counts["dropped_overlong"] += 1
             await self._log("error", message, conn)
 
     def _spawn(self, coro: Awaitable[None]) -> None:

@@ -43,9 +43,7 @@ class Field:
     def put(self, reg_value: int, value: int) -> int:
         """Return reg_value with this field replaced by value."""
         if not 0 <= value < (1 << self.width):
-            raise ValueError(
-                f"value {value!r} does not fit field {self.name} ({self.width} bits)"
-            )
+            raise ValueError(f"value {value!r} does not fit field {self.name} ({self.width} bits)")
         return (reg_value & ~self.mask) | (value << self.lsb)
 
 
@@ -58,6 +56,9 @@ class Register:
     sw: str
     desc: str
     fields: tuple[Field, ...]
+    # The name mlib_devel's 100GbE block gives the register at this offset, where this
+    # register is that one (casperfpga users read it as "<block>_<name>").
+    onehundred_gbe_name: str | None = None
 
     @property
     def nbytes(self) -> int:
@@ -98,6 +99,48 @@ class Region:
     entry_fields: tuple[Field, ...]
 
 
+@dataclass(frozen=True)
+class Device:
+    """A register or region as software reaches it by name: the device ``<block>_<name>``
+    in core_info.tab, memory_map.json and the .fpg, where jasper lists every entry of a
+    block's memory map. ``target`` names the register or region in this map."""
+
+    name: str
+    target: str
+    offset: int
+    nbytes: int
+    mode: str  # "r" or "rw", as jasper's memory.Register has it
+    reset: int
+    ram: bool
+
+
+def named_devices(registers: dict[str, Register], regions: dict[str, Region]) -> dict[str, Device]:
+    """Every register, under the 100GbE's name where it has one and its own otherwise, and
+    every region, in address order; a name given twice is an error."""
+    found = [
+        Device(
+            r.onehundred_gbe_name or r.name,
+            r.name,
+            r.offset,
+            r.nbytes,
+            "r" if r.sw == "r" else "rw",
+            r.reset,
+            False,
+        )
+        for r in registers.values()
+    ]
+    found += [
+        Device(g.name, g.name, g.offset, g.size, "r" if g.sw == "r" else "rw", 0, True)
+        for g in regions.values()
+    ]
+    devices: dict[str, Device] = {}
+    for d in sorted(found, key=lambda d: d.offset):
+        if d.name in devices:
+            raise ValueError(f"{devices[d.name].target} and {d.target} are both named {d.name!r}")
+        devices[d.name] = d
+    return devices
+
+
 BLOCK_NAME = 'fhg_regs'
 BLOCK_SIZE = 0x10000
 WORD_BYTES = 4
@@ -116,6 +159,7 @@ REGISTERS: dict[str, Register] = {
             Field('speed', 24, 8, 'r', '-', 0x6, False, False,
                   'Speed code: 6 = 400 GbE.'),
         ),
+        onehundred_gbe_name='gmac_reg_core_type',
     ),
     'buffer_sizes': Register(
         'buffer_sizes', 'Buffer sizes', 0x0004, 32, 'r',
@@ -126,6 +170,7 @@ REGISTERS: dict[str, Register] = {
             Field('tx_kib', 16, 16, 'r', 'w', None, False, False,
                   'TX store-and-forward buffer size, KiB.'),
         ),
+        onehundred_gbe_name='gmac_reg_buffer_max_size',
     ),
     'word_len': Register(
         'word_len', 'Word length', 0x0008, 32, 'r',
@@ -136,6 +181,7 @@ REGISTERS: dict[str, Register] = {
             Field('cpu_bytes', 16, 16, 'r', '-', 0x4, False, False,
                   'Bytes per CPU buffer word.'),
         ),
+        onehundred_gbe_name='gmac_reg_word_size',
     ),
     'mac_hi': Register(
         'mac_hi', 'MAC address, high', 0x000c, 32, 'rw',
@@ -144,6 +190,7 @@ REGISTERS: dict[str, Register] = {
             Field('mac', 0, 16, 'rw', 'r', 0x0, False, False,
                   'MAC[47:32].'),
         ),
+        onehundred_gbe_name='gmac_reg_mac_address_h',
     ),
     'mac_lo': Register(
         'mac_lo', 'MAC address, low', 0x0010, 32, 'rw',
@@ -152,6 +199,7 @@ REGISTERS: dict[str, Register] = {
             Field('mac', 0, 32, 'rw', 'r', 0x0, False, False,
                   'MAC[31:0].'),
         ),
+        onehundred_gbe_name='gmac_reg_mac_address_l',
     ),
     'ip': Register(
         'ip', 'IP address', 0x0014, 32, 'rw',
@@ -160,6 +208,7 @@ REGISTERS: dict[str, Register] = {
             Field('ip', 0, 32, 'rw', 'r', 0x0, False, False,
                   'IPv4 address.'),
         ),
+        onehundred_gbe_name='gmac_reg_local_ip_address',
     ),
     'gateway': Register(
         'gateway', 'Gateway', 0x0018, 32, 'rw',
@@ -168,6 +217,7 @@ REGISTERS: dict[str, Register] = {
             Field('ip', 0, 32, 'rw', 'r', 0x0, False, False,
                   'Gateway IPv4 address.'),
         ),
+        onehundred_gbe_name='gmac_reg_gateway_ip_address',
     ),
     'netmask': Register(
         'netmask', 'Netmask', 0x001c, 32, 'rw',
@@ -176,6 +226,7 @@ REGISTERS: dict[str, Register] = {
             Field('mask', 0, 32, 'rw', 'r', 0xffffff00, False, False,
                   'Subnet mask.'),
         ),
+        onehundred_gbe_name='gmac_reg_local_ip_netmask',
     ),
     'mc_ip': Register(
         'mc_ip', 'Multicast group', 0x0020, 32, 'rw',
@@ -184,6 +235,7 @@ REGISTERS: dict[str, Register] = {
             Field('ip', 0, 32, 'rw', 'r', 0x0, False, False,
                   'Multicast group IPv4 address.'),
         ),
+        onehundred_gbe_name='gmac_reg_multicast_ip_address',
     ),
     'mc_mask': Register(
         'mc_mask', 'Multicast mask', 0x0024, 32, 'rw',
@@ -192,6 +244,7 @@ REGISTERS: dict[str, Register] = {
             Field('mask', 0, 32, 'rw', 'r', 0x0, False, False,
                   'Multicast mask.'),
         ),
+        onehundred_gbe_name='gmac_reg_multicast_ip_mask',
     ),
     'ctrl': Register(
         'ctrl', 'Control', 0x002c, 32, 'rw',
@@ -218,6 +271,7 @@ REGISTERS: dict[str, Register] = {
             Field('send_garp', 17, 1, 'rw', 'r', 0x0, True, False,
                   'Write 1: send one gratuitous ARP now; self-clearing.'),
         ),
+        onehundred_gbe_name='gmac_reg_core_ctrl',
     ),
     'port': Register(
         'port', 'UDP port', 0x0030, 32, 'rw',
@@ -226,6 +280,7 @@ REGISTERS: dict[str, Register] = {
             Field('port', 0, 16, 'rw', 'r', 0x0, False, False,
                   'UDP port.'),
         ),
+        onehundred_gbe_name='gmac_reg_udp_port',
     ),
     'status': Register(
         'status', 'Status', 0x0034, 32, 'r',
@@ -250,6 +305,7 @@ REGISTERS: dict[str, Register] = {
             Field('cpu_tx_busy', 8, 1, 'r', 'w', None, False, False,
                   'The CPU TX buffer is being sent.'),
         ),
+        onehundred_gbe_name='gmac_reg_phy_status_h',
     ),
     'arp_size': Register(
         'arp_size', 'ARP table size', 0x0044, 32, 'r',
@@ -258,6 +314,7 @@ REGISTERS: dict[str, Register] = {
             Field('entries', 0, 16, 'r', '-', 0x100, False, False,
                   'Entries.'),
         ),
+        onehundred_gbe_name='gmac_reg_arp_size',
     ),
     'tx_packet_rate': Register(
         'tx_packet_rate', 'tx_packet_rate', 0x0048, 32, 'r',
@@ -266,6 +323,7 @@ REGISTERS: dict[str, Register] = {
             Field('value', 0, 32, 'r', 'w', None, False, False,
                   'Events in the last complete one-second window.'),
         ),
+        onehundred_gbe_name='gmac_reg_tx_packet_rate',
     ),
     'tx_packet_counter': Register(
         'tx_packet_counter', 'tx_packet_counter', 0x004c, 32, 'r',
@@ -274,6 +332,7 @@ REGISTERS: dict[str, Register] = {
             Field('count', 0, 32, 'r', '-', 0x0, False, True,
                   'Count; wraps at 2^32.'),
         ),
+        onehundred_gbe_name='gmac_reg_tx_packet_count',
     ),
     'tx_valid_rate': Register(
         'tx_valid_rate', 'tx_valid_rate', 0x0050, 32, 'r',
@@ -282,6 +341,7 @@ REGISTERS: dict[str, Register] = {
             Field('value', 0, 32, 'r', 'w', None, False, False,
                   'Events in the last complete one-second window.'),
         ),
+        onehundred_gbe_name='gmac_reg_tx_valid_rate',
     ),
     'tx_valid_counter': Register(
         'tx_valid_counter', 'tx_valid_counter', 0x0054, 32, 'r',
@@ -290,6 +350,7 @@ REGISTERS: dict[str, Register] = {
             Field('count', 0, 32, 'r', '-', 0x0, False, True,
                   'Count; wraps at 2^32.'),
         ),
+        onehundred_gbe_name='gmac_reg_tx_valid_count',
     ),
     'tx_overflow_counter': Register(
         'tx_overflow_counter', 'tx_overflow_counter', 0x0058, 32, 'r',
@@ -298,6 +359,7 @@ REGISTERS: dict[str, Register] = {
             Field('count', 0, 32, 'r', '-', 0x0, False, True,
                   'Count; wraps at 2^32.'),
         ),
+        onehundred_gbe_name='gmac_reg_tx_overflow_count',
     ),
     'tx_afull_counter': Register(
         'tx_afull_counter', 'tx_afull_counter', 0x005c, 32, 'r',
@@ -306,6 +368,7 @@ REGISTERS: dict[str, Register] = {
             Field('count', 0, 32, 'r', '-', 0x0, False, True,
                   'Count; wraps at 2^32.'),
         ),
+        onehundred_gbe_name='gmac_reg_tx_almost_full_count',
     ),
     'rx_packet_rate': Register(
         'rx_packet_rate', 'rx_packet_rate', 0x0060, 32, 'r',
@@ -314,6 +377,7 @@ REGISTERS: dict[str, Register] = {
             Field('value', 0, 32, 'r', 'w', None, False, False,
                   'Events in the last complete one-second window.'),
         ),
+        onehundred_gbe_name='gmac_reg_rx_packet_rate',
     ),
     'rx_packet_counter': Register(
         'rx_packet_counter', 'rx_packet_counter', 0x0064, 32, 'r',
@@ -322,6 +386,7 @@ REGISTERS: dict[str, Register] = {
             Field('count', 0, 32, 'r', '-', 0x0, False, True,
                   'Count; wraps at 2^32.'),
         ),
+        onehundred_gbe_name='gmac_reg_rx_packet_count',
     ),
     'rx_valid_rate': Register(
         'rx_valid_rate', 'rx_valid_rate', 0x0068, 32, 'r',
@@ -330,6 +395,7 @@ REGISTERS: dict[str, Register] = {
             Field('value', 0, 32, 'r', 'w', None, False, False,
                   'Events in the last complete one-second window.'),
         ),
+        onehundred_gbe_name='gmac_reg_rx_valid_rate',
     ),
     'rx_valid_counter': Register(
         'rx_valid_counter', 'rx_valid_counter', 0x006c, 32, 'r',
@@ -338,6 +404,7 @@ REGISTERS: dict[str, Register] = {
             Field('count', 0, 32, 'r', '-', 0x0, False, True,
                   'Count; wraps at 2^32.'),
         ),
+        onehundred_gbe_name='gmac_reg_rx_valid_count',
     ),
     'rx_overflow_counter': Register(
         'rx_overflow_counter', 'rx_overflow_counter', 0x0070, 32, 'r',
@@ -346,6 +413,7 @@ REGISTERS: dict[str, Register] = {
             Field('count', 0, 32, 'r', '-', 0x0, False, True,
                   'Count; wraps at 2^32.'),
         ),
+        onehundred_gbe_name='gmac_reg_rx_overflow_count',
     ),
     'rx_bad_counter': Register(
         'rx_bad_counter', 'rx_bad_counter', 0x0074, 32, 'r',
@@ -354,6 +422,7 @@ REGISTERS: dict[str, Register] = {
             Field('count', 0, 32, 'r', '-', 0x0, False, True,
                   'Count; wraps at 2^32.'),
         ),
+        onehundred_gbe_name='gmac_reg_rx_bad_packet_count',
     ),
     'count_reset': Register(
         'count_reset', 'Counter reset', 0x0078, 32, 'rw',
@@ -362,6 +431,7 @@ REGISTERS: dict[str, Register] = {
             Field('clear', 0, 1, 'rw', 'r', 0x0, True, False,
                   'Write 1: clear all counters.'),
         ),
+        onehundred_gbe_name='gmac_reg_count_reset',
     ),
     'ttl': Register(
         'ttl', 'IPv4 TTL', 0x0080, 32, 'rw',
@@ -448,7 +518,7 @@ REGISTERS: dict[str, Register] = {
         'Handshake of the CPU TX buffer (0x4000): write the frame into the buffer, then its length here to send it once (needs ctrl.cpu_tx_en). Poll status.cpu_tx_busy before the next frame.',
         (
             Field('len', 0, 16, 'rw', 'r', 0x0, False, False,
-                  'Frame length in bytes (Ethernet header to end of payload, no FCS; 14..16384). Writing starts transmission.'),
+                  'Frame length in bytes (Ethernet header to end of payload, no FCS; 14..16368, the most segments the control-frame path counts; other lengths are refused). Writing starts transmission.'),
         ),
     ),
     'cpu_rx_len': Register(
@@ -793,7 +863,7 @@ REGISTERS: dict[str, Register] = {
     ),
     'rdma_credit': Register(
         'rdma_credit', 'RDMA credit', 0x0328, 32, 'rw',
-        'Number of the last chunk the consumer released (modulo 2^32; 0xFFFFFFFF: none yet). Chunk c may be written when c - credit - 1 < rdma_chunks. Written by software, or by the core when a credit datagram arrives (rdma_credit_port), which only moves it forward.',
+        'Number of the last chunk the consumer released (modulo 2^32; 0xFFFFFFFF: none yet). Chunk c may be written when c - credit - 1 < rdma_chunks. Written by software, or by the core when a credit datagram arrives (rdma_credit_port), which only moves it forward and never past the last chunk the core finished (rdma_chunk - 1; a credit beyond it is refused and counted in rdma_credit_rejected).',
         (
             Field('chunk', 0, 32, 'rw', 'rw', 0xffffffff, False, False,
                   'Last released chunk.'),
@@ -865,7 +935,7 @@ REGISTERS: dict[str, Register] = {
     ),
     'rdma_credit_frames': Register(
         'rdma_credit_frames', 'rdma_credit_frames', 0x0368, 64, 'r',
-        'Credit datagrams accepted from the network.',
+        'Credit datagrams taken from the network (well-formed, from rdma_dest_ip to rdma_credit_port), whether or not they moved rdma_credit.',
         (
             Field('count', 0, 64, 'r', '-', 0x0, False, True,
                   'Count; read the low word first.'),
@@ -874,6 +944,14 @@ REGISTERS: dict[str, Register] = {
     'rdma_icrc_frames': Register(
         'rdma_icrc_frames', 'rdma_icrc_frames', 0x0370, 64, 'r',
         'Frames the ICRC engine gave an ICRC (RoCEv2 frames sent).',
+        (
+            Field('count', 0, 64, 'r', '-', 0x0, False, True,
+                  'Count; read the low word first.'),
+        ),
+    ),
+    'rdma_credit_rejected': Register(
+        'rdma_credit_rejected', 'rdma_credit_rejected', 0x0378, 64, 'r',
+        'Credit datagrams refused for naming a chunk the core has not finished (beyond rdma_chunk - 1): a consumer cannot have released it, so a spoofed or corrupted credit never opens the ring more than one ring past the last chunk written.',
         (
             Field('count', 0, 64, 'r', '-', 0x0, False, True,
                   'Count; read the low word first.'),
@@ -912,3 +990,5 @@ REGIONS: dict[str, Region] = {
 }
 
 COUNTERS: tuple[str, ...] = tuple(n for n, r in REGISTERS.items() if r.is_counter)
+# Every register and region by the name software reads it by: device <block>_<name>.
+DEVICES: dict[str, Device] = named_devices(REGISTERS, REGIONS)

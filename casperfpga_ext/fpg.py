@@ -9,13 +9,23 @@ the gzipped bitstream follows. Only the header is parsed here.
 from __future__ import annotations
 
 import gzip
+import io
 import os
+import re
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 SHEBANG = "#!/bin/kcpfpg"
 GBE_TAG = "xps:fourhundred_gbe"
+# Addresses and sizes are bus quantities, at most 64 bits; the digits are bounded before
+# the value is taken (leading zeros allowed).
+_NUMBER = re.compile(r"^(0[xX][0-9a-fA-F]{1,32}|[0-9]{1,40})$")
+ADDRESS_LIMIT = 1 << 64
+# Bytes of the bitstream inflated per step: the cap is checked between steps.
+INFLATE_STEP = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -61,10 +71,13 @@ def escape(value: str) -> str:
 
 
 def _number(text: str, source: str, lineno: int, what: str) -> int:
-    try:
-        return int(text, 16) if text.lower().startswith("0x") else int(text)
-    except ValueError:
-        raise ValueError(f"{source}:{lineno}: {what} {text!r} is not a number") from None
+    # Stricter than int(): no sign, underscores or spaces, and no more digits than 64 bits.
+    if not _NUMBER.match(text):
+        raise ValueError(f"{source}:{lineno}: {what} {text[:40]!r} is not a number")
+    value = int(text, 16) if text[:2] in ("0x", "0X") else int(text)
+    if value >= ADDRESS_LIMIT:
+        raise ValueError(f"{source}:{lineno}: {what} {text!r} exceeds the 64-bit address space")
+    return value
 
 
 def parse_fpg_header(data: bytes, source: str = "<fpg>") -> FpgHeader:
@@ -163,3 +176,36 @@ def read_bitstream(path: str | os.PathLike[str]) -> bytes:
     data = Path(path).read_bytes()
     header = parse_fpg_header(data, str(path))
     return gzip.decompress(data[header.bitstream_offset :])
+
+
+class BitstreamError(ValueError):
+    """The gzipped bitstream of an ``.fpg`` is not gzip data (``reason`` ``not_gzip``) or
+    inflates past the limit (``too_large``)."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def inflate_bitstream(data: bytes, offset: int, out: BinaryIO, limit: int) -> int:
+    """Gunzip ``data[offset:]`` into ``out``, as ``gzip.decompress`` reads it (members one
+    after another, zero padding between them), a step at a time: more than ``limit`` bytes
+    raises ``BitstreamError`` before the excess is written, so a small file that inflates
+    without end costs at most ``limit`` bytes. Returns the bytes written."""
+    stream = io.BytesIO(data)  # shares ``data``'s buffer
+    stream.seek(offset)
+    total = 0
+    with gzip.GzipFile(fileobj=stream, mode="rb") as unzipped:
+        while True:
+            try:
+                piece = unzipped.read(min(INFLATE_STEP, limit + 1 - total))
+            except (OSError, EOFError, zlib.error) as exc:
+                raise BitstreamError(
+                    f"the bitstream is not gzip data ({exc})", "not_gzip"
+                ) from None
+            if not piece:
+                return total
+            total += len(piece)
+            if total > limit:
+                raise BitstreamError(f"the bitstream inflates past {limit} bytes", "too_large")
+            out.write(piece)

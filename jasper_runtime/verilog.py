@@ -145,13 +145,14 @@ class Axi4LiteInterface:
     data_width: int = 32
     axi4lite_mode: str = "raw"
     base: int | None = None  # assigned by the address map
+    # The map the bus took from a raw, software-register or RAM device (hand_maps_to_bus).
+    bus_map: list = field(default_factory=list)
 
     @property
-    def aliases(self) -> bool:
-        """Whether the build lists each register as ``<regname>_<register>`` too (as
-        mlib_devel's core_info does for register-level devices; raw devices, software
-        registers and RAMs are one entry)."""
-        return self.axi4lite_mode != "raw" and self.typecode not in (TYPECODE_SWREG, TYPECODE_BRAM)
+    def bus_owned(self) -> bool:
+        """Whether the bus takes this device's map (mlib_devel: raw devices, software
+        registers and RAMs); a register-level device keeps it."""
+        return self.axi4lite_mode == "raw" or self.typecode in (TYPECODE_SWREG, TYPECODE_BRAM)
 
     @property
     def size(self) -> int:
@@ -250,7 +251,7 @@ class VerilogModule:
         Every block brings its own register logic here: its slave is wired to the bus
         ``m_axi4lite_<regname>_*`` either way. ``axi4lite_mode`` (mlib_devel's: ``'raw'``
         or ``''`` for a register-level device) decides only how software sees it (see
-        :attr:`Axi4LiteInterface.aliases`); ``memory_map`` documents the registers.
+        :meth:`VerilogModule.hand_maps_to_bus`); ``memory_map`` documents the registers.
         """
         if axi4lite_mode not in ("raw", ""):
             raise VerilogError(
@@ -279,6 +280,16 @@ class VerilogModule:
         for sig, _d, width in AXIL_SIGNALS:
             self.add_signal(iface.signal(sig), width)
         return iface
+
+    def hand_maps_to_bus(self) -> None:
+        """What mlib_devel's ``axi4lite_memory_map`` does to the maps once every block's
+        ``modify_top`` has run: a raw, software-register or RAM device's map goes to the
+        bus (``bus_map``) and the device keeps an empty one. ``core_info.tab`` lists every
+        entry of the map a device holds at the end as ``<regname>_<entry>``, so those
+        devices are one entry unless a block names registers in its ``finalize_top``."""
+        for iface in self.axi4lite_interfaces.values():
+            if iface.bus_owned:
+                iface.bus_map, iface.memory_map = iface.memory_map, []
 
     # ------------------------------------------------------------------ address map
     def assign_addresses(self, base: int, window: int | None = None) -> list[Axi4LiteInterface]:

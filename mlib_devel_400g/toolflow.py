@@ -177,6 +177,9 @@ class Toolflow:
         try:
             for b in blocks:
                 b.modify_top(top)
+            # mlib_devel's order: the interconnect takes the maps, then the user module and
+            # every finalize_top.
+            top.hand_maps_to_bus()
             self._user_modules(top, per)
             for b in blocks:
                 top = b.finalize_top(top)
@@ -357,7 +360,9 @@ class Toolflow:
                             "ram": r.ram,
                             "default": r.default_val,
                         }
-                        for r in i.memory_map
+                        # Software's names for them, or for a device listed as one
+                        # entry what its bus took.
+                        for r in (i.memory_map or i.bus_map)
                     ],
                 }
             )
@@ -514,15 +519,26 @@ CoreInfo = tuple[str, int, int, int, int, bool]
 
 def core_info_entries(ifaces: list[Any]) -> list[CoreInfo]:
     """One entry per device in address order, each followed by ``<device>_<register>`` for
-    the registers of a register-level device (mlib_devel's core_info rule: raw devices,
-    software registers and RAMs are one entry)."""
+    every register its map holds (mlib_devel's core_info rule; the bus has emptied the
+    maps of raw devices, software registers and RAMs, see ``hand_maps_to_bus``). A name
+    given twice, or a register outside its device, is an error."""
     out: list[CoreInfo] = []
     for i in sorted(ifaces, key=lambda i: i.base):
         out.append((i.regname, MODES[i.mode], i.base, i.nbytes, i.typecode, False))
-        if i.aliases:
-            for r in i.memory_map:
-                name = f"{i.regname}_{r.name}"
-                out.append((name, MODES[r.mode], i.base + r.offset, r.nbytes, i.typecode, True))
+        for r in i.memory_map:
+            if r.offset + r.nbytes > i.nbytes:
+                raise ToolflowError(
+                    f"{i.regname}: register {r.name} at {r.offset:#x}+{r.nbytes:#x} lies "
+                    f"outside the device's {i.nbytes:#x} bytes"
+                )
+            name = f"{i.regname}_{r.name}"
+            out.append((name, MODES[r.mode], i.base + r.offset, r.nbytes, i.typecode, True))
+    seen: dict[str, int] = {}
+    for name, *_ in out:
+        seen[name] = seen.get(name, 0) + 1
+    twice = sorted(n for n, count in seen.items() if count > 1)
+    if twice:
+        raise ToolflowError(f"two memory-mapped devices are called {', '.join(twice)}")
     return out
 
 
@@ -659,20 +675,33 @@ def synth(
 
 
 def _reachable(files: list[Path], top: Path) -> list[Path]:
-    """The files defining modules that ``top`` instantiates, directly or below."""
+    """The files defining modules that ``top`` instantiates, directly or below, after the
+    packages any of them use (``pkg::name`` or ``import pkg::*``), packages in the order
+    of ``files`` so one package may use another."""
     import re
 
     from .synth import defined_modules
 
     where = defined_modules(files)
+    packages: dict[str, Path] = {}
+    for path in files:
+        for m in re.finditer(r"^\s*package\s+(\w+)\s*;", path.read_text(), re.M):
+            packages[m.group(1)] = path
     inst = re.compile(r"^\s*(\w+)\s+(?:#\s*\(|\w+\s*\()", re.M)
+    uses = re.compile(r"\b(\w+)::")
     need: list[Path] = []
+    used: set[Path] = set()
     todo = [top]
     while todo:
         text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", todo.pop().read_text(), flags=re.S)
+        for m in uses.finditer(text):
+            pkg = packages.get(m.group(1))
+            if pkg is not None and pkg not in used:
+                used.add(pkg)
+                todo.append(pkg)
         for m in inst.finditer(text):
             path = where.get(m.group(1))
             if path is not None and path not in need:
                 need.append(path)
                 todo.append(path)
-    return need
+    return [f for f in files if f in used] + [f for f in need if f not in used]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import ipaddress
 import os
 import re
 import select
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -194,12 +195,15 @@ def pyenv_pythons(minors: Iterable[str]) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def board_server(fpg: Path, mem: Path, base: int, timeout: float) -> Iterator[tuple[int, bytes]]:
+def board_server(
+    fpg: Path, mem: Path, base: int, timeout: float, options: Sequence[str] = ()
+) -> Iterator[tuple[int, bytes]]:
     """``casper400g board-server`` serving ``mem`` (the bus from ``base``) for ``fpg`` on an
-    ephemeral localhost port, as a user starts it: yields the port and what it printed
-    before listening, and stops it afterwards."""
+    ephemeral port (its default address: localhost), as a user starts it, with ``options``
+    (e.g. ``--allow-upload``): yields the port and what it printed before listening, and
+    stops it afterwards."""
     argv = [sys.executable, "-m", "mlib_devel_400g.cli", "board-server", "--fpg", str(fpg)]
-    argv += ["--mem", str(mem), "--base", hex(base), "--host", "127.0.0.1", "--port", "0"]
+    argv += ["--mem", str(mem), "--base", hex(base), "--port", "0", *options]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0)
     try:
         assert proc.stdout is not None
@@ -217,6 +221,28 @@ def board_server(fpg: Path, mem: Path, base: int, timeout: float) -> Iterator[tu
         proc.wait(timeout)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def tcp_listeners(port: int) -> set[str]:
+    """The addresses TCP ``port`` listens on, as the kernel lists them (/proc/net/tcp and
+    tcp6): independent of what the listening program reports."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            local, state = row.split()[1], row.split()[3]
+            address, _, local_port = local.partition(":")
+            if state != "0A" or int(local_port, 16) != port:  # 0A: LISTEN
+                continue
+            raw = bytes.fromhex(address)
+            # The kernel prints each 32-bit word of the address in host byte order.
+            if sys.byteorder == "little":
+                raw = b"".join(raw[k : k + 4][::-1] for k in range(0, len(raw), 4))
+            found.add(str(ipaddress.ip_address(raw)))
+    return found
 
 
 # ---------------------------------------------------------------- a small .fpg design

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import os
 import random
@@ -17,13 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import FPG_DEVICES, GBE_BASE, GBE_BLOCK, board_server
+import yaml
+from conftest import FPG_DEVICES, GBE_BASE, GBE_BLOCK, board_server, tcp_listeners
 
+from casperfpga_ext import board_server as server_module
 from casperfpga_ext import fhg_regmap as regmap
 from casperfpga_ext import transport
-from casperfpga_ext.board_server import MAX_LINE, BoardServer, MmapWindow, Window
+from casperfpga_ext.board_server import MAX_LINE, BoardServer, MmapWindow, ServerPolicy, Window
 from casperfpga_ext.fpg import FpgBlock, FpgDevice, write_fpg
 from casperfpga_ext.fpga import Fpga
+from casperfpga_ext.katcp_lines import KEEP, LineSplitter, Overlong
 from casperfpga_ext.transport import KatcpError, KatcpTransport, MmapTransport
 from mlib_devel_400g import cli
 
@@ -31,6 +35,7 @@ WINDOW = GBE_BASE + regmap.BLOCK_SIZE
 DEVICES = FPG_DEVICES
 BLOCKS = [GBE_BLOCK, FpgBlock("scope", "xps:bram", {"names": "a b\\c"})]
 TIMEOUT = 5.0
+NO_UPLOADS = ServerPolicy()  # the server's defaults
 
 
 def word_at(path: Path, offset: int) -> int:
@@ -60,7 +65,7 @@ def make_board(tmp_path: Path) -> Iterator[Callable[..., Board]]:
 
     def make(
         program_cmd: str | None = None,
-        upload_timeout: float = TIMEOUT,
+        policy: ServerPolicy = NO_UPLOADS,
         base: int = 0,
         window: Window | None = None,
     ) -> Board:
@@ -82,7 +87,7 @@ def make_board(tmp_path: Path) -> Iterator[Callable[..., Board]]:
             program_cmd=program_cmd,
             fpg=fpg if window is None else None,
             fpg_dir=tmp_path,
-            upload_timeout=upload_timeout,
+            policy=policy,
         )
         asyncio.run_coroutine_threadsafe(server.start(), loop).result(TIMEOUT)
         board = Board(server, image, fpg, loop)
@@ -105,8 +110,9 @@ def board(make_board: Callable[..., Board]) -> Board:
 class Raw:
     """A raw socket speaking KATCP lines, to check the exact bytes on the wire."""
 
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), TIMEOUT)
+    def __init__(self, port: int, source: str = "127.0.0.1") -> None:
+        """``source``: the client's address (any of 127.0.0.0/8 reaches the server)."""
+        self.sock = socket.create_connection(("127.0.0.1", port), TIMEOUT, (source, 0))
         self.buffer = b""
         self.greeting = [self.line() for _ in range(3)]
 
@@ -413,7 +419,7 @@ HOSTILE = [
     (b"?frobnicate 1 2", b"!frobnicate invalid ", [b"unknown\\_request\\_'frobnicate'"]),
     (b"?progdev ../etc/passwd", b"!progdev fail ", [b"inside"]),
     (b"?progdev missing.fpg", b"!progdev fail ", [b"missing.fpg"]),
-    (b"?progremote 99999", b"!progremote fail ", [b"99999"]),
+    (b"?progremote 2100", b"!progremote fail ", [b"--allow-upload"]),
     (b"\x00\xff\xfe garbage \x1b", b"#log error ", [b"malformed"]),
     (b"?\xff\x00", b"#log error ", [b"malformed"]),
     (b"?write gbe0 0 " + b"A" * (1 << 20), b"!write fail ", [b"longer\\_than"]),
@@ -537,10 +543,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+UPLOADS = ServerPolicy(allow_upload=True, upload_timeout=TIMEOUT)
+
+
 def test_progremote_receives_the_file_and_programs(
     make_board: Callable[..., Board], tmp_path: Path
 ):
-    board = make_board(program_cmd=copy_cmd(tmp_path))
+    board = make_board(program_cmd=copy_cmd(tmp_path), policy=UPLOADS)
     write_fpg(tmp_path / "v3.fpg", NEW_DEVICES, BLOCKS, b"uploaded bitstream")
     raw = Raw(board.port)
     watcher = Raw(board.port)
@@ -554,29 +563,57 @@ def test_progremote_receives_the_file_and_programs(
         assert (tmp_path / "programmed.pdi").read_bytes() == b"uploaded bitstream"
         raw.send(b"?listdev")
         assert raw.until(b"!listdev")[-1] == b"!listdev ok 2"
+        # The listener took one connection and closed.
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), TIMEOUT).close()
+        assert raw.ask(b"?progremote 80").startswith(b"!progremote fail port\\_80:")
+        assert raw.ask(b"?progremote 99999").startswith(b"!progremote fail port\\_99999:")
+        assert board.server.counts["upload"] == board.server.counts["upload_programmed"] == 1
+    finally:
+        raw.close()
+        watcher.close()
 
+
+def refused_upload(raw: Raw, watcher: Raw, why: bytes) -> None:
+    """The requester is told why its upload was refused; nobody hears ``#fpga down``, and
+    the design that was running is still served."""
+    lines = raw.until(b"#log error")
+    assert why in lines[-1], lines[-1]
+    assert not any(line.startswith(b"#fpga") for line in lines)
+    watcher.send(b"?watchdog")  # served after the refusal: any inform of it came first
+    assert not any(line.startswith(b"#fpga") for line in watcher.until(b"!watchdog"))
+    assert raw.ask(b"?fpgastatus").startswith(b"!fpgastatus ok ")
+    assert raw.ask(b"?wordread gbe0 0") == b"!wordread ok 0x00000000"
+
+
+def test_a_failed_upload_leaves_the_running_design(
+    make_board: Callable[..., Board], tmp_path: Path
+):
+    board = make_board(program_cmd=copy_cmd(tmp_path), policy=UPLOADS)
+    raw, watcher = Raw(board.port), Raw(board.port)
+    try:
         port = free_port()
         assert raw.ask(b"?progremote %d" % port) == b"!progremote ok"
         with socket.create_connection(("127.0.0.1", port), TIMEOUT) as up:
             up.sendall(b"not an fpg file\n")
-        lines = raw.until(b"#fpga")
-        assert lines[-1] == b"#fpga down"
-        assert any(line.startswith(b"#log error ") for line in lines)
+        refused_upload(raw, watcher, b"expected\\_'#!/bin/kcpfpg'")
+        assert not (tmp_path / "programmed.pdi").exists()
+        assert board.server.counts["upload_refused_bad_header"] == 1
     finally:
         raw.close()
         watcher.close()
 
 
 def test_progremote_without_an_upload_times_out(make_board: Callable[..., Board]):
-    board = make_board(upload_timeout=0.2)
-    raw = Raw(board.port)
+    board = make_board(policy=ServerPolicy(allow_upload=True, upload_timeout=0.2))
+    raw, watcher = Raw(board.port), Raw(board.port)
     try:
         assert raw.ask(b"?progremote %d" % free_port()) == b"!progremote ok"
-        lines = raw.until(b"#fpga")
-        assert lines[-1] == b"#fpga down"
-        assert b"no\\_upload" in lines[-2]
+        refused_upload(raw, watcher, b"no\\_upload\\_within\\_0.2\\_s")
+        assert board.server.counts["upload_refused_timeout"] == 1
     finally:
         raw.close()
+        watcher.close()
 
 
 # ----------------------------------------------------------------- command line
@@ -763,3 +800,346 @@ def test_an_independent_katcp_client_aiokatcp(board: Board):
     assert got["wordread"] == ["0x00000000"]
     assert got["listdev"] == [["sys_scratch", "0x0", "4"], ["gbe0", "0x10000", "65536"]]
     assert got["clients"] == 1
+
+
+# ----------------------------------------------------------------- what a client may reach
+def sparse_bus(path: Path, size: int) -> Path:
+    """A bus image as large as /dev/mem would let a mapping reach (sparse: no disk used)."""
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return path
+
+
+def test_the_window_is_the_designs_memory_map(tmp_path: Path):
+    """No --size: a later design may not reach past the first one's map, nor overlap."""
+    fpg = tmp_path / "design.fpg"
+    write_fpg(fpg, DEVICES, BLOCKS, b"")
+    mem = sparse_bus(tmp_path / "mem", 0x4000000)
+    write_fpg(tmp_path / "far.fpg", [*DEVICES, FpgDevice("far", 0x1000000, 0x1000)], [], b"")
+    overlapping = [FpgDevice("a", 0x0, 0x100), FpgDevice("b", 0x80, 0x100)]
+    write_fpg(tmp_path / "overlap.fpg", overlapping, [], b"")
+    write_fpg(tmp_path / "odd.fpg", [FpgDevice("odd", 0x2, 0x4)], [], b"")
+    with board_server(fpg, mem, 0, 3 * TIMEOUT) as (port, out):
+        assert b"(0x20000 bytes)" in out
+        raw = Raw(port)
+        try:
+            reply = raw.ask(b"?progdev far.fpg")
+            assert reply.startswith(b"!progdev fail far.fpg:\\_device\\_'far'\\_at\\_0x1000000")
+            assert b"outside\\_the\\_window" in reply and b"0x0-0x20000" in reply
+            reply = raw.ask(b"?progdev overlap.fpg")
+            assert b"device\\_'b'\\_at\\_0x80\\_(size\\_0x100)\\_overlaps\\_device\\_'a'" in reply
+            assert b"device\\_'odd'" in raw.ask(b"?progdev odd.fpg")
+            # Refused before anything changed: the first design is still served.
+            raw.send(b"?listdev")
+            assert raw.until(b"!listdev") == [
+                b"#listdev sys_scratch",
+                b"#listdev gbe0",
+                b"!listdev ok 2",
+            ]
+            assert raw.ask(b"?read far 0 4").startswith(b"!read fail unknown\\_device")
+        finally:
+            raw.close()
+
+
+def test_an_upload_outside_the_window_is_refused_before_programming(
+    make_board: Callable[..., Board], tmp_path: Path
+):
+    board = make_board(program_cmd=copy_cmd(tmp_path), policy=UPLOADS)
+    write_fpg(tmp_path / "far.fpg", [FpgDevice("far", WINDOW, 0x1000)], [], b"far bitstream")
+    raw, watcher = Raw(board.port), Raw(board.port)
+    try:
+        port = free_port()
+        assert raw.ask(b"?progremote %d" % port) == b"!progremote ok"
+        with socket.create_connection(("127.0.0.1", port), TIMEOUT) as up:
+            up.sendall((tmp_path / "far.fpg").read_bytes())
+        refused_upload(
+            raw, watcher, b"device\\_'far'\\_at\\_0x20000\\_(size\\_0x1000)\\_is\\_outside"
+        )
+        assert not (tmp_path / "programmed.pdi").exists()
+        assert board.server.counts["upload_refused_memory_map"] == 1
+    finally:
+        raw.close()
+        watcher.close()
+
+
+def run_cli(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``casper400g`` in a process of its own (a server that starts is stopped by the timeout)."""
+    return subprocess.run(
+        [sys.executable, "-m", "mlib_devel_400g.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_cli_refuses_a_design_beyond_the_platforms_address_space(tmp_path: Path):
+    base = 0xA4000000
+    fpg = tmp_path / "design.fpg"
+    beyond = FpgDevice("pmc_regs", base + cli.PL_APERTURE, 0x1000)
+    write_fpg(fpg, [FpgDevice("sys_scratch", base, 4), beyond], [], b"")
+    mem = sparse_bus(tmp_path / "mem", base + 2 * cli.PL_APERTURE)
+    argv = ["board-server", "--fpg", str(fpg), "--mem", str(mem), "--port", "0"]
+    done = run_cli(argv)
+    assert done.returncode == 1, done.stdout
+    assert "device 'pmc_regs' at 0xa8000000 (size 0x1000) is outside the platform's PL" in (
+        done.stderr
+    )
+    write_fpg(fpg, [FpgDevice("sys_scratch", base, 4)], [], b"")
+    done = run_cli([*argv, "--size", hex(2 * cli.PL_APERTURE)])
+    assert done.returncode == 1, done.stdout
+    assert "window size 0x8000000 is outside 1..0x4000000 (--aperture)" in done.stderr
+
+
+def test_the_cli_aperture_is_the_vpk180_platforms():
+    root = Path(__file__).resolve().parents[1]
+    platform = yaml.safe_load((root / "jasper_library/platforms/vpk180.yaml").read_text())
+    assert platform["mmbus_address_window"] == cli.PL_APERTURE
+    assert platform["mmbus_base_address"] == 0xA4000000
+
+
+@pytest.mark.parametrize(
+    ("devices", "message"),
+    [
+        ([FpgDevice("low", 0x0FFC, 8)], "device 'low' at 0xffc (size 0x8) is outside"),
+        ([FpgDevice("high", 0x1FFC, 8)], "device 'high' at 0x1ffc (size 0x8) is outside"),
+        ([FpgDevice("empty", 0x1000, 0)], "device 'empty' at 0x1000 (size 0x0): not whole"),
+        ([FpgDevice("odd", 0x1002, 4)], "device 'odd' at 0x1002 (size 0x4): not whole"),
+        (
+            [FpgDevice("a", 0x1000, 0x10), FpgDevice("b", 0x100C, 8)],
+            "device 'b' at 0x100c (size 0x8) overlaps device 'a' at 0x1000 (size 0x10) without",
+        ),
+        (
+            # Inside a block, but across the end of one of its registers.
+            [FpgDevice("c", 0x1400, 0x40), FpgDevice("c_r", 0x1400, 8), FpgDevice("d", 0x1404, 8)],
+            "device 'd' at 0x1404 (size 0x8) overlaps device 'c_r' at 0x1400 (size 0x8)",
+        ),
+    ],
+)
+def test_check_memory_map_names_the_device(devices: list[FpgDevice], message: str, tmp_path: Path):
+    window = MmapWindow(tmp_path / "bus", 0x1000, 0x1000)
+    with pytest.raises(ValueError) as err:
+        window.check([FpgDevice("fine", 0x1800, 0x10), *devices])
+    assert message in str(err.value)
+
+
+def test_registers_inside_their_block_are_not_overlaps(tmp_path: Path):
+    """mlib_devel's .fpg lists a block and then each of its registers inside it."""
+    sys_block = [FpgDevice("sys", 0x1000, 0x20)]
+    sys_block += [FpgDevice(f"sys_{r}", 0x1000 + 4 * k, 4) for k, r in enumerate("abcdefgh")]
+    MmapWindow(tmp_path / "bus", 0x1000, 0x1000).check(
+        [*sys_block, FpgDevice("same", 0x1020, 8), FpgDevice("same_alias", 0x1020, 8)]
+    )
+
+
+def test_board_server_listens_on_localhost_by_default(tmp_path: Path):
+    image = tmp_path / "bus.bin"
+    image.write_bytes(bytes(WINDOW))
+    fpg = tmp_path / "design.fpg"
+    write_fpg(fpg, DEVICES, BLOCKS, b"")
+
+    async def listening() -> set[str]:
+        server = BoardServer(MmapWindow(image, 0, WINDOW), port=0, fpg=fpg)
+        await server.start()
+        try:
+            return tcp_listeners(server.port)
+        finally:
+            await server.close()
+
+    assert asyncio.run(listening()) == {"127.0.0.1"}
+
+
+def test_cli_listens_on_localhost_by_default(tmp_path: Path):
+    fpg = tmp_path / "design.fpg"
+    write_fpg(fpg, DEVICES, BLOCKS, b"")
+    mem = tmp_path / "mem"
+    mem.write_bytes(bytes(WINDOW))
+    with board_server(fpg, mem, 0, 3 * TIMEOUT) as (port, out):
+        assert b"uploads off" in out
+        assert tcp_listeners(port) == {"127.0.0.1"}
+
+
+# ----------------------------------------------------------------- uploads
+def test_uploads_are_off_unless_allowed(board: Board, raw: Raw):
+    port = free_port()
+    reply = raw.ask(b"?progremote %d" % port)
+    assert reply.startswith(b"!progremote fail uploads\\_are\\_off") and b"--allow-upload" in reply
+    assert tcp_listeners(port) == set()
+
+
+def test_only_the_requesting_client_may_upload(make_board: Callable[..., Board], tmp_path: Path):
+    board = make_board(program_cmd=copy_cmd(tmp_path), policy=UPLOADS)
+    write_fpg(tmp_path / "v3.fpg", NEW_DEVICES, BLOCKS, b"uploaded bitstream")
+    write_fpg(tmp_path / "evil.fpg", NEW_DEVICES, BLOCKS, b"someone else's bitstream")
+    raw = Raw(board.port)
+    try:
+        port = free_port()
+        assert raw.ask(b"?progremote %d" % port) == b"!progremote ok"
+        # Another host on the network (another loopback address here) is first.
+        other = socket.create_connection(("127.0.0.1", port), TIMEOUT, ("127.0.0.2", 0))
+        with other, contextlib.suppress(ConnectionError):
+            other.sendall((tmp_path / "evil.fpg").read_bytes())
+            assert other.recv(1) == b""  # closed without reading
+        with socket.create_connection(("127.0.0.1", port), TIMEOUT) as up:
+            up.sendall((tmp_path / "v3.fpg").read_bytes())
+        assert raw.until(b"#fpga")[-1] == b"#fpga ready"
+        assert (tmp_path / "programmed.pdi").read_bytes() == b"uploaded bitstream"
+        assert board.server.counts["upload_connection_refused"] == 1
+    finally:
+        raw.close()
+
+
+def test_one_pending_upload_per_client_and_a_bounded_number(make_board: Callable[..., Board]):
+    policy = ServerPolicy(allow_upload=True, upload_timeout=1.0, max_listeners=2)
+    board = make_board(policy=policy)
+    first, again, second, third = (
+        Raw(board.port, "127.0.0.1"),
+        Raw(board.port, "127.0.0.1"),
+        Raw(board.port, "127.0.0.2"),
+        Raw(board.port, "127.0.0.3"),
+    )
+    try:
+        port = free_port()
+        assert first.ask(b"?progremote %d" % port) == b"!progremote ok"
+        pending = b"!progremote fail an\\_upload\\_from\\_127.0.0.1\\_is\\_already\\_pending"
+        assert first.ask(b"?progremote %d" % free_port()).startswith(pending)
+        assert again.ask(b"?progremote %d" % free_port()).startswith(pending)
+        assert second.ask(b"?progremote %d" % free_port()) == b"!progremote ok"
+        reply = third.ask(b"?progremote %d" % free_port())
+        assert reply.startswith(b"!progremote fail 2\\_uploads\\_are\\_pending")
+        assert len(tcp_listeners(port)) == 1
+        # When the uploads time out their listeners close and the client may ask again.
+        assert b"no\\_upload" in first.until(b"#log error")[-1]
+        assert b"no\\_upload" in second.until(b"#log error")[-1]
+        assert tcp_listeners(port) == set()
+        assert third.ask(b"?progremote %d" % free_port()) == b"!progremote ok"
+    finally:
+        for r in (first, again, second, third):
+            r.close()
+
+
+def bomb_fpg(path: Path, inflated: int) -> Path:
+    """An .fpg whose bitstream is a few KB of gzip that inflates to ``inflated`` bytes."""
+    write_fpg(path, NEW_DEVICES, BLOCKS, bytes(inflated))
+    return path
+
+
+def test_upload_and_bitstream_sizes_are_capped(make_board: Callable[..., Board], tmp_path: Path):
+    policy = ServerPolicy(
+        allow_upload=True, upload_timeout=TIMEOUT, max_upload=8192, max_bitstream=1 << 16
+    )
+    board = make_board(program_cmd=copy_cmd(tmp_path), policy=policy)
+    big = tmp_path / "big.fpg"
+    write_fpg(big, NEW_DEVICES, BLOCKS, random.Random(1).randbytes(9000))  # incompressible
+    bomb = bomb_fpg(tmp_path / "bomb.fpg", 1 << 22)
+    assert len(bomb.read_bytes()) < 8192
+    raw, watcher = Raw(board.port), Raw(board.port)
+    try:
+        for fpg, why in ((big, b"upload\\_exceeds\\_8192"), (bomb, b"inflates\\_past\\_65536")):
+            port = free_port()
+            assert raw.ask(b"?progremote %d" % port) == b"!progremote ok"
+            up = socket.create_connection(("127.0.0.1", port), TIMEOUT)
+            with up, contextlib.suppress(ConnectionError):  # closed once the cap is passed
+                up.sendall(fpg.read_bytes())
+            refused_upload(raw, watcher, why)
+        reply = raw.ask(b"?progdev bomb.fpg")
+        assert reply.startswith(b"!progdev fail bomb.fpg:") and b"inflates\\_past" in reply
+        assert raw.ask(b"?progdev big.fpg").startswith(b"!progdev fail 'big.fpg'\\_is\\_larger")
+        assert not (tmp_path / "programmed.pdi").exists()
+        counts = board.server.counts
+        assert counts["upload"] == counts["upload_refused_too_large"] == 2
+    finally:
+        raw.close()
+        watcher.close()
+
+
+def test_an_upload_is_unpacked_off_the_event_loop(
+    make_board: Callable[..., Board], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """While an upload is being inflated, other clients are served."""
+    entered, release = threading.Event(), threading.Event()
+    inflate = server_module.inflate_bitstream
+
+    def slow_inflate(*args: object) -> int:
+        entered.set()
+        release.wait(3 * TIMEOUT)
+        return inflate(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(server_module, "inflate_bitstream", slow_inflate)
+    board = make_board(program_cmd=copy_cmd(tmp_path), policy=UPLOADS)
+    write_fpg(tmp_path / "v3.fpg", NEW_DEVICES, BLOCKS, b"uploaded bitstream")
+    raw, other = Raw(board.port), Raw(board.port)
+    try:
+        port = free_port()
+        assert raw.ask(b"?progremote %d" % port) == b"!progremote ok"
+        with socket.create_connection(("127.0.0.1", port), TIMEOUT) as up:
+            up.sendall((tmp_path / "v3.fpg").read_bytes())
+        assert entered.wait(TIMEOUT)
+        assert other.ask(b"?wordread gbe0 0") == b"!wordread ok 0x00000000"
+        release.set()
+        assert raw.until(b"#fpga")[-1] == b"#fpga ready"
+    finally:
+        release.set()
+        raw.close()
+        other.close()
+
+
+def test_connections_are_bounded(make_board: Callable[..., Board]):
+    board = make_board(policy=ServerPolicy(max_clients=2))
+    first, second = Raw(board.port), Raw(board.port)
+    try:
+        with socket.create_connection(("127.0.0.1", board.port), TIMEOUT) as third:
+            third.settimeout(TIMEOUT)
+            got = b""
+            while chunk := third.recv(4096):
+                got += chunk
+            assert got.startswith(b"#log error ") and b"too\\_many\\_clients\\_(2)" in got
+        assert board.server.counts["clients_refused"] == 1
+        assert second.ask(b"?watchdog") == b"!watchdog ok"
+        first.close()
+        assert second.ask(b"?watchdog") == b"!watchdog ok"  # the server saw it go
+        again = Raw(board.port)
+        assert again.ask(b"?watchdog") == b"!watchdog ok"
+        again.close()
+    finally:
+        first.close()
+        second.close()
+
+
+def splitter_reference(stream: bytes, limit: int) -> list[bytes | Overlong]:
+    """What a line splitter must return for ``stream``, from bytes.split."""
+    out: list[bytes | Overlong] = []
+    for line in stream.split(b"\n")[:-1]:
+        out.append(line if len(line) <= limit else Overlong(line[:KEEP]))
+    return out
+
+
+@pytest.mark.parametrize(
+    "cuts",
+    ["whole", "bytes", "random"],
+)
+def test_lines_are_split_in_linear_work(cuts: str):
+    """Each byte is searched for the newline once, however the stream is cut: a long line
+    fed a byte at a time, and many short lines in one read."""
+    rng = random.Random(29)
+    limit = 4096
+    stream = b"x" * 20000 + b"\n" + b"\n" * 20000 + b"?watchdog\n" * 3000 + b"y" * 4096
+    stream += b"\n" + b"z" * 4097 + b"\n" + b"tail"
+    pieces: list[bytes] = []
+    if cuts == "whole":
+        pieces = [stream]
+    elif cuts == "bytes":
+        pieces = [stream[k : k + 1] for k in range(len(stream))]
+    else:
+        k = 0
+        while k < len(stream):
+            n = rng.choice([1, 2, 7, 100, 5000])
+            pieces.append(stream[k : k + n])
+            k += n
+    splitter = LineSplitter(limit)
+    got: list[bytes | Overlong] = []
+    for piece in pieces:
+        got += splitter.feed(piece)
+        assert splitter.pending <= limit
+    assert got == splitter_reference(stream, limit)
+    assert splitter.fed == len(stream)
+    assert splitter.scanned <= splitter.fed

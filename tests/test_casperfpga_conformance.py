@@ -23,7 +23,10 @@ import pytest
 from conftest import board_server
 
 from casperfpga_ext import fhg_regmap as regmap
+from casperfpga_ext.board_sensors import design_sensors
+from casperfpga_ext.transport import KatcpTransport
 from mlib_devel_400g import cli
+from verification.named_registers import agree
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tests" / "data" / "onehundredgbe_script.py"
@@ -83,7 +86,8 @@ def served(tmp_path: Path) -> Iterator[tuple[int, Path, Path, list[dict[str, Any
     assert not missing, f"the example design lacks the sys_block registers {sorted(missing)}"
     image = tmp_path / "bus.bin"
     reset_image(image, memory_map)
-    with board_server(fpg, image, BASE, TIMEOUT) as (port, _out):
+    # The script programs the design with upload_to_ram_and_program (?progremote).
+    with board_server(fpg, image, BASE, TIMEOUT, ["--allow-upload"]) as (port, _out):
         yield port, fpg, image, memory_map
 
 
@@ -201,6 +205,73 @@ def test_example_configure_core_runs_with_casperfpga(
     assert reg("ip") == int(ipaddress.IPv4Address("10.0.0.12"))
     arp20 = reg_address(memory_map, "gbe0") + regmap.REGIONS["arp_table"].offset + 8 * 20
     assert (word(image, arp20), word(image, arp20 + 4)) == (0x10C42, 0xA1000014)
+
+
+NAMES_SCRIPT = ROOT / "tests" / "data" / "named_registers_script.py"
+
+
+def test_registers_by_name_on_the_example_design(
+    served: tuple[int, Path, Path, list[dict[str, Any]]],
+    casperfpga_python: str,
+    casperfpga_env: dict[str, str],
+):
+    """The real casperfpga lists the core's registers as devices; read_uint/write_int by
+    name agree with the Gbe methods and with the bus (the board's file read here)."""
+    port, fpg, image, memory_map = served
+    base = reg_address(memory_map, "gbe0")
+    # Counters as a running core would hold them: distinct values, the 64-bit ones above
+    # 2^32 so a torn or half read shows.
+    with open(image, "r+b") as f:
+        for k, reg in enumerate(r for r in regmap.REGISTERS.values() if r.is_counter):
+            f.seek(base + reg.offset)
+            value = (k + 1) * 0x01010101 + (0x5_0000_0000 * (k + 1) if reg.width == 64 else 0)
+            f.write(struct.pack(f"={'Q' if reg.width == 64 else 'I'}", value))
+    writes = {
+        "gmac_reg_local_ip_address": int(ipaddress.IPv4Address("10.0.0.77")),
+        "gmac_reg_gateway_ip_address": int(ipaddress.IPv4Address("10.0.0.254")),
+        "gmac_reg_local_ip_netmask": int(ipaddress.IPv4Address("255.255.0.0")),
+        "gmac_reg_mac_address_h": 0x0200,
+        "gmac_reg_mac_address_l": 0x0A00004D,
+        "gmac_reg_udp_port": 7200,
+        "ttl": 17,
+    }
+    argv = [casperfpga_python, str(NAMES_SCRIPT), "127.0.0.1", str(port), str(fpg)]
+    argv.append(json.dumps({"gbe": "gbe0", "writes": writes}))
+    done = subprocess.run(argv, env=casperfpga_env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    got = json.loads(done.stdout.split("RESULT ", 1)[1].splitlines()[0])
+
+    listed = {f"gbe0_{d.name}": d for d in regmap.DEVICES.values()}
+    assert set(listed) <= set(got["listdev"]) and "gbe0" in got["listdev"]
+    assert {n: got["sizes"][n] for n in listed} == {n: d.nbytes for n, d in listed.items()}
+    for view in (got["before"], got["after_writes"]):
+        assert set(view["names"]) == {n for n, d in listed.items() if not d.ram}
+        agree("gbe0", view)
+    # What the bus holds now, read here with struct: the last values read by name.
+    for name, value in got["after_writes"]["names"].items():
+        at = base + listed[name].offset
+        bus = word(image, at) | (word(image, at + 4) << 32 if listed[name].nbytes == 8 else 0)
+        assert value == bus, name
+    assert got["before"]["names"]["gbe0_tx_frames"] > 1 << 32
+    after = got["after_writes"]
+    assert after["details"]["ip"] == writes["gmac_reg_local_ip_address"]
+    assert after["details"]["subnet_mask"] == 0xFFFF0000
+    assert after["mac"] == 0x02000A00004D and after["port"] == 7200
+    assert word(image, base + regmap.REGISTERS["ttl"].offset) == 17
+    assert word(image, base + regmap.REGISTERS["port"].offset) == 7200
+    # A 100GbE name this core does not have is no device (docs/registers.md says why).
+    assert "unknown" in got["absent_name"] and "gmac_reg_bytes_rdy" in got["absent_name"]
+
+
+def test_board_sensors_are_the_cores_with_its_registers_named(
+    served: tuple[int, Path, Path, list[dict[str, Any]]],
+):
+    """Naming the core's registers adds devices, not cores: the sensors are one core's."""
+    with KatcpTransport("127.0.0.1", served[0], timeout=TIMEOUT) as katcp:
+        assert "gbe0_gmac_reg_tx_packet_count" in katcp.listdev()
+        reply, informs = katcp.request("sensor-list")
+    sensors = set(design_sensors(["gbe0"]))
+    assert {i[0].decode() for i in informs} == sensors and reply == [b"%d" % len(sensors)]
 
 
 PROGRAM_FLOW = """

@@ -372,6 +372,12 @@ def test_fpg_round_trip(tmp_path: Path):
         (["#!/bin/kcpfpg", "?progdev", "?quit"], 2, "unknown header command"),
         (["#!/bin/kcpfpg", "?meta\tb\txps:a\tp\tv", "?meta\tb\txps:b\tq\tv", "?quit"], 3, "tagged"),
         (["#!/bin/kcpfpg", "?uploadbin"], 3, "without \\?quit"),
+        (["#!/bin/kcpfpg", f"?register\tx\t{1 << 64:#x}\t0x4"], 2, "exceeds the 64-bit"),
+        (["#!/bin/kcpfpg", "?register\tx\t0x0\t" + "9" * 30], 2, "9{30}' exceeds the 64"),
+        (["#!/bin/kcpfpg", "?register\tx\t0x0\t" + "9" * 50], 2, "'9999.*' is not a"),
+        (["#!/bin/kcpfpg", "?register\tx\t-16\t0x4"], 2, "'-16' is not a number"),
+        (["#!/bin/kcpfpg", "?register\tx\t0x0\t1_0"], 2, "'1_0' is not a number"),
+        (["#!/bin/kcpfpg", "?register\tx\t 16\t0x4"], 2, "' 16' is not a number"),
     ],
 )
 def test_fpg_errors_name_file_and_line(lines: list[str], lineno: int, message: str):

@@ -3,10 +3,14 @@ docs/design/core.md §4."""
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import itertools
+import re
 from pathlib import Path
 
 import pytest
+from conftest import reference_tree
 
 from casper400g_dev import checkout, regs_gen
 from casperfpga_ext import fhg_regmap as regmap
@@ -19,6 +23,11 @@ REGS = regmap.REGISTERS
 @pytest.fixture(scope="module")
 def rendered() -> dict[Path, str]:
     return regs_gen.render_all()
+
+
+@pytest.fixture(scope="module")
+def model() -> regs_gen.RegMap:
+    return regs_gen.build_model(regs_gen.compile_rdl())
 
 
 def test_committed_generated_files_are_current(rendered: dict[Path, str]) -> None:
@@ -166,19 +175,121 @@ def test_docs_list_every_register() -> None:
     assert "never torn" in text
 
 
-def test_generated_sv_is_flat_axi4lite_with_active_low_reset() -> None:
+# ----------------------------------------------------------------- names in the .fpg
+def onehundred_gbe_map() -> tuple[dict[str, tuple[int, str]], list[str]]:
+    """mlib_devel's 100GbE register map as its yellow block declares it (the reference
+    tree's onehundred_gbe.py, read with ast): name -> (offset, mode), and the names it
+    lists as missing. Every class of the block that declares a map must agree."""
+    path = reference_tree("mlib_devel") / "jasper_library" / "yellow_blocks" / "onehundred_gbe.py"
+    maps: list[dict[str, tuple[int, str]]] = []
+    missing: list[list[str]] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target = ast.unparse(node.targets[0])
+        if target == "self.missing_registers":
+            missing.append(ast.literal_eval(node.value))
+        if target != "self.memory_map" or not isinstance(node.value, ast.List):
+            continue
+        entries = {}
+        for call in node.value.elts:
+            assert isinstance(call, ast.Call) and ast.unparse(call.func) == "Register"
+            kw = {k.arg: k.value for k in call.keywords}
+            name = ast.literal_eval(call.args[0])
+            entries[name] = (ast.literal_eval(kw["offset"]), ast.literal_eval(kw["mode"]))
+        maps.append(entries)
+    assert maps and all(m == maps[0] for m in maps), path
+    assert missing and all(m == missing[0] for m in missing), path
+    return maps[0], missing[0]
+
+
+def test_every_100gbe_name_is_a_register_at_its_offset_or_absent_with_a_reason(
+    model: regs_gen.RegMap,
+) -> None:
+    theirs, missing = onehundred_gbe_map()
+    assert len(theirs) > 30 and theirs["gmac_reg_tx_packet_count"] == (0x4C, "r")
+    absent = {a.name: a for a in model.onehundred_gbe_absent}
+    ours = {r.onehundred_gbe_name: r for r in REGS.values() if r.onehundred_gbe_name}
+    assert set(ours).isdisjoint(absent)
+    assert set(ours) | set(absent) == set(theirs)
+    for name, (offset, mode) in theirs.items():
+        if name in ours:
+            reg = ours[name]
+            assert (reg.offset, "r" if reg.sw == "r" else "rw") == (offset, mode), name
+        else:
+            assert absent[name].offset == offset and len(absent[name].reason) > 40, name
+    assert set(missing) <= set(absent)
+    # Every register of the casperfpga-compatible block has its 100GbE name.
+    assert {r.name for r in REGS.values() if r.offset <= 0x78} == {r.name for r in ours.values()}
+    # Where the meaning differs there is a note; it belongs to a named register.
+    assert set(model.onehundred_gbe_notes) <= {r.name for r in ours.values()}
+    assert {"ctrl", "count_reset", "status", "word_len"} <= set(model.onehundred_gbe_notes)
+
+
+def test_devices_name_every_register_and_region_once() -> None:
+    devices = regmap.DEVICES
+    assert sorted(d.target for d in devices.values()) == sorted([*REGS, *regmap.REGIONS])
+    assert [d.offset for d in devices.values()] == sorted(d.offset for d in devices.values())
+    for name, d in devices.items():
+        assert d.name == name and re.fullmatch(r"[a-z][a-z0-9_]*", name), name
+        if d.target in REGS:
+            reg = REGS[d.target]
+            assert name == (reg.onehundred_gbe_name or reg.name)
+            assert (d.offset, d.nbytes, d.reset, d.ram) == (
+                reg.offset,
+                reg.nbytes,
+                reg.reset,
+                False,
+            )
+            assert d.mode == ("r" if reg.sw == "r" else "rw")
+        else:
+            region = regmap.REGIONS[d.target]
+            assert (name, d.offset, d.nbytes, d.ram) == (
+                region.name,
+                region.offset,
+                region.size,
+                True,
+            )
+            assert d.mode == ("r" if region.sw == "r" else "rw")
+    assert devices["gmac_reg_tx_packet_count"].target == "tx_packet_counter"
+    assert devices["tx_frames"].nbytes == 8 and devices["arp_table"].nbytes == 2048
+
+
+def test_a_name_given_twice_is_an_error() -> None:
+    clash = dataclasses.replace(REGS["ttl"], onehundred_gbe_name="gmac_reg_udp_port")
+    with pytest.raises(ValueError, match=r"port and ttl are both named 'gmac_reg_udp_port'"):
+        regmap.named_devices({**REGS, "ttl": clash}, regmap.REGIONS)
+
+
+def test_docs_name_every_device_and_every_absent_100gbe_name(model: regs_gen.RegMap) -> None:
+    text = (checkout.DOCS_DIR / "registers.md").read_text()
+    section = text.split("## Names in the `.fpg`", 1)[1].split("\n## Registers", 1)[0]
+    for d in regmap.DEVICES.values():
+        assert (
+            f"| `{d.name}` | 0x{d.offset:04X} | {d.nbytes} | {d.mode} | [`{d.target}`]" in section
+        )
+    for a in model.onehundred_gbe_absent:
+        assert f"`{a.name}`" in section.split("does not have", 1)[1], a.name
+
+
+def test_generated_sv_takes_the_axi4lite_struct_pair_with_active_low_reset() -> None:
     sv = (paths.REGS_DIR / "fhg_regs.sv").read_text()
-    assert "module fhg_regs (" in sv
-    for port in ("rst_n", "s_axil_awaddr", "s_axil_rdata", "s_axil_bresp"):
-        assert port in sv
+    header = sv[sv.index("module fhg_regs (") : sv.index(");")]
+    assert "input wire rst_n" in header
+    assert "input fhg_bus_pkg::axil_req_t s_axil_req" in header
+    assert "output fhg_bus_pkg::axil_rsp_t s_axil_rsp" in header
+    assert "s_axil_awaddr" not in header  # no flat AXI4-Lite port left
 
 
 def test_flat_wrapper_exposes_every_hwif_signal() -> None:
-    sv = (paths.REGS_DIR / "fhg_regs.sv").read_text()
+    pkg = (paths.REGS_DIR / "fhg_regs_pkg.sv").read_text()
     rpt = (paths.REGS_DIR / "fhg_regs_hwif.rpt").read_text()
-    wrapper = regs_gen.render_flat_wrapper(sv, rpt)
+    wrapper = regs_gen.render_flat_wrapper(pkg, rpt)
     signals = [line for line in rpt.splitlines() if line.startswith("hwif_")]
     assert len(signals) > 100
-    assert wrapper.count("assign ") == len(signals)
+    # One per hwif signal, and the two joining the flat AXI4-Lite port to the struct pair.
+    assert wrapper.count("assign ") == len(signals) + 2
+    assert "input  wire [15:0] s_axil_awaddr" in wrapper
+    assert "output wire [31:0] s_axil_rdata" in wrapper
     assert "output wire [10:0] hwif_out__arp_table__addr" in wrapper
     assert "input  wire [23:0] hwif_in__tx_bytes__count__incrvalue" in wrapper

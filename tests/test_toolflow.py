@@ -29,6 +29,7 @@ from mlib_devel_400g.toolflow import (
     BuildResult,
     Toolflow,
     ToolflowError,
+    core_info_entries,
     jasper_imports,
     lint,
     mkfpg,
@@ -151,7 +152,9 @@ def test_addresses_agree_everywhere(example: BuildResult):
     header = parse_fpg(out / "fpg_header.txt")
     mm = {d["name"]: d for d in json.loads((out / "memory_map.json").read_text())}
     sys_aliases = {f"sys_{r}" for r in SYS_REGS}
-    assert set(info) == set(header.devices) == set(mm) | sys_aliases
+    # The core's registers and regions, each a device of its own (docs/registers.md).
+    gbe_names = {f"gbe0_{d.name}": d for d in regmap.DEVICES.values()}
+    assert set(info) == set(header.devices) == set(mm) | sys_aliases | set(gbe_names)
     assert set(mm) == {"gbe0", "sys", *SW_REGS}
     for name, (rw, addr, size, typecode) in info.items():
         dev = header.devices[name]
@@ -159,12 +162,26 @@ def test_addresses_agree_everywhere(example: BuildResult):
         if name in mm:
             assert (addr, size) == (mm[name]["base"], mm[name]["size"])
         assert addr % size == 0 and addr >= BASE
+        if name in gbe_names:
+            d = gbe_names[name]
+            assert (addr, size) == (BASE + d.offset, d.nbytes)
+            assert (rw, typecode) == ({"r": 1, "rw": 3}[d.mode], 1)
+            continue
         read_only = name in (*TO_PROCESSOR, "sys") or (
             name in sys_aliases and name != "sys_scratchpad"
         )
         assert rw == (1 if read_only else 3)
         is_sys = name == "sys" or name in sys_aliases
         assert typecode == (1 if name == "gbe0" else 3 if is_sys else 0)
+    # The casperfpga-compatible registers under the 100GbE block's names.
+    for reg, suffix in (
+        ("tx_packet_counter", "gmac_reg_tx_packet_count"),
+        ("ip", "gmac_reg_local_ip_address"),
+        ("count_reset", "gmac_reg_count_reset"),
+        ("tx_frames", "tx_frames"),
+    ):
+        r = regmap.REGISTERS[reg]
+        assert info[f"gbe0_{suffix}"][1:3] == (BASE + r.offset, r.nbytes), reg
     # casperfpga's system registers at mlib_devel's offsets in the 32-byte sys device.
     for reg, offset in SYS_REGS.items():
         assert info[f"sys_{reg}"][1:3] == (info["sys"][1] + offset, 4)
@@ -175,16 +192,22 @@ def test_addresses_agree_everywhere(example: BuildResult):
     assert [info[n][1] for n in sw] == [info[sw[0]][1] + 4 * k for k in range(len(sw))]
     spans = sorted((a, a + s) for n, (_rw, a, s, _t) in info.items() if n in mm)
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
-    # Every register of the core at base + its offset in the generated Python map.
+    # Every register and region of the core under its device name, at base + its offset
+    # in the generated Python map.
     regs = {r["name"]: r for r in mm["gbe0"]["registers"]}
-    assert set(regs) == set(regmap.REGISTERS) | set(regmap.REGIONS)
+    assert set(regs) == set(regmap.DEVICES)
+    targets = {d.target: regs[d.name] for d in regmap.DEVICES.values()}
+    assert set(targets) == set(regmap.REGISTERS) | set(regmap.REGIONS)
     for name, reg in regmap.REGISTERS.items():
-        assert regs[name]["address"] == BASE + reg.offset
-        assert regs[name]["nbytes"] == reg.nbytes
-        assert regs[name]["mode"] == ("r" if reg.sw == "r" else "rw")
+        assert targets[name]["address"] == BASE + reg.offset
+        assert targets[name]["nbytes"] == reg.nbytes
+        assert targets[name]["mode"] == ("r" if reg.sw == "r" else "rw")
+        assert targets[name]["default"] == reg.reset
+        assert targets[name]["ram"] is False
     for name, region in regmap.REGIONS.items():
-        assert (regs[name]["address"], regs[name]["nbytes"]) == (BASE + region.offset, region.size)
-        assert regs[name]["ram"] is True
+        got = targets[name]
+        assert (got["address"], got["nbytes"]) == (BASE + region.offset, region.size)
+        assert got["ram"] is True
 
 
 def test_fpg_header_round_trips_through_casperfpga_ext(example: BuildResult, tmp_path: Path):
@@ -374,6 +397,45 @@ def test_address_packing_is_power_of_two_largest_first():
         top.assign_addresses(0x1000_0000, window=0x10000)
     with pytest.raises(VerilogError, match=r"two memory-mapped devices are called 'a'"):
         top.add_axi4lite_interface("a")
+
+
+def test_core_info_lists_the_maps_devices_hold_after_the_bus_took_its_own():
+    """mlib_devel's rule: the bus takes the map of a raw, software-register or RAM device
+    (which then is one entry), a register-level device keeps its map, and what a block
+    puts in a map afterwards (finalize_top) is listed as <device>_<register>."""
+    jasper_imports()
+    from memory import Register
+    from verilog import VerilogModule
+
+    top = VerilogModule("top")
+    raw = top.add_axi4lite_interface(
+        "core", nbytes=0x100, memory_map=[Register("core", nbytes=0x100, axi4lite_mode="raw")]
+    )
+    top.add_axi4lite_interface(
+        "regs", nbytes=8, memory_map=[Register("a"), Register("b", offset=4, mode="rw")],
+        axi4lite_mode="",
+    )  # fmt: skip
+    top.add_axi4lite_interface("swr", nbytes=4, memory_map=[Register("swr")], typecode=0)
+    top.hand_maps_to_bus()
+    assert [r.name for r in raw.bus_map] == ["core"] and raw.memory_map == []
+    raw.memory_map = [Register("x", offset=0x10), Register("wide", nbytes=8, offset=0x20)]
+    entries = core_info_entries(top.assign_addresses(0x1000))
+    assert [(n, m, b, s) for n, m, b, s, _t, _a in entries] == [
+        ("core", 3, 0x1000, 0x100),
+        ("core_x", 1, 0x1010, 4),
+        ("core_wide", 1, 0x1020, 8),
+        ("regs", 3, 0x1100, 8),
+        ("regs_a", 1, 0x1100, 4),
+        ("regs_b", 3, 0x1104, 4),
+        ("swr", 3, 0x1108, 4),
+    ]
+    # A device whose name is another's register name.
+    top.add_axi4lite_interface("core_x", nbytes=4, axi4lite_mode="")
+    with pytest.raises(ToolflowError, match=r"two memory-mapped devices are called core_x"):
+        core_info_entries(top.assign_addresses(0x1000))
+    raw.memory_map = [Register("late", nbytes=8, offset=0xFC)]
+    with pytest.raises(ToolflowError, match=r"core: register late at 0xfc\+0x8 lies outside"):
+        core_info_entries(top.assign_addresses(0x1000))
 
 
 @contextlib.contextmanager

@@ -12,9 +12,11 @@ blocking code, both carrying the transport contract (32-bit big-endian words):
   accesses and whatever the test awaits itself.
 
 ``ServerThread`` runs a ``BoardServer`` on localhost with its own asyncio loop, serving
-the board as casperfpga expects one: the core (``gbe0``) and a sys_block
-(``SysBlockModel``: board id, revision, scratchpad; its clock counter advances at the user
-clock in wall time, as board-server's ``ClockedWindow`` does for a window without one).
+the board as casperfpga expects one: the core (``gbe0``, and each of its registers and
+regions by name, ``gbe0_gmac_reg_tx_packet_count`` …, as the yellow block lists them)
+and a sys_block (``SysBlockModel``: board id, revision, scratchpad; its clock counter
+advances at the user clock in wall time, as board-server's ``ClockedWindow`` does for a
+window without one).
 """
 
 from __future__ import annotations
@@ -82,10 +84,21 @@ class AxiWords:
             self.accesses += 1
 
 
-def _check(device_name: str, offset: int, size: int) -> None:
-    if device_name != DEVICE:
+# The core and each of its registers and regions by name (as the yellow block lists them
+# in the .fpg): name -> (offset in the core, size in bytes).
+CORE_DEVICES: dict[str, tuple[int, int]] = {
+    DEVICE: (0, regmap.BLOCK_SIZE),
+    **{f"{DEVICE}_{d.name}": (d.offset, d.nbytes) for d in regmap.DEVICES.values()},
+}
+
+
+def _locate(device_name: str, offset: int, size: int) -> int:
+    """The access's offset in the core's register slave."""
+    where = CORE_DEVICES.get(device_name)
+    if where is None:
         raise ValueError(f"unknown device {device_name!r}")
-    check_access(device_name, regmap.BLOCK_SIZE, offset, size)
+    check_access(device_name, where[1], offset, size)
+    return where[0] + offset
 
 
 class SimTransport:
@@ -99,15 +112,13 @@ class SimTransport:
         return self.bus.accesses
 
     def read(self, device_name: str, size: int, offset: int = 0) -> bytes:
-        _check(device_name, offset, size)
-        return resume(self.bus.read)(offset, size)
+        return resume(self.bus.read)(_locate(device_name, offset, size), size)
 
     def blindwrite(self, device_name: str, data: bytes, offset: int = 0) -> None:
-        _check(device_name, offset, len(data))
-        resume(self.bus.write)(offset, bytes(data))
+        resume(self.bus.write)(_locate(device_name, offset, len(data)), bytes(data))
 
     def listdev(self) -> list[str]:
-        return [DEVICE]
+        return list(CORE_DEVICES)
 
     def is_connected(self) -> bool:
         return True
@@ -133,15 +144,13 @@ class SimWindow:
             raise OSError(f"the simulation did not serve a {op} within {self.timeout} s") from None
 
     def read(self, device_name: str, size: int, offset: int = 0) -> bytes:
-        _check(device_name, offset, size)
-        return self._submit("read", offset, size)
+        return self._submit("read", _locate(device_name, offset, size), size)
 
     def blindwrite(self, device_name: str, data: bytes, offset: int = 0) -> None:
-        _check(device_name, offset, len(data))
-        self._submit("write", offset, bytes(data))
+        self._submit("write", _locate(device_name, offset, len(data)), bytes(data))
 
     def listdev(self) -> list[str]:
-        return [DEVICE]
+        return list(CORE_DEVICES)
 
     def serve(self, done: Callable[[], bool], limit_s: float = 120.0) -> int:
         """Carry out queued accesses until ``done()``; call from a bridge thread.
@@ -205,10 +214,11 @@ class BoardWindow:
 
 
 def write_design_fpg(directory: Path, params: dict[str, str] | None = None) -> Path:
-    """An .fpg describing the simulated design: one 400GbE core, ``gbe0``, and the
-    sys_block registers every CASPER design has."""
+    """An .fpg describing the simulated design: one 400GbE core, ``gbe0``, with its
+    registers by name (as the yellow block lists them), and the sys_block registers every
+    CASPER design has."""
     path = Path(directory) / "sim_core.fpg"
-    devices = [FpgDevice(DEVICE, DEVICE_ADDRESS, regmap.BLOCK_SIZE)]
+    devices = [FpgDevice(n, DEVICE_ADDRESS + o, s) for n, (o, s) in CORE_DEVICES.items()]
     for name, (offset, _) in SYS_REGISTERS.items():
         devices.append(FpgDevice(name, SYS_ADDRESS + offset, WORD_BYTES))
     write_fpg(

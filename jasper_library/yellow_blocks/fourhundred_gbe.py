@@ -4,7 +4,12 @@
 * Mask parameters (``PARAMETERS``) become the start-up configuration: ``fhg_gbe_boot``
   writes FABRIC_MAC/IP/GATEWAY/NETMASK/PORT/TTL/CTRL into the core's registers after
   reset and enables the fabric when ``fab_en`` is set. Register offsets come from the
-  generated register map, as does the AXI4-Lite memory map handed to the toolflow.
+  generated register map.
+* Software sees the core as the device ``<unique_name>`` and each of its registers and
+  regions as ``<unique_name>_<name>`` (``named_registers``: the 100GbE block's
+  ``gmac_reg_*`` names at 0x00-0x78, the register map's own names above; docs/registers.md
+  lists them), in core_info.tab, memory_map.json and the .fpg; the core's register block
+  serves them all, nothing is added to the design for them.
 * ``port`` is the QSFP-DD cage. The platform YAML's ``fourhundred_gbe`` section lists the
   cages and names the MAC attachment that joins the core's DCMAC-side ports to a MAC:
   ``external`` (this file: those ports become top-level ports ``fhg<cage>_<port>`` for a
@@ -19,6 +24,7 @@ import ipaddress
 import json
 import os
 import re
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from constraints import ClockConstraint, PortConstraint
@@ -141,6 +147,33 @@ def check_parameter(name: str, value: Any) -> int | bool:
     return ip
 
 
+def named_registers(devices: Iterable[Any]) -> list[Register]:
+    """The core's registers and regions as jasper Registers under the names software
+    reads them by (``regmap.DEVICES``: the 100GbE's ``gmac_reg_*`` names where the core has
+    that register, its own names otherwise): the toolflow lists each as the device
+    ``<block>_<name>``. They describe the core's own register block; nothing is generated
+    for them."""
+    out = []
+    for d in devices:
+        if d.ram:
+            # nbytes too: mlib_devel's Register keeps nbytes, not ram_size, for core_info.
+            reg = Register(
+                d.name,
+                nbytes=d.nbytes,
+                offset=d.offset,
+                mode=d.mode,
+                ram=True,
+                ram_size=d.nbytes,
+                data_width=8 * regmap.WORD_BYTES,
+            )
+        else:
+            reg = Register(
+                d.name, nbytes=d.nbytes, offset=d.offset, mode=d.mode, default_val=d.reset
+            )
+        out.append(reg)
+    return out
+
+
 class GbeError(ValueError):
     """The block's parameters or platform are invalid; names the block and the value."""
 
@@ -211,7 +244,8 @@ class fourhundred_gbe(YellowBlock):
         params = dict(self.PARAMETERS)
         params.update({k: v for k, v in self.blk.items() if k in self.PARAMETERS})
         self.params = params
-        self.memory_map = self._memory_map()
+        self.memory_map = named_registers(regmap.DEVICES.values())
+        self.bus_device: Any = None  # the AXI4-Lite device modify_top adds
         hdl_root = self.hdl_root or "."
         for src in file_list(os.path.join(hdl_root, CORE_FILE_LIST)):
             self.add_source(os.path.relpath(src, hdl_root))
@@ -257,29 +291,6 @@ class fourhundred_gbe(YellowBlock):
                 f"(expected yellow_blocks/{kind}.py)"
             ) from None
         return getattr(module, kind)(self, self.conf)
-
-    def _memory_map(self) -> list[Register]:
-        mm = []
-        for reg in regmap.REGISTERS.values():
-            mode = "r" if reg.sw == "r" else "rw"
-            mm.append(
-                Register(
-                    reg.name, nbytes=reg.nbytes, offset=reg.offset, mode=mode, default_val=reg.reset
-                )
-            )
-        for region in regmap.REGIONS.values():
-            mode = "r" if region.sw == "r" else "rw"
-            mm.append(
-                Register(
-                    region.name,
-                    offset=region.offset,
-                    mode=mode,
-                    ram=True,
-                    ram_size=region.size,
-                    data_width=8 * regmap.WORD_BYTES,
-                )
-            )
-        return mm
 
     def drc(self) -> None:
         self._check_platform()
@@ -334,13 +345,14 @@ class fourhundred_gbe(YellowBlock):
 
     def modify_top(self, top) -> None:  # noqa: ANN001
         self._check_clock()
-        # A raw AXI4-Lite slave (the core has its own register block). This toolflow takes
-        # the memory map generated from the register map (memory_map.json lists every
-        # register at its address); mlib_devel's interconnect instead turns every entry
-        # of a raw device's map into a bus of its own, so there the map is the one raw
-        # entry named after the device, as its raw devices have.
-        if hasattr(top, "axi4lite_memory_map"):  # mlib_devel's VerilogModule
-            memory_map = [
+        # A raw AXI4-Lite slave: the core has its own register block. The interconnect
+        # turns every entry of a raw device's map into a bus of its own, so the map is
+        # the one raw entry named after the device; finalize_top names the registers.
+        self.bus_device = top.add_axi4lite_interface(
+            regname=self.unique_name,
+            mode="rw",
+            nbytes=regmap.BLOCK_SIZE,
+            memory_map=[
                 Register(
                     self.unique_name,
                     nbytes=regmap.BLOCK_SIZE,
@@ -348,17 +360,12 @@ class fourhundred_gbe(YellowBlock):
                     mode="rw",
                     axi4lite_mode="raw",
                 )
-            ]
-        else:
-            memory_map = self.memory_map
-        top.add_axi4lite_interface(
-            regname=self.unique_name,
-            mode="rw",
-            nbytes=regmap.BLOCK_SIZE,
-            memory_map=memory_map,
+            ],
             typecode=self.typecode,
             axi4lite_mode="raw",
         )
+        if self.bus_device is None:  # mlib_devel ignores a second device of the same name
+            raise self._error(f"a memory-mapped device is already called {self.unique_name!r}")
         aw = (regmap.BLOCK_SIZE - 1).bit_length()
         core_aw = self.core_ports["s_axil_awaddr"][1]
         if core_aw != aw:
@@ -437,6 +444,15 @@ class fourhundred_gbe(YellowBlock):
             port = f"fhg{self.port}_led_{role}"
             top.add_port(port, dir="out", width=1)
             top.assign_signal(port, f"{self.fullname}_led_{role}")
+
+    def finalize_top(self, top):  # noqa: ANN001, ANN201 - mlib_devel's contract: return top
+        # By now the interconnect has taken the raw entry and emptied the device's map
+        # (mlib_devel's axi4lite_memory_map). The toolflow lists each entry of the map a
+        # device holds when core_info.tab is written as "<device>_<entry>": the registers
+        # go there, to be named in core_info.tab, memory_map.json and the .fpg without
+        # adding hardware.
+        self.bus_device.memory_map = list(self.memory_map)
+        return top
 
     def gen_constraints(self) -> list[Any]:
         cons: list[Any] = []

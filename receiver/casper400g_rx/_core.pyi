@@ -409,7 +409,7 @@ class GpuCapture:
     @property
     def device_stats(self) -> list:
         """
-        per GPU of a host-staged delivery: device, pci, numa_node and its counters
+        per GPU of a host-staged delivery: device, pci_bus_id, numa_node and its counters
         """
     @property
     def finished(self) -> bool: ...
@@ -713,7 +713,12 @@ def cuda_device_count() -> int:
     Number of CUDA devices; raises CudaError naming why CUDA is unusable here
     """
 
-def cuda_device_info(ordinal: typing.SupportsInt | typing.SupportsIndex) -> dict: ...
+def cuda_device_info(ordinal: typing.SupportsInt | typing.SupportsIndex) -> dict:
+    """
+    name, sm_count, ordinal, pci_bus_id ("0000:1b:00.0") and numa_node (-1: unknown) of CUDA
+    device `ordinal`
+    """
+
 def cuda_has_kernels() -> bool:
     """
     True when this build embeds the GPUDirect reorder kernels (nvcc was found)

@@ -37,6 +37,12 @@ def _add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--metrics-port", type=int, help="serve the counters for Prometheus on this port"
     )
+    p.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        help="address of --metrics-port (default 127.0.0.1; 0.0.0.0 shows the counters to "
+        "every host that reaches this one)",
+    )
 
 
 def _source(args: argparse.Namespace) -> Source:
@@ -92,8 +98,8 @@ def _metrics(args: argparse.Namespace, cap: Capture) -> contextlib.AbstractConte
         return contextlib.nullcontext()
     from .metrics import serve
 
-    server = serve(cap, args.metrics_port)
-    print(f"metrics on http://0.0.0.0:{server.port}/metrics", flush=True)
+    server = serve(cap, args.metrics_port, addr=args.metrics_host)
+    print(f"metrics on http://{server.host}:{server.port}/metrics", flush=True)
     return server
 
 

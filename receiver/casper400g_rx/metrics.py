@@ -73,6 +73,7 @@ class MetricsServer:
 
     def __init__(self, server: Any, thread: threading.Thread, port: int, registry: Any) -> None:
         self.server, self.thread, self.port, self.registry = server, thread, port, registry
+        self.host = str(server.server_address[0])
 
     def close(self) -> None:
         self.server.shutdown()
@@ -87,9 +88,11 @@ class MetricsServer:
 
 
 def serve(
-    cap: HasStats, port: int, addr: str = "0.0.0.0", labels: Mapping[str, str] | None = None
+    cap: HasStats, port: int, addr: str = "127.0.0.1", labels: Mapping[str, str] | None = None
 ) -> MetricsServer:
-    """Serve ``cap``'s counters on ``addr:port`` (0: a free port, see ``.port``)."""
+    """Serve ``cap``'s counters on ``addr:port`` (0: a free port, see ``.port``); localhost
+    unless ``addr`` names a wider address (the counters tell anyone who can reach it what
+    this host receives)."""
     try:
         from prometheus_client import CollectorRegistry, start_http_server
     except ImportError as exc:

@@ -257,7 +257,7 @@ public:
             const cu::device &dev = g->device(i);
             py::dict d;
             d["device"] = dev.ordinal();
-            d["pci"] = dev.pci_address();
+            d["pci_bus_id"] = dev.pci_address();
             d["numa_node"] = dev.numa_node();
             d.attr("update")(lane_stats_dict(g->counters(i)));
             out.append(d);
@@ -317,11 +317,14 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
             d["name"] = dev->name();
             d["sm_count"] = dev->sm_count();
             d["ordinal"] = dev->ordinal();
-            d["pci"] = dev->pci_address();
+            // The GPU's PCI address, whose sysfs entry names its NUMA node (placement.py).
+            d["pci_bus_id"] = dev->pci_address();
             d["numa_node"] = dev->numa_node();
             return d;
         },
-        py::arg("ordinal"));
+        py::arg("ordinal"),
+        "name, sm_count, ordinal, pci_bus_id (\"0000:1b:00.0\") and numa_node (-1: unknown) of CUDA "
+        "device `ordinal`");
 
     // Declared before GpuChunk, whose present_gpu returns it (signatures name the type).
     py::class_<py_gpu_mask> gpu_mask(m, "GpuMask", "A GPU chunk's present mask on the GPU");
@@ -432,7 +435,7 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
         .def("next_chunk", &py_gpu_capture::next_chunk, py::arg("timeout") = py::none())
         .def_property_readonly("stats", &py_gpu_capture::stats)
         .def_property_readonly("device_stats", &py_gpu_capture::device_stats,
-                               "per GPU of a host-staged delivery: device, pci, numa_node and "
+                               "per GPU of a host-staged delivery: device, pci_bus_id, numa_node and "
                                "its counters")
         .def_property_readonly("finished", &py_gpu_capture::finished)
         .def_property_readonly("running", &py_gpu_capture::running)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -79,10 +80,10 @@ class MlibRun:
     standin: BuildResult  # `casper400g build` of the same jasper.per
 
 
-# The reference snapshot leaves out jasper_library/cit2csl.py (upstream mlib_devel has it),
-# which write_core_jam_info runs to convert core_info.jam.tab into .bin/.mem copies that
-# no AXI4-Lite platform reads. The scratch checkout gets an empty stand-in for it; nothing
-# here looks at those two files.
+# The reference snapshot has no working jasper_library/cit2csl.py (upstream it is a link to
+# sw/jam/util/cit2csl.py, which the snapshot leaves out), which write_core_jam_info runs to
+# convert core_info.jam.tab into .bin/.mem copies that no AXI4-Lite platform reads. The
+# scratch checkout gets an empty stand-in for it; nothing here looks at those two files.
 CIT2CSL_STANDIN = "import sys\n\nsys.exit(0)\n"
 # What the stand-in Vivado leaves as the device image (mlib_devel packs it into the .fpg).
 STANDIN_IMAGE = b"VERSAL-PDI-PLACEHOLDER"
@@ -101,8 +102,10 @@ def mlib_run(tmp_path_factory: pytest.TempPathFactory) -> MlibRun:
         if not p.is_symlink():
             p.chmod(p.stat().st_mode | 0o200)
     mlib_install.install(checkout, say=None)
-    if not (checkout / "jasper_library" / "cit2csl.py").exists():
-        (checkout / "jasper_library" / "cit2csl.py").write_text(CIT2CSL_STANDIN)
+    cit2csl = checkout / "jasper_library" / "cit2csl.py"
+    # A snapshot may carry the link as a file holding its target's path: no script either.
+    if not cit2csl.exists() or re.fullmatch(r"[\w./-]+", cit2csl.read_text().strip()):
+        cit2csl.write_text(CIT2CSL_STANDIN)
     changed, added = _differences(reference_tree("mlib_devel"), checkout)
 
     # The stand-in runtime builds the design first: its jasper.per is what MATLAB's

@@ -13,7 +13,9 @@ software sees (addresses, sizes, modes), not by their wiring.
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
 
+from casperfpga_ext import fhg_regmap as regmap
 from casperfpga_ext.fpg import find_gbes, parse_fpg, read_bitstream
 
 from .conftest import MODEL, STANDIN_IMAGE, MlibRun
@@ -43,6 +45,23 @@ def test_core_info_is_the_same(mlib_run: MlibRun) -> None:
     assert {"sys_board_id", "sys_rev", "sys_rev_rcs", "sys_scratchpad", "sys_clkcounter"} <= set(
         header.devices
     )
+
+
+def test_the_cores_registers_are_named_without_hardware(mlib_run: MlibRun) -> None:
+    """mlib_devel lists each register of the core as a device (the 100GbE's gmac_reg_*
+    names, the 400G additions under their own), while the bus it generates for the core is
+    still the one raw device: the core's register block serves the names."""
+    rows = [line.split() for line in (mlib_run.build / "core_info.tab").read_text().splitlines()]
+    info = {n: (int(m), int(b, 16), int(s, 16)) for n, m, b, s in rows}
+    base = info["gbe0"][1]
+    for d in regmap.DEVICES.values():
+        mode = {"r": 1, "rw": 3}[d.mode]
+        assert info[f"gbe0_{d.name}"] == (mode, base + d.offset, d.nbytes), d.name
+    assert "gbe0_gmac_reg_tx_packet_count" in info
+    xml = ET.parse(mlib_run.build / "xml2vhdl_source" / "gbe0_memory_map.xml").getroot()
+    assert [(n.get("id"), n.get("axi4lite_mode")) for n in xml] == [("gbe0", "raw")]
+    for top in (mlib_run.build / "top.v", mlib_run.standin.top_v):
+        assert "gmac_reg" not in top.read_text()
 
 
 def test_memory_map_is_the_same(mlib_run: MlibRun) -> None:

@@ -12,6 +12,7 @@ import urllib.request
 
 import numpy as np
 import pytest
+from conftest import tcp_listeners
 
 import casper400g_rx as rx
 from casper400g_rx.faults import faulty_schedule
@@ -49,6 +50,21 @@ def test_a_scrape_carries_the_captures_counters_exactly():
     assert got["casper400g_rx_n_chunks"][:2] == ("gauge", stats["n_chunks"])
 
 
+class Counters:
+    """All serve() reads of a capture: its stats."""
+
+    def __init__(self) -> None:
+        self.stats = {"received": 3, "n_chunks": 4}
+
+
+def test_the_endpoint_listens_on_localhost_unless_told():
+    with metrics.serve(Counters(), 0) as server:
+        assert tcp_listeners(server.port) == {"127.0.0.1"}
+        assert scrape(server.port)["casper400g_rx_received_total"][:2] == ("counter", 3)
+    with metrics.serve(Counters(), 0, addr="0.0.0.0") as server:
+        assert tcp_listeners(server.port) == {"0.0.0.0"}
+
+
 def test_capture_cli_serves_metrics_while_it_runs():
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -67,9 +83,10 @@ def test_capture_cli_serves_metrics_while_it_runs():
             if not line:
                 break
             lines.append(line)
-            if line.startswith("metrics on http://"):
+            if line.startswith("metrics on http://127.0.0.1:"):
                 metrics_port = int(line.split(":")[-1].split("/")[0])
         assert metrics_port, lines
+        assert tcp_listeners(metrics_port) == {"127.0.0.1"}
         sender = rx.Sender(port=port, count=100, rate_gbps=0.5)
         t = threading.Thread(target=sender.run, args=(20,))
         t.start()

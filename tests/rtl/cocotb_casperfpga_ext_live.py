@@ -41,7 +41,14 @@ from verification.core_harness import CoreHarness
 from verification.models.dcmac_rx import DcmacRxDriver
 from verification.models.dcmac_tx import DcmacTxMonitor, assert_frames
 from verification.models.user_tx import UserTxDriver
-from verification.sim_bus import DEVICE, SYS_REGISTERS, ServerThread, SimTransport, SimWindow
+from verification.sim_bus import (
+    CORE_DEVICES,
+    DEVICE,
+    SYS_REGISTERS,
+    ServerThread,
+    SimTransport,
+    SimWindow,
+)
 
 PEER_MAC = "0c:42:a1:00:00:21"
 PEER_IP = "10.0.0.33"
@@ -213,7 +220,8 @@ async def katcp_board_server_configures_core(dut) -> None:  # noqa: ANN001
             }
 
         got = await serve_client(window, configure)
-        assert got["listdev"] == [DEVICE, *SYS_REGISTERS]
+        # The core, its registers by name (as the yellow block lists them), the sys_block.
+        assert got["listdev"] == [*CORE_DEVICES, *SYS_REGISTERS]
         assert got["address"] == 0xA4010000
         d = got["details"]
         assert (d["mac"], d["ip"], d["fabric_port"]) == (

@@ -367,7 +367,8 @@ def main(argv: list[str] | None = None) -> int:
         devices = tuple(args.devices or (f"cuda:{i}" for i in range(n)))
         infos = [_core.cuda_device_info(parse_device(d) or 0) for d in devices]
         names = ", ".join(
-            f"{d} {i['name']} ({i['sm_count']} SMs, PCI {i['pci']}, NUMA node {i['numa_node']})"
+            f"{d} {i['name']} ({i['sm_count']} SMs, PCI {i['pci_bus_id']}, "
+            f"NUMA node {i['numa_node']})"
             for d, i in zip(devices, infos, strict=True)
         )
         peaks = h2d_peaks(devices)
