@@ -20,15 +20,18 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Sequence
+from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import casper400g_rx as rx
-from casper400g_rx import _core, gpu
+from casper400g_rx import _core, affinity, chunking, gpu, placement, sizing
 from casper400g_rx.example_stream import example_payloads
 from casper400g_rx.faults import faulty_schedule
+from casper400g_rx.placement import GpuSite, gpu_staging
 
 CUDA_OK, CUDA_WHY = gpu.cuda_status()
 N_GPUS = _core.cuda_device_count() if CUDA_OK else 0
@@ -148,6 +151,137 @@ def test_lane_options_are_checked(
     host = host_capture(rx.MemSource(count=64), rx.Chunking(packets_per_chunk=64))
     with pytest.raises(ValueError, match=message):
         _core.host_lanes(host, lanes, ring, mapping)
+
+
+# --- placement of a capture into several GPUs ------------------------------------------
+
+HALF = Fraction(1, 2)
+
+
+def site(name: str, node: int | None, share: Fraction = HALF) -> GpuSite:
+    return GpuSite(name, None, node, share)
+
+
+def test_one_staging_pool_goes_where_the_fewest_bytes_cross_the_sockets() -> None:
+    # Two GPUs a node each, equal shares, no NIC: a tie, the lower node; cuda:1 reads
+    # its half across the link, and that is said.
+    s = gpu_staging([site("cuda:0", 0), site("cuda:1", 1)], None)
+    assert s.node == 0 and s.what == "GPU cuda:0"
+    both = "cuda:0 (node 0, 1/2 of the chunks), cuda:1 (node 1, 1/2 of the chunks)"
+    assert both in s.decisions[0]
+    assert "(1/2 of each byte received)" in s.decisions[1]
+    (note,) = s.unmet
+    assert "staging local to cuda:1 (node 1): its 1/2 of the chunks is read across" in note
+    # The NIC on node 1 breaks the tie: its writes stay local.
+    s = gpu_staging([site("cuda:0", 0), site("cuda:1", 1)], 1, "eth9")
+    assert s.node == 1 and s.what == "GPU cuda:1"
+    (note,) = s.unmet
+    assert note.startswith("staging local to cuda:0 (node 0): its 1/2 of the chunks")
+    # A mapping sending 3 of 4 chunks to cuda:1: its node, a quarter crossing.
+    s = gpu_staging([site("cuda:0", 0, Fraction(1, 4)), site("cuda:1", 1, Fraction(3, 4))], None)
+    assert s.node == 1 and "(1/4 of each byte received)" in s.decisions[1]
+    # Both GPUs on node 1, the NIC on node 0: a tie (the NIC's stream crosses, or the
+    # GPUs' reads do), the NIC's node; no other node ever wins, whatever the shares.
+    s = gpu_staging([site("cuda:0", 1), site("cuda:1", 1)], 0, "eth9")
+    assert s.node == 0 and s.what == "NIC eth9" and len(s.unmet) == 2
+    assert "near node 0 (the NIC eth9's)" in s.decisions[1] and "(1 of each byte" in s.decisions[1]
+    shares = [Fraction(1, 8), Fraction(7, 8)]
+    s = gpu_staging([site("cuda:0", 0, shares[0]), site("cuda:1", 1, shares[1])], 0, "eth9")
+    assert s.node == 0 and "(7/8 of each byte received)" in s.decisions[1]
+    # Everything on one node: nothing crosses, nothing unmet.
+    s = gpu_staging([site("cuda:0", 0), site("cuda:1", 0)], 0, "eth9")
+    assert s.node == 0 and "no byte crosses between the sockets" in s.decisions[1]
+    assert s.unmet == ()
+    # A GPU of unknown node is named and left out of the choice; none known: no node.
+    s = gpu_staging([site("cuda:0", None), site("cuda:1", 1)], None)
+    assert s.node == 1 and "near cuda:0: NUMA node unknown" in s.unmet[0]
+    assert gpu_staging([site("cuda:0", None), site("cuda:1", None)], None).node is None
+
+
+def test_gpu_shares_follow_the_mapping() -> None:
+    assert placement.gpu_shares(3, None) == [Fraction(1, 3)] * 3
+    assert placement.gpu_shares(2, [1, 1, 1, 0]) == [Fraction(1, 4), Fraction(3, 4)]
+
+
+def test_sizing_counts_each_gpus_copy_threads() -> None:
+    # 2 queues + 1 emulated NIC + (2 GPUs x copy and recycle + the dispatcher) + consumer;
+    # into one GPU, 6.
+    s = sizing.size_for_rate(50, 8192, 4, to_gpu=True, queues=2, helper_threads=1, cpus=9, gpus=2)
+    assert s.warnings == ()
+    s = sizing.size_for_rate(50, 8192, 4, to_gpu=True, queues=2, helper_threads=1, cpus=8, gpus=2)
+    (note,) = s.warnings
+    assert "2 queues want 9 cores" in note
+    assert "5 for the copy and recycle threads of 2 GPUs and their dispatcher" in note
+    one = sizing.size_for_rate(50, 8192, 4, to_gpu=True, queues=2, helper_threads=1, cpus=6)
+    assert one.warnings == ()
+
+
+def two_gpu_sysfs(root: Path, gpu_nodes: Sequence[int]) -> dict[int, str]:
+    """A sysfs tree of two nodes of 4 cores with 2 hyperthreads each (node 0: CPUs 0-3 +
+    8-11, node 1: CPUs 4-7 + 12-15), a GPU per entry of `gpu_nodes` on that node;
+    returns their PCI addresses by CUDA ordinal."""
+    system = root / "devices" / "system"
+    for n in (0, 1):
+        node = system / "node" / f"node{n}"
+        node.mkdir(parents=True)
+        cpus = [*range(4 * n, 4 * n + 4), *range(8 + 4 * n, 12 + 4 * n)]
+        (node / "cpulist").write_text(",".join(map(str, cpus)) + "\n")
+        for c in cpus:
+            topo = system / "cpu" / f"cpu{c}" / "topology"
+            topo.mkdir(parents=True)
+            (topo / "thread_siblings_list").write_text(f"{c % 8},{c % 8 + 8}\n")
+    addresses = {}
+    for ordinal, n in enumerate(gpu_nodes):
+        address = f"0000:{0x1B + 0x40 * ordinal:02x}:00.0"
+        dev = root / "bus" / "pci" / "devices" / address
+        dev.mkdir(parents=True)
+        (dev / "numa_node").write_text(f"{n}\n")
+        addresses[ordinal] = address
+    return addresses
+
+
+def test_place_reads_each_gpus_node(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The CUDA driver's PCI addresses are the one thing taken from elsewhere than sysfs.
+    addresses = two_gpu_sysfs(tmp_path, [0, 1])
+    monkeypatch.setattr(placement, "gpu_pci_address", addresses.get)
+    monkeypatch.setenv(affinity.LOCK_DIR_ENV, str(tmp_path / "lane-cpus"))
+    # This process may use the fake machine's 16 CPUs.
+    read = placement.Topology.read
+    monkeypatch.setattr(
+        placement.Topology, "read", staticmethod(lambda root: read(allowed=range(16), root=root))
+    )
+    # Three of every four chunks to cuda:1 (node 1): lanes and staging on node 1.
+    p = placement.place(3, None, ["cuda:0", "cuda:1"], root=str(tmp_path), routes=[1, 1, 1, 0])
+    assert p.lane_cpus == (7, 6, 5) and p.staging_node == 1
+    assert p.open_cpus == (4, 12, 13, 14, 15)
+    text = str(p)
+    assert "cuda:0 (node 0, 1/4 of the chunks), cuda:1 (node 1, 3/4 of the chunks)" in text
+    assert "(node 1, the GPU cuda:1's, first)" in text
+    assert "staging memory on node 1 (the GPU cuda:1's)" in text
+    assert "could not: staging local to cuda:0 (node 0): its 1/4 of the chunks" in text
+    # Round-robin: a tie, node 0.
+    p = placement.place(2, None, ["cuda:0", "cuda:1"], root=str(tmp_path))
+    assert p.lane_cpus == (3, 2) and p.staging_node == 0
+    # One device in a list is placed as device= places it.
+    p = placement.place(2, None, ["cuda:1"], root=str(tmp_path))
+    assert p.staging_node == 1 and f"GPU cuda:1 at {addresses[1]}" in str(p)
+
+
+def test_a_capture_into_several_gpus_prints_its_placement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # On this machine's CPUs, the GPUs' nodes given: the capture's sizing passes its
+    # devices and mapping to the placement and prints what it chose.
+    nodes = {"0000:1b:00.0": 0, "0000:5b:00.0": 0}
+    monkeypatch.setattr(placement, "gpu_pci_address", lambda o: list(nodes)[o])
+    monkeypatch.setattr(placement, "pci_numa_node", lambda a, root: nodes[a])
+    delivery = rx.Delivery(devices=["cuda:0", "cuda:1"], mapping=["cuda:0", "cuda:1", "cuda:1"])
+    source = rx.EmulatedNic(count=1024, nic_rate_gbps=20.0)
+    plan = chunking.engine_config(source, rx.Format(), rx.Chunking(), delivery, 20.0)
+    assert plan.sizing is not None and plan.sizing.placement is not None
+    text = str(plan.sizing)
+    assert "cuda:0 (node 0, 1/3 of the chunks), cuda:1 (node 0, 2/3 of the chunks)" in text
+    assert "no byte crosses between the sockets" in text
 
 
 # --- the staged lanes, host memory standing in for the GPUs ------------------------------
