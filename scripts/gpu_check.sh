@@ -29,8 +29,9 @@
 # bytes, exact accounting under faults, placement by each GPU's node) and the one-GPU
 # host-staged tests, which run the same lanes; the benchmark bench_multigpu into every
 # GPU: pinned H2D peaks, 3 trials of 5 s at 400 Gb/s with an FFT per chunk on its GPU,
-# the ladder (2 s a rate) to the highest zero-loss rate. BENCH_MODULE names the
-# benchmark module (default bench_gpu).
+# the ladder (2 s a rate) to the highest zero-loss rate. Tests and benchmark are capped
+# at 110 s and 120 s (the benchmark keeps its tables after every step). BENCH_MODULE
+# names the benchmark module (default bench_gpu).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-build/gpu_check}
@@ -62,8 +63,8 @@ if [ "${PRESET:-}" = defaults ]; then
 fi
 if [ "${PRESET:-}" = multigpu ]; then
   SANITIZE=${SANITIZE:-0}
-  TEST_TIMEOUT=${TEST_TIMEOUT:-150}
-  BENCH_TIMEOUT=${BENCH_TIMEOUT:-150}
+  TEST_TIMEOUT=${TEST_TIMEOUT:-110}
+  BENCH_TIMEOUT=${BENCH_TIMEOUT:-120}
   tests="tests/receiver/test_rx_multigpu.py tests/receiver/test_rx_gpu.py::test_host_to_gpu_equals_cpu \
     tests/receiver/test_rx_gpu.py::test_split_placement_to_gpu_equals_cpu_faults \
     tests/receiver/test_rx_placement.py::test_into_a_gpu_the_copy_and_driver_threads_keep_off_the_lanes"
