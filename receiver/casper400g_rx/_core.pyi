@@ -23,6 +23,8 @@ __all__: list[str] = [
     "GpuCapture",
     "GpuChunk",
     "GpuMask",
+    "HostLaneChunk",
+    "HostLanes",
     "IbvOptions",
     "IbvUnavailableError",
     "RdmaCapture",
@@ -38,6 +40,7 @@ __all__: list[str] = [
     "gpu_delivery",
     "gpudirect",
     "gpudirect_defaults",
+    "host_lanes",
     "ibv_compiled",
     "ibv_devices",
     "ibv_gpu_register_check",
@@ -209,122 +212,6 @@ class IbvOptions:
         mac: str = "",
         groups: collections.abc.Sequence[str] = [],
     ) -> None: ...
-
-class RdmaChunk:
-    """
-    A chunk of the RDMA ring: slots [chunk_id * packets_per_chunk, ...), the Chunk interface; on a GPU ring also GpuChunk's
-    """
-    def __dlpack__(self, **kwargs) -> typing.Any:
-        """
-        DLPack export of `data` (host or CUDA memory), e.g. for torch.from_dlpack
-        """
-    def __dlpack_device__(self) -> tuple: ...
-    def __enter__(self) -> typing.Any: ...
-    def __exit__(self, *args) -> bool: ...
-    def release(self, stream: typing.Any = None) -> None:
-        """
-        Give the place back to the core (a credit). On a GPU ring, once `stream` (default: every stream) has finished the work queued on the chunk
-        """
-    @property
-    def __cuda_array_interface__(self) -> dict: ...
-    @property
-    def chunk_id(self) -> int: ...
-    @property
-    def data(self) -> numpy.typing.NDArray[numpy.uint8]:
-        """
-        (packets_per_chunk, payload_size) uint8 view of the ring (no copy; rows are slot_size apart, past each slot's 8-byte header)
-        """
-    @property
-    def device(self) -> int | None: ...
-    @property
-    def first_seq(self) -> int: ...
-    @property
-    def heap_bytes(self) -> None:
-        """
-        None (SPEAD metadata; the RDMA mode carries plain datagrams)
-        """
-    @property
-    def items(self) -> dict:
-        """
-        {} (SPEAD metadata; the RDMA mode carries plain datagrams)
-        """
-    @property
-    def lost(self) -> int: ...
-    @property
-    def n_present(self) -> int: ...
-    @property
-    def packets_per_chunk(self) -> int: ...
-    @property
-    def payload_size(self) -> int: ...
-    @property
-    def present(self) -> numpy.typing.NDArray[numpy.bool]:
-        """
-        bool per slot: True where the slot's header holds its sequence number (no copy)
-        """
-    @property
-    def present_ptr(self) -> int | None:
-        """
-        device address of the present flags (GPU ring)
-        """
-    @property
-    def ptr(self) -> int:
-        """
-        address of the first slot's datagram (device address on a GPU ring)
-        """
-    @property
-    def released(self) -> bool: ...
-    @property
-    def slot_size(self) -> int: ...
-
-class RdmaCapture:
-    """
-    The rdma source: the core writes chunks into this ring with RDMA WRITE; one immediate per chunk
-    """
-    def __init__(
-        self,
-        slot_size: typing.SupportsInt | typing.SupportsIndex,
-        slots: typing.SupportsInt | typing.SupportsIndex,
-        chunks: typing.SupportsInt | typing.SupportsIndex,
-        payload_size: typing.SupportsInt | typing.SupportsIndex,
-        device: str = "",
-        ip: str = "",
-        peer_ip: str = "",
-        credit_port: typing.SupportsInt | typing.SupportsIndex = 0,
-        psn: typing.SupportsInt | typing.SupportsIndex = 0,
-        mtu: typing.SupportsInt | typing.SupportsIndex = 4096,
-        gpu: typing.SupportsInt | typing.SupportsIndex = -1,
-        recv_depth: typing.SupportsInt | typing.SupportsIndex = 0,
-        emulate: bool = False,
-    ) -> None: ...
-    def emulate_immediate(self, imm: typing.SupportsInt | typing.SupportsIndex) -> None:
-        """
-        emulate=True: a WRITE with immediate completed
-        """
-    def emulate_write(self, offset: typing.SupportsInt | typing.SupportsIndex, data: bytes) -> None:
-        """
-        emulate=True: bytes an RDMA WRITE puts at `offset` from the ring's start
-        """
-    def next_chunk(
-        self, timeout: typing.SupportsFloat | typing.SupportsIndex | None = None
-    ) -> typing.Any: ...
-    def start(self) -> None: ...
-    def stop(self) -> None: ...
-    @property
-    def config(self) -> EngineConfig: ...
-    @property
-    def finished(self) -> bool: ...
-    @property
-    def params(self) -> dict: ...
-    @property
-    def port(self) -> None: ...
-    @property
-    def rcvbuf(self) -> None: ...
-    @property
-    def running(self) -> bool: ...
-    @property
-    def stats(self) -> dict: ...
-    @property
-    def warnings(self) -> list[str]: ...
 
 class Chunk:
     """
@@ -547,6 +434,11 @@ class GpuCapture:
     @property
     def device(self) -> int: ...
     @property
+    def device_stats(self) -> list:
+        """
+        per GPU of a host-staged delivery: device, pci_bus_id, numa_node and its counters
+        """
+    @property
     def finished(self) -> bool: ...
     @property
     def running(self) -> bool: ...
@@ -554,6 +446,197 @@ class GpuCapture:
     def stats(self) -> dict: ...
     @property
     def stream(self) -> int: ...
+
+class HostLaneChunk:
+    """
+    A chunk in a host-memory ring standing in for a device's
+    """
+    def __enter__(self) -> typing.Any: ...
+    def __exit__(self, *args) -> bool: ...
+    def release(self) -> None:
+        """
+        Return the chunk to its lane's ring
+        """
+    @property
+    def chunk_id(self) -> int: ...
+    @property
+    def data(self) -> numpy.typing.NDArray[numpy.uint8]:
+        """
+        (packets_per_chunk, payload_size) uint8 view of the ring chunk (no copy)
+        """
+    @property
+    def first_seq(self) -> int: ...
+    @property
+    def heap_bytes(self) -> typing.Any:
+        """
+        SPEAD: uint64 per heap slot, payload bytes received; else None
+        """
+    @property
+    def items(self) -> dict:
+        """
+        SPEAD: {item id: uint64 per heap slot} of the named items; else {}
+        """
+    @property
+    def lane(self) -> int:
+        """
+        the device (its position in the capture's list) it is on
+        """
+    @property
+    def lost(self) -> int: ...
+    @property
+    def n_present(self) -> int: ...
+    @property
+    def present(self) -> numpy.typing.NDArray[numpy.bool]:
+        """
+        the mask copied with the payloads into the ring (no copy)
+        """
+    @property
+    def present_host(self) -> numpy.typing.NDArray[numpy.bool]:
+        """
+        the mask as a GPU chunk's host copy holds it (no copy)
+        """
+    @property
+    def released(self) -> bool: ...
+
+class HostLanes:
+    """
+    A host capture's chunks routed by chunk number to lanes whose rings are host memory
+    """
+    def next_chunk(
+        self, timeout: typing.SupportsFloat | typing.SupportsIndex | None = None
+    ) -> HostLaneChunk: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    @property
+    def device_stats(self) -> list:
+        """
+        per lane: its counters (those of GpuCapture.device_stats)
+        """
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def running(self) -> bool: ...
+    @property
+    def stats(self) -> dict:
+        """
+        the lanes' counters summed, under a GPU capture's names
+        """
+
+class RdmaCapture:
+    """
+    The rdma source: the core writes chunks into this ring with RDMA WRITE; one immediate per chunk
+    """
+    def __init__(
+        self,
+        slot_size: typing.SupportsInt | typing.SupportsIndex,
+        slots: typing.SupportsInt | typing.SupportsIndex,
+        chunks: typing.SupportsInt | typing.SupportsIndex,
+        payload_size: typing.SupportsInt | typing.SupportsIndex,
+        device: str = "",
+        ip: str = "",
+        peer_ip: str = "",
+        credit_port: typing.SupportsInt | typing.SupportsIndex = 0,
+        psn: typing.SupportsInt | typing.SupportsIndex = 0,
+        mtu: typing.SupportsInt | typing.SupportsIndex = 4096,
+        gpu: typing.SupportsInt | typing.SupportsIndex = -1,
+        recv_depth: typing.SupportsInt | typing.SupportsIndex = 0,
+        emulate: bool = False,
+    ) -> None: ...
+    def emulate_immediate(self, imm: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        emulate=True: a WRITE with immediate completed
+        """
+    def emulate_write(self, offset: typing.SupportsInt | typing.SupportsIndex, data: bytes) -> None:
+        """
+        emulate=True: bytes an RDMA WRITE puts at `offset` from the ring's start
+        """
+    def next_chunk(
+        self, timeout: typing.SupportsFloat | typing.SupportsIndex | None = None
+    ) -> typing.Any: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    @property
+    def config(self) -> EngineConfig: ...
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def params(self) -> dict: ...
+    @property
+    def port(self) -> None: ...
+    @property
+    def rcvbuf(self) -> None: ...
+    @property
+    def running(self) -> bool: ...
+    @property
+    def stats(self) -> dict: ...
+    @property
+    def warnings(self) -> list[str]: ...
+
+class RdmaChunk:
+    """
+    A chunk of the RDMA ring: slots [chunk_id * packets_per_chunk, ...), the Chunk interface; on a GPU ring also GpuChunk's
+    """
+    def __dlpack__(self, **kwargs) -> typing.Any:
+        """
+        DLPack export of `data` (host or CUDA memory), e.g. for torch.from_dlpack
+        """
+    def __dlpack_device__(self) -> tuple: ...
+    def __enter__(self) -> typing.Any: ...
+    def __exit__(self, *args) -> bool: ...
+    def release(self, stream: typing.Any = None) -> None:
+        """
+        Give the place back to the core (a credit). On a GPU ring, once `stream` (default: every stream) has finished the work queued on the chunk
+        """
+    @property
+    def __cuda_array_interface__(self) -> dict: ...
+    @property
+    def chunk_id(self) -> int: ...
+    @property
+    def data(self) -> numpy.typing.NDArray[numpy.uint8]:
+        """
+        (packets_per_chunk, payload_size) uint8 view of the ring (no copy; rows are slot_size apart, past each slot's 8-byte header)
+        """
+    @property
+    def device(self) -> int | None: ...
+    @property
+    def first_seq(self) -> int: ...
+    @property
+    def heap_bytes(self) -> None:
+        """
+        None (SPEAD metadata; the RDMA mode carries plain datagrams)
+        """
+    @property
+    def items(self) -> dict:
+        """
+        {} (SPEAD metadata; the RDMA mode carries plain datagrams)
+        """
+    @property
+    def lost(self) -> int: ...
+    @property
+    def n_present(self) -> int: ...
+    @property
+    def packets_per_chunk(self) -> int: ...
+    @property
+    def payload_size(self) -> int: ...
+    @property
+    def present(self) -> numpy.typing.NDArray[numpy.bool]:
+        """
+        bool per slot: True where the slot's header holds its sequence number (no copy)
+        """
+    @property
+    def present_ptr(self) -> int | None:
+        """
+        device address of the present flags (GPU ring)
+        """
+    @property
+    def ptr(self) -> int:
+        """
+        address of the first slot's datagram (device address on a GPU ring)
+        """
+    @property
+    def released(self) -> bool: ...
+    @property
+    def slot_size(self) -> int: ...
 
 class Sender:
     """
@@ -601,6 +684,12 @@ def _cqe_sw_owned(
     ci: typing.SupportsInt | typing.SupportsIndex,
     cqe_cnt: typing.SupportsInt | typing.SupportsIndex,
 ) -> bool: ...
+def _flow_rule_bytes(
+    mac: bytes,
+    ip: str,
+    port: typing.SupportsInt | typing.SupportsIndex,
+    ib_port: typing.SupportsInt | typing.SupportsIndex = 1,
+) -> bytes: ...
 def _example_words(
     seq: typing.SupportsInt | typing.SupportsIndex,
     k0: typing.SupportsInt | typing.SupportsIndex,
@@ -614,17 +703,12 @@ def _example_words_gbps(
     packets: typing.SupportsInt | typing.SupportsIndex = 200000,
     ring_bytes: typing.SupportsInt | typing.SupportsIndex = 268435456,
 ) -> float: ...
-def _flow_rule_bytes(
-    mac: bytes,
-    ip: str,
-    port: typing.SupportsInt | typing.SupportsIndex,
-    ib_port: typing.SupportsInt | typing.SupportsIndex = 1,
-) -> bytes: ...
 def _frame_header(
     payload_size: typing.SupportsInt | typing.SupportsIndex,
     udp_port: typing.SupportsInt | typing.SupportsIndex,
     seq: typing.SupportsInt | typing.SupportsIndex,
 ) -> bytes: ...
+def _multicast_mac(group: str) -> bytes: ...
 def _parse_cqe(arg0: bytes) -> dict: ...
 def _spead2_place(
     heaps_per_chunk: typing.SupportsInt | typing.SupportsIndex,
@@ -666,7 +750,7 @@ def cuda_device_count() -> int:
 
 def cuda_device_info(ordinal: typing.SupportsInt | typing.SupportsIndex) -> dict:
     """
-    name, sm_count, ordinal and pci_bus_id ("0000:1b:00.0") of CUDA device `ordinal`
+    name, sm_count, ordinal, pci_bus_id ("0000:1b:00.0") and numa_node (-1: unknown) of CUDA device `ordinal`
     """
 
 def cuda_has_kernels() -> bool:
@@ -705,11 +789,12 @@ def example_payload(
 ) -> bytes: ...
 def gpu_delivery(
     host: typing.Any,
-    device: typing.SupportsInt | typing.SupportsIndex,
+    devices: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
     gpu_chunks: typing.SupportsInt | typing.SupportsIndex = 0,
+    mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None,
 ) -> GpuCapture:
     """
-    Deliver a (not yet started) host capture's chunks into GPU memory
+    Deliver a (not yet started) host capture's chunks into the GPUs `devices` (CUDA ordinals), chunk k to devices[k % len(devices)] or to devices[mapping[k % len(mapping)]]; gpu_chunks per GPU ring (0: as many as the host pool)
     """
 
 def gpudirect(
@@ -736,6 +821,16 @@ def gpudirect(
 def gpudirect_defaults() -> dict:
     """
     The GPUDirect options' defaults (gpudirect_config), without loading CUDA
+    """
+
+def host_lanes(
+    host: typing.Any,
+    lanes: typing.SupportsInt | typing.SupportsIndex,
+    ring_chunks: typing.SupportsInt | typing.SupportsIndex = 0,
+    mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None,
+) -> HostLanes:
+    """
+    The multi-device delivery of a (not yet started) host capture with host memory standing in for its `lanes` devices: chunk k to lane k % lanes, or to mapping[k % len(mapping)]; ring_chunks per lane (0: as many as the host pool)
     """
 
 def ibv_compiled() -> bool:
