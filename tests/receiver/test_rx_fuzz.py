@@ -20,6 +20,9 @@ TARGETS = {
     "mlx5": (TOOLS / "fuzz_mlx5.py", 20000),
     "split": (TOOLS / "fuzz_split.py", 4000),
 }
+# The short form ends at its runs or after this long, whichever comes first: CI's time
+# stays bounded on a slow or busy runner.
+SHORT_SECONDS = "-max_total_time=15"
 # Inputs that once found bugs; every run replays them first.
 SEEDS = TOOLS / "fuzz_seeds"
 
@@ -47,17 +50,17 @@ def run_fuzzer(*flags: str, timeout: float, corpus: Path, target: Path = TARGET)
 
 
 def test_fuzz_short(tmp_path: Path) -> None:
-    run_fuzzer("-runs=20000", timeout=300, corpus=tmp_path)
+    run_fuzzer("-runs=20000", SHORT_SECONDS, timeout=300, corpus=tmp_path)
 
 
 def test_fuzz_spead_short(tmp_path: Path) -> None:
-    run_fuzzer("-runs=20000", timeout=300, corpus=tmp_path, target=SPEAD_TARGET)
+    run_fuzzer("-runs=20000", SHORT_SECONDS, timeout=300, corpus=tmp_path, target=SPEAD_TARGET)
 
 
 @pytest.mark.parametrize("name", sorted(TARGETS))
 def test_fuzz_target_short(tmp_path: Path, name: str) -> None:
     target, runs = TARGETS[name]
-    run_fuzzer(f"-runs={runs}", timeout=300, corpus=tmp_path, target=target)
+    run_fuzzer(f"-runs={runs}", SHORT_SECONDS, timeout=300, corpus=tmp_path, target=target)
 
 
 @pytest.mark.slow
