@@ -154,6 +154,24 @@ def driver_threads(prefix: str = DRIVER_THREAD_PREFIX) -> list[int]:
 
 
 @contextlib.contextmanager
+def placing() -> Iterator[None]:
+    """Holds the host's placement lock (lock_dir's `placing`, flock()ed) for the block: a
+    capture is placed and claims its lane CPUs inside it, so that captures placed at once
+    (a Dask worker per GPU starting together, threads of one process) see each other's
+    claims instead of choosing the same free CPUs. Without a lock directory: no lock."""
+    where = lock_dir()
+    fd = _open_lock(where / "placing") if where is not None else None
+    if fd is None:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # drops the lock
+
+
+@contextlib.contextmanager
 def opening(cpus: Iterable[int] | None) -> Iterator[None]:
     """Runs the block (the capture's opening: its chunk pool allocated and written) on
     `cpus` (a placement's open_cpus; None: where it runs), so that the pages come from

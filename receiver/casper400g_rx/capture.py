@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import _core
-from .affinity import Claim, KeepOff, opening
+from .affinity import Claim, KeepOff, opening, placing
 from .chunking import Chunking, engine_config
 from .delivery import Delivery
 from .sizing import CapacityWarning
@@ -105,11 +105,13 @@ class Capture:
         self.fmt = fmt if fmt is not None else _core.Format()
         self.chunking = chunking if chunking is not None else Chunking()
         self.delivery = delivery if delivery is not None else Delivery()
-        plan = engine_config(source, self.fmt, self.chunking, self.delivery, rate_gbps)
-        self.source, self.sizing = plan.source, plan.sizing
-        placement = self.sizing.placement if self.sizing is not None else None
-        # Other captures of this process keep off these lane CPUs until this one stops.
-        self._claim = Claim(placement.lane_cpus if placement and placement.lane_cpus else ())
+        with placing():
+            # Placed and claimed under the host's lock: other captures keep off these lane
+            # CPUs until this one stops.
+            plan = engine_config(source, self.fmt, self.chunking, self.delivery, rate_gbps)
+            self.source, self.sizing = plan.source, plan.sizing
+            placement = self.sizing.placement if self.sizing is not None else None
+            self._claim = Claim(placement.lane_cpus if placement and placement.lane_cpus else ())
         weakref.finalize(self, self._claim.release)
         if self._claim.lost:
             warnings.warn(

@@ -301,7 +301,8 @@ def plan_placement(need: Need, topo: Topology) -> Placement:
     one_node = len(topo.nodes) == 1 and need.near in (None, topo.nodes[0])
     if one_node and (need.gpu or need.near is not None):
         staging = topo.nodes[0]
-        decisions.append(f"one NUMA node ({staging}): staging memory is local to every CPU")
+        near = f" and the {need.near_what}" if need.near_what else ""
+        decisions.append(f"one NUMA node ({staging}): staging memory is local to every CPU{near}")
     elif need.near is None:
         if need.gpu:
             unmet.append(

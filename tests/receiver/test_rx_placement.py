@@ -393,3 +393,40 @@ def test_into_a_gpu_the_copy_and_driver_threads_keep_off_the_lanes() -> None:
     assert all(not seen[t] & lanes for t in affinity.driver_threads() if t in seen)
     s = cap.stats
     assert s.packets + s.nic_drops + sum(s[k] for k in NOT_PLACED) == count
+
+
+def test_captures_placed_at_once_take_apart_lanes(own_lock_dir: Path) -> None:
+    """A capture is placed and claims its lanes under the host's placement lock: one placed
+    while another holds the lock waits for it, and captures placed together (as Dask workers
+    starting at once) never pin the same CPUs."""
+    topo = _this_machine()
+    made: list[rx.Capture] = []
+    errors: list[BaseException] = []
+
+    def place_one() -> None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", rx.CapacityWarning)
+                made.append(rx.Capture(rx.EmulatedNic(count=64, split=True), rate_gbps=1.0))
+        except BaseException as exc:  # reported by the test thread below
+            errors.append(exc)
+
+    with affinity.placing():
+        waiting = threading.Thread(target=place_one)
+        waiting.start()
+        waiting.join(1.0)
+        assert waiting.is_alive() and not made  # it waits for the lock
+    waiting.join(30)
+    assert not errors and len(made) == 1
+    if len(topo.cpus) >= 8:
+        together = [threading.Thread(target=place_one) for _ in range(2)]
+        for t in together:
+            t.start()
+        for t in together:
+            t.join(30)
+        assert not errors, errors
+        lanes = [set(c.sizing.placement.lane_cpus or ()) for c in made if c.sizing]
+        assert len(lanes) == 3 and all(lanes)
+        assert not (lanes[0] & lanes[1] or lanes[0] & lanes[2] or lanes[1] & lanes[2])
+    for c in made:
+        c._claim.release()
