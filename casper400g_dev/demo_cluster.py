@@ -1,4 +1,4 @@
-"""`casper400g demo`, part 9: the array, two hosts capturing on a Dask cluster.
+"""`python -m casper400g_dev demo`, part 9: the array, two hosts capturing on a Dask cluster.
 
 Four network namespaces on a switch with IGMP snooping (lan.py): the Dask scheduler's
 host, an "FPGA" host publishing four multicast groups, and two capture hosts with a
