@@ -91,6 +91,7 @@ def engine_config(
             helper_threads=source.helper_threads(),
             path=source.rate_path(),
             packets_per_chunk=ppc,
+            gpus=max(1, len(delivery.targets)),
         )
         ppc = ppc or sizing.packets_per_chunk
         source = source.with_lanes(sizing.queues, sizing.depth, fmt)
@@ -99,7 +100,11 @@ def engine_config(
         for note in sizing.warnings:
             warnings.warn(note, CapacityWarning, stacklevel=3)
         placement = place(
-            source.pinned_threads(), source.cpus_given(), delivery.device, source.nic()
+            source.pinned_threads(),
+            source.cpus_given(),
+            delivery.targets or delivery.device,
+            source.nic(),
+            routes=delivery.routes(),
         )
         if source.cpus_given() is None and placement.lane_cpus is not None:
             source = source.with_cpus(placement.lane_cpus)

@@ -32,7 +32,8 @@ The rule (docs/benchmarks.md sections 6 and 7 hold the measurements it comes fro
   work on that core) loses nothing, where 1024 receives last 1.3 ms at 50 Gb/s -- and a
   queue that ran dry costs packets (docs/benchmarks.md section 9).
 * Each queue wants a core of its own (plus one for an emulated NIC's generator, two for
-  the GPU copy and recycle threads and one for the consumer): with fewer CPUs available
+  the GPU copy and recycle threads -- per GPU, and a dispatcher, into several -- and one
+  for the consumer): with fewer CPUs available
   to this process a `CapacityWarning` says so, naming the numbers.
 """
 
@@ -128,10 +129,12 @@ def size_for_rate(
     cpus: int | None = None,
     path: Path = "copy",
     packets_per_chunk: int | None = None,
+    gpus: int = 1,
 ) -> Sizing:
     """Queues and chunk pool for `rate_gbps` (see the module's rule); `queues` or
     `n_chunks` given by the caller are kept. `helper_threads`: threads besides the queues
-    that need a core (an emulated NIC's generator)."""
+    that need a core (an emulated NIC's generator); `gpus`: how many GPUs the chunks are
+    copied into (to_gpu), each with its copy and recycle threads."""
     if not rate_gbps > 0:
         raise ValueError(f"rate_gbps must be > 0, got {rate_gbps!r}")
     if payload_size <= 0:
@@ -156,13 +159,20 @@ def size_for_rate(
             f"{rate_gbps:g} Gb/s needs about {want} queues at {per:.0f} Gb/s each "
             f"(docs/benchmarks.md section 7); this capture has {k}"
         )
-    threads = k + helper_threads + (2 if to_gpu else 0) + 1
+    # Per GPU a copy and a recycle thread; into several, the dispatcher that routes.
+    copiers = (2 * gpus + (1 if gpus > 1 else 0)) if to_gpu else 0
+    threads = k + helper_threads + copiers + 1
     have = available_cpus() if cpus is None else cpus
     if threads > have:
         notes.append(
             f"{k} queues want {threads} cores (a core per queue thread"
             + (f", {helper_threads} for the emulated NIC" if helper_threads else "")
-            + (", 2 for the GPU copy and recycle threads" if to_gpu else "")
+            + (", 2 for the GPU copy and recycle threads" if to_gpu and gpus == 1 else "")
+            + (
+                f", {copiers} for the copy and recycle threads of {gpus} GPUs and their dispatcher"
+                if to_gpu and gpus > 1
+                else ""
+            )
             + f", 1 for the consumer); this process may use {have} CPUs: expect losses above "
             f"about {max(1, have - threads + k) * per:.0f} Gb/s"
         )

@@ -558,10 +558,11 @@ class RdmaSource(Source):
     def open(self, fmt: _core.Format, config: _core.EngineConfig, delivery: Delivery) -> Any:
         from .rdma import open_rdma
 
-        if delivery.gpudirect or delivery.gpu_chunks:
+        if delivery.gpudirect or delivery.gpu_chunks or delivery.devices:
             raise ValueError(
                 "the rdma source's ring is where Delivery's device says (the NIC writes "
-                "it); gpudirect and gpu_chunks belong to the other sources"
+                "it); gpudirect, gpu_chunks and devices= (several GPUs) belong to the other "
+                "sources"
             )
         # The ring is already where the device says: no copy stage after it.
         return open_rdma(fmt, config, self, delivery.device)
