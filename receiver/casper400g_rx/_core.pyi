@@ -119,17 +119,43 @@ class EngineConfig:
         first_chunk: typing.SupportsInt | typing.SupportsIndex | None = None,
         stall_timeout_ms: typing.SupportsInt | typing.SupportsIndex = 50,
         skip_lagging: bool = True,
+        max_jump: typing.SupportsInt | typing.SupportsIndex = 0,
+        resync_after: typing.SupportsInt | typing.SupportsIndex = 16,
     ) -> None: ...
+    def sized(
+        self,
+        queues: typing.SupportsInt | typing.SupportsIndex,
+        depth: typing.SupportsInt | typing.SupportsIndex = 0,
+        delivery: bool = False,
+    ) -> EngineConfig:
+        """
+        This configuration with the pool (n_chunks, when 0) and max_jump the engine gives `queues` receive queues; depth > 0: header-data split lanes posting `depth` receives each, `delivery`: with room for chunks on their way on (a GPU, a pausing consumer). The one sizing rule (engine.h)
+        """
+    def split_window(
+        self,
+        queues: typing.SupportsInt | typing.SupportsIndex,
+        depth: typing.SupportsInt | typing.SupportsIndex,
+    ) -> int:
+        """
+        Chunk ids the header-data split's window spans: max_chunks and the chunks `depth` receives posted per queue reach ahead
+        """
     @property
     def first_chunk(self) -> int | None: ...
     @property
     def max_chunks(self) -> int: ...
+    @property
+    def max_jump(self) -> int:
+        """
+        Chunks one packet may move a window past its end (0: four windows)
+        """
     @property
     def n_chunks(self) -> int: ...
     @property
     def packets_per_chunk(self) -> int: ...
     @property
     def policy(self) -> str: ...
+    @property
+    def resync_after(self) -> int: ...
     @property
     def skip_lagging(self) -> bool: ...
     @property
@@ -275,6 +301,7 @@ class Capture:
         threads: typing.SupportsInt | typing.SupportsIndex = 1,
         cpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [],
         rcvbuf: typing.SupportsInt | typing.SupportsIndex = 67108864,
+        src_filter: str = "",
     ) -> Capture: ...
     def next_chunk(
         self, timeout: typing.SupportsFloat | typing.SupportsIndex | None = None
@@ -681,6 +708,7 @@ def _frame_header(
     udp_port: typing.SupportsInt | typing.SupportsIndex,
     seq: typing.SupportsInt | typing.SupportsIndex,
 ) -> bytes: ...
+def _multicast_mac(group: str) -> bytes: ...
 def _parse_cqe(arg0: bytes) -> dict: ...
 def _spead2_place(
     heaps_per_chunk: typing.SupportsInt | typing.SupportsIndex,
@@ -708,6 +736,13 @@ def _striding_wq_replay(
     completed: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
 ) -> tuple[bytes, list, int, int]: ...
 def _word_stores() -> list: ...
+def _wrapping_counter_replay(
+    readings: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
+) -> list[int]:
+    """
+    Totals of a wrapping 32-bit counter followed in 64 bits, after each reading
+    """
+
 def cuda_device_count() -> int:
     """
     Number of CUDA devices; raises CudaError naming why CUDA is unusable here
@@ -715,8 +750,7 @@ def cuda_device_count() -> int:
 
 def cuda_device_info(ordinal: typing.SupportsInt | typing.SupportsIndex) -> dict:
     """
-    name, sm_count, ordinal, pci_bus_id ("0000:1b:00.0") and numa_node (-1: unknown) of CUDA
-    device `ordinal`
+    name, sm_count, ordinal, pci_bus_id ("0000:1b:00.0") and numa_node (-1: unknown) of CUDA device `ordinal`
     """
 
 def cuda_has_kernels() -> bool:
