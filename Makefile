@@ -17,7 +17,7 @@ export LIBPYTHON_CHECK := import glob, sys, sysconfig as s; \
 .PHONY: demo test test-sanitize lint regs regs-check sysdeps venv clean
 
 demo: $(STAMP) | sysdeps
-	$(VENV)/bin/casper400g demo
+	$(VPY) -m casper400g_dev demo
 
 test: $(STAMP) | sysdeps
 	$(VENV)/bin/ruff check .
@@ -33,10 +33,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check .
 
 regs: $(STAMP)
-	$(VENV)/bin/casper400g regs
+	$(VPY) -m casper400g_dev regs
 
 regs-check: $(STAMP)
-	$(VENV)/bin/casper400g regs --check
+	$(VPY) -m casper400g_dev regs --check
 
 sysdeps:
 	@need=""; \
@@ -70,6 +70,10 @@ $(VPY): | sysdeps
 
 venv: $(STAMP)
 
+# The four distributions of the repository (pyproject.toml says which is which), installed
+# editable into the one venv, with the checkout's own needs (the `dev` dependency group).
+PROJECTS := pyproject.toml casperfpga_ext/pyproject.toml \
+  casper400g_board_server/pyproject.toml receiver/pyproject.toml
 # Editable installs do not rebuild the C++ extension by themselves: the receiver's
 # sources are prerequisites so that editing them reinstalls (and recompiles) it.
 RX_SOURCES := $(wildcard receiver/CMakeLists.txt receiver/*.cmake receiver/src/*.cpp receiver/src/*.cu receiver/src/*.cuh receiver/include/*/*.h)
@@ -78,10 +82,13 @@ RX_SOURCES := $(wildcard receiver/CMakeLists.txt receiver/*.cmake receiver/src/*
 CUDA_NVCC ?= nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-crt==13.0.88 \
   nvidia-cuda-runtime==13.0.96
 
-$(STAMP): pyproject.toml CMakeLists.txt $(RX_SOURCES) | $(VPY)
-	$(VPY) -m pip install -q "scikit-build-core>=0.10" "pybind11>=2.12" $(CUDA_NVCC)
-	$(VPY) -m pip install -q --no-build-isolation -e ".[sim,dev,twin,metrics,cluster]"
+$(STAMP): $(PROJECTS) $(RX_SOURCES) | $(VPY)
+	$(VPY) -m pip install -q --upgrade "pip>=25.1"
+	$(VPY) -m pip install -q "hatchling>=1.26" "scikit-build-core>=0.10" "pybind11>=2.12" \
+	  $(CUDA_NVCC)
+	$(VPY) -m pip install -q --no-build-isolation --group dev -e ".[twin,synth]" \
+	  -e ./casperfpga_ext -e ./casper400g_board_server -e "./receiver[metrics,cluster,fpga]"
 	touch $(STAMP)
 
 clean:
-	rm -rf .cache build
+	rm -rf .cache build receiver/build

@@ -1,4 +1,5 @@
-"""`casper400g bench tx`: measured TX goodput of fhg_core against the theoretical limit.
+"""`python -m casper400g_dev bench tx`: measured TX goodput of fhg_core against the
+theoretical limit.
 
 The theoretical figure for each payload size is the lower of the 400GbE line goodput
 (wire bytes per frame = payload + 66, runts padded to 64 + 20) and the user interface's

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,16 +15,3 @@ BUILD_DIR = ROOT / "build"
 # Simulation builds are cached here, keyed by a hash of their sources. CASPER400G_SIM_CACHE
 # moves the cache, so a long run keeps its model while the tree is rebuilt beside it.
 SIM_CACHE = Path(os.environ.get("CASPER400G_SIM_CACHE") or ROOT / ".cache" / "sim")
-
-
-@contextmanager
-def cache_lock(path: Path) -> Iterator[None]:
-    """Hold the lock file ``path``: one builder of a cached item at a time (pytest-xdist
-    workers and a second shell share the caches)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)

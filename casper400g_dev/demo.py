@@ -1,4 +1,4 @@
-"""`casper400g demo`: the project's main job, end to end as far as it exists.
+"""`python -m casper400g_dev demo`: the project's main job, end to end as far as it exists.
 
 1. Toolflow: `casper400g build examples/pktgen_400g/design.yaml` with its stages, the
    build tree and the design's register map (demo_toolflow.py).
@@ -15,7 +15,7 @@
 5. Receive: capture tx.pcap with the receiver's pcap backend into chunks (0 lost, every
    payload byte checked), then a live 5-second loopback capture from the receiver's own
    sender with the monitor display.
-6. KATCP: the simulated core behind `casper400g board-server` on localhost; the
+6. KATCP: the simulated core behind `casper400g-board-server` on localhost; the
    casperfpga-style script examples/configure_core.py configures it over KATCP and prints
    print_gbe_core_details(); a datagram sent afterwards is checked against scapy's frame.
 7. GPU: the example stream captured into GPU memory (host-staged and GPUDirect) and

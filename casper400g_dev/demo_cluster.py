@@ -1,4 +1,4 @@
-"""`casper400g demo`, part 9: the array, the twin's tone spread over two hosts on Dask.
+"""`python -m casper400g_dev demo`, part 9: the array, the twin's tone over two hosts on Dask.
 
 Three network namespaces on a switch with IGMP snooping (lan.py): the Dask scheduler's
 host and two capture hosts with a `dask worker` each; the example design's twin (the
@@ -18,13 +18,13 @@ from __future__ import annotations
 import numpy as np
 from rich.console import Console
 
+from casper400g_twin.board import Network, TwinBoard, TwinError
+from casper400g_twin.build import TwinBuildError
+from casper400g_twin.harness import HarnessError
+from casper400g_twin.netns import Switch
 from mlib_devel_400g.toolflow import BuildResult
 
 from . import checkout, lan, twin_spread
-from .twin.board import Network, TwinBoard, TwinError
-from .twin.build import TwinBuildError
-from .twin.harness import HarnessError
-from .twin.netns import Switch
 
 PNG = checkout.ROOT / "build" / "demo" / "cluster_spectra.png"
 HOSTS = (("a", ("239.4.0.1", "239.4.0.2")), ("b", ("239.4.0.3", "239.4.0.4")))

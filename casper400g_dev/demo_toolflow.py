@@ -1,4 +1,5 @@
-"""`casper400g demo`, toolflow part: build the example design and simulate its top level.
+"""`python -m casper400g_dev demo`, toolflow part: build the example design and simulate its
+top level.
 
 1. ``casper400g build examples/pktgen_400g/design.yaml``: the stages as they run, the
    build tree, and the design's register map (from the build's memory map and .fpg header).

@@ -1,4 +1,4 @@
-"""`casper400g demo`, finale: the chain live, as a user's instrument runs it.
+"""`python -m casper400g_dev demo`, finale: the chain live, as a user's instrument runs it.
 
 The example design built in part 1 runs as a board (its twin: top.v Verilated with the
 DCMAC model, behind board-server, its MAC on a TAP device in a network namespace);
@@ -17,13 +17,13 @@ import time
 from rich.console import Console
 from rich.table import Table
 
+from casper400g_twin.board import Network, TwinBoard, TwinError
+from casper400g_twin.build import TwinBuildError
+from casper400g_twin.harness import HarnessError
 from mlib_devel_400g.toolflow import BuildResult
 
 from . import checkout
 from .twin import chain
-from .twin.board import Network, TwinBoard, TwinError
-from .twin.build import TwinBuildError
-from .twin.harness import HarnessError
 
 SPECTRUM_PNG = checkout.ROOT / "build" / "demo" / "spectrum.png"
 

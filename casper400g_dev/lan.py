@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from casper400g_dev.checkout import ROOT
-from casper400g_dev.twin.netns import Netns, NetnsError, entered, privileged
+from casper400g_twin.netns import Netns, NetnsError, entered, privileged
 
 BRIDGE = "br0"
 HOST_IFNAME = "eth0"

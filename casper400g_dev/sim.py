@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from casper400g_twin.cache import cache_lock
 from mlib_devel_400g import paths, verilator
 
 from . import checkout
@@ -133,7 +134,7 @@ def build(
     digest = _digest(sources, toplevel, parameters, build_args)
     build_dir = cache_dir / f"{name}-{digest}"
     stamp = build_dir / ".built"
-    with checkout.cache_lock(cache_dir / f"{name}.lock"):
+    with cache_lock(cache_dir / f"{name}.lock"):
         if not stamp.is_file():
             evict_stale(cache_dir, name, keep=build_dir)
             print(f"[sim] compiling {name} ({toplevel}) with Verilator ...", flush=True)

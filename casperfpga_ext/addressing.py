@@ -21,7 +21,7 @@ Every parser returns an int and raises ``AddressError`` (a ``ValueError``) namin
 
 This module needs only the standard library and runs on Python 3.8 and later: the
 mlib_devel overlay carries a copy of it (``jasper_library/yellow_blocks/
-fourhundred_gbe_addressing.py``, written and checked by ``casper400g regs``).
+fourhundred_gbe_addressing.py``, written and checked by ``python -m casper400g_dev regs``).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ channel: the entry's index). ``--dest-off`` switches the table off (every packet
 ``pkt_dest_ip``/``pkt_dest_port``). The table is loaded where the first ``--dest`` stands
 among the ``--write`` options. ``load_dest_table`` does the same from a script.
 
-The board runs ``casper400g board-server`` (or any KATCP server with casperfpga's
+The board runs ``casper400g-board-server`` (or any KATCP server with casperfpga's
 requests). With casperfpga installed the script uses it (``import casperfpga_ext``
 registers our core for the ``xps:fourhundred_gbe`` tag, so ``fpga.gbes.gbe0`` is a
 ``FourHundredGbe``); without it, ``casperfpga_ext.Fpga`` offers the same calls. The

@@ -3,9 +3,9 @@
 A checkout keeps ``jasper_library/`` (the mlib_devel overlay: yellow blocks, platforms,
 HDL), ``jasper_runtime/`` (the stand-in for mlib_devel's runtime) and ``xps_library/`` (the
 Simulink block) at its root, beside this package; a wheel carries them inside the package
-(``wheel.packages`` in pyproject.toml). Everything here works in both. What only a checkout
-has (the developer tools, the verification code, the docs) is reached through
-:func:`source_tree`.
+(the wheel's ``sources`` in pyproject.toml). Everything here works in both. What only a
+checkout has (the developer tools, the verification code, the docs) is
+``casper400g_dev.checkout``'s, and nothing installed reaches it.
 """
 
 from __future__ import annotations
@@ -40,9 +40,6 @@ CORE_FILE_LIST = FHG_HDL / "fhg_core.f"
 # A sibling package both in a checkout and in site-packages.
 CASPERFPGA_EXT = PACKAGE_DIR.parent / "casperfpga_ext"
 
-# What marks a casper400g checkout: the developer tools, which never ship in the wheel.
-DEV_PACKAGE = "casper400g_dev"
-
 
 def core_sources(file_list: Path = CORE_FILE_LIST) -> list[Path]:
     """The sources ``file_list`` names, in compile order, read with the yellow block's own
@@ -56,34 +53,6 @@ def core_sources(file_list: Path = CORE_FILE_LIST) -> list[Path]:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return [Path(p).resolve() for p in module.file_list(file_list)]
-
-
-class NotACheckout(FileNotFoundError):
-    """A command that needs the casper400g checkout ran from an installed wheel."""
-
-
-def source_tree() -> Path:
-    """The casper400g checkout this package runs from; a clear error in an installed wheel."""
-    root = PACKAGE_DIR.parent
-    if not (root / DEV_PACKAGE / "__init__.py").is_file() or not REGS_RDL.is_file():
-        raise NotACheckout(
-            "this command needs a casper400g source checkout (the developer tools, the "
-            "verification models and the simulation benches are not part of the installed "
-            f"package; {PACKAGE_DIR} is not in one): clone the repository and run "
-            "`make venv` there"
-        )
-    return root
-
-
-def require_source_tree() -> Path:
-    """:func:`source_tree`, also putting the checkout on ``sys.path`` so that its
-    developer tools (``casper400g_dev``) and verification code (``verification``) import."""
-    import sys
-
-    root = source_tree()
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    return root
 
 
 _MOVED = {

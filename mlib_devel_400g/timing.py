@@ -1,4 +1,5 @@
-"""Logic levels between registers in a Yosys `synth_xilinx` netlist (`casper400g synth --timing`).
+"""Logic levels between registers in a Yosys `synth_xilinx` netlist (a checkout's
+`python -m casper400g_dev synth --timing`).
 
 No vendor timing engine is available, so the timing estimate counts what dominates a path's
 delay in the fabric: the LUTs, wide-mux stages and carry blocks between two sequential
@@ -20,8 +21,9 @@ Counting rules (documented in docs/resources.md):
 Each path is named by its end point's register (net name) and attributed to the module
 instance that holds that register: Yosys's `$scopeinfo` cells (left by `flatten`) map an
 instance path to its module, so a netlist mapped module by module and flattened afterwards
-(`casper400g synth --timing`) gives per-module figures and still sees every path across
-module boundaries whole. Without scope cells the register's source file names the module.
+(`python -m casper400g_dev synth --timing`) gives per-module figures and still sees every
+path across module boundaries whole. Without scope cells the register's source file names
+the module.
 """
 
 from __future__ import annotations

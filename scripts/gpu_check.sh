@@ -80,12 +80,12 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 command -v nvcc && nvcc --version | tail -1
 "$py" --version
 
-step "build (pip install -e, kernels by nvcc)"
+step "build (pip install -e receiver, kernels by nvcc)"
 if [ -n "${GPU_CHECK_WHEELS:-}" ]; then
   "$py" -m pip install -q --no-index --no-deps "$GPU_CHECK_WHEELS"/*.whl
 fi
 export CUDACXX=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-if ! "$py" -m pip install -q --no-build-isolation --no-deps -e . \
+if ! "$py" -m pip install -q --no-build-isolation --no-deps -e ./receiver \
     -Ccmake.define.CASPER400G_RX_REQUIRE_CUDA_KERNELS=ON > "$out/build.log" 2>&1; then
   tail -40 "$out/build.log"
   exit 1

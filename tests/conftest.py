@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from casper400g_dev.checkout import cache_lock
 from casperfpga_ext import fhg_regmap as regmap
 from casperfpga_ext.fpg import FpgBlock, FpgDevice
 
@@ -120,6 +119,10 @@ def cached_venv(
     ``version`` pins the version of a katversion project (casperfpga): without git in the
     copy katversion falls back to the current minute, and a build that crosses a minute
     boundary then fails pip's metadata check (its wheel's version differs)."""
+    # Imported here: the tests of casperfpga_ext and the board server run in environments
+    # without the toolflow's distribution too (tests/test_packaging.py).
+    from casper400g_twin.cache import cache_lock
+
     venv = CACHE / name
     stamp = venv / ".installed"
     with cache_lock(CACHE / f"{name}.lock"):
@@ -196,15 +199,24 @@ def pyenv_pythons(minors: Iterable[str]) -> dict[str, str]:
 
 @contextlib.contextmanager
 def board_server(
-    fpg: Path, mem: Path, base: int, timeout: float, options: Sequence[str] = ()
+    fpg: Path,
+    mem: Path,
+    base: int,
+    timeout: float,
+    options: Sequence[str] = (),
+    python: str = sys.executable,
+    cwd: Path | None = None,
 ) -> Iterator[tuple[int, bytes]]:
-    """``casper400g board-server`` serving ``mem`` (the bus from ``base``) for ``fpg`` on an
+    """``casper400g-board-server`` serving ``mem`` (the bus from ``base``) for ``fpg`` on an
     ephemeral port (its default address: localhost), as a user starts it, with ``options``
-    (e.g. ``--allow-upload``): yields the port and what it printed before listening, and
-    stops it afterwards."""
-    argv = [sys.executable, "-m", "mlib_devel_400g.cli", "board-server", "--fpg", str(fpg)]
+    (e.g. ``--allow-upload``), under ``python`` (in ``cwd``: a checkout's root runs its
+    packages whatever ``python`` has installed): yields the port and what it printed before
+    listening, and stops it afterwards."""
+    argv = [python, "-m", "casper400g_board_server", "--fpg", str(fpg)]
     argv += ["--mem", str(mem), "--base", hex(base), "--port", "0", *options]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0, cwd=cwd
+    )
     try:
         assert proc.stdout is not None
         out = b""

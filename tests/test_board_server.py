@@ -21,15 +21,15 @@ import pytest
 import yaml
 from conftest import FPG_DEVICES, GBE_BASE, GBE_BLOCK, board_server, tcp_listeners
 
-from casperfpga_ext import board_server as server_module
+from casper400g_board_server import cli
+from casper400g_board_server import server as server_module
+from casper400g_board_server.katcp_lines import KEEP, LineSplitter, Overlong
+from casper400g_board_server.server import MAX_LINE, BoardServer, MmapWindow, ServerPolicy, Window
 from casperfpga_ext import fhg_regmap as regmap
 from casperfpga_ext import transport
-from casperfpga_ext.board_server import MAX_LINE, BoardServer, MmapWindow, ServerPolicy, Window
 from casperfpga_ext.fpg import FpgBlock, FpgDevice, write_fpg
 from casperfpga_ext.fpga import Fpga
-from casperfpga_ext.katcp_lines import KEEP, LineSplitter, Overlong
 from casperfpga_ext.transport import KatcpError, KatcpTransport, MmapTransport
-from mlib_devel_400g import cli
 
 WINDOW = GBE_BASE + regmap.BLOCK_SIZE
 DEVICES = FPG_DEVICES
@@ -618,7 +618,7 @@ def test_progremote_without_an_upload_times_out(make_board: Callable[..., Board]
 
 # ----------------------------------------------------------------- command line
 def test_cli_reports_a_missing_fpg(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    assert cli.main(["board-server", "--fpg", str(tmp_path / "none.fpg")]) == 1
+    assert cli.main(["--fpg", str(tmp_path / "none.fpg")]) == 1
     assert f"{tmp_path / 'none.fpg'}: no such .fpg file" in capsys.readouterr().err
 
 
@@ -635,7 +635,7 @@ def test_cli_reports_permission_denied_naming_the_memory_device(
 
     # Tests may run as root, where a file's mode does not refuse the open.
     monkeypatch.setattr(transport.os, "open", refuse)
-    argv = ["board-server", "--fpg", str(fpg), "--mem", str(mem), "--base", "0"]
+    argv = ["--fpg", str(fpg), "--mem", str(mem), "--base", "0"]
     assert cli.main(argv) == 1
     assert f"permission denied opening {mem}" in capsys.readouterr().err
 
@@ -645,7 +645,7 @@ def test_cli_refuses_devices_outside_the_window(tmp_path: Path, capsys: pytest.C
     write_fpg(fpg, DEVICES, BLOCKS, b"")
     mem = tmp_path / "mem"
     mem.write_bytes(bytes(WINDOW))
-    assert cli.main(["board-server", "--fpg", str(fpg), "--mem", str(mem)]) == 1
+    assert cli.main(["--fpg", str(fpg), "--mem", str(mem)]) == 1
     err = capsys.readouterr().err
     assert "'sys_scratch' at 0x0" in err and "0xa4000000" in err
 
@@ -863,9 +863,10 @@ def test_an_upload_outside_the_window_is_refused_before_programming(
 
 
 def run_cli(argv: list[str]) -> subprocess.CompletedProcess[str]:
-    """``casper400g`` in a process of its own (a server that starts is stopped by the timeout)."""
+    """``casper400g-board-server`` in a process of its own (a server that starts is stopped by
+    the timeout)."""
     return subprocess.run(
-        [sys.executable, "-m", "mlib_devel_400g.cli", *argv],
+        [sys.executable, "-m", "casper400g_board_server", *argv],
         capture_output=True,
         text=True,
         timeout=60,
@@ -878,7 +879,7 @@ def test_cli_refuses_a_design_beyond_the_platforms_address_space(tmp_path: Path)
     beyond = FpgDevice("pmc_regs", base + cli.PL_APERTURE, 0x1000)
     write_fpg(fpg, [FpgDevice("sys_scratch", base, 4), beyond], [], b"")
     mem = sparse_bus(tmp_path / "mem", base + 2 * cli.PL_APERTURE)
-    argv = ["board-server", "--fpg", str(fpg), "--mem", str(mem), "--port", "0"]
+    argv = ["--fpg", str(fpg), "--mem", str(mem), "--port", "0"]
     done = run_cli(argv)
     assert done.returncode == 1, done.stdout
     assert "device 'pmc_regs' at 0xa8000000 (size 0x1000) is outside the platform's PL" in (

@@ -1,6 +1,6 @@
 """The real casperfpga (the reference tree, katcp 0.9.3 from PyPI) against board-server.
 
-``casper400g board-server`` serves the example design (``casper400g build`` + ``mkfpg``)
+``casper400g-board-server`` serves the example design (``casper400g build`` + ``mkfpg``)
 from a file that stands for the board's bus, initialised with every register's reset
 value from the build's ``memory_map.json``. ``tests/data/onehundredgbe_script.py`` — a
 script written for casperfpga's ``OneHundredGbe`` — programs it, configures the core
@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from conftest import board_server
 
+from casper400g_board_server.sensors import design_sensors
 from casperfpga_ext import fhg_regmap as regmap
-from casperfpga_ext.board_sensors import design_sensors
 from casperfpga_ext.transport import KatcpTransport
 from mlib_devel_400g import cli
 from verification.named_registers import agree

@@ -38,7 +38,12 @@ def test_design_contracts_exist() -> None:
         "core.md": ["## 1. User", "## 2. TX path", "## 3. RX path", "## 4. Control", "## 5. DCMAC"],
         "toolflow.md": ["## jasper:", "## The YellowBlock API", "## The .fpg file"],
         "receiver.md": ["## Sources", "## Placement and accounting", "## GPU delivery"],
-        "architecture.md": ["## Data flow", "## Repository layout", "## Single sources of truth"],
+        "architecture.md": [
+            "## Data flow",
+            "## Packages",
+            "## Repository layout",
+            "## Single sources of truth",
+        ],
         "scaleout.md": ["## Topology", "## Switch settings", "## Sizing", "## The capture cluster"],
     }.items():
         text = (DESIGN / name).read_text()

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from casper400g_dev import checkout
-from mlib_devel_400g import generated, paths, simulink_gen
+from casper400g_dev import checkout, generated, simulink_gen
+from mlib_devel_400g import paths
 from mlib_devel_400g.toolflow import jasper_imports
 
 ROOT = checkout.ROOT
@@ -67,7 +67,7 @@ def gbe_module() -> Any:
 # ---------------------------------------------------------------- one description
 def test_generated_m_files_are_current():
     stale = generated.stale_files(simulink_gen.render_all())
-    assert not stale, f"run `casper400g simulink-gen` and commit: {stale}"
+    assert not stale, f"run `python -m casper400g_dev simulink-gen` and commit: {stale}"
 
 
 def test_yellow_block_reads_the_description():

@@ -1,8 +1,8 @@
-"""`casper400g soak`: two minutes of the twin's stream into a capture with link faults, the
-FPGA's, the link's and the receiver's counters reconciled every 10 s (longer soaks are run
-by hand, docs/benchmarks.md). The counts of every checkpoint are checked here again from
-the report, not only its verdicts. Needs root (the twin's TAP device): skipped without,
-failed under CI=true.
+"""`python -m casper400g_dev soak`: two minutes of the twin's stream into a capture with link
+faults, the FPGA's, the link's and the receiver's counters reconciled every 10 s (longer
+soaks are run by hand, docs/benchmarks.md). The counts of every checkpoint are checked here
+again from the report, not only its verdicts. Needs root (the twin's TAP device): skipped
+without, failed under CI=true.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from conftest import REPO_ROOT, need_tool
 
-from casper400g_dev.twin import netns
+from casper400g_twin import netns
 
 MINUTES = 2
 
@@ -25,9 +25,17 @@ def test_a_two_minute_soak_reconciles_every_checkpoint(tmp_path: Path):
     if why is not None:
         need_tool(f"the soak's TAP device: {why}")
     report_file = tmp_path / "soak.json"
-    cli = Path(sys.executable).with_name("casper400g")
     proc = subprocess.run(
-        [str(cli), "soak", "--minutes", str(MINUTES), "--json", str(report_file)],
+        [
+            sys.executable,
+            "-m",
+            "casper400g_dev",
+            "soak",
+            "--minutes",
+            str(MINUTES),
+            "--json",
+            str(report_file),
+        ],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

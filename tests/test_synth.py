@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from mlib_devel_400g import cli, synth
+from casper400g_dev import cli
+from mlib_devel_400g import synth
 
 # fhg_tx_csum_tree registers, from its RTL: 16 first-level sums of four 16-bit words
 # (18 bits each: 4 * 0xffff needs all 18), 4 second-level sums of four of those (20 bits),

@@ -1,5 +1,5 @@
 """Logic-level counting (mlib_devel_400g.timing) on hand-built netlists, whose depths are
-known by construction, and the `casper400g synth --timing` command line."""
+known by construction, and the `python -m casper400g_dev synth --timing` command line."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from mlib_devel_400g import cli, timing
+from casper400g_dev import cli
+from mlib_devel_400g import timing
 
 _DIRS = {
     "FDRE": {"C": "input", "CE": "input", "R": "input", "D": "input", "Q": "output"},

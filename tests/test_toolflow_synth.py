@@ -1,6 +1,7 @@
 """Yosys synth_xilinx (xcup) of the example design's generated top, the core blackboxed
-(Yosys cannot read PeakRDL's structs; `casper400g synth` estimates the core itself) and the
-tone source too (a separate, minutes-long run: examples/pktgen_400g/README.md)."""
+(Yosys cannot read PeakRDL's structs; `python -m casper400g_dev synth` estimates the core
+itself) and the tone source too (a separate, minutes-long run: examples/pktgen_400g/README.md).
+"""
 
 from __future__ import annotations
 

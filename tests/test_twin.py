@@ -30,11 +30,12 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT, need_tool
 
+from casper400g_board_server.server import RequestError
 from casper400g_dev import toolflow_sim
-from casper400g_dev.twin import build, chain, image, netns
-from casper400g_dev.twin.board import Network, TwinBoard, wait_until
+from casper400g_dev.twin import chain
+from casper400g_twin import build, image, netns
+from casper400g_twin.board import Network, TwinBoard, wait_until
 from casperfpga_ext import addressing
-from casperfpga_ext.board_server import RequestError
 from casperfpga_ext.fpga import Fpga
 from verification import tone_model
 from verification.pcapio import read_pcap
@@ -370,7 +371,7 @@ def test_namespaces_left_by_a_killed_twin_are_swept():
     twin deletes it, and leaves a running twin's alone."""
     need_root()
     make = (
-        "import time; from casper400g_dev.twin.netns import Netns, HostSide; "
+        "import time; from casper400g_twin.netns import Netns, HostSide; "
         "ns = Netns.create(); ns.add_tap(HostSide()); print(ns.name, flush=True); time.sleep(600)"
     )
     procs = [

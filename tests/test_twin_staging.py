@@ -22,9 +22,9 @@ import pytest
 from conftest import need_tool
 
 from casper400g_dev import toolflow_sim
-from casper400g_dev.twin import build, staging
-from casper400g_dev.twin.harness import Harness
-from casper400g_dev.twin.privileges import EXECUTE, READ, RunAs, run_as
+from casper400g_twin import build, staging
+from casper400g_twin.harness import Harness
+from casper400g_twin.privileges import EXECUTE, READ, RunAs, run_as
 from casperfpga_ext.fpg import parse_fpg_header
 from mlib_devel_400g import verilator
 

@@ -22,8 +22,9 @@ import numpy as np
 import pytest
 
 from casper400g_dev import checkout, toolflow_sim
-from casper400g_dev.twin import build, claims, image, soak
-from casper400g_dev.twin.board import Network, TwinBoard, TwinError, status_line
+from casper400g_dev.twin import soak
+from casper400g_twin import build, claims, image
+from casper400g_twin.board import Network, TwinBoard, TwinError, status_line
 from casperfpga_ext.fpg import GBE_TAG, FpgHeader, parse_fpg_header
 from verification import tone_model
 

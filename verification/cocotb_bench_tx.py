@@ -1,4 +1,5 @@
-"""cocotb side of `casper400g bench tx`: stream back-to-back datagrams through fhg_core.
+"""cocotb side of `python -m casper400g_dev bench tx`: stream back-to-back datagrams through
+fhg_core.
 
 For each payload size in $CASPER400G_BENCH_SIZES (JSON list; 0 = a random mix) the user
 port streams $CASPER400G_BENCH_FRAMES datagrams with no idle cycles into a DCMAC model

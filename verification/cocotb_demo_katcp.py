@@ -1,4 +1,5 @@
-"""cocotb side of `casper400g demo` (KATCP part): configure the core through board-server.
+"""cocotb side of `python -m casper400g_dev demo` (KATCP part): configure the core through
+the board server.
 
 The simulated core sits behind a ``BoardServer`` on 127.0.0.1 (``sim_bus``); the example
 script ``examples/configure_core.py`` runs as its own process against it, over KATCP, and

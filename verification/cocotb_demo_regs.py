@@ -1,4 +1,4 @@
-"""cocotb side of `casper400g demo`: configure a core over AXI4-Lite, then dump it.
+"""cocotb side of `python -m casper400g_dev demo`: configure a core over AXI4-Lite, then dump it.
 
 Reads its configuration from $CASPER400G_DEMO_CONFIG (JSON) and writes the dump to
 $CASPER400G_JOB_OUT (JSON); the CLI prints it.

@@ -1,4 +1,4 @@
-"""cocotb side of `casper400g demo` (TX part): the core sends the example stream.
+"""cocotb side of `python -m casper400g_dev demo` (TX part): the core sends the example stream.
 
 Configures fhg_core over AXI4-Lite, streams $CASPER400G_DEMO_FRAMES datagrams of the
 example stream (docs/design/architecture.md) through the user port into the DCMAC model paced at

@@ -1,4 +1,4 @@
-"""cocotb side of the generated top's simulation (`casper400g demo`, tests/rtl).
+"""cocotb side of the generated top's simulation (`python -m casper400g_dev demo`, tests/rtl).
 
 The DUT is the example design's ``top.v`` as the toolflow wrote it, on the board-less
 ``generic400g`` platform: the testbench plays the host (an AXI4-Lite master on

@@ -35,8 +35,8 @@ from typing import Any
 from cocotb.task import resume
 from cocotbext.axi import AxiLiteMaster, AxiResp
 
+from casper400g_board_server.server import BoardServer, ClockedWindow
 from casperfpga_ext import fhg_regmap as regmap
-from casperfpga_ext.board_server import BoardServer, ClockedWindow
 from casperfpga_ext.fpg import GBE_TAG, FpgBlock, FpgDevice, write_fpg
 from casperfpga_ext.transport import WORD_BYTES, check_access
 

@@ -1,4 +1,5 @@
-"""`casper400g bench twin`: how fast the digital twin runs, through the path a user takes.
+"""`python -m casper400g_dev bench twin`: how fast the digital twin runs, through the path a
+user takes.
 
 The example design is built, its twin started (default network: the TAP device), the core
 and the generator configured over KATCP by examples/configure_core.py (back to back,
@@ -19,9 +20,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from casper400g_twin import netns
+from casper400g_twin.board import Network, TwinBoard
+
 from .. import checkout, toolflow_sim
-from . import chain, netns
-from .board import Network, TwinBoard
+from . import chain
 
 
 def measure(board: TwinBoard, cfg: chain.StreamConfig, seconds: float) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The live chain, as `make demo`'s finale, the notebook and the tests run it.
 
-The example design's twin (:class:`.board.TwinBoard`) is configured over KATCP by the
+The example design's twin (:class:`casper400g_twin.board.TwinBoard`) is configured over KATCP by the
 script a user runs against a board (``examples/configure_core.py``: the core, its ARP
 entry for the host, the packet generator's registers, generator held in reset); a
 receiver capture (``casper400g_rx.Capture``, ``udp`` backend) is opened on the host side of
@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from casper400g_twin import netns
+from casper400g_twin.board import TwinBoard
 from casperfpga_ext.fpga import Fpga
 from verification import tone_model
 
 from .. import checkout
-from . import netns
-from .board import TwinBoard
 
 CONFIGURE_SCRIPT = checkout.EXAMPLES_DIR / "configure_core.py"
 FFT_SIZE = 4096

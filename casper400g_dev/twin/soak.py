@@ -1,6 +1,6 @@
-"""``casper400g soak --minutes N``: the twin streaming into a capture for N minutes, the
-link model injecting faults, and the FPGA's, the link's and the receiver's counters
-reconciled every ``--interval`` seconds (default 10).
+"""``python -m casper400g_dev soak --minutes N``: the twin streaming into a capture for N
+minutes, the link model injecting faults, and the FPGA's, the link's and the receiver's
+counters reconciled every ``--interval`` seconds (default 10).
 
 The example design's twin runs with its TAP device (root); the core and the generator are
 configured as a user would (``examples/configure_core.py``: the example stream, 8192-byte
@@ -35,12 +35,13 @@ from typing import Any
 
 import numpy as np
 
+from casper400g_twin import netns
+from casper400g_twin.board import Network, TwinBoard, TwinError
+from casper400g_twin.harness import HarnessError
 from casperfpga_ext.fpga import Fpga
 
 from .. import checkout, toolflow_sim
-from . import chain, netns
-from .board import Network, TwinBoard, TwinError
-from .harness import HarnessError
+from . import chain
 
 DRAIN_TIMEOUT_S = 60.0
 

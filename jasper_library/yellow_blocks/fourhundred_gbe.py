@@ -30,7 +30,8 @@ from typing import Any, ClassVar
 from constraints import ClockConstraint, PortConstraint
 from memory import Register
 
-# Generated from the register map's SystemRDL (`casper400g regs`), as casperfpga_ext's copy.
+# Generated from the register map's SystemRDL (`python -m casper400g_dev regs`), as
+# casperfpga_ext's copy.
 from . import fourhundred_gbe_addressing as addressing
 from . import fourhundred_gbe_regmap as regmap
 from .fhg_axi4lite import ADDRESS_SIGNALS, AXIL_SIGNALS, PROT_SIGNALS, RAW_DEVICE_SIGNALS
@@ -48,7 +49,7 @@ CORE_HDL = "fourhundred_gbe/fhg_core.sv"
 # fourhundred_gbe.json (next to this file; the overlay installer copies it) lists the user
 # ports (docs/design/core.md §1, direction seen from the block) and the mask parameters with their
 # kinds, ranges, defaults and prompts; xps_library/fourhundred_gbe_interface.m is its
-# generated copy (`casper400g simulink-gen`).
+# generated copy (`python -m casper400g_dev simulink-gen`).
 INTERFACE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fourhundred_gbe.json")
 with open(INTERFACE_FILE, encoding="utf-8") as _f:
     INTERFACE: dict[str, Any] = json.load(_f)

@@ -1,4 +1,4 @@
-"""`casper400g rx ...`: capture, monitor, bench and send the example stream; a capture
+"""`casper400g-rx ...`: capture, monitor, bench and send the example stream; a capture
 cluster."""
 
 from __future__ import annotations
@@ -260,7 +260,7 @@ def _cmd_cluster(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="casper400g rx", description="Receive the core's UDP stream (casper400g_rx)."
+        prog="casper400g-rx", description="Receive the core's UDP stream (casper400g_rx)."
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -354,5 +354,5 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except (ValueError, OSError, _core.IbvUnavailableError) as e:
         # Bad addresses, ports in use, missing files, no rdma-core: the message names the cause.
-        print(f"casper400g rx {args.command}: {e}", file=sys.stderr)
+        print(f"casper400g-rx {args.command}: {e}", file=sys.stderr)
         return 1

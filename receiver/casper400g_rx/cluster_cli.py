@@ -1,6 +1,6 @@
-"""`casper400g rx cluster`: the capture cluster (cluster.py) from the shell.
+"""`casper400g-rx cluster`: the capture cluster (cluster.py) from the shell.
 
-    casper400g rx cluster --scheduler tcp://10.0.1.1:8786 \\
+    casper400g-rx cluster --scheduler tcp://10.0.1.1:8786 \\
         --stream name=f0a,bind=0.0.0.0:7148,groups=239.2.0.1+239.2.0.2,interface=ens1,\\
 resource=nic-ens1 \\
         --fpga 10.0.1.50:gbe0=f0a --seconds 60

@@ -5,7 +5,7 @@ in a background thread; every scrape reads ``cap.stats`` (which never waits for 
 receive threads), so the figures are the capture's own, at the time of the scrape.
 Counters are exported as ``casper400g_rx_<name>_total``, gauges as
 ``casper400g_rx_<name>``; ``labels`` (e.g. ``{"stream": "beam0"}``) tell captures apart.
-Needs ``prometheus-client`` (``pip install casper400g[metrics]``).
+Needs ``prometheus-client`` (``pip install casper400g-rx[metrics]``).
 """
 
 from __future__ import annotations

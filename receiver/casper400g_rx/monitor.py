@@ -13,7 +13,7 @@ from .capture import Capture, Stats
 
 def status_table(stats: Stats, rate: tuple[float, float]) -> Table:
     gbps, pps = rate
-    table = Table(title="casper400g rx monitor", show_header=False, min_width=44)
+    table = Table(title="casper400g-rx monitor", show_header=False, min_width=44)
     table.add_column("key", style="bold cyan")
     table.add_column("value", justify="right")
     rows = [

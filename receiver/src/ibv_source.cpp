@@ -41,7 +41,7 @@ bool ibv_compiled() noexcept { return false; }
 std::string ibv_load_error() {
     return "the ibv backend is not compiled into this build: the rdma-core headers "
            "(Debian/Ubuntu package libibverbs-dev) were missing when the extension was built; "
-           "install them and rebuild (`make venv`, or pip install -e . again)";
+           "install them and rebuild (`make venv`, or pip install -e ./receiver again)";
 }
 
 std::unique_ptr<capture> make_ibv_capture(const format &, const engine_config &,

@@ -43,7 +43,7 @@ def build() -> None:
         [
             cmake,
             "-S",
-            str(ROOT),
+            str(ROOT / "receiver"),
             "-B",
             str(BUILD),
             "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
@@ -57,7 +57,7 @@ def build() -> None:
     pkg = PKG_ROOT / "casper400g_rx"
     shutil.rmtree(pkg, ignore_errors=True)
     shutil.copytree(ROOT / "receiver" / "casper400g_rx", pkg)
-    for so in (BUILD / "receiver").glob("_core*.so"):
+    for so in BUILD.glob("_core*.so"):
         shutil.copy2(so, pkg)
 
 

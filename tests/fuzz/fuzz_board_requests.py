@@ -20,8 +20,8 @@ import sys
 import atheris
 from board_harness import WINDOW, Files, RecordingWriter, ScriptedReader, instrument
 
-from casperfpga_ext import board_server
-from casperfpga_ext.board_server import LINE_OUTCOMES, BoardServer, MmapWindow
+from casper400g_board_server import server as board_server
+from casper400g_board_server.server import LINE_OUTCOMES, BoardServer, MmapWindow
 
 instrument("casperfpga_ext")
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import atheris
 from board_harness import WINDOW, Files, RecordingWriter, ScriptedReader, instrument
 
-from casperfpga_ext.board_server import (
+from casper400g_board_server.server import (
     BoardServer,
     Connection,
     MmapWindow,

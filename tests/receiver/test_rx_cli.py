@@ -1,4 +1,4 @@
-"""`casper400g rx`: send with faults, capture to .npy and pcap, monitor, bench."""
+"""`casper400g-rx`: send with faults, capture to .npy and pcap, monitor, bench."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import pytest
 from conftest import need_tool
 
 import casper400g_rx as rx
+from casper400g_rx import cli
 from casper400g_rx.faults import faulty_schedule
-from mlib_devel_400g import cli
 
 
 def free_udp_port() -> int:
@@ -48,7 +48,7 @@ def test_send_injects_exactly_the_announced_faults(capsys: pytest.CaptureFixture
     args += ["--reorder", "0.05", "--late", "3", "--seed", str(seed)]
     args += ["--packets-per-chunk", str(ppc), "--max-chunks", str(max_chunks)]
     with cap:
-        rc = cli.main(["rx", "send", "--dest", f"127.0.0.1:{cap.port}", *args])
+        rc = cli.main(["send", "--dest", f"127.0.0.1:{cap.port}", *args])
         assert rc == 0
         f = faulty_schedule(
             count // ppc,
@@ -77,7 +77,7 @@ def test_capture_to_npy_and_pcap_round_trip(tmp_path: Path) -> None:
     ppc, n_chunks = 32, 6
     port = free_udp_port()
     npy, pcap = tmp_path / "cap.npy", tmp_path / "cap.pcap"
-    argv = ["rx", "capture", "--bind", f"127.0.0.1:{port}", "--packets-per-chunk", str(ppc)]
+    argv = ["capture", "--bind", f"127.0.0.1:{port}", "--packets-per-chunk", str(ppc)]
     argv += ["--max-chunks", "2", "--chunks", str(n_chunks), "--idle", "0.5", "--seconds", "20"]
     argv += ["--npy", str(npy), "--pcap", str(pcap)]
     result: list[int] = []
@@ -119,7 +119,7 @@ def test_capture_to_npy_and_pcap_round_trip(tmp_path: Path) -> None:
 INTERACTIVE_CLI = """
 import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
-from mlib_devel_400g import cli
+from casper400g_rx import cli
 sys.exit(cli.main(sys.argv[1:]))
 """
 
@@ -154,7 +154,7 @@ def test_interrupted_capture_keeps_what_was_captured(tmp_path: Path, sig: int) -
     ppc, count = 64, 100
     port = free_udp_port()
     npy, pcap = tmp_path / "cap.npy", tmp_path / "cap.pcap"
-    argv = ["rx", "capture", "--bind", f"127.0.0.1:{port}", "--packets-per-chunk", str(ppc)]
+    argv = ["capture", "--bind", f"127.0.0.1:{port}", "--packets-per-chunk", str(ppc)]
     argv += ["--chunks", "1000", "--npy", str(npy), "--pcap", str(pcap)]
     proc = subprocess.Popen(
         [sys.executable, "-c", INTERACTIVE_CLI, *argv],
@@ -200,20 +200,20 @@ def test_monitor_shows_rates_and_loss(tmp_path: Path, capsys: pytest.CaptureFixt
     path = tmp_path / "m.pcap"
     seqs = [s for s in range(64) if s % 10 != 3]
     wrpcap(str(path), [Ether() / IP() / UDP(dport=1) / rx.example_payload(s) for s in seqs])
-    argv = ["rx", "monitor", "--backend", "pcap", "--pcap-in", str(path)]
+    argv = ["monitor", "--backend", "pcap", "--pcap-in", str(path)]
     argv += ["--packets-per-chunk", "16", "--seconds", "5", "--interval", "0.1"]
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
     for key in ("Gb/s", "packets/s", "lost", "late", "buffers in use"):
         assert key in out
-    last_table = out[out.rindex("casper400g rx monitor") :].replace("│", " ")
+    last_table = out[out.rindex("casper400g-rx monitor") :].replace("│", " ")
     values = dict(re.findall(r"^\s+([a-z/ ]+?)\s{2,}([\d,./ ]+?)\s*$", last_table, re.M))
     assert values["packets"] == str(len(seqs))
     assert values["lost"] == str(64 - len(seqs))
 
 
 def test_bench_engine_only_prints_ratios(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["rx", "bench", "--packets", "20000", "--skip-udp"]) == 0
+    assert cli.main(["bench", "--packets", "20000", "--skip-udp"]) == 0
     out = capsys.readouterr().out
     assert "ratio engine / memcpy:" in out
     assert "Gb/s per core" in out
@@ -225,19 +225,19 @@ def test_bench_engine_only_prints_ratios(capsys: pytest.CaptureFixture[str]) -> 
 def test_errors_are_reported_without_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["rx", "send", "--dest", "192.0.2.1:5", "--count", "1"]) == 1
+    assert cli.main(["send", "--dest", "192.0.2.1:5", "--count", "1"]) == 1
     assert "not a loopback address" in capsys.readouterr().err
     missing = tmp_path / "missing.pcap"
-    argv = ["rx", "monitor", "--backend", "pcap", "--pcap-in", str(missing), "--seconds", "1"]
+    argv = ["monitor", "--backend", "pcap", "--pcap-in", str(missing), "--seconds", "1"]
     assert cli.main(argv) == 1
     assert "missing.pcap" in capsys.readouterr().err
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as busy:
         busy.bind(("127.0.0.1", 0))
         port = busy.getsockname()[1]
-        argv = ["rx", "capture", "--bind", f"127.0.0.1:{port}", "--npy", str(tmp_path / "x.npy")]
+        argv = ["capture", "--bind", f"127.0.0.1:{port}", "--npy", str(tmp_path / "x.npy")]
         assert cli.main(argv) == 1
     assert "Address already in use" in capsys.readouterr().err
-    argv = ["rx", "monitor", "--backend", "ibv", "--bind", "10.0.0.2:10000", "--interface", "lo"]
+    argv = ["monitor", "--backend", "ibv", "--bind", "10.0.0.2:10000", "--interface", "lo"]
     assert cli.main(argv) == 1
     err = capsys.readouterr().err
     assert "lo has no RDMA device" in err or "rdma-core" in err or "not compiled" in err
@@ -245,7 +245,7 @@ def test_errors_are_reported_without_a_traceback(
 
 def test_rx_help_lists_the_subcommands(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
-        cli.main(["rx", "--help"])
+        cli.main(["--help"])
     assert exc.value.code == 0
     out = capsys.readouterr().out
     for name in ("capture", "monitor", "bench", "send", "hwcheck"):

@@ -353,7 +353,7 @@ def test_cli_runs_a_local_cluster_and_checks_every_chunk(tmp_path: Path):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mlib_devel_400g.cli", "rx", "cluster",
+        [sys.executable, "-m", "casper400g_rx", "cluster",
          "--stream", f"name=lo,bind=127.0.0.1:{port}", "--packets-per-chunk", str(PPC),
          "--seconds", "8", "--interval", "2", "--check-example"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -1,4 +1,4 @@
-"""`casper400g rx hwcheck` on hosts without an RDMA NIC, and its PCIe topology reading."""
+"""`casper400g-rx hwcheck` on hosts without an RDMA NIC, and its PCIe topology reading."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ lib_loads = _core.ibv_compiled() and _core.ibv_load_error() == ""
 
 def hwcheck(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mlib_devel_400g.cli", "rx", "hwcheck", *args],
+        [sys.executable, "-m", "casper400g_rx", "hwcheck", *args],
         capture_output=True,
         text=True,
         timeout=60,

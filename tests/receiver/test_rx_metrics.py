@@ -70,7 +70,7 @@ def test_capture_cli_serves_metrics_while_it_runs():
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # a free UDP port, released again
-    argv = [sys.executable, "-m", "mlib_devel_400g", "rx", "capture", "--backend", "udp"]
+    argv = [sys.executable, "-m", "casper400g_rx", "capture", "--backend", "udp"]
     argv += ["--bind", f"127.0.0.1:{port}", "--packets-per-chunk", "64", "--chunks", "4"]
     argv += ["--npy", "/dev/null", "--seconds", "30", "--metrics-port", "0"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -33,11 +33,11 @@ from conftest import need_tool
 pytest.importorskip("distributed")
 
 from casper400g_dev import lan, toolflow_sim, twin_spread
-from casper400g_dev.twin.board import Network, TwinBoard, TwinError
-from casper400g_dev.twin.netns import Switch
 from casper400g_dev.twin_spread import SpreadCheck, SpreadConfig, Taken
 from casper400g_rx import Capture, Chunking, MemSource
 from casper400g_rx.cluster import Result
+from casper400g_twin.board import Network, TwinBoard, TwinError
+from casper400g_twin.netns import Switch
 from casperfpga_ext.addressing import parse_ip
 from verification import tone_model
 from verification.models.dest_table import Routes

@@ -385,7 +385,7 @@ def highest_lossless_rate(
 
 
 def run_benchmarks(args: argparse.Namespace) -> int:
-    print(f"# casper400g rx bench (payload {PAYLOAD} B)")
+    print(f"# casper400g-rx bench (payload {PAYLOAD} B)")
     pps, gbps = engine_rate(args.packets)
     ref = memcpy_gbps(args.packets * PAYLOAD)
     print(f"engine (mem backend, 1 thread): {pps / 1e6:.3f} Mpackets/s  {gbps:.1f} Gb/s per core")

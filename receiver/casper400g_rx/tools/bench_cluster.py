@@ -40,7 +40,7 @@ def _cluster(gpus: int | None) -> tuple[Any, str, int]:
         from dask_cuda import LocalCUDACluster
     except ImportError:
         LocalCUDACluster = None
-        why = "dask-cuda is not installed (pip install casper400g[cluster-cuda])"
+        why = "dask-cuda is not installed (pip install casper400g-rx[cluster-cuda])"
     if usable and LocalCUDACluster is not None:
         from .. import _core
 

@@ -1,4 +1,4 @@
-"""`casper400g rx hwcheck`: what the ibv backend will find on this host (with `--rdma`,
+"""`casper400g-rx hwcheck`: what the ibv backend will find on this host (with `--rdma`,
 the rdma source's first-contact check instead: hwcheck_rdma.py).
 
 Lists the RDMA devices (link, speed, MTU, firmware, PCIe slot and NUMA node), the GPUs
@@ -239,7 +239,7 @@ def run_hwcheck(args: argparse.Namespace) -> int:
             )
         )
         return status
-    print("# casper400g rx hwcheck")
+    print("# casper400g-rx hwcheck")
     print(f"ibv backend compiled in: {'yes' if _core.ibv_compiled() else 'no'}")
     caps = effective_caps()
     print(

@@ -1,4 +1,4 @@
-"""`casper400g rx hwcheck --rdma`: first contact between the core's RDMA mode and this host
+"""`casper400g-rx hwcheck --rdma`: first contact between the core's RDMA mode and this host
 (a ConnectX-7 and a GPU, or any RoCE v2 device, soft-RoCE included).
 
 What it sets up: the ``rdma`` source exactly as a capture does (rdma.py): the RoCE v2 GID

@@ -49,7 +49,7 @@ struct ibv_options {
 void multicast_mac(std::uint32_t group_be, std::uint8_t out[6]);
 
 // Whether the backend was compiled in and rdma-core loads here: "" when usable,
-// otherwise the reason (for `casper400g rx hwcheck` and error messages).
+// otherwise the reason (for `casper400g-rx hwcheck` and error messages).
 bool ibv_compiled() noexcept;
 std::string ibv_load_error();
 

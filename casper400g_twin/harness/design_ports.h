@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // design_ports.h — what the harness needs from a Verilated design: its clocks, the
 // AXI4-Lite bus and each 400GbE block's DCMAC client ports. The per-design glue
-// (twin_design.h, written by casper400g_dev/twin/build.py from the design's top.v) fills
+// (twin_design.h, written by casper400g_twin/build.py from the design's top.v) fills
 // these with pointers into the model and drives the blocks' link status inputs.
 #pragma once
 

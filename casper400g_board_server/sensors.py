@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from . import fhg_regmap as regmap
-from .transport import WORD_BYTES
+from casperfpga_ext import fhg_regmap as regmap
+from casperfpga_ext.transport import WORD_BYTES
 
 COUNTER_MAX = (1 << 64) - 1
 RATES = ("tx_packet_rate", "tx_valid_rate", "rx_packet_rate", "rx_valid_rate")

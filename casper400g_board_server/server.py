@@ -50,10 +50,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from .board_sensors import Sensor, design_sensors
-from .fpg import GBE_TAG, BitstreamError, FpgDevice, FpgHeader, inflate_bitstream, parse_fpg_header
+from casperfpga_ext.fpg import (
+    GBE_TAG,
+    BitstreamError,
+    FpgDevice,
+    FpgHeader,
+    inflate_bitstream,
+    parse_fpg_header,
+)
+from casperfpga_ext.transport import WORD_BYTES, MmapTransport, katcp_escape, katcp_unescape
+
 from .katcp_lines import LineSplitter, Overlong
-from .transport import WORD_BYTES, MmapTransport, katcp_escape, katcp_unescape
+from .sensors import Sensor, design_sensors
 
 DEFAULT_PORT = 7147
 # Only this machine's clients unless the operator names a wider address.

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from casperfpga_ext.fpg import FpgHeader, parse_fpg_header
 
-from .. import checkout
+from . import cache as twin_cache
 from .build import TwinBuildError, check_name, check_source_name, design_name, design_sources
 
 FORMAT = "casper400g-twin"
@@ -100,7 +100,7 @@ def unpack(data: bytes, cache_dir: Path | None = None) -> TwinImage:
         except TwinBuildError as exc:
             raise ImageError(f"twin image: {exc}") from None
         digest = hashlib.sha256(data).hexdigest()[:16]
-        out = (cache_dir or checkout.SIM_CACHE) / "twin_images" / digest
+        out = (cache_dir or twin_cache.SIM_CACHE) / "twin_images" / digest
         out.mkdir(parents=True, exist_ok=True)
         paths = []
         for name in names:

@@ -1,7 +1,7 @@
 """The twin as a board: harness + board server (KATCP) + network + ICMP helper.
 
 :class:`TwinBoard` runs the board server in a thread of its own, like a board's
-``casper400g board-server``; its ``?progdev``/``?progremote`` load a design's ``.fpg``
+``casper400g-board-server``; its ``?progdev``/``?progremote`` load a design's ``.fpg``
 (:mod:`.image`) by compiling that design's twin (cached) and starting it in place of the
 running one. The MAC side of every 400GbE block goes to a TAP device in the twin's
 network namespace (:mod:`.netns`), or, without the privileges for one, to a UDP tunnel or
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from casperfpga_ext.board_server import BoardServer, RequestError, ServerPolicy
+from casper400g_board_server.server import BoardServer, RequestError, ServerPolicy
 from casperfpga_ext.fpg import FpgDevice, FpgHeader
 from casperfpga_ext.fpga import Fpga
 from casperfpga_ext.tap import Tap

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // twin_main.cpp — the digital twin's harness: a design's generated top.v, Verilated, run as
 // a board. Its clocks run at the design's frequencies; the DCMAC of each 400GbE block is
-// played by the C++ model (verification/models/cpp/) and its frames go to a network port
+// played by the C++ model (../models/) and its frames go to a network port
 // (TAP device, UDP tunnel or pcap file) through the link model; the AXI4-Lite bus is
-// mastered on requests from the control descriptor, where casper400g_dev/twin (board-server
+// mastered on requests from the control descriptor, where casper400g_twin (board-server
 // behind it) sends them.
 //
 // Control protocol (one line per request, one reply line each, in order):
