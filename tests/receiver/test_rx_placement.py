@@ -387,9 +387,9 @@ def test_into_a_gpu_the_copy_and_driver_threads_keep_off_the_lanes() -> None:
     started = {t: c for t, c in seen.items() if t not in before}
     on_lanes = [t for t, c in started.items() if c <= lanes and len(c) == 1]
     assert len(on_lanes) == len(lanes)  # each lane thread on its CPU alone
-    others = {t: c for t, c in started.items() if t not in on_lanes}
-    assert others, "the GPU copy and recycle threads"
-    assert all(c <= others for c in others.values()), (others, others)
+    threads = {t: c for t, c in started.items() if t not in on_lanes}
+    assert threads, "the GPU copy and recycle threads"
+    assert all(c <= others for c in threads.values()), (threads, others)
     assert all(not seen[t] & lanes for t in affinity.driver_threads() if t in seen)
     s = cap.stats
     assert s.packets + s.nic_drops + sum(s[k] for k in NOT_PLACED) == count
