@@ -27,6 +27,10 @@
 9. The array (demo_cluster.py): two hosts (network namespaces on a switch with IGMP
    snooping) capture four multicast groups on a Dask cluster; their spectra side by side
    in one PNG, and the array's loss account.
+10. Two ports (demo_2port.py): examples/pktgen2x400g's twin, each port a TAP device of its
+   own answering arping and ping with its core's address, both cores configured in one
+   run of configure_core.py, both streams into one host (a capture per stream id), every
+   payload and count checked, the status a line per port.
 """
 
 from __future__ import annotations
@@ -129,6 +133,10 @@ def run(verbose: bool = False, config: dict | None = None, tx_frames: int = 100)
         from . import demo_cluster
 
         status = demo_cluster.run(console)
+    if status == 0:
+        from . import demo_2port
+
+        status = demo_2port.run(console)
     console.rule(
         f"[bold]casper400g demo: {'done' if status == 0 else 'FAILED'} in "
         f"{time.monotonic() - t_demo:.0f} s"
