@@ -368,7 +368,7 @@ def configure_cores(fpga: Any, cores: list[CoreSpec], arp: list[tuple[str, str]]
             gbe.configure_core(
                 s.get("mac", str(have["mac"])),
                 s.get("ip", str(have["ip"])),
-                int(s.get("port", have["fabric_port"]), 0),
+                int(s["port"], 0) if "port" in s else int(have["fabric_port"]),
                 s.get("gateway", str(have["gateway_ip"])),
                 s.get("netmask", str(have["subnet_mask"])),
             )
