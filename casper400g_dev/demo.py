@@ -24,9 +24,12 @@
    arping/ping through a TAP device, configured by examples/configure_core.py over KATCP,
    its tone stream captured by the receiver on that interface into chunks (GPU when
    there is one), every payload and count checked, the spectrum saved as a PNG.
-9. The array (demo_cluster.py): two hosts (network namespaces on a switch with IGMP
-   snooping) capture four multicast groups on a Dask cluster; their spectra side by side
-   in one PNG, and the array's loss account.
+9. The array (demo_cluster.py): the twin's destination table spreads its tone, SPEAD
+   heaps a channel group each, over four multicast groups through a switch with IGMP
+   snooping to two hosts (network namespaces) capturing on a Dask cluster; every heap
+   checked against the models, the two hosts' spectra side by side in one PNG (the tone
+   in the host that takes its channel), and the array's loss account against the core's
+   counter.
 10. Two ports (demo_2port.py): examples/pktgen2x400g's twin, each port a TAP device of its
    own answering arping and ping with its core's address, both cores configured in one
    run of configure_core.py, both streams into one host (a capture per stream id), every
@@ -132,7 +135,7 @@ def run(verbose: bool = False, config: dict | None = None, tx_frames: int = 100)
     if status == 0:
         from . import demo_cluster
 
-        status = demo_cluster.run(console)
+        status = demo_cluster.run(console, build)
     if status == 0:
         from . import demo_2port
 

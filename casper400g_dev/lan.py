@@ -6,7 +6,9 @@ its own IGMP querier, and no flooding of multicast that no port asked for: what 
 switch settings in docs/design/scaleout.md ask of a real switch). Each host is a
 namespace with one veth ``eth0`` on the switch, an address of the LAN's subnet and a
 route for multicast through it. A twin's TAP device can be put on the switch too
-(:meth:`Lan.attach`). Needs root, as the twin's namespaces do (:func:`netns.privileged`).
+(``Network(switch=Switch(lan.switch.name, BRIDGE))`` makes it there, :meth:`Lan.attach`
+gives it the switch's port settings; twin_spread.py). Needs root, as the twin's
+namespaces do (:func:`netns.privileged`).
 
 ``WireCount`` counts the UDP datagrams that reach a host's interface (an AF_PACKET
 socket, before the host's IP layer filters anything), per destination address and port:
@@ -181,6 +183,11 @@ class Lan:
             raise
         self.hosts[name] = host
         return host
+
+    def reserve_address(self) -> str:
+        """The LAN's next address, for what is on the switch but is no host namespace (a
+        twin's core behind its TAP port)."""
+        return str(next(self._addresses))
 
     def attach(self, ifname: str) -> None:
         """Make ``ifname`` (an interface in the switch's namespace: a new veth end, or a

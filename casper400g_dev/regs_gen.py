@@ -21,7 +21,7 @@ from pathlib import Path
 
 from mlib_devel_400g import paths
 
-from . import checkout, regmap_types
+from . import checkout, regmap_types, regs_cpuif
 from .regmap_types import Field, Region, Register
 
 BLOCK_NAME = "fhg_regs"
@@ -207,15 +207,15 @@ def _check_onehundred_gbe_names(model: RegMap) -> None:
 
 
 def export_sv(root, out_dir: Path) -> None:  # noqa: ANN001 - systemrdl RootNode
-    """Write the AXI4-Lite register block: flat AXI ports, active-low reset (aresetn)."""
+    """Write the AXI4-Lite register block: fhg_bus_pkg's AXI4-Lite struct pair as its bus
+    port (regs_cpuif), active-low reset (aresetn)."""
     from peakrdl_regblock import RegblockExporter
-    from peakrdl_regblock.cpuif.axi4lite import AXI4Lite_Cpuif_flattened
 
     out_dir.mkdir(parents=True, exist_ok=True)
     RegblockExporter().export(
         root,
         str(out_dir),
-        cpuif_cls=AXI4Lite_Cpuif_flattened,
+        cpuif_cls=regs_cpuif.cpuif_class(),
         module_name=BLOCK_NAME,
         package_name=f"{BLOCK_NAME}_pkg",
         default_reset_activelow=True,
@@ -462,23 +462,25 @@ def render_markdown(model: RegMap) -> str:
 # --------------------------------------------------------------------------- flat wrapper
 
 _HWIF_LINE = re.compile(r"^(hwif_(?:in|out))\.([\w.]+?)(?:\[(\d+):(\d+)\])?$")
-_PORT_LINE = re.compile(r"^\s*(input|output)\s+(?:wire|logic)\s*(\[[^\]]+\])?\s*(s_axil_\w+)")
+_ADDR_WIDTH = re.compile(rf"localparam\s+{BLOCK_NAME.upper()}_MIN_ADDR_WIDTH\s*=\s*(\d+)\s*;")
 
 
-def render_flat_wrapper(regblock_sv: str, hwif_report: str, module: str = "fhg_regs_flat") -> str:
-    """A wrapper exposing every hwif struct member as a plain port.
+def render_flat_wrapper(regblock_pkg: str, hwif_report: str, module: str = "fhg_regs_flat") -> str:
+    """A wrapper exposing the AXI4-Lite port and every hwif struct member as plain ports.
 
     Simulators' foreign interfaces (cocotb on Verilator) cannot reach into packed structs,
-    so register-block tests drive the flat ports, named ``hwif_in__<reg>__<field>__<sig>``.
+    so register-block tests drive the flat ports: ``s_axil_<field>`` (the map's address
+    width, from the block's package) and ``hwif_in__<reg>__<field>__<sig>``.
     """
+    m = _ADDR_WIDTH.search(regblock_pkg)
+    if m is None:
+        raise ValueError(f"{BLOCK_NAME}_pkg: no {BLOCK_NAME.upper()}_MIN_ADDR_WIDTH")
+    aw = int(m.group(1))
     ports: list[str] = ["    input  wire clk", "    input  wire rst_n"]
-    axi_conns: list[str] = []
-    for line in regblock_sv.splitlines():
-        m = _PORT_LINE.match(line)
-        if m:
-            direction, rng, name = m.groups()
-            ports.append(f"    {direction:6} wire {rng or ''} {name}".rstrip())
-            axi_conns.append(f"        .{name}({name})")
+    ports += [
+        f"    {direction:6} wire {rng}{name}".rstrip()
+        for direction, rng, name in regs_cpuif.flat_ports(aw)
+    ]
     assigns: list[str] = []
     for line in hwif_report.splitlines():
         m = _HWIF_LINE.match(line.strip())
@@ -496,12 +498,15 @@ def render_flat_wrapper(regblock_sv: str, hwif_report: str, module: str = "fhg_r
     return (
         "// Test wrapper generated from the register block's hwif report; not for synthesis.\n"
         f"module {module} (\n" + ",\n".join(ports) + "\n);\n"
-        f"    {BLOCK_NAME}_pkg::{BLOCK_NAME}__in_t hwif_in;\n"
+        f"    fhg_bus_pkg::{regs_cpuif.REQ_TYPE} s_axil_req;\n"
+        f"    fhg_bus_pkg::{regs_cpuif.RSP_TYPE} s_axil_rsp;\n"
+        + regs_cpuif.pack_flat("s_axil_req", "s_axil_rsp")
+        + f"    {BLOCK_NAME}_pkg::{BLOCK_NAME}__in_t hwif_in;\n"
         f"    {BLOCK_NAME}_pkg::{BLOCK_NAME}__out_t hwif_out;\n"
         + "\n".join(assigns)
         + f"\n    {BLOCK_NAME} u_regs (\n        .clk(clk),\n        .rst_n(rst_n),\n"
-        + ",\n".join(axi_conns)
-        + ",\n        .hwif_in(hwif_in),\n        .hwif_out(hwif_out)\n    );\nendmodule\n"
+        + "        .s_axil_req(s_axil_req),\n        .s_axil_rsp(s_axil_rsp),\n"
+        + "        .hwif_in(hwif_in),\n        .hwif_out(hwif_out)\n    );\nendmodule\n"
     )
 
 

@@ -257,17 +257,17 @@ def parse_results(path: Path) -> dict[str, TestOutcome]:
 
 def regs_sources(work: Path) -> list[Path]:
     """Sources of the register block plus its flat test wrapper (written into ``work``)."""
-    from . import regs_gen
+    from . import regs_cpuif, regs_gen
 
     sv = paths.REGS_DIR / "fhg_regs.sv"
     pkg = paths.REGS_DIR / "fhg_regs_pkg.sv"
     rpt = paths.REGS_DIR / "fhg_regs_hwif.rpt"
-    wrapper = regs_gen.render_flat_wrapper(sv.read_text(), rpt.read_text())
+    wrapper = regs_gen.render_flat_wrapper(pkg.read_text(), rpt.read_text())
     work.mkdir(parents=True, exist_ok=True)
     flat = work / "fhg_regs_flat.sv"
     if not flat.is_file() or flat.read_text() != wrapper:
         flat.write_text(wrapper)
-    return [pkg, sv, flat]
+    return [pkg, regs_cpuif.BUS_PKG, sv, flat]
 
 
 def build_regs(verbose: bool = False) -> Dut:
@@ -294,6 +294,12 @@ def cocotb_test_names(module_path: Path) -> list[str]:
 def core_sources() -> list[Path]:
     """Every synthesizable source of the 400GbE block, packages first (``fhg_core.f``)."""
     return paths.core_sources()
+
+
+def block_sources() -> list[Path]:
+    """The block's sources below fhg_core (without it and the register block, which a
+    bench of a module under it does not need)."""
+    return [p for p in core_sources() if p.name != "fhg_core.sv" and p.parent != paths.REGS_DIR]
 
 
 def build_core(

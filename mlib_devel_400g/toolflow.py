@@ -675,20 +675,33 @@ def synth(
 
 
 def _reachable(files: list[Path], top: Path) -> list[Path]:
-    """The files defining modules that ``top`` instantiates, directly or below."""
+    """The files defining modules that ``top`` instantiates, directly or below, after the
+    packages any of them use (``pkg::name`` or ``import pkg::*``), packages in the order
+    of ``files`` so one package may use another."""
     import re
 
     from .synth import defined_modules
 
     where = defined_modules(files)
+    packages: dict[str, Path] = {}
+    for path in files:
+        for m in re.finditer(r"^\s*package\s+(\w+)\s*;", path.read_text(), re.M):
+            packages[m.group(1)] = path
     inst = re.compile(r"^\s*(\w+)\s+(?:#\s*\(|\w+\s*\()", re.M)
+    uses = re.compile(r"\b(\w+)::")
     need: list[Path] = []
+    used: set[Path] = set()
     todo = [top]
     while todo:
         text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", todo.pop().read_text(), flags=re.S)
+        for m in uses.finditer(text):
+            pkg = packages.get(m.group(1))
+            if pkg is not None and pkg not in used:
+                used.add(pkg)
+                todo.append(pkg)
         for m in inst.finditer(text):
             path = where.get(m.group(1))
             if path is not None and path not in need:
                 need.append(path)
                 todo.append(path)
-    return need
+    return [f for f in files if f in used] + [f for f in need if f not in used]

@@ -16,6 +16,13 @@
 # split, whole payload and headers + prefix, ladder + overload), DLPack, and the loopback
 # spead2 side-by-side and SO_REUSEPORT scaling with a 4-thread sender. Its wheels
 # (spead2, the build backend, pytest, scapy) come from scripts/gpu_wheels.sh.
+#
+# PRESET=defaults: issue 30's figures (about 8 minutes after the build on a 16-core host):
+# no sanitizer; the GPU tests plus the spectrometer's and the placement's; benchmark 1d
+# only (ONE capture with its defaults, nothing set by hand, the spectrometer consuming:
+# ladder, 3 trials of 10 s at 400 Gb/s, 1.25x overload, both emulated DMA fills), DLPack;
+# then Mpps per receive core by payload (bench_pps, $OUTDIR/pps.md) and the spectrometer
+# example for 5 s at 400 Gb/s ($OUTDIR/spectra.npz).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-build/gpu_check}
@@ -34,6 +41,16 @@ if [ "${PRESET:-}" = shared ]; then
     --udp-sender-threads 8 --udp-queues 2 4 8"}
   # Loopback receivers (ours and spead2) get the same 64 MiB socket buffers.
   sysctl -w net.core.rmem_max=67108864 > /dev/null 2>&1 || true
+fi
+if [ "${PRESET:-}" = defaults ]; then
+  SANITIZE=${SANITIZE:-0}
+  TEST_TIMEOUT=${TEST_TIMEOUT:-240}
+  BENCH_TIMEOUT=${BENCH_TIMEOUT:-420}
+  tests="$tests tests/receiver/test_rx_spectrometer.py::test_gpu_spectra_equal_the_cpu_ones \
+    tests/receiver/test_rx_placement.py"
+  BENCH_ARGS=${BENCH_ARGS:-"--skip-split --skip-copy-path --skip-shared --skip-gpudirect \
+    --seconds 1.0 --default-rates 300 350 380 400 420 440 --default-target 400 \
+    --default-trials 3 --default-trial-seconds 10"}
 fi
 
 step() { echo; echo "== $*"; }
@@ -96,6 +113,15 @@ step "GPU benchmarks"
 timeout "${BENCH_TIMEOUT:-600}" "$py" -m casper400g_rx.tools.bench_gpu --out "$out/bench.md" ${BENCH_ARGS:-} \
   2>&1 | tee "$out/bench.log" || status=1
 
+if [ "${PRESET:-}" = defaults ]; then
+  step "Mpps per receive core by payload (bench_pps)"
+  timeout "${PPS_TIMEOUT:-180}" "$py" -m casper400g_rx.tools.bench_pps --out "$out/pps.md" \
+    2>&1 | tee "$out/pps.log" || status=1
+  step "the spectrometer example, 5 s at 400 Gb/s into cuda:0"
+  timeout "${EXAMPLE_TIMEOUT:-120}" "$py" examples/spectrometer.py --device cuda:0 --rate 400 \
+    --seconds 5 --out "$out/spectra.npz" 2>&1 | tee "$out/spectrometer.log" || status=1
+fi
+
 {
   echo "# gpu_check results ($(date -u +%Y-%m-%dT%H:%MZ))"
   echo
@@ -106,6 +132,7 @@ timeout "${BENCH_TIMEOUT:-600}" "$py" -m casper400g_rx.tools.bench_gpu --out "$o
   echo "| demo GPU stage | $(tail -1 "$out/demo.log" 2>/dev/null) |"
   echo
   cat "$out/bench.md" 2>/dev/null
+  if [ -f "$out/pps.md" ]; then echo; echo "## Mpps per receive core"; echo; cat "$out/pps.md"; fi
 } > "$out/results.md"
 echo
 cat "$out/results.md"

@@ -272,19 +272,24 @@ def test_docs_name_every_device_and_every_absent_100gbe_name(model: regs_gen.Reg
         assert f"`{a.name}`" in section.split("does not have", 1)[1], a.name
 
 
-def test_generated_sv_is_flat_axi4lite_with_active_low_reset() -> None:
+def test_generated_sv_takes_the_axi4lite_struct_pair_with_active_low_reset() -> None:
     sv = (paths.REGS_DIR / "fhg_regs.sv").read_text()
-    assert "module fhg_regs (" in sv
-    for port in ("rst_n", "s_axil_awaddr", "s_axil_rdata", "s_axil_bresp"):
-        assert port in sv
+    header = sv[sv.index("module fhg_regs (") : sv.index(");")]
+    assert "input wire rst_n" in header
+    assert "input fhg_bus_pkg::axil_req_t s_axil_req" in header
+    assert "output fhg_bus_pkg::axil_rsp_t s_axil_rsp" in header
+    assert "s_axil_awaddr" not in header  # no flat AXI4-Lite port left
 
 
 def test_flat_wrapper_exposes_every_hwif_signal() -> None:
-    sv = (paths.REGS_DIR / "fhg_regs.sv").read_text()
+    pkg = (paths.REGS_DIR / "fhg_regs_pkg.sv").read_text()
     rpt = (paths.REGS_DIR / "fhg_regs_hwif.rpt").read_text()
-    wrapper = regs_gen.render_flat_wrapper(sv, rpt)
+    wrapper = regs_gen.render_flat_wrapper(pkg, rpt)
     signals = [line for line in rpt.splitlines() if line.startswith("hwif_")]
     assert len(signals) > 100
-    assert wrapper.count("assign ") == len(signals)
+    # One per hwif signal, and the two joining the flat AXI4-Lite port to the struct pair.
+    assert wrapper.count("assign ") == len(signals) + 2
+    assert "input  wire [15:0] s_axil_awaddr" in wrapper
+    assert "output wire [31:0] s_axil_rdata" in wrapper
     assert "output wire [10:0] hwif_out__arp_table__addr" in wrapper
     assert "input  wire [23:0] hwif_in__tx_bytes__count__incrvalue" in wrapper

@@ -11,8 +11,11 @@ import json
 import math
 import os
 import re
+import shutil
 import socket
 import tarfile
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -229,15 +232,26 @@ def test_names_from_a_header_must_be_identifiers_before_they_reach_cpp_or_paths(
         image.unpack(buf.getvalue(), cache_dir=tmp_path / "images")
 
 
+@pytest.fixture
+def open_cache() -> Iterator[Path]:
+    """A cache folder the twin's run-as user can enter: pytest's own folders are 0700 when
+    root, and a root twin builds elsewhere when its user cannot enter the cache."""
+    path = Path(tempfile.mkdtemp(prefix="twin-cache-", dir="/var/tmp"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path)
+
+
 def test_cache_cleanup_stays_in_the_cache_and_spares_a_build_a_twin_runs(
-    example: Path, tmp_path: Path
+    example: Path, tmp_path: Path, open_cache: Path
 ):
     """A new build of a design removes its older builds that no twin holds, and nothing
     else: not a build a running twin holds, not what a link in the cache points to."""
     sources = build.design_sources(example)
     header = parse_fpg_header((example / "fpg_header.txt").read_bytes())
-    cache = tmp_path / "cache"
-    cache.mkdir()
+    cache = open_cache
     old = [cache / f"twin-pktgen_400g-t1-{k:016x}" for k in range(3)]
     for d in old:
         d.mkdir()
@@ -260,7 +274,9 @@ def test_cache_cleanup_stays_in_the_cache_and_spares_a_build_a_twin_runs(
         bad_top.write_text((example / "top.v").read_text() + "\nthis is not verilog;\n")
         with pytest.raises(build.TwinBuildError, match="Verilator build of the twin") as err:
             build.compile_twin([*sources[:-1], bad_top], header, "pktgen_400g", cache_dir=cache)
-        assert "051_top.v" in str(err.value) and "syntax error" in str(err.value), err.value
+        assert f"{len(sources) - 1:03d}_top.v" in str(err.value) and "syntax error" in str(
+            err.value
+        ), err.value
         assert not old[0].exists() and not old[2].exists() and not unfinished.exists()
         assert (old[1] / build.BUILT).is_file(), "removed a build a twin holds"
         assert link.is_symlink() and (outside / "keep").read_text() == "not in the cache"

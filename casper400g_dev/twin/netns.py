@@ -11,7 +11,8 @@ A namespace is named ``c4g-<pid>-<n>`` after the process that made it; one whose
 is gone (a twin killed before it could clean up) is deleted, with its TAP devices, by the
 next twin's :meth:`Netns.create` (:func:`sweep`). The TAP devices are attached here, by
 the privileged process, and handed to the unprivileged harness as descriptors
-(:func:`open_tap`).
+(:func:`open_tap`). Given a :class:`Switch` (a bridge in a namespace another process
+keeps), the twin makes its TAP devices there as the bridge's ports instead.
 """
 
 from __future__ import annotations
@@ -54,6 +55,72 @@ class HostSide:
     @property
     def address(self) -> str:
         return str(ipaddress.ip_interface(self.ip).ip)
+
+
+@dataclass(frozen=True)
+class Switch:
+    """A bridge that another process keeps (a LAN's switch, ``casper400g_dev/lan.py``),
+    named by its network namespace and its name there: a twin given one puts its links on
+    it as ports, TAP devices made in that namespace with no address, instead of a
+    namespace of its own, so that the core's frames reach every host on the switch (its
+    multicast by the switch's IGMP snooping) and the hosts' frames reach the core."""
+
+    netns: str
+    bridge: str
+
+    @classmethod
+    def parse(cls, text: str) -> Switch:
+        """``NETNS:BRIDGE``."""
+        netns, sep, bridge = text.partition(":")
+        if not sep or not netns or not bridge:
+            raise ValueError(f"switch {text!r}: expected NETNS:BRIDGE")
+        return cls(netns, bridge)
+
+    def check(self) -> None:
+        """NetnsError unless the namespace exists and holds a bridge of that name."""
+        if not os.path.exists(f"{NETNS_DIR}/{self.netns}"):
+            raise NetnsError(f"switch: no network namespace {self.netns!r}")
+        out = subprocess.run(
+            ["ip", "-n", self.netns, "-d", "-o", "link", "show", "dev", self.bridge],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if out.returncode != 0 or " bridge " not in out.stdout:
+            raise NetnsError(
+                f"switch: no bridge {self.bridge!r} in network namespace {self.netns!r}"
+            )
+
+    def add_port(self, host: HostSide) -> None:
+        """A persistent TAP device with the host side's MAC and MTU, as a port of the
+        bridge (a port takes no address)."""
+        ns = self.netns
+        _run("ip", "-n", ns, "tuntap", "add", "dev", host.ifname, "mode", "tap")
+        try:
+            _run(
+                "ip", "-n", ns, "link", "set", host.ifname,
+                "address", host.mac, "mtu", str(host.mtu),
+            )  # fmt: skip
+            _run("ip", "-n", ns, "link", "set", host.ifname, "master", self.bridge)
+            _run("ip", "-n", ns, "link", "set", host.ifname, "up")
+        except NetnsError:
+            self.delete_port(host.ifname)
+            raise
+
+    def has(self, ifname: str) -> bool:
+        out = subprocess.run(
+            ["ip", "-n", self.netns, "-o", "link", "show", "dev", ifname],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return out.returncode == 0
+
+    def delete_port(self, ifname: str) -> None:
+        """Remove a port this twin made (the namespace outlives the twin)."""
+        subprocess.run(
+            ["ip", "-n", self.netns, "link", "delete", ifname], capture_output=True, check=False
+        )
 
 
 def privileged() -> str | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .board import NETWORK_MODES, Network, TwinBoard, TwinError
 from .build import TwinBuildError
-from .netns import HostSide, NetnsError
+from .netns import HostSide, NetnsError, Switch
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,6 +27,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host-ip", default="10.0.0.20/24", help="the host side's address (tap)")
     p.add_argument("--host-mac", default="0c:42:a1:00:00:14", help="the host side's MAC (tap)")
     p.add_argument("--ifname", default="c4g0", help="the host side's interface name (tap)")
+    p.add_argument(
+        "--switch",
+        metavar="NETNS:BRIDGE",
+        help="tap mode: the TAP devices as ports of bridge BRIDGE in network namespace NETNS "
+        "(hosts on a switch) instead of in a namespace of the twin's own",
+    )
     p.add_argument("--tunnel", help="udp mode: LOCAL_IP:PORT,PEER_IP:PORT")
     p.add_argument("--pcap", help="pcap mode: the file (default <build_dir>/twin_tx.pcap)")
     p.add_argument("--threads", type=int, default=1, help="Verilator threads of the model")
@@ -47,13 +53,19 @@ def run(args: argparse.Namespace) -> int:
     local, peer = "127.0.0.1:0", ""
     if args.tunnel:
         local, _, peer = args.tunnel.partition(",")
-    network = Network(
-        mode=args.network,
-        host=HostSide(ip=args.host_ip, mac=args.host_mac, ifname=args.ifname),
-        tunnel_local=local,
-        tunnel_peer=peer,
-        pcap=Path(args.pcap) if args.pcap else None,
-    )
+    try:
+        switch = Switch.parse(args.switch) if args.switch else None
+        network = Network(
+            mode="tap" if switch is not None and args.network == "auto" else args.network,
+            host=HostSide(ip=args.host_ip, mac=args.host_mac, ifname=args.ifname),
+            tunnel_local=local,
+            tunnel_peer=peer,
+            pcap=Path(args.pcap) if args.pcap else None,
+            switch=switch,
+        )
+    except ValueError as exc:
+        print(f"twin: {exc}", file=sys.stderr)
+        return 2
     board = TwinBoard(
         Path(args.build_dir),
         network=network,

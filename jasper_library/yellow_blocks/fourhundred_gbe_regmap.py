@@ -518,7 +518,7 @@ REGISTERS: dict[str, Register] = {
         'Handshake of the CPU TX buffer (0x4000): write the frame into the buffer, then its length here to send it once (needs ctrl.cpu_tx_en). Poll status.cpu_tx_busy before the next frame.',
         (
             Field('len', 0, 16, 'rw', 'r', 0x0, False, False,
-                  'Frame length in bytes (Ethernet header to end of payload, no FCS; 14..16384). Writing starts transmission.'),
+                  'Frame length in bytes (Ethernet header to end of payload, no FCS; 14..16368, the most segments the control-frame path counts; other lengths are refused). Writing starts transmission.'),
         ),
     ),
     'cpu_rx_len': Register(
@@ -863,7 +863,7 @@ REGISTERS: dict[str, Register] = {
     ),
     'rdma_credit': Register(
         'rdma_credit', 'RDMA credit', 0x0328, 32, 'rw',
-        'Number of the last chunk the consumer released (modulo 2^32; 0xFFFFFFFF: none yet). Chunk c may be written when c - credit - 1 < rdma_chunks. Written by software, or by the core when a credit datagram arrives (rdma_credit_port), which only moves it forward.',
+        'Number of the last chunk the consumer released (modulo 2^32; 0xFFFFFFFF: none yet). Chunk c may be written when c - credit - 1 < rdma_chunks. Written by software, or by the core when a credit datagram arrives (rdma_credit_port), which only moves it forward and never past the last chunk the core finished (rdma_chunk - 1; a credit beyond it is refused and counted in rdma_credit_rejected).',
         (
             Field('chunk', 0, 32, 'rw', 'rw', 0xffffffff, False, False,
                   'Last released chunk.'),
@@ -935,7 +935,7 @@ REGISTERS: dict[str, Register] = {
     ),
     'rdma_credit_frames': Register(
         'rdma_credit_frames', 'rdma_credit_frames', 0x0368, 64, 'r',
-        'Credit datagrams accepted from the network.',
+        'Credit datagrams taken from the network (well-formed, from rdma_dest_ip to rdma_credit_port), whether or not they moved rdma_credit.',
         (
             Field('count', 0, 64, 'r', '-', 0x0, False, True,
                   'Count; read the low word first.'),
@@ -944,6 +944,14 @@ REGISTERS: dict[str, Register] = {
     'rdma_icrc_frames': Register(
         'rdma_icrc_frames', 'rdma_icrc_frames', 0x0370, 64, 'r',
         'Frames the ICRC engine gave an ICRC (RoCEv2 frames sent).',
+        (
+            Field('count', 0, 64, 'r', '-', 0x0, False, True,
+                  'Count; read the low word first.'),
+        ),
+    ),
+    'rdma_credit_rejected': Register(
+        'rdma_credit_rejected', 'rdma_credit_rejected', 0x0378, 64, 'r',
+        'Credit datagrams refused for naming a chunk the core has not finished (beyond rdma_chunk - 1): a consumer cannot have released it, so a spoofed or corrupted credit never opens the ring more than one ring past the last chunk written.',
         (
             Field('count', 0, 64, 'r', '-', 0x0, False, True,
                   'Count; read the low word first.'),

@@ -630,7 +630,11 @@ def cuda_device_count() -> int:
     Number of CUDA devices; raises CudaError naming why CUDA is unusable here
     """
 
-def cuda_device_info(ordinal: typing.SupportsInt | typing.SupportsIndex) -> dict: ...
+def cuda_device_info(ordinal: typing.SupportsInt | typing.SupportsIndex) -> dict:
+    """
+    name, sm_count, ordinal and pci_bus_id ("0000:1b:00.0") of CUDA device `ordinal`
+    """
+
 def cuda_has_kernels() -> bool:
     """
     True when this build embeds the GPUDirect reorder kernels (nvcc was found)

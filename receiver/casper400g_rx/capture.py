@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import time
 import warnings
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
 from . import _core
+from .affinity import Claim, KeepOff, opening
 from .chunking import Chunking, engine_config
 from .delivery import Delivery
+from .sizing import CapacityWarning
 from .sources import (
     EmulatedNic,
     IbvSource,
@@ -65,7 +68,12 @@ class Capture:
     header-data split's receive depth and, for GPU delivery, packets_per_chunk not given
     are sized for it by the rule in sizing.py, and a CapacityWarning says when this
     machine has too few CPUs for them (`sizing` holds the outcome, `source` the source
-    as it runs). Without it packets_per_chunk is 1024.
+    as it runs). With it the capture also places itself (placement.py): lane threads
+    pinned one per physical core, the GPU's (or NIC's) NUMA node first, where `cpus` was
+    not given; the thread that starts the capture (the consumer), the GPU copy threads
+    and the CUDA driver's threads kept off the lane cores while it runs; staging memory
+    on the GPU's node. `print(cap.sizing)` says what was chosen and what could not be
+    done. Without it packets_per_chunk is 1024 and nothing is pinned.
 
     The shortcuts udp, pcap, mem, emulated_nic, ibv and rdma build the source from the
     arguments other than fmt, chunking, delivery and rate_gbps, and nothing else:
@@ -99,7 +107,27 @@ class Capture:
         self.delivery = delivery if delivery is not None else Delivery()
         plan = engine_config(source, self.fmt, self.chunking, self.delivery, rate_gbps)
         self.source, self.sizing = plan.source, plan.sizing
-        self._cap: Any = self.source.open(self.fmt, plan.config, self.delivery)
+        placement = self.sizing.placement if self.sizing is not None else None
+        # Other captures of this process keep off these lane CPUs until this one stops.
+        self._claim = Claim(placement.lane_cpus if placement and placement.lane_cpus else ())
+        weakref.finalize(self, self._claim.release)
+        if self._claim.lost:
+            warnings.warn(
+                f"lane CPUs {sorted(self._claim.lost)} were claimed by another process's "
+                "capture while this one was placed: both pin lanes there",
+                CapacityWarning,
+                stacklevel=2,
+            )
+        self._keep_off = KeepOff(
+            placement.lane_cpus if placement else None,
+            placement.other_cpus if placement else None,
+        )
+        try:
+            with opening(placement.open_cpus if placement else None):
+                self._cap: Any = self.source.open(self.fmt, plan.config, self.delivery)
+        except BaseException:
+            self._claim.release()
+            raise
         # Opened here, in the capture's network namespace, held from start() to stop().
         self._membership = self.source.membership()
         self._t0: float | None = None
@@ -147,6 +175,8 @@ class Capture:
             self._t0 = time.monotonic()
             if self._membership is not None:
                 self._membership.join()
+            # Before the capture's threads start: those it starts inherit the CPUs.
+            self._keep_off.start()
             self._cap.start()
         return self
 
@@ -157,6 +187,8 @@ class Capture:
         self._cap.stop()
         if self._membership is not None:
             self._membership.leave()
+        self._keep_off.stop()
+        self._claim.release()
 
     def __enter__(self) -> Capture:
         return self.start()

@@ -5,10 +5,11 @@ place the sizing rule of sizing.py is applied)."""
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from . import _core
+from .placement import place
 from .sizing import CapacityWarning, Sizing, size_for_rate, split_pool
 
 if TYPE_CHECKING:
@@ -73,8 +74,9 @@ def engine_config(
     rate_gbps: float | None,
 ) -> Plan:
     """The engine configuration for `source` delivering as `delivery` says: options the
-    user gave stay, the others are sized for `rate_gbps` by the rule of sizing.py (a
-    CapacityWarning naming what this machine lacks), or take their defaults."""
+    user gave stay, the others are sized for `rate_gbps` by the rule of sizing.py and
+    placed by placement.py (lane CPUs, the other threads' CPUs, staging memory's node; a
+    CapacityWarning for each thing this machine lacks), or take their defaults."""
     ppc, n_chunks = chunking.packets_per_chunk, chunking.n_chunks
     split = source.split_depth() is not None
     sizing = None
@@ -96,6 +98,14 @@ def engine_config(
             n_chunks = sizing.n_chunks
         for note in sizing.warnings:
             warnings.warn(note, CapacityWarning, stacklevel=3)
+        placement = place(
+            source.pinned_threads(), source.cpus_given(), delivery.device, source.nic()
+        )
+        if source.cpus_given() is None and placement.lane_cpus is not None:
+            source = source.with_cpus(placement.lane_cpus)
+        sizing = replace(sizing, placement=placement)
+        for note in placement.unmet:
+            warnings.warn(note, CapacityWarning, stacklevel=3)
     ppc = ppc or DEFAULT_PACKETS_PER_CHUNK
     lanes = source.lanes() or 1
     depth = source.split_depth()
@@ -105,6 +115,8 @@ def engine_config(
         n_chunks = split_pool(chunking.max_chunks, lanes, depth, ppc)
     if lanes > 1 and not n_chunks and not split:
         n_chunks = chunking.max_chunks + 4 + 2 * lanes  # the rule of sizing.py without a rate
+    if sizing is not None and split and n_chunks:
+        sizing = replace(sizing, n_chunks=n_chunks)  # the header-split engine's own pool
     skip_lagging = chunking.skip_lagging
     config = _core.EngineConfig(
         packets_per_chunk=ppc,

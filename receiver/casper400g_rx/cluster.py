@@ -119,6 +119,7 @@ class StreamCapture:
         self.stream = stream
         self.reduction = reduction
         self._cap: Any = None
+        self._final: dict[str, Any] | None = None  # the counters once stopped
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._done: list[Result] = []
@@ -137,7 +138,7 @@ class StreamCapture:
 
         from .capture import Capture
 
-        if self._cap is not None:
+        if self._cap is not None or self._final is not None:
             raise RuntimeError(f"stream {self.stream.name!r} is already started")
         w = get_worker()
         self.worker, self.host = w.address, str(w.name or socket.gethostname())
@@ -200,9 +201,9 @@ class StreamCapture:
         return out
 
     def stats(self) -> dict[str, Any]:
-        if self._cap is None:
+        if self._cap is None and self._final is None:
             raise RuntimeError(f"stream {self.stream.name!r} was not started")
-        out = dict(self._cap.stats)
+        out = dict(self._cap.stats if self._cap is not None else self._final)
         out["host"], out["worker"], out["error"] = self.host, self.worker, self._error
         return out
 
@@ -231,11 +232,15 @@ class StreamCapture:
         with self._lock:
             for index in sorted(self._open):
                 self._close(index)
+        # The capture goes now, not when the actor is collected some time later: its
+        # sockets and group memberships would hold the port against the next capture.
+        self._final = dict(self._cap.stats)
+        self._cap = None
         return StreamReport(
             self.stream.name,
             self.host,
             self.worker,
-            dict(self._cap.stats),
+            self._final,
             self.take(),
             self._error,
         )

@@ -41,7 +41,10 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from .placement import Placement
 
 HOST_GBPS_PER_QUEUE = 80.0  # into host chunks (measured, 8192-B payloads)
 GPU_GBPS_PER_QUEUE = 29.0  # into a GPU through host memory (measured, 8192-B payloads)
@@ -67,6 +70,20 @@ class Sizing:
     warnings: tuple[str, ...]
     packets_per_chunk: int | None = None  # sized only for GPU delivery
     depth: int | None = None  # receive queue depth, sized only for the header-data split
+    placement: Placement | None = None  # threads and staging memory (placement.py)
+
+    def __str__(self) -> str:
+        lines = [f"{self.queues} receive queue(s), about {self.gbps_per_queue:.0f} Gb/s each"]
+        if self.packets_per_chunk is not None:
+            lines.append(f"{self.packets_per_chunk} packets per chunk (0.5 ms of the stream)")
+        lines.append(f"{self.n_chunks} chunks in the pool")
+        if self.depth is not None:
+            lines.append(f"{self.depth} receives per header-split queue (5 ms of its share)")
+        lines += [f"could not: {w}" for w in self.warnings]
+        text = "\n".join(lines)
+        if self.placement is not None:
+            text += "\nplacement:\n" + str(self.placement)
+        return text
 
 
 def chunk_packets(rate_gbps: float, payload_size: int) -> int:

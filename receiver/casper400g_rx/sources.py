@@ -56,6 +56,12 @@ def _cpus(value: Sequence[int] | None) -> tuple[int, ...] | None:
     return cpus
 
 
+def _given(cpus: Sequence[int] | None) -> tuple[int, ...] | None:
+    """A source's `cpus` as given: None lets a capture sized for a rate choose them, an
+    empty list leaves its threads unpinned."""
+    return None if cpus is None else tuple(cpus)
+
+
 def _multicast(source: UdpSource | IbvSource) -> None:
     """Checks a source's multicast groups, and that its bind address can receive them."""
     object.__setattr__(source, "groups", parse_groups(source.groups))
@@ -101,6 +107,22 @@ class Source(ABC):
     def helper_threads(self) -> int:
         """Threads besides the receive queues that want a core (an emulated NIC's)."""
         return 0
+
+    def pinned_threads(self) -> int:
+        """Threads its `cpus` option pins, one CPU each (0: it has no such option)."""
+        return 0
+
+    def cpus_given(self) -> tuple[int, ...] | None:
+        """The CPUs the user gave its threads (None: the capture may choose)."""
+        return None
+
+    def with_cpus(self, cpus: Sequence[int]) -> Source:
+        """This source with its threads pinned to `cpus` (placement.py)."""
+        return self
+
+    def nic(self) -> str:
+        """The network interface it receives on, whose NUMA node is the data's ('')."""
+        return ""
 
     def open(self, fmt: _core.Format, config: _core.EngineConfig, delivery: Delivery) -> Any:
         """The engine's capture of this source, its chunks delivered as `delivery` says."""
@@ -160,6 +182,18 @@ class UdpSource(Source):
 
     def membership(self) -> Membership | None:
         return Membership(self.groups, self.interface) if self.groups else None
+
+    def pinned_threads(self) -> int:
+        return self.threads or 1
+
+    def cpus_given(self) -> tuple[int, ...] | None:
+        return _given(self.cpus)
+
+    def with_cpus(self, cpus: Sequence[int]) -> UdpSource:
+        return replace(self, cpus=tuple(cpus))
+
+    def nic(self) -> str:
+        return self.interface
 
     @property
     def live(self) -> bool:
@@ -350,6 +384,17 @@ class EmulatedNic(Source):
     def helper_threads(self) -> int:
         return 0 if self.split else 1
 
+    def pinned_threads(self) -> int:
+        if self.split:
+            return 1 if self.serial else self.queues or 1
+        return 1 + (self.queues or 1)  # the generator, then a receiver per queue
+
+    def cpus_given(self) -> tuple[int, ...] | None:
+        return _given(self.cpus)
+
+    def with_cpus(self, cpus: Sequence[int]) -> EmulatedNic:
+        return replace(self, cpus=tuple(cpus))
+
     def open_host(self, fmt: _core.Format, config: _core.EngineConfig) -> Any:
         cpus = list(self.cpus or ())
         if self.split:
@@ -441,6 +486,18 @@ class IbvSource(Source):
 
     def rate_path(self) -> RatePath:
         return "split"
+
+    def pinned_threads(self) -> int:
+        return self.queues or 1
+
+    def cpus_given(self) -> tuple[int, ...] | None:
+        return _given(self.cpus)
+
+    def with_cpus(self, cpus: Sequence[int]) -> IbvSource:
+        return replace(self, cpus=tuple(cpus))
+
+    def nic(self) -> str:
+        return self.interface
 
     def open_host(self, fmt: _core.Format, config: _core.EngineConfig) -> Any:
         return open_ibv(

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -276,9 +277,23 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
             d["name"] = dev->name();
             d["sm_count"] = dev->sm_count();
             d["ordinal"] = dev->ordinal();
+            // The GPU's PCI address, whose sysfs entry names its NUMA node (placement.py).
+            int domain = 0, bus = 0, slot = 0;
+            const auto &drv = dev->drv();
+            const auto attr = [&](int *v, int which) {
+                dev->check(drv.cuDeviceGetAttribute(v, which, dev->handle()),
+                           "cuDeviceGetAttribute");
+            };
+            attr(&domain, cu::attr_pci_domain_id);
+            attr(&bus, cu::attr_pci_bus_id);
+            attr(&slot, cu::attr_pci_device_id);
+            char address[32];
+            std::snprintf(address, sizeof(address), "%04x:%02x:%02x.0", domain, bus, slot);
+            d["pci_bus_id"] = std::string(address);
             return d;
         },
-        py::arg("ordinal"));
+        py::arg("ordinal"),
+        "name, sm_count, ordinal and pci_bus_id (\"0000:1b:00.0\") of CUDA device `ordinal`");
 
     // Declared before GpuChunk, whose present_gpu returns it (signatures name the type).
     py::class_<py_gpu_mask> gpu_mask(m, "GpuMask", "A GPU chunk's present mask on the GPU");

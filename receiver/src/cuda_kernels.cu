@@ -43,6 +43,9 @@ static_assert(cu::attr_multiprocessor_count == CU_DEVICE_ATTRIBUTE_MULTIPROCESSO
 static_assert(cu::attr_compute_capability_major == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
               "attr");
 static_assert(cu::attr_can_map_host_memory == CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, "attr");
+static_assert(cu::attr_pci_bus_id == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, "attr");
+static_assert(cu::attr_pci_device_id == CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, "attr");
+static_assert(cu::attr_pci_domain_id == CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, "attr");
 static_assert(cu::func_attr_max_dynamic_shared_size_bytes ==
                   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
               "func attr");

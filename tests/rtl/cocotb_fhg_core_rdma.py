@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import random
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 import cocotb
 from cocotb.triggers import ClockCycles, Timer
@@ -27,7 +27,14 @@ from verification.core_harness import CoreHarness, simulated_hz
 from verification.models import frames
 from verification.models.dcmac_rx import DcmacRxDriver
 from verification.models.dcmac_tx import DcmacTxMonitor
-from verification.models.rdma_ring import NO_CREDIT, Oversize, RingConfig, RingSender
+from verification.models.rdma_ring import (
+    NO_CREDIT,
+    TEST_RINGS,
+    Oversize,
+    RingConfig,
+    RingSender,
+    datagram_sizes,
+)
 from verification.models.roce import ETHERNET_WIRE_EXTRA, Operation, RdmaWrite, parse_frame
 from verification.models.roce_scapy import scapy_frame
 from verification.models.user_tx import UserTxDriver
@@ -109,21 +116,11 @@ def check_frames(got: list, want: list[RdmaWrite], first_ip_id: int) -> None:
         assert not g.err
 
 
-def sizes_for(cfg: RingConfig, count: int, rng: random.Random) -> list[int]:
-    m = cfg.mtu
-    edges = [1, 2, 3, 119, 120, 121, 127, 128, m - 8, m - 7, m - 9, m, 2 * m - 8, 2 * m - 7]
-    edges = [e for e in edges if e <= cfg.max_datagram] + [cfg.max_datagram]
-    out = []
-    for _ in range(count):
-        r = rng.random()
-        out.append(rng.choice(edges) if r < 0.5 else rng.randint(1, cfg.max_datagram))
-    return out
-
-
 async def counters(h: CoreHarness) -> dict[str, int]:
     names = [
         "rdma_chunks_sent", "rdma_chunks_dropped", "rdma_datagrams", "rdma_datagrams_dropped",
-        "rdma_oversize", "rdma_credit_frames", "rdma_icrc_frames", "tx_udp_packets",
+        "rdma_oversize", "rdma_credit_frames", "rdma_icrc_frames", "rdma_credit_rejected",
+        "tx_udp_packets",
     ]  # fmt: skip
     return {n: await h.read_reg(n) for n in names}
 
@@ -149,20 +146,45 @@ async def all_sent(
     return delta(await counters(h), before)
 
 
-GEOMETRIES = [
-    # MTU 1024, PSNs through the 24-bit wrap, three slots per chunk, two chunks.
-    RingConfig(qpn=0x123456, psn=0xFF_FFF0, rkey=0xA5A5F00D, va=0x7F00_0000_0040,
-               slot_size=4104, slots=3, chunks=2, mtu=1024),
-    # MTU 2048, one slot per chunk (an immediate per datagram), VA through 2^64.
-    RingConfig(qpn=0x000001, psn=0xFF_FFFE, rkey=0x1, va=0xFFFF_FFFF_FFFF_C000,
-               slot_size=8980, slots=1, chunks=3, mtu=2048),
-    # MTU 4096 with the default slot of 8200 bytes.
-    RingConfig(qpn=0xABCDEF, psn=0x000000, rkey=0xDEADBEEF, va=0x1_0000_0000,
-               slot_size=8200, slots=4, chunks=2, mtu=4096),
-    # Small slots: many immediates and single-word packets.
-    RingConfig(qpn=0x00FFFF, psn=0x7FFFFF, rkey=0x8000_0000, va=0x1000,
-               slot_size=136, slots=5, chunks=3, mtu=4096),
-]  # fmt: skip
+def credit_frame(value: int, src_ip: int = PEER_IP, port: int = CREDIT_PORT) -> bytes:
+    """The consumer's credit datagram (docs/design/core.md §6) in a minimum frame."""
+    pkt = (
+        Ether(dst=frames.mac_to_str(OWN_MAC), src=frames.mac_to_str(PEER_MAC))
+        / IP(src=str(ipaddress.IPv4Address(src_ip)), dst=str(ipaddress.IPv4Address(OWN_IP)))
+        / UDP(sport=50000, dport=port)
+        / Raw(b"CRDT" + value.to_bytes(4, "big"))
+    )
+    raw = bytes(pkt)
+    return raw + bytes(60 - len(raw))
+
+
+async def credit_by_datagram(rx: DcmacRxDriver, value: int, **kw: int) -> None:
+    rx.send_nowait(credit_frame(value, **kw))
+    await rx.wait_idle()
+    await Timer(400, unit="ns")
+
+
+@dataclass
+class ChunkFeeder:
+    """Whole chunks of random datagrams into the user port, the frames the ring model
+    expects for them collected in `want` (frames from `first` on in the monitor)."""
+
+    cfg: RingConfig
+    drv: UserTxDriver
+    mon: DcmacTxMonitor
+    sender: RingSender
+    rng: random.Random
+    first: int
+    want: list[RdmaWrite] = field(default_factory=list)
+
+    async def send_chunk(self) -> None:
+        for _ in range(self.cfg.slots):
+            payload = self.rng.randbytes(self.rng.randint(1, self.cfg.max_datagram))
+            self.want.extend(self.sender.send(payload))
+            self.drv.send_nowait(payload, 0, 0)
+        await self.drv.wait_idle()
+        await self.mon.wait_frames(self.first + len(self.want), limit_ns=2_000_000)
+        await Timer(500, unit="ns")
 
 
 @cocotb.test()
@@ -171,14 +193,14 @@ async def frames_match_scapy_across_geometries(dut) -> None:  # noqa: ANN001
     around the ring: every frame equals scapy's, counters and status agree."""
     h, mon, drv = await start(dut, mode="random", seed=5)
     rng = random.Random(19)
-    for gi, cfg in enumerate(GEOMETRIES):
+    for gi, cfg in enumerate(TEST_RINGS):
         await connect(h, cfg)
         before = await counters(h)
         sender = RingSender(cfg, template())
         # The consumer keeps up: credits follow the chunks (flow control never drops here).
         sender.credit = NO_CREDIT
         n = 2 * cfg.slots * cfg.chunks + 3
-        sizes = sizes_for(cfg, n, rng)
+        sizes = datagram_sizes(cfg, n, rng)
         want: list[RdmaWrite] = []
         first = len(mon.frames)
         for k, size in enumerate(sizes):
@@ -216,58 +238,33 @@ async def flow_control_drops_whole_chunks_and_says_so(dut) -> None:  # noqa: ANN
     await connect(h, cfg)
     before = await counters(h)
     sender = RingSender(cfg, template())
-    rng = random.Random(3)
-    want: list[RdmaWrite] = []
+    feed = ChunkFeeder(cfg, drv, mon, sender, random.Random(3), first=len(mon.frames))
 
-    async def send_chunk() -> None:
-        for _ in range(cfg.slots):
-            payload = rng.randbytes(rng.randint(1, cfg.max_datagram))
-            want.extend(sender.send(payload))
-            drv.send_nowait(payload, 0, 0)
-        await drv.wait_idle()
-        await mon.wait_frames(first + len(want), limit_ns=2_000_000)
-        await Timer(500, unit="ns")
-
-    def credit_frame(value: int, src_ip: int = PEER_IP, port: int = CREDIT_PORT) -> bytes:
-        pkt = (
-            Ether(dst=frames.mac_to_str(OWN_MAC), src=frames.mac_to_str(PEER_MAC))
-            / IP(src=str(ipaddress.IPv4Address(src_ip)), dst=str(ipaddress.IPv4Address(OWN_IP)))
-            / UDP(sport=50000, dport=port)
-            / Raw(b"CRDT" + value.to_bytes(4, "big"))
-        )
-        raw = bytes(pkt)
-        return raw + bytes(60 - len(raw))
-
-    async def credit_by_datagram(value: int, **kw: int) -> None:
-        rx.send_nowait(credit_frame(value, **kw))
-        await rx.wait_idle()
-        await Timer(400, unit="ns")
-
-    first = len(mon.frames)
-    await send_chunk()  # chunk 0: ring place 0 free
-    await send_chunk()  # chunk 1: ring place 1 free
-    await send_chunk()  # chunk 2: place 0 still held (credit none) -> dropped
+    await feed.send_chunk()  # chunk 0: ring place 0 free
+    await feed.send_chunk()  # chunk 1: ring place 1 free
+    await feed.send_chunk()  # chunk 2: place 0 still held (credit none) -> dropped
     assert sender.dropped == 1
     await h.write_reg("rdma_credit", 0)  # consumer released chunk 0 (by register)
     sender.credit = 0
     await Timer(300, unit="ns")
-    await send_chunk()  # chunk 3: place 1 held by chunk 1 -> dropped
+    await feed.send_chunk()  # chunk 3: place 1 held by chunk 1 -> dropped
     assert sender.dropped == 2
     # Ignored: another source, another port, a damaged frame, a stale value.
-    await credit_by_datagram(5, src_ip=OTHER_IP)
-    await credit_by_datagram(5, port=CREDIT_PORT + 1)
-    rx.packer.push(credit_frame(5), err=True)
+    await credit_by_datagram(rx, 3, src_ip=OTHER_IP)
+    await credit_by_datagram(rx, 3, port=CREDIT_PORT + 1)
+    rx.packer.push(credit_frame(3), err=True)
     await rx.wait_idle()
     await Timer(400, unit="ns")
     assert await h.read_reg("rdma_credit") == 0
-    await credit_by_datagram(3)  # released up to chunk 3: places 0 and 1 free
+    await credit_by_datagram(rx, 3)  # released up to chunk 3: places 0 and 1 free
     sender.credit = 3
     assert await h.read_reg("rdma_credit") == 3
-    await credit_by_datagram(1)  # stale: ignored
+    await credit_by_datagram(rx, 1)  # stale: ignored
     assert await h.read_reg("rdma_credit") == 3
-    await send_chunk()  # chunk 4: written, its immediate says 2 chunks were dropped
-    await send_chunk()  # chunk 5: written
-    check_frames(mon.frames[first:], want, first_ip_id=0)
+    await feed.send_chunk()  # chunk 4: written, its immediate says 2 chunks were dropped
+    await feed.send_chunk()  # chunk 5: written
+    want = feed.want
+    check_frames(mon.frames[feed.first :], want, first_ip_id=0)
     imms = [w.immediate for w in want if w.immediate is not None]
     assert imms == [cfg.immediate(0, 0), cfg.immediate(1, 0), cfg.immediate(4, 2),
                     cfg.immediate(5, 2)], [hex(i) for i in imms]  # fmt: skip
@@ -276,11 +273,61 @@ async def flow_control_drops_whole_chunks_and_says_so(dut) -> None:  # noqa: ANN
     assert d["rdma_datagrams_dropped"] == 2 * cfg.slots, d
     assert d["rdma_datagrams"] == 4 * cfg.slots, d
     assert d["rdma_chunks_sent"] == 4, d
-    assert d["rdma_credit_frames"] == 2, d  # the two accepted (3, then the stale 1)
+    assert d["rdma_credit_frames"] == 2, d  # the two taken (3, then the stale 1)
+    assert d["rdma_credit_rejected"] == 0, d
     assert d["rdma_icrc_frames"] == len(want), d
     # The PSNs of the dropped chunks were never used: the stream is contiguous.
-    psns = [parse_frame(f.body).psn for f in mon.frames[first:]]
+    psns = [parse_frame(f.body).psn for f in mon.frames[feed.first :]]
     assert psns == [(cfg.psn + k) & 0xFF_FFFF for k in range(len(psns))]
+
+
+@cocotb.test()
+async def credits_beyond_the_last_chunk_written_are_refused(dut) -> None:  # noqa: ANN001
+    """A credit datagram from the receiver's address to the credit port is taken only up to
+    the last chunk the core has finished: values beyond it (half the number space ahead,
+    which would switch flow control off; the chunk not yet begun; one ring past the last
+    chunk) leave rdma_credit alone and are counted in rdma_credit_rejected, and held chunks
+    go on being dropped; the last finished chunk is taken, a stale value is not refused."""
+    h, mon, drv = await start(dut, mode="line", seed=6)
+    rx = DcmacRxDriver(dut, clock=dut.rx_mac_clk, reset=dut.rx_mac_rst, strip_fcs=True,
+                       mac_clk_hz=h.mac_clk_hz)  # fmt: skip
+    cfg = RingConfig(qpn=0x99, psn=0xFF_FFFE, rkey=0x55, va=0x3000_0000, slot_size=1032,
+                     slots=2, chunks=2, mtu=1024)  # fmt: skip
+    await connect(h, cfg)
+    before = await counters(h)
+    sender = RingSender(cfg, template())
+    feed = ChunkFeeder(cfg, drv, mon, sender, random.Random(7), first=len(mon.frames))
+
+    for _ in range(3):  # chunks 0 and 1 written, chunk 2 dropped: no credit yet
+        await feed.send_chunk()
+    assert sender.dropped == 1
+    assert await h.read_reg("rdma_chunk") == 3
+    beyond = [
+        (NO_CREDIT + (1 << 30)) & 0xFFFF_FFFF,  # 2^30 chunks ahead of the credit
+        0x7FFF_FFFE,  # as far ahead as a forward credit goes
+        3,  # the chunk being filled: nothing of it has been sent
+        2 + cfg.chunks,  # one ring past the last chunk finished
+    ]
+    for value in beyond:
+        await credit_by_datagram(rx, value)
+        assert await h.read_reg("rdma_credit") == NO_CREDIT, f"credit {value:#x} was taken"
+    await feed.send_chunk()  # chunk 3: its place is still held -> dropped
+    assert sender.dropped == 2
+    await credit_by_datagram(rx, 3)  # the last chunk finished: places 0 and 1 free
+    sender.credit = 3
+    assert await h.read_reg("rdma_credit") == 3
+    await credit_by_datagram(rx, 2)  # stale: ignored, not refused
+    assert await h.read_reg("rdma_credit") == 3
+    await feed.send_chunk()  # chunk 4: written
+    await feed.send_chunk()  # chunk 5: written
+    check_frames(mon.frames[feed.first :], feed.want, first_ip_id=0)
+    imms = [w.immediate for w in feed.want if w.immediate is not None]
+    assert imms == [cfg.immediate(0, 0), cfg.immediate(1, 0), cfg.immediate(4, 2),
+                    cfg.immediate(5, 2)], [hex(i) for i in imms]  # fmt: skip
+    d = delta(await counters(h), before)
+    assert d["rdma_credit_frames"] == len(beyond) + 2, d
+    assert d["rdma_credit_rejected"] == len(beyond), d
+    assert d["rdma_chunks_dropped"] == 2 and d["rdma_chunks_sent"] == 4, d
 
 
 @cocotb.test()

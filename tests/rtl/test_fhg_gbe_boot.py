@@ -9,7 +9,8 @@ from casper400g_dev import sim
 from mlib_devel_400g import paths
 
 COCOTB_MODULE = Path(__file__).with_name("cocotb_fhg_gbe_boot.py")
-SOURCE = paths.FHG_HDL / "fhg_gbe_boot.sv"
+# The AXI4-Lite struct pair its two sides are packed into, then the module.
+SOURCES = [paths.FHG_HDL / "common" / "fhg_bus_pkg.sv", paths.FHG_HDL / "fhg_gbe_boot.sv"]
 PARAMS = {
     "FABRIC_MAC": "48'h02000a00000a",
     "FABRIC_IP": "32'h0a00000a",
@@ -23,7 +24,7 @@ PARAMS = {
 
 def test_boot_sequence() -> None:
     params = {**PARAMS, "FABRIC_ENABLE_ON_START": "1'b1"}
-    dut = sim.build("fhg_gbe_boot", [SOURCE], "fhg_gbe_boot", parameters=params)
+    dut = sim.build("fhg_gbe_boot", SOURCES, "fhg_gbe_boot", parameters=params)
     outcomes = sim.run(
         dut, COCOTB_MODULE.stem, COCOTB_MODULE.parent, extra_env={"BOOT_ENABLE": "1"}
     )

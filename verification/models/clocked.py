@@ -135,3 +135,18 @@ class ClockedDriver(ClockedTask):
         if self._idle_event is not None:
             self._idle_event.set()
             self._idle_event = None
+
+
+class PulseCounter(ClockedTask):
+    """Sums one-cycle outputs of a DUT (``<prefix><name>``, values added each edge) on
+    ``clock``: ``counts[name]`` once started."""
+
+    def __init__(self, dut: Any, names: tuple[str, ...], clock: Any, prefix: str = "") -> None:
+        sig = self.attach(dut, prefix, clock, "clk", None, True)
+        self._readers = {name: int_reader(sig(name)) for name in names}
+        self.counts = dict.fromkeys(names, 0)
+        self.start()
+
+    def on_edge(self) -> None:
+        for name, read in self._readers.items():
+            self.counts[name] += read()

@@ -15,6 +15,7 @@ a byte image of the receiver's ring, as a NIC would.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, replace
 
 from .roce import PATH_MTUS, Operation, RdmaWrite, write_only_packets
@@ -134,3 +135,30 @@ class RingMemory:
         self.data[off : off + len(w.payload)] = w.payload
         if w.immediate is not None:
             self.immediates.append(w.immediate)
+
+
+# Ring geometries that together cover the three path MTUs, PSNs through the 24-bit wrap, a
+# VA through 2^64, one and several slots per chunk, slots of many packets and of one word:
+# what the RDMA benches run their datagrams through.
+TEST_RINGS: tuple[RingConfig, ...] = (
+    RingConfig(qpn=0x123456, psn=0xFF_FFF0, rkey=0xA5A5F00D, va=0x7F00_0000_0040,
+               slot_size=4104, slots=3, chunks=2, mtu=1024),
+    RingConfig(qpn=0x000001, psn=0xFF_FFFE, rkey=0x1, va=0xFFFF_FFFF_FFFF_C000,
+               slot_size=8980, slots=1, chunks=3, mtu=2048),
+    RingConfig(qpn=0xABCDEF, psn=0x000000, rkey=0xDEADBEEF, va=0x1_0000_0000,
+               slot_size=8200, slots=4, chunks=2, mtu=4096),
+    RingConfig(qpn=0x00FFFF, psn=0x7FFFFF, rkey=0x8000_0000, va=0x1000,
+               slot_size=136, slots=5, chunks=3, mtu=4096),
+)  # fmt: skip
+
+
+def datagram_sizes(cfg: RingConfig, count: int, rng: random.Random) -> list[int]:
+    """``count`` datagram sizes for ``cfg``: half at the edges of words, packets and the
+    slot, half uniform up to the largest the slot takes."""
+    m = cfg.mtu
+    edges = [1, 2, 3, 119, 120, 121, 127, 128, m - 8, m - 7, m - 9, m, 2 * m - 8, 2 * m - 7]
+    edges = [e for e in edges if e <= cfg.max_datagram] + [cfg.max_datagram]
+    return [
+        rng.choice(edges) if rng.random() < 0.5 else rng.randint(1, cfg.max_datagram)
+        for _ in range(count)
+    ]

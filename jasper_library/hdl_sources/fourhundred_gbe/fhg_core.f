@@ -9,6 +9,7 @@
 regs/fhg_regs_pkg.sv
 rx/fhg_rx_pkg.sv
 tx/fhg_icrc_pkg.sv
+tx/fhg_tx_buf_pkg.sv
 common/fhg_bus_pkg.sv
 regs/fhg_regs.sv
 

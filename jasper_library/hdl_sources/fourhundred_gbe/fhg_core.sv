@@ -132,18 +132,17 @@ module fhg_core #(
     logic axil_rst;
     assign axil_rst = !axil_rst_n;
 
+    // The toolflow connects the AXI4-Lite port signal by signal; inside it is one pair.
+    fhg_bus_pkg::axil_req_t axil_req;
+    fhg_bus_pkg::axil_rsp_t axil_rsp;
+    assign axil_req = {s_axil_awvalid, 32'(s_axil_awaddr), s_axil_awprot, s_axil_wvalid,
+                       s_axil_wdata, s_axil_wstrb, s_axil_bready, s_axil_arvalid,
+                       32'(s_axil_araddr), s_axil_arprot, s_axil_rready};
+    assign {s_axil_awready, s_axil_wready, s_axil_bvalid, s_axil_bresp, s_axil_arready,
+            s_axil_rvalid, s_axil_rdata, s_axil_rresp} = axil_rsp;
+
     fhg_regs u_regs (
-        .clk(axil_clk), .rst_n(axil_rst_n),
-        .s_axil_awready(s_axil_awready), .s_axil_awvalid(s_axil_awvalid),
-        .s_axil_awaddr(s_axil_awaddr), .s_axil_awprot(s_axil_awprot),
-        .s_axil_wready(s_axil_wready), .s_axil_wvalid(s_axil_wvalid),
-        .s_axil_wdata(s_axil_wdata), .s_axil_wstrb(s_axil_wstrb),
-        .s_axil_bready(s_axil_bready), .s_axil_bvalid(s_axil_bvalid),
-        .s_axil_bresp(s_axil_bresp), .s_axil_arready(s_axil_arready),
-        .s_axil_arvalid(s_axil_arvalid), .s_axil_araddr(s_axil_araddr),
-        .s_axil_arprot(s_axil_arprot), .s_axil_rready(s_axil_rready),
-        .s_axil_rvalid(s_axil_rvalid), .s_axil_rdata(s_axil_rdata),
-        .s_axil_rresp(s_axil_rresp),
+        .clk(axil_clk), .rst_n(axil_rst_n), .s_axil_req(axil_req), .s_axil_rsp(axil_rsp),
         .hwif_in(hwif_in), .hwif_out(hwif_out)
     );
 
@@ -239,8 +238,8 @@ module fhg_core #(
     logic        rdma_credit_we, rdma_en_u, rdma_en_m;
     logic [31:0] rdma_credit_next, rdma_st_chunk, rdma_cr_src_ip, rdma_cr_value;
     logic [23:0] rdma_st_psn;
-    logic [6:0]  rdma_cnt_v;
-    logic [16*7-1:0] rdma_cnt_d;
+    logic [7:0]  rdma_cnt_v;
+    logic [16*8-1:0] rdma_cnt_d;
     logic [RDMA_CFG_W-1:0] rdma_cfg_u;
     logic [55:0] rdma_st_u;
     logic [4:0]  rdma_stat_u;
@@ -656,6 +655,8 @@ module fhg_core #(
         hwif_in.rdma_credit_frames.count.incrvalue     = 24'(rdma_cnt_d[16*5 +: 16]);
         hwif_in.rdma_icrc_frames.count.incr            = rdma_cnt_v[6];
         hwif_in.rdma_icrc_frames.count.incrvalue       = 24'(rdma_cnt_d[16*6 +: 16]);
+        hwif_in.rdma_credit_rejected.count.incr        = rdma_cnt_v[7];
+        hwif_in.rdma_credit_rejected.count.incrvalue   = 24'(rdma_cnt_d[16*7 +: 16]);
 
         hwif_in.arp_table.rd_ack  = arp_ack_rd;
         hwif_in.arp_table.rd_data = arp_sel_q ? arp_w1_a : arp_w0_a;

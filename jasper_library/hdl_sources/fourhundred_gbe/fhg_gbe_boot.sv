@@ -12,6 +12,8 @@
 //     done (`booted`), every upstream signal reaches the core unchanged and combinationally.
 //   * A write answered with an error response is not retried; `boot_error` says so.
 //   * No valid is driven while rst_n is low (AXI: masters idle during reset).
+//   * ADDR_W < 32. Both ports are flat (the yellow block connects them signal by signal);
+//     inside, they are fhg_bus_pkg's AXI4-Lite pair.
 module fhg_gbe_boot #(
     parameter int          ADDR_W                 = 16,
     parameter logic [47:0] FABRIC_MAC             = 48'h0,
@@ -78,6 +80,7 @@ module fhg_gbe_boot #(
     output logic              m_axil_rready
 );
     localparam int NW = FABRIC_ENABLE_ON_START ? 9 : 8;
+    initial if (ADDR_W >= 32) $error("fhg_gbe_boot: ADDR_W must be below 32");
 
     function automatic logic [ADDR_W+31:0] step(input int i);
         logic [ADDR_W-1:0] r;
@@ -96,11 +99,37 @@ module fhg_gbe_boot #(
         step = {r, d};
     endfunction
 
+    // Both sides as fhg_bus_pkg's AXI4-Lite pair: the toolflow connects the flat ports.
+    fhg_bus_pkg::axil_req_t up_req, boot_req, down_req;
+    fhg_bus_pkg::axil_rsp_t down_rsp;
+    logic [31-ADDR_W:0]     unused_awaddr, unused_araddr;
+    assign up_req = {s_axil_awvalid, 32'(s_axil_awaddr), s_axil_awprot, s_axil_wvalid,
+                     s_axil_wdata, s_axil_wstrb, s_axil_bready, s_axil_arvalid,
+                     32'(s_axil_araddr), s_axil_arprot, s_axil_rready};
+    assign down_rsp = {m_axil_awready, m_axil_wready, m_axil_bvalid, m_axil_bresp,
+                       m_axil_arready, m_axil_rvalid, m_axil_rdata, m_axil_rresp};
+    assign {m_axil_awvalid, unused_awaddr, m_axil_awaddr, m_axil_awprot, m_axil_wvalid,
+            m_axil_wdata, m_axil_wstrb, m_axil_bready, m_axil_arvalid, unused_araddr,
+            m_axil_araddr, m_axil_arprot, m_axil_rready} = down_req;
+    // Until booted the upstream master sees no ready and no response.
+    assign {s_axil_awready, s_axil_wready, s_axil_bvalid, s_axil_bresp, s_axil_arready,
+            s_axil_rvalid, s_axil_rdata, s_axil_rresp} = booted ? down_rsp : '0;
+    assign down_req = booted ? up_req : boot_req;
+
     logic [3:0] idx;
     logic       running;         // out of reset: AXI masters drive no valid during reset
     logic       aw_done, w_done;
     logic [ADDR_W+31:0] cur;
     assign cur = step(int'(idx));
+    always_comb begin
+        boot_req         = '0;
+        boot_req.awvalid = running && !aw_done;
+        boot_req.awaddr  = 32'(cur[ADDR_W+31:32]);
+        boot_req.wvalid  = running && !w_done;
+        boot_req.wdata   = cur[31:0];
+        boot_req.wstrb   = 4'hf;
+        boot_req.bready  = aw_done && w_done;
+    end
 
     always_ff @(posedge clk) begin
         if (!rst_n) begin
@@ -112,59 +141,15 @@ module fhg_gbe_boot #(
             w_done     <= 1'b0;
         end else if (!booted) begin
             running <= 1'b1;
-            if (m_axil_awvalid && m_axil_awready) aw_done <= 1'b1;
-            if (m_axil_wvalid && m_axil_wready) w_done <= 1'b1;
-            if (m_axil_bvalid && m_axil_bready) begin
-                if (m_axil_bresp != 2'b00) boot_error <= 1'b1;
+            if (boot_req.awvalid && down_rsp.awready) aw_done <= 1'b1;
+            if (boot_req.wvalid && down_rsp.wready) w_done <= 1'b1;
+            if (down_rsp.bvalid && boot_req.bready) begin
+                if (down_rsp.bresp != 2'b00) boot_error <= 1'b1;
                 aw_done <= 1'b0;
                 w_done  <= 1'b0;
                 if (int'(idx) == NW - 1) booted <= 1'b1;
                 else idx <= idx + 4'd1;
             end
-        end
-    end
-
-    always_comb begin
-        if (booted) begin
-            m_axil_awaddr  = s_axil_awaddr;
-            m_axil_awprot  = s_axil_awprot;
-            m_axil_awvalid = s_axil_awvalid;
-            m_axil_wdata   = s_axil_wdata;
-            m_axil_wstrb   = s_axil_wstrb;
-            m_axil_wvalid  = s_axil_wvalid;
-            m_axil_bready  = s_axil_bready;
-            m_axil_araddr  = s_axil_araddr;
-            m_axil_arprot  = s_axil_arprot;
-            m_axil_arvalid = s_axil_arvalid;
-            m_axil_rready  = s_axil_rready;
-            s_axil_awready = m_axil_awready;
-            s_axil_wready  = m_axil_wready;
-            s_axil_bresp   = m_axil_bresp;
-            s_axil_bvalid  = m_axil_bvalid;
-            s_axil_arready = m_axil_arready;
-            s_axil_rdata   = m_axil_rdata;
-            s_axil_rresp   = m_axil_rresp;
-            s_axil_rvalid  = m_axil_rvalid;
-        end else begin
-            m_axil_awaddr  = cur[ADDR_W+31:32];
-            m_axil_awprot  = 3'b000;
-            m_axil_awvalid = running && !aw_done;
-            m_axil_wdata   = cur[31:0];
-            m_axil_wstrb   = 4'hf;
-            m_axil_wvalid  = running && !w_done;
-            m_axil_bready  = aw_done && w_done;
-            m_axil_araddr  = '0;
-            m_axil_arprot  = 3'b000;
-            m_axil_arvalid = 1'b0;
-            m_axil_rready  = 1'b0;
-            s_axil_awready = 1'b0;
-            s_axil_wready  = 1'b0;
-            s_axil_bresp   = 2'b00;
-            s_axil_bvalid  = 1'b0;
-            s_axil_arready = 1'b0;
-            s_axil_rdata   = '0;
-            s_axil_rresp   = 2'b00;
-            s_axil_rvalid  = 1'b0;
         end
     end
 endmodule

@@ -13,10 +13,10 @@ reference measured in the same run, on the same GPU.
       generator thread, one pinned receive thread per queue, no lock per batch), the
       consumer reducing every GPU chunk with CuPy; then the same capture offered 1.25x
       its zero-loss rate (overload: delivered rate, every loss counted).
-   d. ONE capture with its defaults (header-data split against the emulated NIC, sized
-      by `rate_gbps` alone: lanes, chunk size, pools, GPU ring), whole-payload DMA or
-      headers + prefix, the consumer reducing every GPU chunk with CuPy; the rate ladder,
-      then 1.25x the highest zero-loss rate with the same lanes (overload).
+   d. ONE capture with its defaults, nothing set by hand (bench_defaults.py: sized and
+      placed by `rate_gbps` alone), header-data split against the emulated NIC, whole
+      payload or headers + prefix, the spectrometer consuming every chunk; a rate
+      ladder, 3 trials of 10 s at 400 Gb/s, then 1.25x the zero-loss rate (overload).
    The highest aggregate zero-loss rate of each.
 2. GPUDirect reorder kernels over a filled GPU arrival ring: payload Gb/s against the
    device-to-device copy bandwidth, per number of scatter blocks (SM footprint), and
@@ -27,7 +27,6 @@ reference measured in the same run, on the same GPU.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 import threading
@@ -38,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import Capture, Chunking, Delivery, EmulatedNic, MemSource, _core, sizing
+from .. import Capture, Chunking, Delivery, EmulatedNic, MemSource, _core
+from . import bench_defaults
 
 PAYLOAD = 8192
 GBIT = 1e9
@@ -351,163 +351,25 @@ def bench_shared_capture(args: argparse.Namespace, peak: float) -> list[dict[str
     return rows
 
 
-def keep_off(cpus: set[int]) -> dict[int, set[int]]:
-    """Moves every thread of this process that exists now (the consumer, the CUDA
-    driver's and CuPy's helpers) off `cpus`, the lane threads' cores: a thread that wakes
-    on a lane's core takes it from the lane for a scheduler slice (milliseconds), longer
-    than a lane at its share of line rate can fall behind. Threads started later inherit
-    the caller's setting; the lane threads pin themselves. Returns the old affinities."""
-    saved = {}
-    for name in os.listdir("/proc/self/task"):
-        tid = int(name)
-        with contextlib.suppress(OSError):
-            old = os.sched_getaffinity(tid)
-            if old - cpus:
-                os.sched_setaffinity(tid, old - cpus)
-                saved[tid] = old
-    return saved
-
-
-# The capture's counters a default-capture trial reports.
-DETAIL = (
-    "late",
-    "discarded",
-    "queue_stalls",
-    "queue_skips",
-    "in_place",
-    "fixup_copies",
-    "ran_dry",
-    "resyncs",
-    "waits",
-    "gpu_waits",
-)
-
-
-def default_capture_trial(
-    rate_gbps: float,
-    fill: bool,
-    seconds: float,
-    queues: int | None = None,
-    device: str = "cuda:0",
-) -> dict[str, Any]:
-    """ONE Capture as a user opens it for `rate_gbps` into cuda:0: the header-data split
-    against the emulated NIC at that rate, everything sized by rate_gbps (lanes unless
-    `queues` is given, packets_per_chunk, pools, GPU ring); lane threads pinned to their
-    own physical cores; the consumer sums every payload byte of each GPU chunk (CuPy).
-    device="cpu": the same capture into host chunks only (the consumer releases them), the
-    reference that tells the lanes' limit from the GPU stage's."""
-    import warnings
-
-    gpu = device != "cpu"
-    cp = _cupy() if gpu else None
-    ppc = sizing.chunk_packets(rate_gbps, PAYLOAD)
-    count = max(ppc * 8, int(rate_gbps * GBIT * seconds / (PAYLOAD * 8)) // ppc * ppc)
-    path = "split_emulated" if fill else "split"
-    k = queues or sizing.size_for_rate(rate_gbps, PAYLOAD, 4, to_gpu=True, path=path).queues
-    cores = physical_core_cpus()
-    pinned = cores[:k] if k < len(cores) else None
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        cap = Capture(
-            EmulatedNic(
-                count=count,
-                nic_rate_gbps=rate_gbps,
-                fill=fill,
-                queues=queues,
-                cpus=pinned,
-                split=True,
-            ),
-            rate_gbps=rate_gbps,
-            chunking=Chunking(first_chunk=0, packets_per_chunk=ppc),
-            delivery=Delivery(device=device),
-        )
-    assert cap.sizing is not None and cap.sizing.queues == k
-    ncpu = os.cpu_count() or 1
-    saved = keep_off(set(pinned)) if pinned and ncpu > len(pinned) else {}
-    t_cpu0, t0 = time.process_time(), time.perf_counter()
-    try:
-        got = consume_summing(cap, cp)
-    finally:
-        for tid, cpus in saved.items():
-            with contextlib.suppress(OSError):  # the thread may have ended
-                os.sched_setaffinity(tid, cpus)
-    wall = time.perf_counter() - t0
-    cpu = time.process_time() - t_cpu0
-    s = cap.stats
-    drops = int(s.get("nic_drops", 0))
-    ok = drops == 0 and s["lost"] == 0 and s["packets"] == count
-    return {
-        "rate": rate_gbps,
-        "ok": ok,
-        "queues": k,
-        "ppc": cap.config.packets_per_chunk,
-        "n_chunks": cap.config.n_chunks,
-        "achieved": s["packets"] * PAYLOAD * 8 / wall / GBIT,
-        "offered_packets": count,
-        "packets": s["packets"],
-        "nic_drops": drops,
-        "lost": s["lost"],
-        "accounted": s["packets"] + drops + s["late"] + s["discarded"] == count
-        and s["received"] + drops == count,
-        "chunks": got,
-        # Of the delivered chunks' slots, the share that holds a packet.
-        "fill": s["packets"] / (got * cap.config.packets_per_chunk) if got else 0.0,
-        "cores_busy": cpu / wall,
-        "warnings": [str(w.message) for w in caught],
-        **{key: int(s.get(key, 0)) for key in DETAIL},
-    }
-
-
 def bench_default_capture(args: argparse.Namespace, peak: float) -> list[dict[str, Any]]:
-    default_capture_trial(50.0, False, 0.3)  # warm-up (CUDA, CuPy's kernels), not reported
-    rows = []
+    cfg = defaults_config(args)
+    # Warm-up, not reported: the CUDA context, the first pinning of host memory.
+    bench_defaults.trial(50.0, False, 0.3, cfg.spectrometer(cfg.device), cfg.device)
+    out = []
     for fill in args.default_fill:
+        print(f"  emulated DMA: {DMA[fill]}", flush=True)
+        out.append(bench_defaults.run_defaults(cfg, fill == "payload", peak))
+    return out
 
-        def describe(rate: float, trial: Trial, fill: str = fill) -> str:
-            return (
-                f"  one capture, defaults ({fill} DMA) offered {rate:6.1f} Gb/s -> "
-                f"{trial['queues']} lanes, {trial['ppc']}-packet chunks, pool "
-                f"{trial['n_chunks']}: {'zero-loss' if trial['ok'] else 'LOSS'} achieved "
-                f"{trial['achieved']:6.1f} Gb/s ({trial['achieved'] / peak:.2f} of H2D peak), "
-                f"nic_drops {trial['nic_drops']}, lost {trial['lost']}, "
-                f"{ {k: trial[k] for k in DETAIL} }, "
-                f"CPU cores busy {trial['cores_busy']:.1f}"
-                + "".join(f"\n    warning: {w}" for w in trial["warnings"])
-            )
 
-        def without_gpu(rate: float, trial: Trial, fill: str = fill) -> None:
-            ref = default_capture_trial(rate, fill == "payload", args.seconds, device="cpu")
-            print(
-                f"    same capture into host chunks only (no GPU stage): "
-                f"{'zero-loss' if ref['ok'] else 'LOSS'} achieved {ref['achieved']:.1f} Gb/s, "
-                f"nic_drops {ref['nic_drops']}, { ({k: ref[k] for k in DETAIL if k in ref}) }",
-                flush=True,
-            )
-
-        best, fail = climb(
-            args.default_rates,
-            lambda rate, fill=fill: default_capture_trial(rate, fill == "payload", args.seconds),
-            describe,
-            without_gpu,
-        )
-        over = None
-        if best is not None:
-            over = default_capture_trial(
-                1.25 * best["rate"], fill == "payload", args.seconds, queues=best["queues"]
-            )
-            print(
-                f"  overload 1.25x = {over['rate']:.1f} Gb/s on {over['queues']} lanes: "
-                f"achieved {over['achieved']:.1f} Gb/s ({over['achieved'] / best['achieved']:.2f} "
-                f"of zero-loss), nic_drops {over['nic_drops']}, lost {over['lost']}, late "
-                f"{over['late']}, discarded {over['discarded']}, queue_skips "
-                f"{over['queue_skips']}, queue_stalls {over['queue_stalls']}, fix-up copies "
-                f"{over['fixup_copies']}, ran_dry {over['ran_dry']}, waits {over['waits']}, "
-                f"chunks delivered {over['chunks']} ({over['fill']:.3f} full), every packet "
-                f"accounted {over['accounted']}",
-                flush=True,
-            )
-        rows.append({"fill": fill, "best": best, "over": over, "peak": peak, "fail": fail})
-    return rows
+def defaults_config(args: argparse.Namespace) -> bench_defaults.DefaultsConfig:
+    return bench_defaults.DefaultsConfig(
+        rates=args.default_rates,
+        ladder_seconds=args.seconds,
+        target=args.default_target,
+        trials=args.default_trials,
+        trial_seconds=args.default_trial_seconds,
+    )
 
 
 def physical_core_cpus() -> list[int]:
@@ -818,23 +680,8 @@ def overload_cell(best: dict[str, Any], over: dict[str, Any]) -> str:
 
 
 def default_row(r: dict[str, Any], peak: float) -> LadderParts:
-    b, o, f = r["best"], r["over"], r["fail"]
-    nxt = (
-        f"{f['rate']:.0f}: {f['achieved']:.1f}, {f['nic_drops']}, {f['late']}"
-        if f is not None
-        else "(highest tried)"
-    )
-    cells = None
-    if b is not None:
-        cells = [
-            f"{b['rate']:.0f}",
-            f"{b['queues']}, {b['ppc']}, {b['n_chunks']}",
-            *ladder_cells(b, peak),
-            overload_cell(b, o),
-            f"{o['nic_drops']}, {o['late']}, {o['queue_skips']}",
-            f"{o['accounted']}",
-        ]
-    return [DMA[r["fill"]]], cells, [nxt]
+    cells = bench_defaults.summary(r)
+    return cells[:1], cells[1:], []
 
 
 def rate_cells(b: dict[str, Any] | None, peak: float) -> list[str] | None:
@@ -880,18 +727,11 @@ def host_sections() -> list[HostSection]:
             "1d. one capture with its defaults (header-data split), into one GPU",
             bench_default_capture,
             default_row,
-            "1d. ONE capture with its defaults, sized by rate_gbps (header-data split against "
-            "the emulated NIC) -> H2D -> GPU; consumer sums every chunk with CuPy",
-            (
-                "emulated DMA",
-                "highest zero-loss offered Gb/s",
-                "lanes, chunk packets, pool",
-                *LADDER_COLUMNS,
-                "overload 1.25x: delivered Gb/s (ratio to zero-loss)",
-                "counted: NIC drops, late, skips",
-                "every packet accounted",
-                "next rate tried: achieved Gb/s, NIC drops, late",
-            ),
+            "1d. ONE capture with its defaults, `Capture(EmulatedNic(count, nic_rate_gbps=R, "
+            "fill, split=True), rate_gbps=R, delivery=Delivery(device='cuda:0'))`, nothing set "
+            "by hand -> H2D -> GPU; the spectrometer (FFT, power, integration) consumes every "
+            "chunk",
+            bench_defaults.COLUMNS,
         ),
         HostSection(
             "skip_split",
@@ -989,6 +829,9 @@ def main(argv: list[str] | None = None) -> int:
         default=[250, 300, 350, 380, 400, 420, 440],
         help="offered rates of 1d, tried in order until one loses packets",
     )
+    p.add_argument("--default-target", type=float, default=400.0, help="1d's target rate")
+    p.add_argument("--default-trials", type=int, default=3, help="1d's trials at the target")
+    p.add_argument("--default-trial-seconds", type=float, default=10.0, help="per 1d target trial")
     add_fill_option(p, "--default-fill", "1d's emulated DMA: whole payloads, or headers + prefix")
     p.add_argument("--spead2", action="store_true", help="also run the loopback CPU benchmarks")
     p.add_argument("--udp-seconds", type=float, default=0.5, help="per loopback trial (--spead2)")

@@ -41,6 +41,9 @@ constexpr int attr_compute_capability_minor = 76;
 constexpr int attr_can_map_host_memory = 19;
 constexpr int func_attr_max_dynamic_shared_size_bytes = 8;
 constexpr int attr_dma_buf_supported = 124;
+constexpr int attr_pci_bus_id = 33;
+constexpr int attr_pci_device_id = 34;
+constexpr int attr_pci_domain_id = 50;
 constexpr int mem_range_handle_dma_buf_fd = 1;
 // The special stream handles of the DLPack / __cuda_array_interface__ conventions.
 inline stream legacy_stream() { return reinterpret_cast<stream>(std::uintptr_t{1}); }

@@ -91,4 +91,34 @@ package fhg_bus_pkg;
         logic [7:0]    ttl;
         logic          udp_csum;
     } tx_cfg_t;
+
+    // An AXI4-Lite port (AMBA AXI4-Lite, 32-bit data): what the master drives (axil_req_t)
+    // and what the slave answers (axil_rsp_t), in channel order AW, W, B, AR, R. Every
+    // slave inside the core takes the pair; the ports the toolflow connects signal by
+    // signal (fhg_core's s_axil_*, fhg_gbe_boot's) stay flat and are packed into it. The
+    // address is 32 bits; a slave decodes the low bits its map spans.
+    typedef struct packed {
+        logic          awvalid;
+        logic [31:0]   awaddr;
+        logic [2:0]    awprot;
+        logic          wvalid;
+        logic [31:0]   wdata;
+        logic [3:0]    wstrb;
+        logic          bready;
+        logic          arvalid;
+        logic [31:0]   araddr;
+        logic [2:0]    arprot;
+        logic          rready;
+    } axil_req_t;
+
+    typedef struct packed {
+        logic          awready;
+        logic          wready;
+        logic          bvalid;
+        logic [1:0]    bresp;
+        logic          arready;
+        logic          rvalid;
+        logic [31:0]   rdata;
+        logic [1:0]    rresp;
+    } axil_rsp_t;
 endpackage

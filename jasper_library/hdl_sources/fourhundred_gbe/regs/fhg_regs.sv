@@ -6,25 +6,8 @@ module fhg_regs (
         input wire clk,
         input wire rst_n,
 
-        output logic s_axil_awready,
-        input wire s_axil_awvalid,
-        input wire [15:0] s_axil_awaddr,
-        input wire [2:0] s_axil_awprot,
-        output logic s_axil_wready,
-        input wire s_axil_wvalid,
-        input wire [31:0] s_axil_wdata,
-        input wire [3:0]s_axil_wstrb,
-        input wire s_axil_bready,
-        output logic s_axil_bvalid,
-        output logic [1:0] s_axil_bresp,
-        output logic s_axil_arready,
-        input wire s_axil_arvalid,
-        input wire [15:0] s_axil_araddr,
-        input wire [2:0] s_axil_arprot,
-        input wire s_axil_rready,
-        output logic s_axil_rvalid,
-        output logic [31:0] s_axil_rdata,
-        output logic [1:0] s_axil_rresp,
+        input fhg_bus_pkg::axil_req_t s_axil_req,
+        output fhg_bus_pkg::axil_rsp_t s_axil_rsp,
 
         input fhg_regs_pkg::fhg_regs__in_t hwif_in,
         output fhg_regs_pkg::fhg_regs__out_t hwif_out
@@ -47,6 +30,12 @@ module fhg_regs (
 
     logic cpuif_wr_ack;
     logic cpuif_wr_err;
+
+    // AXI4-Lite: fhg_bus_pkg's struct pair; the response assembled from its fields.
+    logic s_axil_awready, s_axil_wready, s_axil_bvalid, s_axil_arready, s_axil_rvalid;
+    logic [1:0] s_axil_bresp, s_axil_rresp;
+    logic [31:0] s_axil_rdata;
+    assign s_axil_rsp = {s_axil_awready, s_axil_wready, s_axil_bvalid, s_axil_bresp, s_axil_arready, s_axil_rvalid, s_axil_rdata, s_axil_rresp};
 
     // Max Outstanding Transactions: 2
     logic [1:0] axil_n_in_flight;
@@ -80,9 +69,9 @@ module fhg_regs (
                 axil_prev_was_rd <= '1;
                 axil_arvalid <= '0;
             end
-            if(s_axil_arvalid && s_axil_arready) begin
+            if(s_axil_req.arvalid && s_axil_arready) begin
                 axil_arvalid <= '1;
-                axil_araddr <= s_axil_araddr;
+                axil_araddr <= s_axil_req.araddr;
             end
 
             // AW* & W* acceptance registers
@@ -91,14 +80,14 @@ module fhg_regs (
                 axil_awvalid <= '0;
                 axil_wvalid <= '0;
             end
-            if(s_axil_awvalid && s_axil_awready) begin
+            if(s_axil_req.awvalid && s_axil_awready) begin
                 axil_awvalid <= '1;
-                axil_awaddr <= s_axil_awaddr;
+                axil_awaddr <= s_axil_req.awaddr;
             end
-            if(s_axil_wvalid && s_axil_wready) begin
+            if(s_axil_req.wvalid && s_axil_wready) begin
                 axil_wvalid <= '1;
-                axil_wdata <= s_axil_wdata;
-                axil_wstrb <= s_axil_wstrb;
+                axil_wdata <= s_axil_req.wdata;
+                axil_wstrb <= s_axil_req.wstrb;
             end
 
             // Keep track of in-flight transactions
@@ -196,10 +185,10 @@ module fhg_regs (
         if(axil_resp_rptr != axil_resp_wptr) begin
             if(axil_resp_buffer_is_wr[axil_resp_rptr[0:0]]) begin
                 s_axil_bvalid = '1;
-                if(s_axil_bready) axil_resp_acked = '1;
+                if(s_axil_req.bready) axil_resp_acked = '1;
             end else begin
                 s_axil_rvalid = '1;
-                if(s_axil_rready) axil_resp_acked = '1;
+                if(s_axil_req.rready) axil_resp_acked = '1;
             end
         end
 
@@ -316,6 +305,7 @@ module fhg_regs (
         logic [1:0] rdma_oversize;
         logic [1:0] rdma_credit_frames;
         logic [1:0] rdma_icrc_frames;
+        logic [1:0] rdma_credit_rejected;
         logic arp_table;
         logic cpu_tx_buf;
         logic cpu_rx_buf;
@@ -462,6 +452,8 @@ module fhg_regs (
         decoded_reg_strb.rdma_credit_frames[1] = cpuif_req_masked & (cpuif_addr == 16'h36c) & !cpuif_req_is_wr;
         decoded_reg_strb.rdma_icrc_frames[0] = cpuif_req_masked & (cpuif_addr == 16'h370) & !cpuif_req_is_wr;
         decoded_reg_strb.rdma_icrc_frames[1] = cpuif_req_masked & (cpuif_addr == 16'h374) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_credit_rejected[0] = cpuif_req_masked & (cpuif_addr == 16'h378) & !cpuif_req_is_wr;
+        decoded_reg_strb.rdma_credit_rejected[1] = cpuif_req_masked & (cpuif_addr == 16'h37c) & !cpuif_req_is_wr;
         decoded_reg_strb.arp_table = cpuif_req_masked & (cpuif_addr >= 16'h1000) & (cpuif_addr <= 16'h1000 + 16'h7ff);
         is_external |= cpuif_req_masked & (cpuif_addr >= 16'h1000) & (cpuif_addr <= 16'h1000 + 16'h7ff);
         decoded_reg_strb.cpu_tx_buf = cpuif_req_masked & (cpuif_addr >= 16'h4000) & (cpuif_addr <= 16'h4000 + 16'h3fff);
@@ -1079,6 +1071,14 @@ module fhg_regs (
                 logic overflow;
             } count;
         } rdma_icrc_frames;
+        struct {
+            struct {
+                logic [63:0] next;
+                logic load_next;
+                logic incrthreshold;
+                logic overflow;
+            } count;
+        } rdma_credit_rejected;
     } field_combo_t;
     field_combo_t field_combo;
 
@@ -1485,6 +1485,11 @@ module fhg_regs (
                 logic [63:0] value;
             } count;
         } rdma_icrc_frames;
+        struct {
+            struct {
+                logic [63:0] value;
+            } count;
+        } rdma_credit_rejected;
     } field_storage_t;
     field_storage_t field_storage;
 
@@ -3807,6 +3812,36 @@ module fhg_regs (
             end
         end
     end
+    // Field: fhg_regs.rdma_credit_rejected.count
+    always_comb begin
+        automatic logic [63:0] next_c;
+        automatic logic load_next_c;
+        next_c = field_storage.rdma_credit_rejected.count.value;
+        load_next_c = '0;
+        if(field_storage.count_reset.clear.value) begin // HW Clear
+            next_c = '0;
+            load_next_c = '1;
+        end
+        if(hwif_in.rdma_credit_rejected.count.incr) begin // increment
+            field_combo.rdma_credit_rejected.count.overflow = (((65)'(next_c) + hwif_in.rdma_credit_rejected.count.incrvalue) > 65'hffffffffffffffff);
+            next_c = next_c + hwif_in.rdma_credit_rejected.count.incrvalue;
+            load_next_c = '1;
+        end else begin
+            field_combo.rdma_credit_rejected.count.overflow = '0;
+        end
+        field_combo.rdma_credit_rejected.count.incrthreshold = (field_storage.rdma_credit_rejected.count.value >= 64'hffffffffffffffff);
+        field_combo.rdma_credit_rejected.count.next = next_c;
+        field_combo.rdma_credit_rejected.count.load_next = load_next_c;
+    end
+    always_ff @(posedge clk) begin
+        if(~rst_n) begin
+            field_storage.rdma_credit_rejected.count.value <= 64'h0;
+        end else begin
+            if(field_combo.rdma_credit_rejected.count.load_next) begin
+                field_storage.rdma_credit_rejected.count.value <= field_combo.rdma_credit_rejected.count.next;
+            end
+        end
+    end
     // External region: fhg_regs.arp_table
     assign hwif_out.arp_table.req = decoded_reg_strb.arp_table;
     assign hwif_out.arp_table.addr = decoded_addr[10:0];
@@ -3941,6 +3976,9 @@ module fhg_regs (
         struct {
             logic [63:0] data;
         } rdma_icrc_frames;
+        struct {
+            logic [63:0] data;
+        } rdma_credit_rejected;
     } rbuf_storage_t;
     rbuf_storage_t rbuf_storage;
 
@@ -4127,6 +4165,11 @@ module fhg_regs (
     always_ff @(posedge clk) begin
         if(decoded_reg_strb.rdma_icrc_frames[0] && !decoded_req_is_wr) begin
             rbuf_storage.rdma_icrc_frames.data[63:0] <= field_storage.rdma_icrc_frames.count.value;
+        end
+    end
+    always_ff @(posedge clk) begin
+        if(decoded_reg_strb.rdma_credit_rejected[0] && !decoded_req_is_wr) begin
+            rbuf_storage.rdma_credit_rejected.data[63:0] <= field_storage.rdma_credit_rejected.count.value;
         end
     end
 
@@ -4590,6 +4633,12 @@ module fhg_regs (
         end
         if(rd_mux_addr == 16'h374) begin
             readback_data_var = rbuf_storage.rdma_icrc_frames.data[63:32];
+        end
+        if(rd_mux_addr == 16'h378) begin
+            readback_data_var[31:0] = field_storage.rdma_credit_rejected.count.value[31:0];
+        end
+        if(rd_mux_addr == 16'h37c) begin
+            readback_data_var = rbuf_storage.rdma_credit_rejected.data[63:32];
         end
         if((rd_mux_addr >= 16'h1000) && (rd_mux_addr <= 16'h1000 + 16'h7ff)) begin
             readback_data_var = hwif_in.arp_table.rd_data;

@@ -598,11 +598,11 @@ package fhg_regs_pkg;
     typedef struct {
         logic incr;
         logic [23:0] incrvalue;
-    } fhg_regs__cnt64_r_count_50b45443_desc_9f016db7__count_hwclr_4411c4f5__in_t;
+    } fhg_regs__cnt64_r_count_50b45443_desc_8e713178__count_hwclr_4411c4f5__in_t;
 
     typedef struct {
-        fhg_regs__cnt64_r_count_50b45443_desc_9f016db7__count_hwclr_4411c4f5__in_t count;
-    } fhg_regs__cnt64_r_count_50b45443_desc_9f016db7__in_t;
+        fhg_regs__cnt64_r_count_50b45443_desc_8e713178__count_hwclr_4411c4f5__in_t count;
+    } fhg_regs__cnt64_r_count_50b45443_desc_8e713178__in_t;
 
     typedef struct {
         logic incr;
@@ -612,6 +612,15 @@ package fhg_regs_pkg;
     typedef struct {
         fhg_regs__cnt64_r_count_50b45443_desc_e55a2b98__count_hwclr_4411c4f5__in_t count;
     } fhg_regs__cnt64_r_count_50b45443_desc_e55a2b98__in_t;
+
+    typedef struct {
+        logic incr;
+        logic [23:0] incrvalue;
+    } fhg_regs__cnt64_r_count_50b45443_desc_5da669f0__count_hwclr_4411c4f5__in_t;
+
+    typedef struct {
+        fhg_regs__cnt64_r_count_50b45443_desc_5da669f0__count_hwclr_4411c4f5__in_t count;
+    } fhg_regs__cnt64_r_count_50b45443_desc_5da669f0__in_t;
 
     typedef struct {
         logic rd_ack;
@@ -690,8 +699,9 @@ package fhg_regs_pkg;
         fhg_regs__cnt64_r_count_50b45443_desc_a6ea7450__in_t rdma_datagrams;
         fhg_regs__cnt64_r_count_50b45443_desc_d85032ef__in_t rdma_datagrams_dropped;
         fhg_regs__cnt64_r_count_50b45443_desc_80902960__in_t rdma_oversize;
-        fhg_regs__cnt64_r_count_50b45443_desc_9f016db7__in_t rdma_credit_frames;
+        fhg_regs__cnt64_r_count_50b45443_desc_8e713178__in_t rdma_credit_frames;
         fhg_regs__cnt64_r_count_50b45443_desc_e55a2b98__in_t rdma_icrc_frames;
+        fhg_regs__cnt64_r_count_50b45443_desc_5da669f0__in_t rdma_credit_rejected;
         fhg_regs__arp_table__external__in_t arp_table;
         fhg_regs__cpu_tx_buf__external__in_t cpu_tx_buf;
         fhg_regs__cpu_rx_buf__external__in_t cpu_rx_buf;

@@ -7,10 +7,16 @@
 //   * AXI side (axil_clk): the rdma_* register values in; `restart` pulses when rdma_ctrl.en
 //     changes (the core resets the transmit path with it, which also selects the mode);
 //     credit_we/credit_next write rdma_credit when a credit datagram moves it forward
-//     ((new - current) mod 2^32 in 1 .. 2^31 - 1; stale or repeated credits are ignored);
+//     ((new - current) mod 2^32 in 1 .. 2^31 - 1; stale or repeated credits are ignored)
+//     and names a chunk the framer has finished ((new - st_chunk) mod 2^32 >= 2^31, i.e. at
+//     most st_chunk - 1). A credit beyond that is refused and counted: the consumer cannot
+//     have released a chunk it has not been sent, and the window a credit opens (chunk c
+//     may be written when c - credit - 1 < R) then reaches at most one ring past the last
+//     chunk written, whatever a spoofed or corrupted datagram says.
 //     st_psn/st_chunk are the framer's status; cnt_v/cnt_d are exact counter deltas
-//     (fhg_cdc_delta) in the order {icrc_frames, credit_frames, oversize, chunks_sent,
-//     chunks_dropped, datagrams, datagrams_dropped} (bit 6 .. 0, cnt_d 16 bits each).
+//     (fhg_cdc_delta) in the order {credit_rejected, icrc_frames, credit_frames, oversize,
+//     chunks_sent, chunks_dropped, datagrams, datagrams_dropped} (bit 7 .. 0, cnt_d 16 bits
+//     each).
 //   * user_clk: u_en and u_cfg (fhg_rdma_tx's cfg vector) as consistent snapshots
 //     (fhg_cfg_sync); u_st and u_stat from fhg_rdma_tx.
 //   * tx_mac_clk: m_en (synchronised rdma_ctrl.en); m_icrc frames given an ICRC per cycle.
@@ -39,8 +45,8 @@ module fhg_rdma_ctl #(
     output logic [31:0]         credit_next,
     output logic [23:0]         st_psn,
     output logic [31:0]         st_chunk,
-    output logic [6:0]          cnt_v,
-    output logic [16*7-1:0]     cnt_d,
+    output logic [7:0]          cnt_v,
+    output logic [16*8-1:0]     cnt_d,
 
     input  wire                 user_clk,
     output logic                u_en,
@@ -104,13 +110,24 @@ module fhg_rdma_ctl #(
         .rd_ready(cq_valid), .rd_count()
     );
     // Compared with the value about to be written too, so two credits in a row keep order.
-    logic [31:0] ahead;
+    // `past` is negative (mod 2^32) exactly when the credit is at most the last chunk the
+    // framer finished; st_chunk lags the framer by a snapshot crossing, far less than the
+    // round trip a chunk's packets and the consumer's credit take.
+    logic [31:0] ahead, past;
+    logic        refused;
     assign ahead = cq_data - (credit_we ? credit_next : a_credit);
+    assign past  = cq_data - st_chunk;
     always_ff @(posedge axil_clk) begin
-        credit_we   <= cq_valid && ahead != 32'd0 && !ahead[31];
+        credit_we   <= cq_valid && ahead != 32'd0 && !ahead[31] && past[31];
         credit_next <= cq_data;
-        if (axil_rst) credit_we <= 1'b0;
+        refused     <= cq_valid && !past[31];
+        if (axil_rst) begin
+            credit_we <= 1'b0;
+            refused   <= 1'b0;
+        end
     end
+    assign cnt_v[7]          = refused;
+    assign cnt_d[16*7 +: 16] = 16'd1;
 
     // ------------------------------------------------------------------ counts
     fhg_cdc_delta #(.INCR_W(2)) u_icrc (

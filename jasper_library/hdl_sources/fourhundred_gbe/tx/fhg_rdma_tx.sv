@@ -5,8 +5,9 @@
 // buffer, the descriptor queue, the header stage and the packer are shared.
 //
 // Contract
-//   * User port (tx, tx_st) and TX buffer interfaces as fhg_tx_writer (docs/design/core.md
-//     §1, §2); tx.dest_ip/dest_port are not used (the ring's destination is cfg's).
+//   * User port (tx, tx_st) and the TX buffer (to_buf, from_buf) as fhg_tx_writer
+//     (docs/design/core.md §1, §2); tx.dest_ip/dest_port are not used (the ring's
+//     destination is cfg's).
 //   * cfg: the ring configuration in user_clk, quasi-static, one vector (RCFG_W bits, MSB
 //     first): {flow_ctrl, mtu_sel[1:0], qpn[23:0], start_psn[23:0], rkey[31:0], va[63:0],
 //     slot_size[23:0], slots_per_chunk[23:0], chunks[23:0], credit[31:0], dst_ip[31:0]}.
@@ -21,11 +22,7 @@ module fhg_rdma_tx #(
     parameter int DESC_SLOTS  = 512,
     parameter int MAX_PAYLOAD = 8972,
     localparam int SF_WORDS = 1 << $clog2(2 * ((MAX_PAYLOAD + 127) / 128) + 16),
-    localparam int AW     = $clog2(BUF_WORDS),
-    localparam int WP     = AW + 1,
-    localparam int SP     = AW + 4,
-    localparam int LEN_W  = 14,
-    localparam int DESC_W = SP + LEN_W + 32 + 16 + 16,
+    localparam int LEN_W  = fhg_tx_buf_pkg::LEN_W,
     localparam int RCFG_W = 1 + 2 + 24 + 24 + 32 + 64 + 24 + 24 + 24 + 32 + 32
 ) (
     input  wire                 clk,
@@ -36,17 +33,8 @@ module fhg_rdma_tx #(
     input  fhg_bus_pkg::tx_user_t    tx,
     output fhg_bus_pkg::tx_user_st_t tx_st,
 
-    output logic                wr0_en,
-    output logic [AW-2:0]       wr0_addr,
-    output logic [1023:0]       wr0_data,
-    output logic                wr1_en,
-    output logic [AW-2:0]       wr1_addr,
-    output logic [1023:0]       wr1_data,
-    input  wire  [WP-1:0]       rd_word,
-    output logic [WP-1:0]       final_word,
-    output logic                desc_valid,
-    output logic [DESC_W-1:0]   desc_data,
-    input  wire  [$clog2(DESC_SLOTS):0] desc_used,
+    output fhg_tx_buf_pkg::buf_wr_t to_buf,
+    input  fhg_tx_buf_pkg::buf_rd_t from_buf,
 
     output logic [55:0]         st,
     output logic                stat_oversize,
@@ -111,9 +99,6 @@ module fhg_rdma_tx #(
         .w_valid(w_valid), .w_ready(w_ready), .w_data(w_data), .w_nbytes(w_nbytes),
         .w_sop(w_sop), .w_eop(w_eop), .w_hdr(w_hdr), .w_imm(w_imm), .w_pad(w_pad),
         .w_udp_len(w_udp_len),
-        .wr0_en(wr0_en), .wr0_addr(wr0_addr), .wr0_data(wr0_data),
-        .wr1_en(wr1_en), .wr1_addr(wr1_addr), .wr1_data(wr1_data),
-        .rd_word(rd_word), .final_word(final_word),
-        .desc_valid(desc_valid), .desc_data(desc_data), .desc_used(desc_used)
+        .to_buf(to_buf), .from_buf(from_buf)
     );
 endmodule

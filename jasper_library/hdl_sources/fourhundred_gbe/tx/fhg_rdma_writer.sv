@@ -17,6 +17,8 @@
 //     stage does so in the RDMA mode).
 //   * final_word / rd_word as fhg_tx_writer: words below final_word are never written
 //     again; a partly filled word between packets is sealed when the reader waits for it.
+//     The bank writes and the sealing follow fhg_tx_buf_pkg's rules, as fhg_tx_writer's do,
+//     and the buffer is the same bundle pair (to_buf, from_buf).
 //   * Each input word is written as it comes (one or two buffer words, consecutive, so the
 //     even and odd banks take them); the first word of a packet that starts in the second
 //     half of a word and ends in the next-but-one needs three and takes one extra cycle.
@@ -29,8 +31,8 @@ module fhg_rdma_writer #(
     localparam int AW     = $clog2(BUF_WORDS),
     localparam int WP     = AW + 1,
     localparam int SP     = AW + 4,
-    localparam int LEN_W  = 14,
-    localparam int DESC_W = SP + LEN_W + 32 + 16 + 16
+    localparam int LEN_W  = fhg_tx_buf_pkg::LEN_W,
+    localparam int DESC_W = SP + fhg_tx_buf_pkg::DESC_TAIL_W
 ) (
     input  wire                 clk,
     input  wire                 rst,
@@ -47,26 +49,33 @@ module fhg_rdma_writer #(
     input  wire  [1:0]          w_pad,
     input  wire  [LEN_W-1:0]    w_udp_len,
 
-    output logic                wr0_en,
-    output logic [AW-2:0]       wr0_addr,
-    output logic [1023:0]       wr0_data,
-    output logic                wr1_en,
-    output logic [AW-2:0]       wr1_addr,
-    output logic [1023:0]       wr1_data,
-    input  wire  [WP-1:0]       rd_word,
-    output logic [WP-1:0]       final_word,
-
-    output logic                desc_valid,
-    output logic [DESC_W-1:0]   desc_data,
-    input  wire  [$clog2(DESC_SLOTS):0] desc_used
+    output fhg_tx_buf_pkg::buf_wr_t to_buf,
+    input  fhg_tx_buf_pkg::buf_rd_t from_buf
 );
     localparam int MAX_DATA      = (MAX_PAYLOAD + 8 < 4096) ? MAX_PAYLOAD + 8 : 4096;
-    localparam int MAX_PKT_WORDS = (42 + 32 + MAX_DATA + 3 + 4 + 127) / 128 + 2;
-    localparam int DESC_MARGIN   = 16;
+    // BTH + RETH + ImmDt, the data, pad and ICRC after the header gap.
+    localparam int MAX_PKT_WORDS = fhg_tx_buf_pkg::frame_words(32 + MAX_DATA + 3 + 4);
+    localparam int DESC_MARGIN   = fhg_tx_buf_pkg::DESC_MARGIN;
     localparam logic [15:0] ROCE_PORT = 16'd4791;
 
-    initial if (BUF_WORDS < 2 * MAX_PKT_WORDS + 8 || (BUF_WORDS & (BUF_WORDS - 1)) != 0)
-        $error("fhg_rdma_writer: BUF_WORDS must be a power of two holding two packets");
+    initial begin
+        if (BUF_WORDS < 2 * MAX_PKT_WORDS + 8 || (BUF_WORDS & (BUF_WORDS - 1)) != 0)
+            $error("fhg_rdma_writer: BUF_WORDS must be a power of two holding two packets");
+        if (AW > fhg_tx_buf_pkg::MAX_AW)
+            $error("fhg_rdma_writer: BUF_WORDS beyond fhg_tx_buf_pkg::MAX_AW address bits");
+    end
+
+    fhg_tx_buf_pkg::bank_wr_t    wr;        // the bank write ports
+    logic [WP-1:0]               rd_word;
+    logic [WP-1:0]               final_word;
+    logic [$clog2(DESC_SLOTS):0] desc_used;
+    logic                        desc_valid;
+    logic [DESC_W-1:0]           desc_data;
+    assign rd_word   = from_buf.rd_word[WP-1:0];
+    assign desc_used = from_buf.desc_used[$clog2(DESC_SLOTS):0];
+    assign to_buf    = fhg_tx_buf_pkg::to_buffer(wr, final_word, desc_valid,
+                                                 desc_data[DESC_W-1 -: SP],
+                                                 desc_data[fhg_tx_buf_pkg::DESC_TAIL_W-1:0]);
 
     // A word as the placement takes it: [header (hl bytes), data] (q_vec), and where the
     // frame ends relative to the frame start's segment s, k = hl + 42 + data bytes + pad +
@@ -77,12 +86,9 @@ module fhg_rdma_writer #(
     logic [1279:0]  q_vec;
     logic [3:0]     q_kseg;
     logic [LEN_W-1:0] q_udp_len;
-    logic [SP-1:0]  start_seg;       // where the next frame starts
     logic [1023:0]  pw;              // partial word (bytes below the fill level)
     logic [WP-1:0]  pw_idx;
     logic           in_pkt;
-    logic [WP-1:0]  b_cur;           // B of the next word (see below)
-    logic [2:0]     s_q;             // segment of the frame start inside its word
     logic [SP-1:0]  f_start;         // the packet's frame start
     logic           flush_pending;   // a third word of the last cycle still to write
     logic [WP-1:0]  flush_idx;
@@ -92,12 +98,14 @@ module fhg_rdma_writer #(
     // and s its segment: relative to B = F + j the offset is the same for every word. The
     // header bytes sit right before the first word's data, so [header, data] shifted by
     // 16 s + 42 into the three words B, B+1, B+2 places both.
+    // {B, s} of the next word to place is a register, kept ready: between packets where
+    // the next frame starts (the buffer layout's start segment), inside one B advancing by
+    // a word per word with s the packet's. The placement starts from it, not from a choice.
     logic [WP-1:0]  b;
     logic [2:0]     s;
-    logic [SP-1:0]  cur;             // {B, s}
-    assign cur = q_sop ? start_seg : {b_cur, s_q};
-    assign b   = cur[SP-1:3];
-    assign s   = cur[2:0];
+    logic [SP-1:0]  cur;
+    assign b = cur[SP-1:3];
+    assign s = cur[2:0];
     logic [WP-1:0]  bp [4];          // B + 0..3
     always_comb for (int k = 0; k < 4; k++) bp[k] = b + WP'(k);
 
@@ -145,8 +153,10 @@ module fhg_rdma_writer #(
         room <= ((pw_idx - rd_word) <= WP'(BUF_WORDS - MAX_PKT_WORDS - 7))
                 && (desc_used < ($clog2(DESC_SLOTS)+1)'(DESC_SLOTS - DESC_MARGIN - 1));
 
-    logic reader_near;
+    logic          reader_near;
+    logic [WP-1:0] next_w;           // the word after the partial word
     assign reader_near = (pw_idx - rd_word) <= WP'(MAX_PKT_WORDS + 2);
+    assign next_w      = pw_idx + WP'(1);
 
     logic [1023:0] w_lo, w_hi, w_b;
     assign w_b  = win[1023:0];
@@ -206,52 +216,27 @@ module fhg_rdma_writer #(
         end
     end
 
-    // This cycle's buffer writes (at most two, to consecutive words).
-    logic          pa_en, pb_en;
-    logic [WP-1:0] pa_idx, pb_idx;
-    logic [1023:0] pa_data, pb_data;
-    always_comb begin
-        pa_en = 1'b0; pa_idx = lo; pa_data = w_lo;
-        pb_en = 1'b0; pb_idx = lo1; pb_data = w_hi;
-        if (flush_pending) begin
-            pa_en = 1'b1; pa_idx = flush_idx; pa_data = flush_data;
-        end else if (take) begin
-            pa_en = 1'b1;
-            if (hdr_word) begin
-                pb_en = 1'b1; pb_idx = b; pb_data = w_b;
-            end else if (q_eop && end_seg_rel > 5'd8) begin
-                pb_en = 1'b1;
-            end
-        end
-    end
-
+    // This cycle's buffer writes, two consecutive words at most: the third word of the last
+    // cycle (flush); else lo, and lo + 1 when the packet ends past lo; a first word with its
+    // header in word B writes B and lo = B + 1 (and flushes B + 2 next cycle when the
+    // packet ends there).
     always_ff @(posedge clk) begin
-        wr0_en <= 1'b0;
-        wr1_en <= 1'b0;
-        if (pa_en) begin
-            if (pa_idx[0]) begin
-                wr1_en <= 1'b1; wr1_addr <= pa_idx[AW-1:1]; wr1_data <= pa_data;
-            end else begin
-                wr0_en <= 1'b1; wr0_addr <= pa_idx[AW-1:1]; wr0_data <= pa_data;
-            end
-        end
-        if (pb_en) begin
-            if (pb_idx[0]) begin
-                wr1_en <= 1'b1; wr1_addr <= pb_idx[AW-1:1]; wr1_data <= pb_data;
-            end else begin
-                wr0_en <= 1'b1; wr0_addr <= pb_idx[AW-1:1]; wr0_data <= pb_data;
-            end
-        end
+        wr <= fhg_tx_buf_pkg::bank_writes(wr, flush_pending || take,
+                                          take && (hdr_word || (q_eop && end_seg_rel > 5'd8)),
+                                          flush_pending ? flush_idx : hdr_word ? b : lo,
+                                          hdr_word ? lo : lo1,
+                                          flush_pending ? flush_data : hdr_word ? w_b : w_lo,
+                                          hdr_word ? w_lo : w_hi);
         if (rst) begin
-            wr0_en <= 1'b0;
-            wr1_en <= 1'b0;
+            wr.en0 <= 1'b0;
+            wr.en1 <= 1'b0;
         end
     end
 
     always_ff @(posedge clk) begin
         desc_valid <= 1'b0;
         if (rst) begin
-            start_seg     <= '0;
+            cur           <= '0;
             pw            <= '0;
             pw_idx        <= '0;
             final_word    <= '0;
@@ -261,13 +246,10 @@ module fhg_rdma_writer #(
             flush_pending <= 1'b0;
             final_word    <= flush_final;
         end else if (take) begin
-            if (q_sop) begin
-                s_q     <= start_seg[2:0];
-                f_start <= start_seg;
-            end
-            b_cur <= bp[1];
-            pw_b  <= !hi_half;
+            if (q_sop) f_start <= cur;
+            pw_b <= !hi_half;
             if (!q_eop) begin
+                cur        <= {bp[1], s};
                 in_pkt     <= 1'b1;
                 pw         <= w_hi;
                 pw_idx     <= lo1;
@@ -275,10 +257,9 @@ module fhg_rdma_writer #(
             end else begin
                 in_pkt     <= 1'b0;
                 desc_valid <= 1'b1;
-                desc_data  <= {q_sop ? start_seg : f_start, q_udp_len, cfg_dst_ip, ROCE_PORT,
-                               16'd0};
-                // {lo, 0} + end_seg_rel = {B, s} + k in segments
-                start_seg  <= cur + SP'(q_kseg);
+                desc_data  <= {q_sop ? cur : f_start, q_udp_len, cfg_dst_ip, ROCE_PORT, 16'd0};
+                // The next frame starts after this one's end: {B, s} + k in segments.
+                cur        <= cur + SP'(q_kseg);
                 pw_idx     <= lo_end;
                 if (end_seg_rel > 5'd8) begin
                     pw     <= (end_seg_rel == 5'd16) ? '0 : w_hi;
@@ -297,12 +278,12 @@ module fhg_rdma_writer #(
                     final_word <= lo_end;
                 end
             end
-        end else if (!in_pkt && start_seg[2:0] != 3'd0 && reader_near) begin
-            // Idle between packets while the MAC side may wait for the partly filled word.
-            start_seg  <= {pw_idx + WP'(1), 3'b000};
+        end else if (fhg_tx_buf_pkg::seal_due(in_pkt, cur[2:0], reader_near)) begin
+            // The next packet, and a fresh partial word, start on the word after it.
+            cur        <= {next_w, 3'b000};
             pw         <= '0;
-            pw_idx     <= pw_idx + WP'(1);
-            final_word <= pw_idx + WP'(1);
+            pw_idx     <= next_w;
+            final_word <= next_w;
         end
     end
 endmodule

@@ -7,8 +7,9 @@
 //     reads and writes are acknowledged one cycle after the request. Writing cpu_tx_len
 //     (len_write, len_value) sends the buffer's first len_value bytes once, if the buffer
 //     is not busy and cpu_tx_en was set at that moment; `busy` stays high until the frame
-//     has left (or was refused: disabled, shorter than 14 or longer than 16384 bytes).
-//     A length written while busy is ignored.
+//     has left (or was refused: disabled, shorter than 14 or longer than MAX_LEN = 16368
+//     bytes, the most the control-frame path's 10-bit segment count describes; the buffer
+//     holds 16384). A length written while busy is ignored.
 //   * MAC side (mac_clk): the frame is offered to the control-frame arbiter as segments
 //     of 16 bytes in wire order, zero padded to 60 bytes; bytes past the length are zero.
 //     Words are prefetched so that, once the frame starts, one word is ready every cycle.
@@ -17,7 +18,7 @@
 module fhg_tx_cpu #(
     localparam int NSEG_W = 10,
     localparam int ROWS   = 128,
-    localparam int MAX_LEN = 16384
+    localparam int MAX_LEN = ((1 << NSEG_W) - 1) * 16
 ) (
     input  wire                 axil_clk,
     input  wire                 axil_rst,

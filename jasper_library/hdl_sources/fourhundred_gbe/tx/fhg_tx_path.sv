@@ -88,7 +88,7 @@ module fhg_tx_path #(
     output logic                stat_ctl_frame,     // a control frame left (on the bus)
     output logic [LEN_W+1:0]    stat_ctl_bytes
 );
-    localparam int DESC_W = SP + LEN_W + 32 + 16 + 16;
+    localparam int DESC_W = SP + fhg_tx_buf_pkg::DESC_TAIL_W;
     localparam int HQ_W   = SP + 10 + 4 + LEN_W + 1 + 336;
     localparam int SETTLE = 32;      // user cycles for pointer synchronisers to settle
 
@@ -175,6 +175,13 @@ module fhg_tx_path #(
     logic [DESC_W-1:0] desc_wdata, desc_rdata;
     logic [$clog2(DESC_DEPTH):0] desc_wcount;
     logic          desc_full, desc_pop;
+    fhg_tx_buf_pkg::buf_wr_t u_to, r_to, to_buf;   // the writers' side of the buffer
+    fhg_tx_buf_pkg::buf_rd_t from_buf;
+    always_comb begin
+        from_buf           = '0;
+        from_buf.rd_word   = rd_word_u;
+        from_buf.desc_used = desc_wcount;
+    end
 
     // The UDP writer or, in the RDMA mode, fhg_rdma_tx fills the buffer; the mode is chosen
     // when the user side resets (the core resets it whenever rdma_en changes).
@@ -192,51 +199,34 @@ module fhg_tx_path #(
         tx_r.valid = tx.valid && rdma_sel;
     end
 
-    logic          u_wr0_en, u_wr1_en, u_desc_push;
-    logic [AW-2:0] u_wr0_addr, u_wr1_addr;
-    logic [1023:0] u_wr0_data, u_wr1_data;
-    logic [WP-1:0] u_final;
-    logic [DESC_W-1:0] uw_desc;
     fhg_tx_writer #(
         .BUF_WORDS(BUF_WORDS), .MAX_PAYLOAD(MAX_PAYLOAD), .DESC_SLOTS(DESC_DEPTH)
     ) u_writer (
         .clk(user_clk), .rst(w_rst), .accept(w_accept), .tx(tx_u), .tx_st(u_st),
-        .wr0_en(u_wr0_en), .wr0_addr(u_wr0_addr), .wr0_data(u_wr0_data),
-        .wr1_en(u_wr1_en), .wr1_addr(u_wr1_addr), .wr1_data(u_wr1_data),
-        .rd_word(rd_word_u), .final_word(u_final),
-        .desc_valid(u_desc_push), .desc_data(uw_desc), .desc_used(desc_wcount)
+        .to_buf(u_to), .from_buf(from_buf)
     );
 
-
-    logic          r_wr0_en, r_wr1_en, r_desc_push;
-    logic [AW-2:0] r_wr0_addr, r_wr1_addr;
-    logic [1023:0] r_wr0_data, r_wr1_data;
-    logic [WP-1:0] r_final;
-    logic [DESC_W-1:0] r_desc;
     fhg_rdma_tx #(
         .BUF_WORDS(BUF_WORDS), .DESC_SLOTS(DESC_DEPTH), .MAX_PAYLOAD(MAX_PAYLOAD)
     ) u_rdma (
         .clk(user_clk), .rst(w_rst), .accept(w_accept), .cfg(rdma_cfg),
-        .tx(tx_r), .tx_st(r_st),
-        .wr0_en(r_wr0_en), .wr0_addr(r_wr0_addr), .wr0_data(r_wr0_data),
-        .wr1_en(r_wr1_en), .wr1_addr(r_wr1_addr), .wr1_data(r_wr1_data),
-        .rd_word(rd_word_u), .final_word(r_final),
-        .desc_valid(r_desc_push), .desc_data(r_desc), .desc_used(desc_wcount),
+        .tx(tx_r), .tx_st(r_st), .to_buf(r_to), .from_buf(from_buf),
         .st(rdma_st), .stat_oversize(rdma_stat[4]), .stat_chunk_done(rdma_stat[3]),
         .stat_chunk_dropped(rdma_stat[2]), .stat_dgram(rdma_stat[1]),
         .stat_dgram_dropped(rdma_stat[0])
     );
 
-    assign wr0_en          = rdma_sel ? r_wr0_en    : u_wr0_en;
-    assign wr0_addr        = rdma_sel ? r_wr0_addr  : u_wr0_addr;
-    assign wr0_data        = rdma_sel ? r_wr0_data  : u_wr0_data;
-    assign wr1_en          = rdma_sel ? r_wr1_en    : u_wr1_en;
-    assign wr1_addr        = rdma_sel ? r_wr1_addr  : u_wr1_addr;
-    assign wr1_data        = rdma_sel ? r_wr1_data  : u_wr1_data;
-    assign final_word_u    = rdma_sel ? r_final     : u_final;
-    assign desc_push       = rdma_sel ? r_desc_push : u_desc_push;
-    assign desc_wdata      = rdma_sel ? r_desc      : uw_desc;
-    assign tx_st           = rdma_sel ? r_st        : u_st;
+    assign to_buf       = rdma_sel ? r_to : u_to;
+    assign tx_st        = rdma_sel ? r_st : u_st;
+    assign wr0_en       = to_buf.wr.en0;
+    assign wr0_addr     = to_buf.wr.addr0[AW-2:0];
+    assign wr0_data     = to_buf.wr.data0;
+    assign wr1_en       = to_buf.wr.en1;
+    assign wr1_addr     = to_buf.wr.addr1[AW-2:0];
+    assign wr1_data     = to_buf.wr.data1;
+    assign final_word_u = to_buf.final_word[WP-1:0];
+    assign desc_push    = to_buf.desc_valid;
+    assign desc_wdata   = {to_buf.desc_seg[SP-1:0], to_buf.desc_tail};
 
     // Buffer: even words in bank 0, odd words in bank 1.
     logic          rd0_en, rd1_en;

@@ -16,7 +16,8 @@
 //   * Because a frame may end mid-word and the next one continue in the same word, a
 //     user word touches two buffer words; at most two buffer writes happen per cycle, to
 //     consecutive word addresses, so an even and an odd bank take them (wr0 = even bank,
-//     wr1 = odd bank).
+//     wr1 = odd bank). The layout's rules (bank writes, sealing) and the buffer's bundles
+//     are fhg_tx_buf_pkg's, which fhg_rdma_writer places its packets by too.
 //   * When a frame has been written completely its descriptor (start segment, payload
 //     length, destination, UDP payload checksum) is pushed out, CSUM_LAT+4 cycles after
 //     tx_end_of_frame. `final_word` tells the MAC side which words will not be written
@@ -48,8 +49,8 @@ module fhg_tx_writer #(
     localparam int AW        = $clog2(BUF_WORDS),     // word address bits
     localparam int WP        = AW + 1,                // word pointer with wrap bit
     localparam int SP        = AW + 4,                // segment pointer with wrap bit
-    localparam int LEN_W     = 14,
-    localparam int DESC_W    = SP + LEN_W + 32 + 16 + 16
+    localparam int LEN_W     = fhg_tx_buf_pkg::LEN_W,
+    localparam int DESC_W    = SP + fhg_tx_buf_pkg::DESC_TAIL_W
 ) (
     input  wire                 clk,
     input  wire                 rst,           // user reset or soft reset (synchronous)
@@ -58,31 +59,35 @@ module fhg_tx_writer #(
     input  fhg_bus_pkg::tx_user_t    tx,
     output fhg_bus_pkg::tx_user_st_t tx_st,   // tx_afull, tx_overflow and the statistics
 
-    // Buffer write ports: bank 0 holds even words, bank 1 odd words.
-    output logic                wr0_en,
-    output logic [AW-2:0]       wr0_addr,
-    output logic [1023:0]       wr0_data,
-    output logic                wr1_en,
-    output logic [AW-2:0]       wr1_addr,
-    output logic [1023:0]       wr1_data,
-
-    input  wire  [WP-1:0]       rd_word,       // oldest word the MAC side still needs
-    output logic [WP-1:0]       final_word,    // words below this are never written again
-
-    output logic                desc_valid,
-    output logic [DESC_W-1:0]   desc_data,     // {start_seg, payload_len, dst_ip, dst_port, csum}
-    input  wire  [$clog2(DESC_SLOTS):0] desc_used   // entries in the descriptor queue
+    // The buffer: the bank writes, final_word and the descriptors out, the reader's
+    // rd_word and the descriptor queue's fill back.
+    output fhg_tx_buf_pkg::buf_wr_t to_buf,
+    input  fhg_tx_buf_pkg::buf_rd_t from_buf
 );
     localparam int CSUM_LAT   = 3;
-    localparam int MAX_WORDS  = (MAX_PAYLOAD + 42 + 127) / 128 + 2;
+    localparam int MAX_WORDS  = fhg_tx_buf_pkg::frame_words(MAX_PAYLOAD);
     // Words of slack the pipeline may still write after tx_afull is seen by the user.
     localparam int AFULL_FREE = MAX_WORDS + 8;
-    localparam int DESC_MARGIN = 16;
+    localparam int DESC_MARGIN = fhg_tx_buf_pkg::DESC_MARGIN;
 
     initial begin
         if (BUF_WORDS < 2 * MAX_WORDS || (BUF_WORDS & (BUF_WORDS - 1)) != 0)
             $error("fhg_tx_writer: BUF_WORDS must be a power of two holding two maximum frames");
+        if (AW > fhg_tx_buf_pkg::MAX_AW)
+            $error("fhg_tx_writer: BUF_WORDS beyond fhg_tx_buf_pkg::MAX_AW address bits");
     end
+
+    fhg_tx_buf_pkg::bank_wr_t    wr;        // the bank write ports
+    logic [WP-1:0]               rd_word;   // oldest word the MAC side still needs
+    logic [WP-1:0]               final_word;    // words below this are never written again
+    logic [$clog2(DESC_SLOTS):0] desc_used;     // entries in the descriptor queue
+    logic                        desc_valid;
+    logic [DESC_W-1:0]           desc_data; // {start_seg, payload_len, dst_ip, dst_port, csum}
+    assign rd_word   = from_buf.rd_word[WP-1:0];
+    assign desc_used = from_buf.desc_used[$clog2(DESC_SLOTS):0];
+    assign to_buf    = fhg_tx_buf_pkg::to_buffer(wr, final_word, desc_valid,
+                                                 desc_data[DESC_W-1 -: SP],
+                                                 desc_data[fhg_tx_buf_pkg::DESC_TAIL_W-1:0]);
 
     // ------------------------------------------------------------------ stages A and B
     // Wire order, the byte count and the frame's length: fhg_tx_intake (the RDMA mode's
@@ -157,6 +162,8 @@ module fhg_tx_writer #(
     logic [WP-1:0]   cur_w1, cur_w2, nf_w1, nf_w2;
     logic            ns_cur, ns_nf;  // no space for the candidate's next two words
     logic            reader_near, desc_near_full;
+    logic [WP-1:0]   seal_w;         // the word after the partial word
+    assign seal_w = pw_idx + WP'(1);
 
     // o3 + kq as a table (7 inputs: two LUT levels, where an adder would add a carry chain
     // in front of everything the end decides).
@@ -220,9 +227,13 @@ module fhg_tx_writer #(
         end_nf_w = e.ge14 ? w_lo2 : e.ge6 ? w_lo1 : w_lo;
     end
 
+    // This cycle's writes: the low word always, the high word when the frame ends in it.
+    logic placing;
+    assign placing = b_valid && !drop_now;
+
     always_ff @(posedge clk) begin
-        wr0_en <= 1'b0;
-        wr1_en <= 1'b0;
+        wr <= fhg_tx_buf_pkg::bank_writes(wr, placing, placing && b_eof && e.gt8, w_lo, w_lo1,
+                                          lo, hi);
         eof_push <= 1'b0;
         stat_word <= 1'b0;
         stat_frame_drop <= 1'b0;
@@ -262,12 +273,6 @@ module fhg_tx_writer #(
                 in_frame <= 1'b0;
             end else begin
                 in_frame <= !b_eof;
-                // Low word is always written; with even/odd banking by address parity.
-                if (w_lo[0]) begin
-                    wr1_en <= 1'b1; wr1_addr <= w_lo[AW-1:1]; wr1_data <= lo;
-                end else begin
-                    wr0_en <= 1'b1; wr0_addr <= w_lo[AW-1:1]; wr0_data <= lo;
-                end
                 if (!b_eof) begin
                     cur_w      <= w_lo1;
                     off3       <= o3;
@@ -282,36 +287,26 @@ module fhg_tx_writer #(
                     nf_w          <= end_nf_w;
                     nf_o3         <= r[2:0] + 3'd2;
                     nf_same       <= e.same;
-                    if (e.gt8) begin
-                        // The frame reaches into the next word: flush it as well.
-                        if (w_lo[0]) begin
-                            wr0_en <= 1'b1; wr0_addr <= w_lo1[AW-1:1]; wr0_data <= hi;
-                        end else begin
-                            wr1_en <= 1'b1; wr1_addr <= w_lo[AW-1:1]; wr1_data <= hi;
-                        end
-                        pw         <= e.eq16 ? '0 : hi;
-                    end else begin
-                        pw         <= e.eq8 ? '0 : lo;
-                    end
+                    // Reaching into the next word (written as well), or ending in this one.
+                    if (e.gt8) pw <= e.eq16 ? '0 : hi;
+                    else       pw <= e.eq8 ? '0 : lo;
                     pw_idx     <= end_w;
                     final_word <= end_w;
                 end
             end
-        end else if (!in_frame && start_seg[2:0] != 3'd0 && reader_near) begin
-            // Idle between frames while the MAC side may be waiting for the partly filled
-            // word: seal it so it becomes final. (With the reader far behind, sealing would
-            // only leave holes that cost the packer its segment packing.)
-            start_seg  <= {pw_idx + WP'(1), 3'b000};
+        end else if (fhg_tx_buf_pkg::seal_due(in_frame, start_seg[2:0], reader_near)) begin
+            // The next frame, and a fresh partial word, start on the word after it.
+            start_seg  <= {seal_w, 3'b000};
             pw         <= '0;
-            pw_idx     <= pw_idx + WP'(1);
-            final_word <= pw_idx + WP'(1);
-            nf_w       <= pw_idx + WP'(1);
+            pw_idx     <= seal_w;
+            final_word <= seal_w;
+            nf_w       <= seal_w;
             nf_o3      <= 3'd2;
             nf_same    <= 1'b1;
         end
         if (rst) begin
-            wr0_en <= 1'b0;
-            wr1_en <= 1'b0;
+            wr.en0   <= 1'b0;
+            wr.en1   <= 1'b0;
             eof_push <= 1'b0;
         end
     end

@@ -1,0 +1,261 @@
+"""Where a capture sized for a rate runs its threads and puts its staging memory.
+
+What the benchmarks once did by hand, the capture does itself when `rate_gbps` is given
+(chunking.engine_config asks `place`, Capture applies the outcome through affinity.py;
+what the machine is comes from cpu_topology.py):
+
+* Lane threads (receive queues, header-split lanes, an emulated NIC's generator) are
+  pinned one per physical core, the cores of the NUMA node nearest the data first (the
+  GPU's for GPU delivery, else the NIC's for an `ibv` source): a lane's writes then land
+  in local memory, and two lanes on hyperthread siblings would share one core's
+  execution units. Within a node the highest-numbered cores go first: CPU 0 takes the
+  interrupts and housekeeping the kernel does not spread.
+* The capture's other threads -- the thread that starts it (the consumer), the GPU
+  delivery's copy and recycle threads (started by it, so they inherit its CPUs), and the
+  CUDA driver's threads (named `cuda*`) -- are kept off the lane cores while it runs: a
+  thread that wakes on a lane's core takes it for a scheduler slice (milliseconds),
+  longer than a lane at its share of 400 Gb/s can fall behind. This happens only where a
+  CPU is left over; lanes are pinned only where at least one is.
+* Staging memory (the chunk pool, written once when it is allocated, so that its pages
+  come from the NUMA node of the thread that opens the capture) is placed on the GPU's
+  or NIC's node: the thread opening the capture runs there while it does.
+* Captures do not pin onto each other's lanes, in one process or in several (several
+  Dask workers of one host, one per GPU): affinity.held_cpus.
+
+Each decision and each thing that could not be done (too few CPUs or cores, a GPU on a
+node this process may not use, an unknown node) is recorded in the `Placement`, which
+`cap.sizing` prints. Threads of the user's own and other processes are not moved:
+`isolcpus` or a cpuset keeps them off the lane cores (docs/hardware.md, "Tuning").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from .affinity import held_cpus
+from .cpu_topology import SYSFS, Topology, gpu_pci_address, netdev_numa_node, pci_numa_node
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a capture's threads run and its staging memory lies (module docstring).
+
+    lane_cpus: one CPU per pinned thread, in the source's order (None: not pinned);
+    other_cpus: where the starting thread, the threads it starts and the CUDA driver's
+    threads run while the capture does (None: left where they are); open_cpus: where the
+    opening thread runs while the staging memory is allocated (None: where it is);
+    decisions: what was chosen and why; unmet: what could not be done and why."""
+
+    lane_cpus: tuple[int, ...] | None
+    other_cpus: tuple[int, ...] | None
+    open_cpus: tuple[int, ...] | None
+    staging_node: int | None
+    decisions: tuple[str, ...] = ()
+    unmet: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        lines = [f"  {d}" for d in self.decisions]
+        lines += [f"  could not: {u}" for u in self.unmet]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Need:
+    """What a capture asks of the placement: `threads` to pin (a source's `cpus` list),
+    `given` CPUs for them (None: choose; (): do not pin), `others` CPUs wanted for the
+    other busy threads, and the data's NUMA node (`near`, None: unknown) with what it is
+    (`near_what`, e.g. "GPU cuda:0 (0000:1b:00.0)")."""
+
+    threads: int
+    given: tuple[int, ...] | None = None
+    others: int = 1
+    near: int | None = None
+    near_what: str = ""
+    gpu: bool = False
+    busy: frozenset[int] = field(default_factory=frozenset)
+
+
+def _cores_in_order(
+    topo: Topology, cpus: Iterable[int], near: int | None, busy: frozenset[int]
+) -> list[list[int]]:
+    """The physical cores among `cpus` (each the list of its CPUs among them): cores
+    with no `busy` CPU first, those on node `near` first, then by node; within a node
+    the highest-numbered core first."""
+    cores: dict[tuple[int, ...], list[int]] = {}
+    for c in sorted(cpus):
+        cores.setdefault(topo.core[c], []).append(c)
+
+    def key(members: list[int]) -> tuple[bool, bool, int, int]:
+        core = topo.core[members[0]]
+        n = topo.node[members[0]]
+        return (bool(busy & set(core)), n != near, n, -core[0])
+
+    return sorted(cores.values(), key=key)
+
+
+def _cpu_order(
+    topo: Topology, cpus: Iterable[int], near: int | None, busy: frozenset[int] = frozenset()
+) -> list[int]:
+    """One CPU per physical core first (in core order), then their hyperthread siblings."""
+    cores = _cores_in_order(topo, cpus, near, busy)
+    depth = max((len(c) for c in cores), default=0)
+    return [c[i] for i in range(depth) for c in cores if i < len(c)]
+
+
+def _fmt(cpus: Iterable[int]) -> str:
+    """A CPU set as a kernel CPU list ("0-3,8")."""
+    out: list[str] = []
+    run: list[int] = []
+    for c in sorted(set(cpus)):
+        if run and c == run[-1] + 1:
+            run.append(c)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [c]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(out) or "none"
+
+
+def plan_placement(need: Need, topo: Topology) -> Placement:
+    """The placement for `need` on `topo` (pure: the tests give it fake topologies)."""
+    decisions: list[str] = []
+    unmet: list[str] = []
+    busy = need.busy & set(topo.cpus)
+    free = [c for c in topo.cpus if c not in busy]
+    if busy:
+        decisions.append(
+            f"CPUs {_fmt(busy)} held by the lanes of other captures (this process's or "
+            "another's): not used"
+        )
+    k = need.threads
+    if need.given is not None:
+        lanes: tuple[int, ...] | None = need.given or None
+        decisions.append(
+            f"lane threads pinned to the CPUs given: {_fmt(need.given)}"
+            if need.given
+            else "lane threads not pinned (cpus=() given)"
+        )
+    elif k == 0:
+        lanes = None
+    elif k >= len(free):
+        lanes = None
+        unmet.append(
+            f"pin {k} lane thread(s): this process may use {len(free)} CPU(s) "
+            f"({_fmt(free)}), which would leave none for the consumer; lanes not pinned"
+        )
+    else:
+        order = _cpu_order(topo, free, need.near, frozenset(busy))
+        lanes = tuple(order[:k])
+        n_cores = len({topo.core[c] for c in free})
+        near = (
+            f" (node {need.near}, the {need.near_what}'s, first)" if need.near is not None else ""
+        )
+        decisions.append(
+            f"{k} lane thread(s) pinned to CPUs {', '.join(map(str, lanes))}, one per "
+            f"physical core{near}"
+        )
+        if k > n_cores:
+            unmet.append(
+                f"a physical core per lane: {k} lane threads, {n_cores} cores free; "
+                f"{k - n_cores} lane(s) share a core with another (hyperthread siblings)"
+            )
+        if need.near is not None:
+            off = [c for c in lanes if topo.node[c] != need.near]
+            if off:
+                unmet.append(
+                    f"every lane on node {need.near} (the {need.near_what}'s): "
+                    f"{len(off)} lane(s) on CPUs {_fmt(off)} of another node, their writes "
+                    "cross the link between the sockets"
+                )
+
+    others: tuple[int, ...] | None = None
+    if lanes:
+        taken = {topo.core[c] for c in lanes}
+        rest = [c for c in free if c not in lanes]
+        apart = [c for c in rest if topo.core[c] not in taken]
+        others = tuple(apart or rest) or None
+        what = "the consumer (the thread that starts the capture)" + (
+            ", the GPU copy and recycle threads and the CUDA driver's threads" if need.gpu else ""
+        )
+        if others is None:
+            unmet.append(f"keep {what} off the lane CPUs: no CPU is left over")
+        else:
+            decisions.append(f"{what} kept on CPUs {_fmt(others)}, off the lane cores")
+            if not apart:
+                unmet.append(
+                    "a physical core for the other threads: they share cores with lanes "
+                    f"(hyperthread siblings {_fmt(others)})"
+                )
+            if len(others) < need.others:
+                unmet.append(
+                    f"{need.others} CPUs for them: {len(others)} left over; they share "
+                    f"{'it' if len(others) == 1 else 'them'}"
+                )
+
+    open_cpus: tuple[int, ...] | None = None
+    staging: int | None = None
+    one_node = len(topo.nodes) == 1 and need.near in (None, topo.nodes[0])
+    if one_node and (need.gpu or need.near is not None):
+        staging = topo.nodes[0]
+        decisions.append(f"one NUMA node ({staging}): staging memory is local to every CPU")
+    elif need.near is None:
+        if need.gpu:
+            unmet.append(
+                f"place staging memory near the {need.near_what or 'GPU'}: its NUMA node is "
+                "unknown (sysfs numa_node); it lies where the kernel puts it"
+            )
+    else:
+        on_node = [c for c in topo.cpus if topo.node[c] == need.near]
+        if not on_node:
+            unmet.append(
+                f"place staging memory on node {need.near} (the {need.near_what}'s): this "
+                f"process may not run there (CPUs {_fmt(topo.cpus)}); it lies where the "
+                "kernel puts it"
+            )
+        else:
+            staging = need.near
+            # Briefly (the allocation), and on a lane's CPU only where the node has no other.
+            quiet = [c for c in on_node if c not in busy and c not in (lanes or ())]
+            open_cpus = tuple(quiet or on_node)
+            decisions.append(
+                f"staging memory on node {need.near} (the {need.near_what}'s): allocated "
+                f"from CPUs {_fmt(open_cpus)} there"
+            )
+    return Placement(lanes, others, open_cpus, staging, tuple(decisions), tuple(unmet))
+
+
+def place(
+    threads: int,
+    given: tuple[int, ...] | None,
+    device: str,
+    nic: str = "",
+    root: str = SYSFS,
+) -> Placement:
+    """The placement on this machine (its sysfs under `root`), beside the other captures
+    of this process, of a capture whose source pins `threads` threads (to the CPUs
+    `given`, None: chosen here), delivering into `device` ("cpu", "cuda:N"), receiving on
+    network interface `nic` ("": none named)."""
+    from .gpu import parse_device
+
+    ordinal = parse_device(device)
+    near, what = None, ""
+    if ordinal is not None:
+        address = gpu_pci_address(ordinal)
+        what = f"GPU {device}" + (f" at {address}" if address else "")
+        near = pci_numa_node(address, root) if address else None
+    elif nic:
+        what = f"NIC {nic}"
+        near = netdev_numa_node(nic, root)
+    need = Need(
+        threads=threads,
+        given=given,
+        others=1 + (2 if ordinal is not None else 0),
+        near=near,
+        near_what=what,
+        gpu=ordinal is not None,
+    )
+    topo = Topology.read(root=root)
+    return plan_placement(replace(need, busy=held_cpus(topo.cpus)), topo)
