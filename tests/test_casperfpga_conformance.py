@@ -316,10 +316,15 @@ import json, sys
 import casperfpga
 import casperfpga_ext  # registers xps:fourhundred_gbe with casperfpga
 fpga = casperfpga.CasperFpga("127.0.0.1", int(sys.argv[1]), transport=casperfpga.KatcpTransport)
-fpga.get_system_information(sys.argv[2])
-out = {n: [type(g).__name__, g.address, str(g.ip_address)] for n, g in fpga.gbes.items()}
-fpga.transport.stop()
-fpga.transport.join(10)
+try:
+    fpga.get_system_information(sys.argv[2])
+    out = {
+        n: [type(g).__name__, g.address, str(g.ip_address), str(g.mac)]
+        for n, g in ((n, getattr(fpga.gbes, n)) for n in fpga.gbes.names())
+    }
+finally:
+    fpga.transport.stop()
+    fpga.transport.join(10)
 print("RESULT " + json.dumps(out))
 """
 
@@ -336,8 +341,9 @@ def test_two_cores_are_two_fourhundredgbes_to_the_real_casperfpga(
     with board_server(fpg, image, BASE, TIMEOUT) as (port, _out):
         argv = [casperfpga_python, str(ROOT / "examples" / "configure_core.py"), "127.0.0.1"]
         argv += ["--port", str(port), "--fpg", str(fpg)]
-        argv += ["--gbe", "gbe0:ip=10.0.0.10,mac=02:00:0a:00:00:0a,netmask=255.255.255.0"]
-        argv += ["--gbe", "gbe1:ip=10.0.1.10,mac=02:00:0a:00:01:0a,netmask=255.255.255.0"]
+        # Addresses other than the design's start-up ones: what is read back was written.
+        argv += ["--gbe", "gbe0:ip=10.0.0.11,mac=02:00:0a:00:00:0b,netmask=255.255.255.0"]
+        argv += ["--gbe", "gbe1:ip=10.0.1.11,mac=02:00:0a:00:01:0b,netmask=255.255.255.0"]
         argv += ["--arp=10.0.0.20=0c:42:a1:00:00:14", "--arp=10.0.1.20=0c:42:a1:00:01:14"]
         done = subprocess.run(argv, env=casperfpga_env, capture_output=True, text=True, timeout=180)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -349,8 +355,18 @@ def test_two_cores_are_two_fourhundredgbes_to_the_real_casperfpga(
         assert got.returncode == 0, got.stdout[-3000:] + got.stderr[-3000:]
     result = json.loads(got.stdout.split("RESULT ", 1)[1])
     assert result == {
-        "gbe0": ["FourHundredGbe", reg_address(memory_map, "gbe0"), "10.0.0.10"],
-        "gbe1": ["FourHundredGbe", reg_address(memory_map, "gbe1"), "10.0.1.10"],
+        "gbe0": [
+            "FourHundredGbe",
+            reg_address(memory_map, "gbe0"),
+            "10.0.0.11",
+            "02:00:0A:00:00:0B",
+        ],
+        "gbe1": [
+            "FourHundredGbe",
+            reg_address(memory_map, "gbe1"),
+            "10.0.1.11",
+            "02:00:0A:00:01:0B",
+        ],
     }
     arp = regmap.REGIONS["arp_table"].offset + 8 * 20
     for gbe, low in (("gbe0", 0xA1000014), ("gbe1", 0xA1000114)):
