@@ -137,6 +137,15 @@ async def bring_up(dut: Any, cfg: dict) -> tuple[Host, list[Port]]:
     return host, ports
 
 
+async def booted(host: Host, ports: list[Port]) -> None:
+    """Each core holding its block's addresses (the boot writer holds the bus off until it
+    has written them), and the time for them to cross into the MAC clock domain."""
+    for p in ports:
+        ip = await host.core_reg(p.block, "ip")
+        assert ip == addressing.parse_ip(p.meta["fab_ip"]), f"{p.block} ip {ip:#x}"
+    await Timer(300, unit="ns")
+
+
 async def configure(host: Host, port: Port) -> None:
     """The block's start-up values read back from its own core; the next hop's ARP entry,
     the fabric enable and the generator's destination, through the port's own registers."""
@@ -270,6 +279,8 @@ async def each_port_answers_arp_with_its_own_address(dut) -> None:  # noqa: ANN0
     one port to the other."""
     cfg = json.loads(os.environ["CASPER400G_TOP2_CONFIG"])
     host, ports = await bring_up(dut, cfg)
+    # A request before a core's boot has written its address would ask for another IP.
+    await booted(host, ports)
     for p, other in zip(ports, ports[::-1], strict=True):
         peer_ip = p.dest_ip
         p.rx.send_nowait(arp_request(p.meta["fab_ip"], peer_ip))
