@@ -30,6 +30,10 @@
    checked against the models, the two hosts' spectra side by side in one PNG (the tone
    in the host that takes its channel), and the array's loss account against the core's
    counter.
+10. Two ports (demo_2port.py): examples/pktgen2x400g's twin, each port a TAP device of its
+   own answering arping and ping with its core's address, both cores configured in one
+   run of configure_core.py, both streams into one host (a capture per stream id), every
+   payload and count checked, the status a line per port.
 """
 
 from __future__ import annotations
@@ -132,6 +136,10 @@ def run(verbose: bool = False, config: dict | None = None, tx_frames: int = 100)
         from . import demo_cluster
 
         status = demo_cluster.run(console, build)
+    if status == 0:
+        from . import demo_2port
+
+        status = demo_2port.run(console)
     console.rule(
         f"[bold]casper400g demo: {'done' if status == 0 else 'FAILED'} in "
         f"{time.monotonic() - t_demo:.0f} s"

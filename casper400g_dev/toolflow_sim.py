@@ -12,6 +12,9 @@ from . import checkout, sim
 
 EXAMPLE_DESIGN = checkout.ROOT / "examples" / "pktgen_400g" / "design.yaml"
 COCOTB_MODULE = "cocotb_top_pktgen"
+# Two 400GbE blocks, a generator each (examples/pktgen2x400g).
+TWO_PORT_DESIGN = checkout.ROOT / "examples" / "pktgen2x400g" / "design.yaml"
+COCOTB_MODULE_2PORT = "cocotb_top_2port"
 
 # What the simulation sends: (UDP payload bytes, pktgen period in user_clk cycles, count).
 # 1000 B exercises a partial last word; 8192 B is the example stream's default size.
@@ -21,11 +24,13 @@ DEFAULT_BURSTS = (
 )
 
 
-def build_example(out: Path, progress: Callable[[str], None] | None = None) -> BuildResult:
+def build_example(
+    out: Path, progress: Callable[[str], None] | None = None, design: Path = EXAMPLE_DESIGN
+) -> BuildResult:
     from mlib_devel_400g.design import Design
     from mlib_devel_400g.toolflow import Toolflow
 
-    per = Design(EXAMPLE_DESIGN).to_jasper_per(out)
+    per = Design(design).to_jasper_per(out)
     return Toolflow(per, out, progress=progress).run(backend="none")
 
 
@@ -54,3 +59,48 @@ def config(
 
 def env(cfg: dict) -> dict[str, str]:
     return {"CASPER400G_TOP_CONFIG": json.dumps(cfg)}
+
+
+def config_2port(build: BuildResult, frames: int = 128, size: int = 8192) -> dict:
+    """What the two-port simulation (verification/cocotb_top_2port.py) needs of a build of
+    examples/pktgen2x400g: device addresses, each block's mask parameters, and per port
+    its block, cage, generator registers, stream id and the next hop on its own subnet."""
+    gbes = sorted(
+        (b for b in build.blocks if b.tag == "xps:fourhundred_gbe"), key=lambda b: int(b.port)
+    )
+    if len(gbes) != 2:
+        raise ValueError(f"{build.model}: {len(gbes)} 400GbE blocks, the simulation wants two")
+    user = _user_parameters(build)
+    ports = []
+    for k, gbe in enumerate(gbes):
+        ip = gbe.meta()["fab_ip"].rsplit(".", 1)[0] + ".20"
+        ports.append(
+            {
+                "block": gbe.name,
+                "cage": int(gbe.port),
+                "regs": f"p{k}_",
+                "dest_ip": ip,
+                "dest_mac": f"0c:42:a1:00:{k:02x}:14",
+                "dest_port": 7148 + k,
+                "stream_id": int(user[f"STREAM_ID{k}"]),
+            }
+        )
+    return {
+        "devices": {i.regname: i.base for i in build.interfaces},
+        "gbes": {b.name: b.meta() for b in gbes},
+        "ports": ports,
+        "frames": frames,
+        "size": size,
+    }
+
+
+def _user_parameters(build: BuildResult) -> dict[str, str]:
+    """The user module's HDL parameters, as the build's wrapper passes them."""
+    import re
+
+    text = (build.build_dir / "user" / f"{build.model}.v").read_text()
+    return dict(re.findall(r"\.(STREAM_ID\d)\(([^)]*)\)", text))
+
+
+def env_2port(cfg: dict) -> dict[str, str]:
+    return {"CASPER400G_TOP2_CONFIG": json.dumps(cfg)}

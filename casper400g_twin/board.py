@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import os
 import threading
 import time
@@ -104,19 +105,24 @@ class Network:
             )
 
 
-def status_line(prev: dict[str, Any], now: dict[str, Any]) -> str:
-    """One line: simulated cycles/s, effective Gb/s and frames each way since ``prev``."""
+def status_lines(prev: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """The status since ``prev``: simulated cycles/s and time, then one line per port (its
+    block's MAC): effective Gb/s and frames each way, the link's faults, DCMAC rule
+    violations."""
     dt = max(now["wall_s"] - prev["wall_s"], 1e-9)
     rate = (now["user_cycles"] - prev["user_cycles"]) / dt
-    parts = [f"{rate / 1e3:7.1f} kcycles/s", f"sim {now['sim_fs'] / 1e12:9.3f} ms"]
+    head = f"{rate / 1e3:7.1f} kcycles/s | sim {now['sim_fs'] / 1e12:9.3f} ms"
+    if now.get("idle"):
+        head += " | idle"
+    lines = [head]
     for name, m in now["macs"].items():
-        p = prev["macs"][name]
+        p = prev["macs"].get(name, m)
         gbps = 8 * (m["to_host_bytes"] - p["to_host_bytes"]) / dt / 1e9
         link = m["link"]
-        parts.append(
+        parts = [
             f"{name}: FPGA->host {m['to_host_frames']:,} frames {gbps:6.3f} Gb/s, "
             f"host->FPGA {m['from_host_frames']:,} frames"
-        )
+        ]
         if link["dropped"] or link["duplicated"] or link["delayed"]:
             parts.append(
                 f"link dropped {link['dropped']} duplicated {link['duplicated']} "
@@ -124,9 +130,39 @@ def status_line(prev: dict[str, Any], now: dict[str, Any]) -> str:
             )
         if m["violations"]:
             parts.append(f"DCMAC rule broken x{m['violations']}: {m['violation']}")
-    if now.get("idle"):
-        parts.append("idle")
-    return " | ".join(parts)
+        lines.append(" | ".join(parts))
+    return lines
+
+
+def status_line(prev: dict[str, Any], now: dict[str, Any]) -> str:
+    """:func:`status_lines` on one line (a design with one port)."""
+    return " | ".join(status_lines(prev, now))
+
+
+def port_host(host: HostSide, k: int, meta: dict[str, str] | None) -> HostSide:
+    """The host side of block ``k``'s link: ``host`` for the first; for another, its own
+    interface ``c4g<k>`` (MAC ``host``'s + k) with an address on that block's subnet (the
+    host part of ``host``'s; from the block's ``fab_ip``/``fab_netmask``), or none when
+    the block's subnet is not one of its own (the same as an earlier port's, or no mask):
+    two interfaces on one subnet would leave the host's routes guessing."""
+    if k == 0:
+        return host
+    mac = int(host.mac.replace(":", ""), 16) + k
+    text = ":".join(f"{(mac >> s) & 0xFF:02x}" for s in range(40, -8, -8))
+    bare = HostSide(ip="", mac=text, ifname=f"c4g{k}", mtu=host.mtu)
+    try:
+        core = ipaddress.ip_interface(f"{meta['fab_ip']}/{meta['fab_netmask']}")  # type: ignore[index]
+    except (KeyError, TypeError, ValueError):
+        return bare
+    first = ipaddress.ip_interface(host.ip)
+    net = core.network
+    if net.prefixlen == 0 or net.overlaps(first.network):
+        return bare
+    hostpart = int(first.ip) & int(first.network.hostmask)
+    ip = ipaddress.ip_address(int(net.network_address) | (hostpart & int(net.hostmask)))
+    if ip in (core.ip, net.network_address, net.broadcast_address):
+        return bare
+    return HostSide(ip=f"{ip}/{net.prefixlen}", mac=text, ifname=f"c4g{k}", mtu=host.mtu)
 
 
 class TwinBoard:
@@ -209,6 +245,17 @@ class TwinBoard:
 
     def _ifname(self, index: int) -> str:
         return self.network.host.ifname if index == 0 else f"c4g{index}"
+
+    def host_side(self, block: str | None = None) -> HostSide:
+        """The host side of a block's link (tap mode): its interface, address and MAC."""
+        k = self.blocks.index(block) if block else 0
+        return port_host(self.network.host, k, self._block_meta(k))
+
+    def _block_meta(self, k: int) -> dict[str, str] | None:
+        if self.header is None or k >= len(self.blocks):
+            return None
+        b = self.header.blocks.get(self.blocks[k])
+        return dict(b.params) if b is not None else None
 
     # ---------------------------------------------------------------- lifetime
     def start(self) -> TwinBoard:
@@ -349,15 +396,14 @@ class TwinBoard:
             return self.network.switch.netns
         return self._netns().name
 
-    def _ensure_taps(self, blocks: tuple[str, ...]) -> None:
+    def _ensure_taps(self, blocks: tuple[str, ...], header: FpgHeader) -> None:
+        """A TAP device per block: a port of the switch, or in the twin's own namespace on
+        its block's subnet (:func:`port_host`)."""
         switch = self.network.switch
         have = "" if switch is not None else self._netns().run("ip", "-o", "link", "show").stdout
-        for k, _block in enumerate(blocks):
-            host = self.network.host
-            if k:  # further blocks: their own interface, no address (configure it yourself)
-                mac = int(host.mac.replace(":", ""), 16) + k
-                text = ":".join(f"{(mac >> s) & 0xFF:02x}" for s in range(40, -8, -8))
-                host = HostSide(ip="", mac=text, ifname=self._ifname(k), mtu=host.mtu)
+        for k, block in enumerate(blocks):
+            b = header.blocks.get(block)
+            host = port_host(self.network.host, k, dict(b.params) if b else None)
             if switch is not None:
                 if host.ifname not in self._switch_ports:
                     if switch.has(host.ifname):
@@ -373,6 +419,7 @@ class TwinBoard:
             if host.ip:
                 self._netns().add_tap(host)
             else:
+                self.say(f"{block}: its subnet is not its own, {host.ifname} has no address")
                 self._netns().add_tap_bare(host)
 
     # ---------------------------------------------------------------- programming
@@ -419,7 +466,7 @@ class TwinBoard:
             with self._lock:
                 self._stop_design()
                 if self.mode == "tap":
-                    self._ensure_taps(build.blocks)
+                    self._ensure_taps(build.blocks, header)
                 self.build, self.header = build, header
                 self.ports = self._port_specs(build.blocks, fds)
                 self._harness = Harness(build.exe, self.ports, fds=fds, user=user)
@@ -502,6 +549,11 @@ class TwinBoard:
         now = self.stats()
         return status_line(prev or now, now), now
 
+    def status_lines(self, prev: dict[str, Any] | None = None) -> tuple[list[str], dict[str, Any]]:
+        """The status since ``prev``, a line per port after the simulation's own."""
+        now = self.stats()
+        return status_lines(prev or now, now), now
+
     def describe(self) -> list[str]:
         """What the twin is and where to reach it, for the user."""
         lines = [f"KATCP board server on {self.katcp_host}:{self.katcp_port}"]
@@ -516,11 +568,18 @@ class TwinBoard:
                 f"bridge {switch.bridge} in network namespace {switch.netns}, the FPGA behind it"
             )
         elif self.mode == "tap" and self.netns is not None:
-            host = self.network.host
             lines.append(
-                f"network namespace {self.netns.name}: {host.ifname} {host.ip} {host.mac} "
-                "is the host's NIC, the FPGA behind it"
+                f"network namespace {self.netns.name}: an interface per 400GbE block is the "
+                "host's NIC, the FPGA behind it"
             )
+            for k, block in enumerate(self.blocks or ("",)):
+                host = port_host(self.network.host, k, self._block_meta(k))
+                meta = self._block_meta(k) or {}
+                core = f" -> {block} {meta.get('fab_ip', '?')} {meta.get('fab_mac', '?')}"
+                lines.append(
+                    f"  {host.ifname} {host.ip or '(no address)'} {host.mac}"
+                    + (core if block else "")
+                )
             lines.append(f"  e.g. ip netns exec {self.netns.name} ping <core IP>")
         elif self.mode == "pcap":
             lines.append(f"no NIC: the FPGA's frames are written to {self.pcap}")

@@ -90,13 +90,21 @@ def run(args: argparse.Namespace) -> int:
         prev = board.stats()
         elapsed = 0.0
         tty = sys.stdout.isatty()
+        shown = 0  # status lines on the terminal, rewritten in place
         while not done.wait(args.interval):
             elapsed += args.interval
             if not board.harness_alive:
                 print("\ntwin: the design's process ended", file=sys.stderr)
                 return 1
-            line, prev = board.status(prev)
-            print(("\r" if tty else "") + line, end="" if tty else "\n", flush=True)
+            lines, prev = board.status_lines(prev)
+            # One port: one line (as before); several: the simulation's, then one per port.
+            text = [" | ".join(lines)] if len(lines) <= 2 else lines
+            if tty:
+                up = f"\x1b[{shown - 1}A" if shown > 1 else ""
+                print(up + "\r" + "\n".join(f"{ln}\x1b[K" for ln in text), end="", flush=True)
+                shown = len(text)
+            else:
+                print("\n".join(text), flush=True)
             if args.seconds is not None and elapsed >= args.seconds:
                 break
         if tty:

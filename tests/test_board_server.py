@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import ipaddress
 import os
 import random
@@ -1144,3 +1145,106 @@ def test_lines_are_split_in_linear_work(cuts: str):
     assert got == splitter_reference(stream, limit)
     assert splitter.fed == len(stream)
     assert splitter.scanned <= splitter.fed
+
+
+# ---------------------------------------------------------------- two cores in one design
+def _two_port_fpg(tmp_path: Path) -> tuple[Path, dict[str, FpgDevice]]:
+    """examples/pktgen2x400g's .fpg (its header as built; a placeholder image)."""
+    from mlib_devel_400g.design import Design
+    from mlib_devel_400g.toolflow import Toolflow
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "build"
+    per = Design(root / "examples" / "pktgen2x400g" / "design.yaml").to_jasper_per(out)
+    res = Toolflow(per, out, progress=None).run(backend="none")
+    fpg = tmp_path / "pktgen2x400g.fpg"
+    fpg.write_bytes(res.fpg_header.read_bytes() + gzip.compress(b"two-port image"))
+    return fpg, {d.name: d for d in res.devices}
+
+
+def test_configure_core_script_configures_both_cores(tmp_path: Path) -> None:
+    """The two-port design served by `casper400g board-server`: one run of
+    examples/configure_core.py sets gbe1's addresses and leaves gbe0's (its start-up
+    values), puts each ARP entry into the core on its subnet, enables both fabrics and
+    writes port 1's generator; the server's sensors cover both cores."""
+    fpg, devices = _two_port_fpg(tmp_path)
+    base = min(d.address for d in devices.values())
+    span = max(d.address + d.size for d in devices.values()) - base
+    mem = tmp_path / "bus.bin"
+    with open(mem, "wb") as f:
+        f.truncate(base + span)  # sparse: the window only is ever touched
+    g0, g1 = devices["gbe0"].address, devices["gbe1"].address
+
+    def reg(gbe: int, name: str) -> int:
+        return word_at(mem, gbe + regmap.REGISTERS[name].offset)
+
+    # gbe0 as its start-up configuration leaves it (the mask's values).
+    with open(mem, "r+b") as f:
+        for name, value in (
+            ("ip", int(ipaddress.IPv4Address("10.0.0.10"))),
+            ("netmask", 0xFFFFFF00),
+            ("mac_hi", 0x0200),
+            ("mac_lo", 0x0A00000A),
+            ("port", 7148),
+        ):
+            f.seek(g0 + regmap.REGISTERS[name].offset)
+            f.write(value.to_bytes(4, sys.byteorder))
+    root = Path(__file__).resolve().parents[1]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+    }
+    script = [sys.executable, str(root / "examples" / "configure_core.py"), "127.0.0.1"]
+    with board_server(fpg, mem, base, 30.0) as (port, _out):
+        argv = [*script, "--port", str(port), "--gbe", "gbe0"]
+        argv += [
+            "--gbe",
+            "gbe1:ip=10.0.1.11,mac=02:00:0a:00:01:0b,port=7150,gateway=10.0.1.1,netmask=255.255.255.0",
+        ]
+        argv += ["--arp", "10.0.1.20=0c:42:a1:00:01:14", "--arp", "10.0.0.20=0c:42:a1:00:00:14"]
+        argv += ["--write", "p1_pkt_size=4096"]
+        run = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "MAC 02:00:0a:00:00:0a  IP 10.0.0.10  port 7148" in run.stdout
+        assert "MAC 02:00:0a:00:01:0b  IP 10.0.1.11  port 7150" in run.stdout
+        assert (reg(g0, "ip"), reg(g1, "ip")) == (0x0A00000A, 0x0A00010B)
+        assert (reg(g1, "mac_lo"), reg(g1, "port"), reg(g1, "gateway")) == (
+            0x0A00010B,
+            7150,
+            0x0A000101,
+        )
+        arp = regmap.REGIONS["arp_table"].offset + 8 * 20
+        assert (word_at(mem, g0 + arp), word_at(mem, g0 + arp + 4)) == (0x10C42, 0xA1000014)
+        assert (word_at(mem, g1 + arp), word_at(mem, g1 + arp + 4)) == (0x10C42, 0xA1000114)
+        fabric = regmap.REGISTERS["ctrl"].field("fabric_en")
+        assert fabric.get(reg(g0, "ctrl")) == fabric.get(reg(g1, "ctrl")) == 1
+        assert word_at(mem, devices["p1_pkt_size"].address) == 4096
+        assert word_at(mem, devices["p0_pkt_size"].address) == 0  # port 0's untouched
+
+        fpga = Fpga("127.0.0.1", port=port, timeout=TIMEOUT)
+        try:
+            fpga.get_system_information()
+            assert sorted(fpga.gbes) == ["gbe0", "gbe1"]
+            assert (fpga.gbes.gbe1.address, fpga.gbes.gbe1.meta["fab_ip"]) == (g1, "10.0.1.10")
+            assert str(fpga.gbes.gbe1.ip_address) == "10.0.1.11"
+        finally:
+            fpga.transport.close()  # type: ignore[attr-defined]
+        raw = Raw(port)
+        raw.send(b"?sensor-list")
+        names = {ln.split()[1].decode() for ln in raw.until(b"!sensor-list")[:-1]}
+        assert {"gbe0.link-up", "gbe1.link-up", "gbe1.tx-frames"} <= names
+
+        bad = subprocess.run(
+            [*script, "--port", str(port), "--gbe", "gbe0", "--gbe", "gbe1",
+             "--arp", "10.0.9.20=0c:42:a1:00:09:14"],
+            capture_output=True, text=True, timeout=60, env=env,
+        )  # fmt: skip
+        assert bad.returncode == 1
+        assert "ARP entry 10.0.9.20 is on no core's subnet (gbe0 10.0.0.10/255.255.255.0" in (
+            bad.stderr
+        )
+    both = subprocess.run(
+        [*script, "--gbe", "gbe0", "--gbe", "gbe1", "--ip", "10.0.0.5"],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert both.returncode == 2 and "give each its own: --gbe NAME:ip=" in both.stderr

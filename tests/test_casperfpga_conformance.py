@@ -31,6 +31,7 @@ from verification.named_registers import agree
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tests" / "data" / "onehundredgbe_script.py"
 DESIGN = ROOT / "examples" / "pktgen_400g" / "design.yaml"
+TWO_PORT = ROOT / "examples" / "pktgen2x400g" / "design.yaml"
 BASE = 0xA4000000
 CLOCK_MHZ = 390.625  # board-server's default for a file-backed window
 TIMEOUT = 15.0
@@ -47,9 +48,9 @@ CONFIG: dict[str, Any] = {
 }
 
 
-def built_design(out: Path) -> tuple[Path, list[dict[str, Any]]]:
+def built_design(out: Path, design: Path = DESIGN) -> tuple[Path, list[dict[str, Any]]]:
     """The example design's .fpg (placeholder image: no Vivado) and memory map."""
-    assert cli.main(["build", str(DESIGN), "-o", str(out)]) == 0
+    assert cli.main(["build", str(design), "-o", str(out)]) == 0
     image = out / "placeholder.pdi"
     image.write_bytes(b"no bitstream: board-server maps the design without programming")
     assert cli.main(["mkfpg", str(out), "--image", str(image)]) == 0
@@ -307,3 +308,67 @@ def test_program_and_deprogram_flows(
         "words 0x00000000",
         "deprogrammed False",
     ]
+
+
+# What a casperfpga user's script sees of a design with two cores.
+GBES_SNIPPET = """
+import json, sys
+import casperfpga
+import casperfpga_ext  # registers xps:fourhundred_gbe with casperfpga
+fpga = casperfpga.CasperFpga("127.0.0.1", int(sys.argv[1]), transport=casperfpga.KatcpTransport)
+try:
+    fpga.get_system_information(sys.argv[2])
+    out = {
+        n: [type(g).__name__, g.address, str(g.ip_address), str(g.mac)]
+        for n, g in ((n, getattr(fpga.gbes, n)) for n in fpga.gbes.names())
+    }
+finally:
+    fpga.transport.stop()
+    fpga.transport.join(10)
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_two_cores_are_two_fourhundredgbes_to_the_real_casperfpga(
+    tmp_path: Path, casperfpga_python: str, casperfpga_env: dict[str, str]
+):
+    """examples/pktgen2x400g served by board-server: the real casperfpga's fpga.gbes has
+    gbe0 and gbe1, both FourHundredGbe at their own windows; examples/configure_core.py,
+    run with casperfpga, configures both in one run."""
+    fpg, memory_map = built_design(tmp_path / "build", TWO_PORT)
+    image = tmp_path / "bus.bin"
+    reset_image(image, memory_map)
+    with board_server(fpg, image, BASE, TIMEOUT) as (port, _out):
+        argv = [casperfpga_python, str(ROOT / "examples" / "configure_core.py"), "127.0.0.1"]
+        argv += ["--port", str(port), "--fpg", str(fpg)]
+        # Addresses other than the design's start-up ones: what is read back was written.
+        argv += ["--gbe", "gbe0:ip=10.0.0.11,mac=02:00:0a:00:00:0b,netmask=255.255.255.0"]
+        argv += ["--gbe", "gbe1:ip=10.0.1.11,mac=02:00:0a:00:01:0b,netmask=255.255.255.0"]
+        argv += ["--arp=10.0.0.20=0c:42:a1:00:00:14", "--arp=10.0.1.20=0c:42:a1:00:01:14"]
+        done = subprocess.run(argv, env=casperfpga_env, capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        assert "(casperfpga " in done.stdout
+        got = subprocess.run(
+            [casperfpga_python, "-c", GBES_SNIPPET, str(port), str(fpg)],
+            env=casperfpga_env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert got.returncode == 0, got.stdout[-3000:] + got.stderr[-3000:]
+    result = json.loads(got.stdout.split("RESULT ", 1)[1])
+    assert result == {
+        "gbe0": [
+            "FourHundredGbe",
+            reg_address(memory_map, "gbe0"),
+            "10.0.0.11",
+            "02:00:0A:00:00:0B",
+        ],
+        "gbe1": [
+            "FourHundredGbe",
+            reg_address(memory_map, "gbe1"),
+            "10.0.1.11",
+            "02:00:0A:00:01:0B",
+        ],
+    }
+    arp = regmap.REGIONS["arp_table"].offset + 8 * 20
+    for gbe, low in (("gbe0", 0xA1000014), ("gbe1", 0xA1000114)):
+        at = reg_address(memory_map, gbe) + arp
+        assert (word(image, at), word(image, at + 4)) == (0x10C42, low), gbe

@@ -1,6 +1,7 @@
-"""fhg_dcmac_vpk180 (the DCMAC/GTM wrapper; synthesis only): Verilator lint against a port-only
-black box of the block design that jasper_library/yellow_blocks/vpk180_ip.py generates, and its
-client ports against fhg_core's."""
+"""fhg_dcmac_vpk180 (the link control of one DCMAC; synthesis only) beside the block design
+jasper_library/yellow_blocks/vpk180_ip.py generates: the two joined by port name as the
+yellow block joins them in top.v, linted by Verilator against a port-only black box of the
+block design; the block design's client ports against fhg_core's."""
 
 from __future__ import annotations
 
@@ -40,40 +41,103 @@ def ports(path: Path, module: str) -> dict[str, tuple[str, int]]:
     return found
 
 
+def bd_ports() -> dict[str, tuple[str, int]]:
+    return {
+        port.name: ("input" if port.direction == "I" else "output", port.width)
+        for port in vpk180_ip.bd_wrapper_ports(vpk180_ip.DcmacGtmParams())
+    }
+
+
+def pair_top() -> str:
+    """A top level holding the link control and the block design, joined by port name (as
+    vpk180_dcmac joins them); every other port of either becomes a port of the top."""
+    link = ports(WRAPPER, "fhg_dcmac_vpk180")
+    bd = bd_ports()
+    decls, wires, lconns, bconns = [], [], [], []
+    for name, (direction, width) in link.items():
+        rng = f"[{width - 1}:0] " if width > 1 else ""
+        if name in bd:
+            wires.append(f"    wire {rng}w_{name};")
+            lconns.append(f".{name}(w_{name})")
+            bconns.append(f".{name}(w_{name})")
+        else:
+            decls.append(f"    {direction} wire {rng}l_{name}")
+            lconns.append(f".{name}(l_{name})")
+    for name, (direction, width) in bd.items():
+        if name not in link:
+            rng = f"[{width - 1}:0] " if width > 1 else ""
+            decls.append(f"    {direction} wire {rng}b_{name}")
+            bconns.append(f".{name}(b_{name})")
+    return (
+        "module pair (\n" + ",\n".join(decls) + "\n);\n" + "\n".join(wires) + "\n"
+        f"    fhg_dcmac_vpk180 u_link ({', '.join(lconns)});\n"
+        f"    {vpk180_ip.BD_NAME}_wrapper u_bd ({', '.join(bconns)});\n"
+        "endmodule\n"
+    )
+
+
 def lint_wrapper(tmp_path: Path, stub_text: str, *flags: str) -> subprocess.CompletedProcess:
-    """Verilator lint of the wrapper (and the bring-up it instantiates) against ``stub_text``
-    as the block design's wrapper."""
+    """Verilator lint of the link control (and the bring-up it instantiates) joined to
+    ``stub_text`` as the block design's wrapper."""
     root = sim.setup_verilator_env()
-    stub = tmp_path / "fhg_dcmac_bd_wrapper.v"
+    stub = tmp_path / f"{vpk180_ip.BD_NAME}_wrapper.v"
     stub.write_text(stub_text)
+    top = tmp_path / "pair.v"
+    top.write_text(pair_top())
     cmd = [str(root / "bin" / "verilator"), "--lint-only", *flags]
-    cmd += ["--top-module", "fhg_dcmac_vpk180"]
+    cmd += ["--top-module", "pair"]
     cmd += [str(HDL / "cdc/fhg_sync_bits.sv"), str(HDL / "link/fhg_link_bringup.sv")]
-    cmd += [str(WRAPPER), str(stub)]
+    cmd += [str(WRAPPER), str(stub), str(top)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
 
 
-def test_wrapper_lints_against_the_block_design_black_box(tmp_path: Path) -> None:
+def test_link_control_lints_joined_to_the_block_design_black_box(tmp_path: Path) -> None:
     res = lint_wrapper(tmp_path, vpk180_ip.bd_wrapper_stub(), "-Wall", "-Wno-DECLFILENAME")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "%Warning" not in res.stderr, res.stderr
 
 
 def test_lint_catches_a_port_the_block_design_lacks(tmp_path: Path) -> None:
-    stub = vpk180_ip.bd_wrapper_stub().replace("tx_axis_taf_0", "tx_axis_taf_x")
+    stub = vpk180_ip.bd_wrapper_stub().replace("tx_core_reset", "tx_core_reset_x")
     res = lint_wrapper(tmp_path, stub)
-    assert res.returncode != 0 and "tx_axis_taf_0" in res.stderr
+    assert res.returncode != 0 and "tx_core_reset" in res.stderr
+
+
+def test_block_design_side_is_the_block_designs_ports() -> None:
+    """Every port of the link control below its "block design" line is a block design port
+    of the same name and width, the other way round; the rest are fhg_core's or the
+    attachment's own."""
+    link = ports(WRAPPER, "fhg_dcmac_vpk180")
+    bd = bd_ports()
+    shared = set(link) & set(bd)
+    core = ports(HDL / "fhg_core.sv", "fhg_core")
+    assert {p for p in link if p not in shared} == {
+        *(p for p in core if p.startswith("link_")),
+        "gt_powergood",
+        "axil_clk",
+        "axil_rst_n",
+        "mac_clk",
+        "mac_rst",
+        "link_up",  # fhg_core's mac_link_up
+    }
+    for name in shared:
+        (ld, lw), (bdir, bw) = link[name], bd[name]
+        assert lw == bw and ld != bdir, (name, link[name], bd[name])
+    assert {p for p in shared if p.startswith("s_axi_")} == {
+        f"s_axi_{s}" for s, _d, _w in vpk180_ip.AXI_LITE_SIGNALS
+    }
+    assert "gt_reset_tx_datapath_in_3" in shared and "tx_serdes_reset" in shared
 
 
 def test_client_ports_match_fhg_core() -> None:
-    wrapper = ports(WRAPPER, "fhg_dcmac_vpk180")
+    bd = bd_ports()
     core = ports(HDL / "fhg_core.sv", "fhg_core")
     client = {n: v for n, v in core.items() if re.match(r"(tx|rx)_axis_", n)}
     assert len([n for n in client if n.startswith("tx_")]) == 3 + 6 * 8
     for name, (direction, width) in client.items():
-        assert name in wrapper, f"fhg_core port {name} missing on the wrapper"
+        assert name in bd, f"fhg_core port {name} missing on the block design"
         other = "output" if direction == "input" else "input"
-        assert wrapper[name] == (other, width), (name, wrapper[name], core[name])
+        assert bd[name] == (other, width), (name, bd[name], core[name])
     # The RX client ports fhg_core's receive path takes (same names as the DCMAC's).
     rx = ["rx_axis_tvalid_0"] + [
         f"rx_axis_{sig}{s}"
@@ -81,9 +145,9 @@ def test_client_ports_match_fhg_core() -> None:
         for sig in ("tdata", "tuser_ena", "tuser_sop", "tuser_eop", "tuser_err", "tuser_mty")
     ]
     for name in rx:
-        assert wrapper[name][0] == "output", name
-    assert wrapper["rx_axis_tdata7"] == ("output", 128)
-    assert wrapper["rx_axis_tuser_mty0"] == ("output", 4)
-    # Every TX client port of the wrapper exists on fhg_core.
-    tx_wrapper = {n for n in wrapper if n.startswith("tx_axis_")}
-    assert tx_wrapper <= set(core), tx_wrapper - set(core)
+        assert bd[name][0] == "output", name
+    assert bd["rx_axis_tdata7"] == ("output", 128)
+    assert bd["rx_axis_tuser_mty0"] == ("output", 4)
+    # Every TX client port of the block design but the preamble exists on fhg_core.
+    tx_bd = {n for n in bd if n.startswith("tx_axis_")}
+    assert tx_bd <= set(core), tx_bd - set(core)

@@ -314,6 +314,28 @@ def test_octave_design_writes_the_design_yamls_jasper_per_and_builds(tmp_path: P
 
 
 @needs_octave
+def test_octave_design_of_the_two_port_example_is_its_yaml(tmp_path: Path):
+    """examples/pktgen2x400g/pktgen2x400g_design.m writes the jasper.per and wrapper its
+    design.yaml gives: two 400GbE blocks, a generator's registers per port."""
+    from mlib_devel_400g.design import Design
+
+    here = ROOT / "examples/pktgen2x400g"
+    out = tmp_path / "build"
+    per = Design(here / "design.yaml").to_jasper_per(out)
+    want = yaml.safe_load(per.read_text())
+    want_wrapper = (out / "user/pktgen2x400g.v").read_text()
+    per.unlink()
+    (out / "user/pktgen2x400g.v").unlink()
+    octave(f"addpath('{here}'); pktgen2x400g_design('{out}');")
+    got = yaml.safe_load(per.read_text())
+    assert got == want
+    assert (out / "user/pktgen2x400g.v").read_text() == want_wrapper
+    blocks = got["yellow_blocks"]
+    assert [b["port"] for b in blocks.values() if b["tag"] == "xps:fourhundred_gbe"] == [0, 1]
+    assert sum(b["tag"] == "xps:sw_reg" for b in blocks.values()) == 2 * 20
+
+
+@needs_octave
 @pytest.mark.parametrize(
     ("code", "message"),
     [

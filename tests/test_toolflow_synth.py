@@ -28,3 +28,20 @@ def test_generated_top_synthesises(tmp_path: Path, capsys) -> None:  # noqa: ANN
     assert total["lut"] > 0
     assert (total["bram18"], total["bram36"], total["dsp"]) == (0, 0, 0)
     assert result["sources"][-1] == "top.v"
+
+
+def test_two_port_top_synthesises(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    """examples/pktgen2x400g: two cores and two generators on one bus. Each core is its own
+    blackbox (the core's figure, twice, is in docs/resources.md); the rest, the bus and
+    both generators with their register crossings, is mapped."""
+    build = toolflow_sim.build_example(tmp_path / "build", design=toolflow_sim.TWO_PORT_DESIGN)
+    result = synth(build.build_dir, progress=None, blackboxes=("fhg_tone_gen",))
+    with capsys.disabled():
+        print()
+        yosys.print_table(result)
+    total = result["total"]
+    assert total["other"] == {"fhg_core": 2, "fhg_tone_gen": 2}
+    # Each generator's six From-Processor registers, on both sides of their crossing.
+    assert total["ff"] >= 2 * 6 * 2 * 32
+    assert (total["bram18"], total["bram36"], total["dsp"]) == (0, 0, 0)
+    assert result["sources"][-1] == "top.v"

@@ -24,7 +24,15 @@ import pytest
 from casper400g_dev import checkout, toolflow_sim
 from casper400g_dev.twin import soak
 from casper400g_twin import build, claims, image
-from casper400g_twin.board import Network, TwinBoard, TwinError, status_line
+from casper400g_twin.board import (
+    Network,
+    TwinBoard,
+    TwinError,
+    port_host,
+    status_line,
+    status_lines,
+)
+from casper400g_twin.netns import HostSide
 from casperfpga_ext.fpg import GBE_TAG, FpgHeader, parse_fpg_header
 from verification import tone_model
 
@@ -91,6 +99,37 @@ def test_the_status_line_gives_cycles_per_second_gbps_and_frames():
     assert "100.0 kcycles/s" in line
     assert "FPGA->host 100 frames  0.003 Gb/s, host->FPGA 3 frames" in line
     assert "link dropped 2 duplicated 0 delayed 1" in line
+
+
+def test_the_status_has_a_line_per_port():
+    two = [stats(1.0, 0, 0, 0), stats(3.0, 200_000, 100, 100 * 8234)]
+    for s, frames in zip(two, (0, 40), strict=True):
+        port1 = dict(s["macs"]["gbe0"], to_host_frames=frames, to_host_bytes=frames * 8234)
+        s["macs"]["gbe1"] = dict(port1, link=dict(port1["link"], dropped=0, delayed=0))
+    lines = status_lines(*two)
+    assert len(lines) == 3 and "100.0 kcycles/s" in lines[0]
+    assert lines[1].startswith("gbe0: FPGA->host 100 frames  0.003 Gb/s")
+    assert lines[2] == "gbe1: FPGA->host 40 frames  0.001 Gb/s, host->FPGA 3 frames"
+    assert status_line(*two) == " | ".join(lines)
+
+
+def test_each_port_gets_a_host_side_on_its_own_subnet():
+    """The twin's interface per block: the first is the configured host; another takes the
+    same host part on its block's subnet, its own name and MAC; a block sharing a subnet
+    with an earlier port gets an interface without an address."""
+    host = HostSide(ip="10.0.0.20/24", mac="0c:42:a1:00:00:14")
+    assert port_host(host, 0, {"fab_ip": "10.0.5.10", "fab_netmask": "255.255.255.0"}) == host
+    one = port_host(host, 1, {"fab_ip": "10.0.1.10", "fab_netmask": "255.255.255.0"})
+    assert (one.ip, one.mac, one.ifname) == ("10.0.1.20/24", "0c:42:a1:00:00:15", "c4g1")
+    wide = port_host(host, 2, {"fab_ip": "172.16.9.1", "fab_netmask": "255.255.0.0"})
+    assert wide.ip == "172.16.0.20/16"
+    for meta in (
+        {"fab_ip": "10.0.0.11", "fab_netmask": "255.255.255.0"},  # port 0's subnet
+        {"fab_ip": "10.0.1.20", "fab_netmask": "255.255.255.0"},  # the host's own address
+        {"fab_ip": "10.0.1.10"},  # no mask
+        None,
+    ):
+        assert port_host(host, 1, meta).ip == "", meta
 
 
 def test_network_modes_are_checked():

@@ -31,11 +31,15 @@ from mlib_devel_400g.design import Design, DesignError
 from mlib_devel_400g.toolflow import BuildResult, Toolflow, ToolflowError, jasper_imports, lint
 
 EXAMPLE = checkout.ROOT / "examples" / "pktgen_400g" / "design.yaml"
+TWO_PORT = checkout.ROOT / "examples" / "pktgen2x400g" / "design.yaml"
 STUB = Path(__file__).with_name("tcl") / "vivado_bd_stub.tcl"
 PLATFORM_YAML = paths.JASPER_LIBRARY / "platforms" / "vpk180.yaml"
 
 jasper_imports()
-from yellow_blocks import vpk180, vpk180_ip  # noqa: E402  (jasper's import convention)
+from yellow_blocks import vpk180, vpk180_dcmac, vpk180_ip  # noqa: E402  (jasper's import convention)
+
+# The example's one block is on cage 0: its DCMAC block design.
+BD0 = vpk180_dcmac.bd_name(0)
 
 
 def build(design: Path, out: Path, platform: str | None = "vpk180") -> BuildResult:
@@ -167,7 +171,7 @@ def test_lists_every_ip_property(init: Recorded) -> None:
                 else:
                     lines.append(f"      {key} = {value}")
     print("\n" + "\n".join(lines))
-    assert sorted(init.designs) == sorted([vpk180.BD_NAME, vpk180_ip.BD_NAME])
+    assert sorted(init.designs) == sorted([vpk180.BD_NAME, BD0])
     assert init.cells[vpk180.BD_NAME] == {
         vpk180.CIPS_CELL: "xilinx.com:ip:versal_cips",
         vpk180.RESET_CELL: "xilinx.com:ip:proc_sys_reset",
@@ -255,7 +259,7 @@ def test_axi4lite_path_and_address_window(init: Recorded) -> None:
 
 
 def test_dcmac_block_design_takes_the_cage_and_clocks(init: Recorded) -> None:
-    d = vpk180_ip.BD_NAME
+    d = BD0
     dc = init.config(d, f"cell:{vpk180_ip.DCMAC_CELL}")
     for key, value in vpk180_ip.SPEC_DCMAC_CONFIG.items():
         assert dc[key] == value, key
@@ -281,7 +285,7 @@ def test_build_tree(example: BuildResult) -> None:
         "memory_map.json",
         "fpg_header.txt",
         f"lint/stubs/{vpk180.BD_NAME}.v",
-        f"lint/stubs/{vpk180_ip.BD_NAME}_wrapper.v",
+        f"lint/stubs/{BD0}_wrapper.v",
     ):
         assert (out / rel).is_file(), rel
     tcl = (out / "vivado/build.tcl").read_text()
@@ -330,41 +334,54 @@ def test_xdc_has_refclk_and_gt_locations(example: BuildResult) -> None:
         assert f"set_clock_groups -asynchronous -group {a} -group {b}" in xdc
 
 
-def test_top_joins_the_dcmac_wrapper_to_the_core(example: BuildResult) -> None:
+def _instance(top: str, module: str, name: str) -> dict[str, str]:
+    m = re.search(rf"{module} (?:#\(.*?\) )?{name} \((.*?)\);", top, re.S)
+    assert m is not None, (module, name)
+    return dict(re.findall(r"\.(\w+)\(([^()]*)\)", m.group(1)))
+
+
+def test_top_joins_the_dcmac_to_the_core(example: BuildResult) -> None:
     top = (example.build_dir / "top.v").read_text()
-    cips = re.search(r"vpk180_bd vpk180_bd_inst \((.*?)\);", top, re.S)
-    assert cips is not None
+    cips = _instance(top, "vpk180_bd", "vpk180_bd_inst")
     for sig in ("awaddr", "rdata", "bresp"):
-        assert f".M_AXI_{sig}(M_AXI_{sig})" in cips.group(1)
-    assert ".axil_clk(axil_clk)" in cips.group(1) and ".sys_clk(sys_clk)" in cips.group(1)
+        assert cips[f"M_AXI_{sig}"] == f"M_AXI_{sig}"
+    assert cips["axil_clk"] == "axil_clk" and cips["sys_clk"] == "sys_clk"
     # The XSG block's clock source is the platform's sys_clk: user_clk is driven from it.
     assert "assign user_clk = sys_clk;" in top
-    m = re.search(
-        r"fhg_dcmac_vpk180 #\(\s*\.AXIL_CLK_HZ\(100000000\)\s*\) (\w+) \((.*?)\);", top, re.S
-    )
-    assert m is not None and m.group(1) == "pktgen_400g_gbe0_dcmac"
-    mac = dict(re.findall(r"\.(\w+)\(([^()]*)\)", m.group(2)))
-    core_m = re.search(r"fhg_core #\(.*?\) pktgen_400g_gbe0_core \((.*?)\);", top, re.S)
-    assert core_m is not None
-    core = dict(re.findall(r"\.(\w+)\(([^()]*)\)", core_m.group(1)))
+    assert re.search(r"fhg_dcmac_vpk180 #\(\s*\.AXIL_CLK_HZ\(100000000\)\s*\) ", top)
+    link = _instance(top, "fhg_dcmac_vpk180", "pktgen_400g_gbe0_dcmac")
+    bd = _instance(top, f"{BD0}_wrapper", "pktgen_400g_gbe0_dcmac_bd")
+    core = _instance(top, "fhg_core", "pktgen_400g_gbe0_core")
     jasper_imports()
     from yellow_blocks.fourhundred_gbe_hdl import module_ports
 
     core_ports = module_ports(paths.FHG_HDL / "fhg_core.sv", "fhg_core")
-    link = [p for p in core_ports if p.startswith("link_")] + ["gt_powergood"]
-    assert len(link) == 16
-    for p in link + [p for p in core_ports if re.match(r"(tx|rx)_axis_", p)]:
-        assert core[p] == mac[p], p  # the same wire on both
-    for core_port, mac_port in (
-        ("tx_mac_clk", "mac_clk"),
-        ("rx_mac_clk", "mac_clk"),
+    status = [p for p in core_ports if p.startswith("link_")] + ["gt_powergood"]
+    assert len(status) == 16
+    for p in status:
+        assert core[p] == link[p], p  # the same wire on both
+    client = [p for p in core_ports if re.match(r"(tx|rx)_axis_", p)]
+    assert client
+    for p in client:
+        assert core[p] == bd[p], p  # the client ports go straight to the DCMAC
+    # The MAC clock is the block design's axis_clk; reset and link from the link control.
+    mac_clk = bd["axis_clk"]
+    assert core["tx_mac_clk"] == core["rx_mac_clk"] == link["mac_clk"] == mac_clk
+    for core_port, link_port in (
         ("tx_mac_rst", "mac_rst"),
         ("rx_mac_rst", "mac_rst"),
         ("mac_link_up", "link_up"),
     ):
-        assert core[core_port] == mac[mac_port], core_port
-    assert mac["gt_refclk_p"] == "fhg0_gt_refclk_p" and mac["gtm_q1_tx_n"] == "fhg0_gtm_q1_tx_n"
-    assert mac["axil_clk"] == core["axil_clk"] == "axil_clk"
+        assert core[core_port] == link[link_port], core_port
+    # The link control drives the DCMAC's register port, resets and GT handshakes.
+    shared = set(link) & set(bd)
+    assert {"s_axi_awaddr", "tx_core_reset", "gt_reset_rx_datapath_in_3", "clk_locked"} <= shared
+    for p in shared:
+        assert link[p] == bd[p] == f"pktgen_400g_gbe0_bd_{p}", p
+    assert bd["s_axi_aclk"] == link["axil_clk"] == core["axil_clk"] == "axil_clk"
+    assert bd["tx_preamblein_0"] == "56'h55555555555555"
+    assert bd["gt_refclk_clk_p"] == "fhg0_gt_refclk_p"
+    assert bd["gtm_serial_1_gtx_n"] == "fhg0_gtm_q1_tx_n"
 
 
 def test_top_lints_with_the_block_designs_black_boxed(example: BuildResult) -> None:
@@ -376,9 +393,9 @@ def test_top_lints_with_the_block_designs_black_boxed(example: BuildResult) -> N
 def test_lint_needs_the_black_boxes(example: BuildResult, tmp_path: Path) -> None:
     copy = tmp_path / "b"
     shutil.copytree(example.build_dir, copy)
-    (copy / "lint" / "stubs" / f"{vpk180_ip.BD_NAME}_wrapper.v").unlink()
+    (copy / "lint" / "stubs" / f"{BD0}_wrapper.v").unlink()
     proc = lint(copy)
-    assert proc.returncode != 0 and f"{vpk180_ip.BD_NAME}_wrapper" in proc.stderr
+    assert proc.returncode != 0 and f"{BD0}_wrapper" in proc.stderr
 
 
 def test_fpg_names_the_gbe_at_the_platform_base(example: BuildResult, tmp_path: Path) -> None:
@@ -449,7 +466,7 @@ def test_platform_options_override_unconfirmed_values(tmp_path: Path) -> None:
     rec = run_stub(
         ["set jbd_name vpk180_bd", *stage(tcl, "init"), *stage(tcl, "create_bd")], tmp_path
     )
-    d = vpk180_ip.BD_NAME
+    d = BD0
     assert rec.config(d, f"cell:{vpk180_ip.DCMAC_CELL}")["DCMAC_LOCATION_C0"] == "DCMAC_X0Y1"
     assert (
         f"intf_pin:{vpk180_ip.DCMAC_CELL}/gtm_tx_serdes_interface_0",
@@ -498,17 +515,139 @@ def test_bad_platform_values_are_named(tmp_path: Path, opts: dict, message: str)
         build(_design(tmp_path, platform_options=opts), tmp_path / "b", platform=None)
 
 
-def test_one_dcmac_per_design(tmp_path: Path) -> None:
+def _two_blocks(tmp_path: Path, port1: int, **cage1: object) -> Path:
     doc = yaml.safe_load(_design(tmp_path).read_text())
-    doc["blocks"]["gbe1"] = {"type": "fourhundred_gbe", "port": 1, "fab_ip": "10.0.0.11"}
-    opts = {"fourhundred_gbe": {"cages": {1: {"refclk_mhz": 156.25}}}}
-    plat = yaml.safe_load(PLATFORM_YAML.read_text())
-    opts["provides"] = [*plat["provides"], "qsfpdd1"]
-    doc["platform_options"] = opts
+    doc["blocks"]["gbe1"] = {"type": "fourhundred_gbe", "port": port1, "fab_ip": "10.0.1.10"}
+    if cage1:
+        doc["platform_options"] = {"fourhundred_gbe": {"cages": {port1: cage1}}}
     path = tmp_path / "two.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    with pytest.raises(ToolflowError, match="a second 400GbE block on the VPK180"):
+    return path
+
+
+def test_every_cage_is_provided_and_claimed_once(tmp_path: Path) -> None:
+    """The platform block provides each cage, DCMAC site, quad site and refclk pin group
+    once; each block requires its own cage's exclusively."""
+    plat = yaml.safe_load(PLATFORM_YAML.read_text())
+    cages = plat["fourhundred_gbe"]["cages"]
+    assert plat["provides"] == [f"qsfpdd{c}" for c in cages]
+    res = build(_two_blocks(tmp_path, 2), tmp_path / "b", platform=None)
+    [platform] = [b for b in res.blocks if b.tag == "xps:vpk180"]
+    provided = platform.provides
+    for cage, values in cages.items():
+        for r in vpk180_ip.cage_resources(cage, values):
+            assert provided.count(r) == 1, r
+    gbes = {b.name: b for b in res.blocks if b.tag == "xps:fourhundred_gbe"}
+    assert gbes["gbe0"].exc_requires == ["qsfpdd0", "gt_refclk:qsfpdd0_refclk0_p"]
+    assert gbes["gbe1"].exc_requires == [
+        "qsfpdd2",
+        "dcmac:DCMAC_X1Y5",
+        "gtm_quad:GTM_QUAD_X1Y19",
+        "gtm_quad:GTM_QUAD_X1Y20",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("port1", "cage1", "message"),
+    [
+        (0, {}, r"qsfpdd0 is used by both pktgen_400g/gbe0 and pktgen_400g/gbe1"),
+        (
+            1,
+            {"dcmac_location": "DCMAC_X1Y5"},
+            r"dcmac:DCMAC_X1Y5 is used by both pktgen_400g/gbe0 and pktgen_400g/gbe1",
+        ),
+        (
+            1,
+            {"refclk_pin": "qsfpdd0_refclk0_p"},
+            r"gt_refclk:qsfpdd0_refclk0_p is used by both pktgen_400g/gbe0 and "
+            r"pktgen_400g/gbe1",
+        ),
+        (
+            1,
+            {"quad_sites": ["GTM_QUAD_X1Y20", "GTM_QUAD_X0Y20"]},
+            r"gtm_quad:GTM_QUAD_X1Y20 is used by both",
+        ),
+        (3, {}, r"gbe1 .*port \(QSFP-DD cage\) 3 is not on platform vpk180; cages: 0, 1, 2"),
+    ],
+)
+def test_shared_cage_resources_are_refused_by_name(
+    tmp_path: Path, port1: int, cage1: dict, message: str
+) -> None:
+    path = _two_blocks(tmp_path, port1, **cage1)
+    if cage1.get("dcmac_location") or cage1.get("quad_sites"):
+        # gbe0 on cage 0 gets the site it then shares with gbe1 on cage 1.
+        doc = yaml.safe_load(path.read_text())
+        doc["platform_options"]["fourhundred_gbe"]["cages"][0] = {
+            "dcmac_location": "DCMAC_X1Y5",
+            "quad_sites": ["GTM_QUAD_X1Y20", "GTM_QUAD_X1Y21"],
+        }
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises((ToolflowError, DesignError), match=message):
         build(path, tmp_path / "b", platform=None)
+
+
+def test_two_port_design_has_a_dcmac_per_block(tmp_path: Path) -> None:
+    """examples/pktgen2x400g on the VPK180: a DCMAC block design per block (named after its
+    cage), each with its cage's site and quads, each joined to its own core and link
+    control; the script's init stage runs under tclsh; top.v lints."""
+    res = build(TWO_PORT, tmp_path / "b")
+    tcl = (res.build_dir / "vivado" / "build.tcl").read_text()
+    rec = run_stub(
+        ["set jbd_name vpk180_bd", *stage(tcl, "init"), *stage(tcl, "create_bd")], tmp_path
+    )
+    bd0, bd1 = vpk180_dcmac.bd_name(0), vpk180_dcmac.bd_name(1)
+    assert sorted(rec.designs) == sorted([vpk180.BD_NAME, bd0, bd1])
+    dc0 = rec.config(bd0, f"cell:{vpk180_ip.DCMAC_CELL}")
+    dc1 = rec.config(bd1, f"cell:{vpk180_ip.DCMAC_CELL}")
+    assert "DCMAC_LOCATION_C0" not in dc0 and dc1["DCMAC_LOCATION_C0"] == "DCMAC_X0Y6"
+    for d in (bd0, bd1):
+        assert set(rec.cells[d]) == set(rec.cells[bd0])  # the same design, once per cage
+    added = [" ".join(args) for c, args in rec.cmds if c == "add_files"]
+    for d in (bd0, bd1):
+        assert f"-norecurse /project/wrappers/{d}_wrapper.v" in added
+    top = res.top_v.read_text()
+    for k, d in ((0, bd0), (1, bd1)):
+        link = _instance(top, "fhg_dcmac_vpk180", f"pktgen2x400g_gbe{k}_dcmac")
+        bd = _instance(top, f"{d}_wrapper", f"pktgen2x400g_gbe{k}_dcmac_bd")
+        core = _instance(top, "fhg_core", f"pktgen2x400g_gbe{k}_core")
+        clk = f"pktgen2x400g_gbe{k}_mac_clk"
+        assert core["tx_mac_clk"] == link["mac_clk"] == bd["axis_clk"] == clk
+        assert core["tx_axis_tdata0"] == bd["tx_axis_tdata0"]
+        assert link["s_axi_wdata"] == bd["s_axi_wdata"] == f"pktgen2x400g_gbe{k}_bd_s_axi_wdata"
+        assert bd["gt_refclk_clk_p"] == f"fhg{k}_gt_refclk_p"
+    xdc = (res.build_dir / "top.xdc").read_text()
+    assert "set_property PACKAGE_PIN J40 [get_ports {fhg0_gt_refclk_p}]" in xdc
+    for q, site in enumerate(("GTM_QUAD_X0Y19", "GTM_QUAD_X0Y20")):
+        assert (
+            f"set_property LOC {site} [get_cells -hierarchical -filter "
+            f'{{NAME =~ "pktgen2x400g_gbe1_dcmac_bd/*/gtm_quad_{q}/*" && REF_NAME =~ "GTM_QUAD*"}}]'
+        ) in xdc
+    assert "fhg1_gt_refclk" in xdc and "PACKAGE_PIN" not in xdc.split("fhg1_gt_refclk", 1)[1]
+    proc = lint(res.build_dir)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "%Warning" not in proc.stderr, proc.stderr
+    header = parse_fpg_header((res.build_dir / "fpg_header.txt").read_bytes(), "fpg_header.txt")
+    assert [(g.name, g.meta["fab_ip"]) for g in find_gbes(header)] == [
+        ("gbe0", "10.0.0.10"),
+        ("gbe1", "10.0.1.10"),
+    ]
+
+
+def test_every_cage_value_has_its_provenance() -> None:
+    """Each value of each cage is marked CONFIRMED (with its source) or UNCONFIRMED;
+    docs/hardware.md lists every UNCONFIRMED one."""
+    plat = yaml.safe_load(PLATFORM_YAML.read_text())
+    hardware = (checkout.ROOT / "docs" / "hardware.md").read_text()
+    for cage, values in plat["fourhundred_gbe"]["cages"].items():
+        prov = values["provenance"]
+        assert set(prov) == set(values) - {"provenance"}, cage
+        for key, text in prov.items():
+            assert re.match(r"(CONFIRMED|UNCONFIRMED): \S|GTM_QUAD_\w+ .*CONFIRMED", text), (
+                cage,
+                key,
+            )
+            if "UNCONFIRMED" in text:
+                assert f"| {cage} | `{key}` |" in hardware, (cage, key)
 
 
 def test_clk_src_must_be_the_block_designs_clock(tmp_path: Path) -> None:

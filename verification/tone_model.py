@@ -98,9 +98,12 @@ def beats_per_packet(size: int) -> int:
     return -(-size // BEAT_BYTES)
 
 
-def expected_payloads(cfg: ToneConfig, seqs: npt.ArrayLike, size: int) -> npt.NDArray[np.uint8]:
+def expected_payloads(
+    cfg: ToneConfig, seqs: npt.ArrayLike, size: int, stream_id: int = 0
+) -> npt.NDArray[np.uint8]:
     """Payload bytes of packets ``seqs`` (sequence numbers since the generator's reset,
-    every packet ``size`` bytes in tone mode), one row each."""
+    every packet ``size`` bytes in tone mode), one row each; a non-zero ``stream_id``
+    (fhg_pktgen's STREAM_ID) is the header's first byte."""
     seqs = np.asarray(seqs, dtype=np.uint64)
     spp, bpp = samples_per_packet(size), beats_per_packet(size)
     out = np.zeros((len(seqs), size), dtype=np.uint8)
@@ -108,6 +111,8 @@ def expected_payloads(cfg: ToneConfig, seqs: npt.ArrayLike, size: int) -> npt.ND
         return out
     for k in range(min(HEADER_BYTES, size)):
         out[:, k] = (seqs >> np.uint64(8 * (HEADER_BYTES - 1 - k))) & np.uint64(0xFF)
+    if stream_id:
+        out[:, 0] = stream_id
     offsets = np.arange(HEADER_BYTES, size)
     if not len(offsets):
         return out

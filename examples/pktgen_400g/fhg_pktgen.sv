@@ -6,7 +6,9 @@
 //   * Every packet's payload starts with its sequence number n, a big-endian 64-bit word;
 //     the first payload byte is tx_data[1023:1016]. n starts at 0 and counts every packet
 //     sent; `ctrl[1]` (reset) sets it back to 0, restarts the tone source and holds the
-//     400GbE block's `rst`.
+//     400GbE block's `rst`. A non-zero STREAM_ID takes that word's first byte: the word
+//     is {STREAM_ID, n[55:0]}, so a receiver taking several generators' streams tells
+//     them apart (byte 0 the stream, bytes 1..7 the sequence number); 0 leaves n whole.
 //   * `mode` (sampled at each packet start) chooses the payload after the header:
 //       MODE_EXAMPLE (0, and any mode not listed): the example stream, `size` bytes of
 //         big-endian 64-bit words, word k (1..) = (n << 10) | k;
@@ -34,7 +36,9 @@
 //     either mode), heap counter n, a timestamp advancing by `spead_ts_step` per
 //     spectrum (per packet with the table off: every packet a spectrum of its own) and
 //     the packet's channel (`spead_channel`, or its table entry's).
-module fhg_pktgen (
+module fhg_pktgen #(
+    parameter logic [7:0] STREAM_ID = 8'd0
+) (
     input  wire            clk,
     input  wire  [31:0]    ctrl,
     input  wire  [31:0]    period,
@@ -93,6 +97,7 @@ module fhg_pktgen (
     logic [15:0] route_port;
     logic        route_last;     // it ends its spectrum
     logic        pkt_last;       // of the packet being sent
+    logic [63:0] header;         // payload word 0: the sequence number (and stream id)
 
     assign enable  = ctrl[0];
     assign reset   = ctrl[1];
@@ -101,12 +106,14 @@ module fhg_pktgen (
     assign burst_next = burst_sent + {31'd0, tx_end_of_frame};
     assign burst_done = (count != 32'd0) && (burst_next >= count);
 
+    assign header = (STREAM_ID == 8'd0) ? seq : {STREAM_ID, seq[55:0]};
+
     // Words 16*beat .. 16*beat+15 of packet `seq`, word 16*beat first (at the top).
     always_comb begin
         for (int j = 0; j < 16; j++) begin
             logic [63:0] k;
             k = 64'({beat, 4'(j)});
-            example_data[1023 - 64*j -: 64] = (k == 64'd0) ? seq : ((seq << 10) | k);
+            example_data[1023 - 64*j -: 64] = (k == 64'd0) ? header : ((seq << 10) | k);
         end
     end
 
@@ -125,7 +132,7 @@ module fhg_pktgen (
         .seed       (tone_shape[31:16]),
         .out        (tone_samples)
     );
-    assign tone_data = (beat == 10'd0) ? {seq, tone_samples[1023 - 8*HEADER_BYTES:0]} : tone_samples;
+    assign tone_data = (beat == 10'd0) ? {header, tone_samples[1023 - 8*HEADER_BYTES:0]} : tone_samples;
 
     // The mode selects the payload; further modes add a case here.
     always_comb begin

@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from . import vpk180_ip
 from .fhg_axi4lite import master_view
 from .fhg_platform import clock_groups, system_block, user_reset_sync
 from .yellow_block import YellowBlock
@@ -264,6 +265,7 @@ class vpk180(YellowBlock):
             "axil_rst",
             "user_rst",
             "M_AXI",
+            *self.cage_resources(),
         ]
         self.add_source("fourhundred_gbe/cdc/fhg_sync_bits.sv")
         # mlib_devel's software registers and system block cross clocks with its
@@ -273,6 +275,18 @@ class vpk180(YellowBlock):
 
     def gen_children(self) -> list[YellowBlock]:
         return [system_block(self)]
+
+    def cage_resources(self) -> list[str]:
+        """What the board's QSFP-DD cages hold, each once (``vpk180_ip.cage_resources``):
+        a 400GbE block requires its cage's exclusively, so two blocks on one cage, DCMAC
+        site, GTM quad or reference clock fail the design rule check."""
+        out: list[str] = []
+        cages = (self.platform.conf.get("fourhundred_gbe") or {}).get("cages") or {}
+        for cage, values in cages.items():
+            for res in vpk180_ip.cage_resources(int(cage), values or {}):
+                if res not in out:
+                    out.append(res)
+        return out
 
     def _user_mhz(self) -> float:
         return float(self.platform.user_clk_rate or self.platform.conf.get("user_clk_mhz"))

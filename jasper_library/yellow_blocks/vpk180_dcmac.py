@@ -2,18 +2,27 @@
 
 For the block's cage (``fourhundred_gbe.cages.<port>`` of platforms/vpk180.yaml) it
 
-* creates the DCMAC/GTM block design with ``vpk180_ip.dcmac_gtm_tcl`` (cage
-  -> lane map, DCMAC site, refclk; the block's MAC clock; the platform's register clock);
-* instantiates ``fhg_dcmac_vpk180`` (the block design + ``fhg_link_bringup``) and joins it to
-  ``fhg_core``: client ports ``tx_axis_*``/``rx_axis_*``, every ``link_*`` port and
-  ``gt_powergood`` by name, ``mac_clk`` -> ``tx_mac_clk``/``rx_mac_clk``, ``mac_rst`` ->
-  ``tx_mac_rst``/``rx_mac_rst``, ``link_up`` -> ``mac_link_up``; a core port with no
-  counterpart is an error naming it, so a new core port cannot be left unconnected;
+* creates the cage's own DCMAC/GTM block design ``fhg_dcmac_bd_c<cage>`` with
+  ``vpk180_ip.dcmac_gtm_tcl`` (cage -> lane map, DCMAC site, refclk; the block's MAC clock;
+  the platform's register clock), so every 400GbE block of a design has a DCMAC, quads,
+  clocking and resets of its own;
+* instantiates that design's wrapper (``<fullname>_dcmac_bd``) and ``fhg_dcmac_vpk180``
+  (``<fullname>_dcmac``: bring-up sequencer and MAC reset) and joins the three by port
+  name: fhg_core's client ports ``tx_axis_*``/``rx_axis_*`` to the block design's, every
+  ``link_*`` port and ``gt_powergood`` to the link control's; ``tx_mac_clk``/``rx_mac_clk``
+  <- the design's ``axis_clk`` (also the link control's ``mac_clk``), ``mac_rst`` ->
+  ``tx_mac_rst``/``rx_mac_rst``, ``link_up`` -> ``mac_link_up``; the link control's
+  block-design side (``s_axi_*``, resets, loopback, GT reset handshakes) to the design's
+  ports of the same names. A core or block-design port with no counterpart is an error
+  naming it, so a new port cannot be left unconnected;
 * makes the refclk and GT serial pins top-level ports ``fhg<cage>_gt_refclk_p/n``,
   ``fhg<cage>_gtm_q<q>_{rx,tx}_{p,n}`` and constrains them from the platform's pin groups
-  (``refclk_pin``, ``quad_pins``, optional ``quad_sites``).
-
-One DCMAC per design: ``fhg_dcmac_vpk180`` instantiates the block design by its fixed name.
+  (``refclk_pin``, ``quad_pins``, optional ``quad_sites``);
+* claims the cage's exclusive resources (``exc_requires``): the cage, and its DCMAC site,
+  GTM quad sites and refclk pin group where the platform names them, which the platform
+  block provides (vpk180.py) — so two blocks on one DCMAC, quad or reference clock fail the
+  design rule check, which names both blocks (``casper400g build``) or the second one
+  (mlib_devel).
 """
 
 from __future__ import annotations
@@ -25,7 +34,6 @@ from typing import Any
 from constraints import ClockConstraint, RawConstraint
 
 from . import vpk180_ip
-from .fhg_platform import instantiated_modules
 from .fourhundred_gbe import MacAttachment
 from .fourhundred_gbe_hdl import module_ports
 
@@ -33,21 +41,50 @@ WRAPPER_HDL = "fourhundred_gbe/link/fhg_dcmac_vpk180.v"
 WRAPPER = "fhg_dcmac_vpk180"
 # fhg_core port -> fhg_dcmac_vpk180 port, where the names differ.
 RENAMED = {
-    "tx_mac_clk": "mac_clk",
-    "rx_mac_clk": "mac_clk",
     "tx_mac_rst": "mac_rst",
     "rx_mac_rst": "mac_rst",
     "mac_link_up": "link_up",
 }
-# Wrapper ports the attachment drives itself (not fhg_core's).
-OWN = {"axil_clk", "axil_rst_n"}
+# fhg_core's MAC clock inputs: the block design's axis_clk.
+MAC_CLOCKS = ("tx_mac_clk", "rx_mac_clk")
+BD_CLOCK = "axis_clk"
+# Link-control and block-design ports the attachment drives itself.
+OWN = {"axil_clk", "axil_rst_n", "mac_clk"}
+BD_OWN = {
+    "s_axi_aclk": "axil_clk",
+    "s_axi_aresetn": "axil_rst_n",
+    # The standard preamble: the DCMAC uses this input only with a custom preamble enabled,
+    # which fhg_link_bringup does not enable.
+    "tx_preamblein_0": "56'h55555555555555",
+}
 NUM_QUADS = 2
+
+
+def bd_name(cage: int) -> str:
+    """The block design of cage ``cage`` (one per cage: module names must differ)."""
+    return f"{vpk180_ip.BD_NAME}_c{cage}"
+
+
+def board_pin(port: str) -> str | None:
+    """The top-level port (without the cage prefix) a block design pin becomes, or None."""
+    m = re.fullmatch(r"gt_refclk_clk_([pn])", port)
+    if m:
+        return f"gt_refclk_{m.group(1)}"
+    m = re.fullmatch(r"gtm_serial_(\d)_g(rx|tx)_([pn])", port)
+    if m:
+        return f"gtm_q{m.group(1)}_{m.group(2)}_{m.group(3)}"
+    return None
 
 
 class vpk180_dcmac(MacAttachment):
     def __init__(self, gbe: Any, conf: dict[str, Any]) -> None:
         super().__init__(gbe, conf)
         self.prefix = f"fhg{gbe.port}_"
+        # The cage's DCMAC, quads and refclk are this block's alone (the platform block
+        # provides them); the block's own exc_requires names the cage.
+        for res in vpk180_ip.cage_resources(gbe.port, gbe.cage)[1:]:
+            if res not in gbe.exc_requires:
+                gbe.exc_requires.append(res)
 
     def _error(self, message: str) -> ValueError:
         return self.gbe._error(f"vpk180_dcmac: {message}")
@@ -70,6 +107,7 @@ class vpk180_dcmac(MacAttachment):
             "axil_clk_mhz": float(self.gbe.platform.conf.get("axil_clk_mhz", 100.0)),
             "dcmac_location": str(cage.get("dcmac_location") or ""),
             "rx_strip_fcs": bool(cage.get("rx_strip_fcs", True)),
+            "bd_name": bd_name(self.gbe.port),
         }
         if lane_map:
             kwargs["lane_map"] = lane_map
@@ -95,46 +133,86 @@ class vpk180_dcmac(MacAttachment):
 
     # ------------------------------------------------------------------ top level
     def modify_top(self, top: Any, core: Any, mac_ports: dict[str, tuple[str, int]]) -> None:
-        if WRAPPER in instantiated_modules(top):
-            raise self._error(
-                "a second 400GbE block on the VPK180: the DCMAC block design exists once per "
-                "design (fhg_dcmac_vpk180 instantiates it by name)"
-            )
         p = self.params()  # checks the cage's values before anything is wired
         path = os.path.join(self.gbe.hdl_root or ".", WRAPPER_HDL)
-        wports = module_ports(path, WRAPPER)
-        name = f"{self.gbe.fullname}_dcmac"
-        mac = top.get_instance(WRAPPER, name)
-        mac.add_parameter("AXIL_CLK_HZ", round(p.axil_clk_mhz * 1e6))
-        mac.add_port("axil_clk", "axil_clk", parent_sig=False)
-        mac.add_port("axil_rst_n", "axil_rst_n", parent_sig=False)
-        joined: set[str] = set(OWN)
+        lports = module_ports(path, WRAPPER)
+        bports = {
+            port.name: ("in" if port.direction == "I" else "out", port.width)
+            for port in vpk180_ip.bd_wrapper_ports(p)
+        }
+        name = self.gbe.fullname
+        link = top.get_instance(WRAPPER, f"{name}_dcmac")
+        bd = top.get_instance(f"{p.bd_name}_wrapper", f"{name}_dcmac_bd")
+        link.add_parameter("AXIL_CLK_HZ", round(p.axil_clk_mhz * 1e6))
+        link.add_port("axil_clk", "axil_clk", parent_sig=False)
+        link.add_port("axil_rst_n", "axil_rst_n", parent_sig=False)
+        for port, value in BD_OWN.items():
+            bd.add_port(port, value, parent_sig=False)
+        mac_clk = f"{name}_mac_clk"
+        bd.add_port(BD_CLOCK, mac_clk, width=1)
+        link.add_port("mac_clk", mac_clk, parent_sig=False)
+        l_joined: set[str] = set(OWN)
+        b_joined: set[str] = {*BD_OWN, BD_CLOCK}
         for port, (direction, width) in mac_ports.items():
-            wport = RENAMED.get(port, port)
-            if wport not in wports:
-                raise self._error(f"fhg_core port {port} has no counterpart on {WRAPPER}")
-            wdir, wwidth = wports[wport]
-            if wwidth != width or wdir == direction:
-                raise self._error(
-                    f"fhg_core port {port} ({direction}, {width} bits) does not fit {WRAPPER} "
-                    f"port {wport} ({wdir}, {wwidth} bits)"
-                )
-            sig = f"{self.gbe.fullname}_{wport}"
-            core.add_port(port, sig, width=width)
-            if wport not in joined:
-                mac.add_port(wport, sig, width=width)
-                joined.add(wport)
-        # What is left are the board pins: top-level ports.
-        for wport, (wdir, wwidth) in wports.items():
-            if wport in joined:
+            if port in MAC_CLOCKS:
+                if direction != "in" or width != 1:
+                    raise self._error(f"fhg_core port {port} is not a clock input")
+                core.add_port(port, mac_clk, parent_sig=False)
                 continue
-            if wport.startswith(("gt_refclk_", "gtm_q")):
-                mac.add_port(wport, self.prefix + wport, dir=wdir, width=wwidth, parent_port=True)
-            elif wdir == "out":
-                # Status fhg_core does not take (e.g. rx_preambleout_0): left for a debugger.
-                mac.add_port(wport, f"unused_{self.gbe.fullname}_{wport}", width=wwidth)
+            lport = RENAMED.get(port, port)
+            if lport in lports:
+                inst, other, joined, theirs = link, lports[lport], l_joined, WRAPPER
+            elif port in bports:
+                lport = port
+                inst, other, joined, theirs = bd, bports[port], b_joined, f"{p.bd_name}_wrapper"
             else:
-                raise self._error(f"{WRAPPER} input {wport} would be driven by nothing")
+                raise self._error(
+                    f"fhg_core port {port} has no counterpart on {WRAPPER} or the block design "
+                    f"{p.bd_name}"
+                )
+            self._check_fit(f"fhg_core port {port}", (direction, width), theirs, lport, other)
+            sig = f"{name}_{lport}"
+            core.add_port(port, sig, width=width)
+            if lport not in joined:
+                inst.add_port(lport, sig, width=width)
+                joined.add(lport)
+        # The link control's block-design side: the block design's ports of the same names.
+        for lport, (ldir, lwidth) in lports.items():
+            if lport in l_joined:
+                continue
+            if lport not in bports:
+                if ldir == "out":
+                    link.add_port(lport, f"unused_{name}_{lport}", width=lwidth)
+                    continue
+                raise self._error(f"{WRAPPER} input {lport} would be driven by nothing")
+            self._check_fit(f"{WRAPPER} port {lport}", (ldir, lwidth), "the block design",
+                            lport, bports[lport])  # fmt: skip
+            sig = f"{name}_bd_{lport}"
+            link.add_port(lport, sig, width=lwidth)
+            bd.add_port(lport, sig, width=lwidth)
+            l_joined.add(lport)
+            b_joined.add(lport)
+        # What is left of the block design are the board pins: top-level ports.
+        for bport, (bdir, bwidth) in bports.items():
+            if bport in b_joined:
+                continue
+            pin = board_pin(bport)
+            if pin is not None:
+                bd.add_port(bport, self.prefix + pin, dir=bdir, width=bwidth, parent_port=True)
+            elif bdir == "out":
+                # Status nothing takes (e.g. rx_preambleout_0): left for a debugger.
+                bd.add_port(bport, f"unused_{name}_{bport}", width=bwidth)
+            else:
+                raise self._error(f"block design input {bport} would be driven by nothing")
+
+    def _check_fit(
+        self, what: str, mine: tuple[str, int], theirs: str, port: str, other: tuple[str, int]
+    ) -> None:
+        if other[1] != mine[1] or other[0] == mine[0]:
+            raise self._error(
+                f"{what} ({mine[0]}, {mine[1]} bits) does not fit {theirs} port {port} "
+                f"({other[0]}, {other[1]} bits)"
+            )
 
     def mac_clocks(self) -> list[str]:
         # The DCMAC clocks are derived from the refclk inside the block design.
@@ -180,7 +258,7 @@ class vpk180_dcmac(MacAttachment):
         for q, site in enumerate(sites):
             if not re.fullmatch(r"GTM_QUAD_X\d+Y\d+", str(site)):
                 raise self._error(f"quad_sites[{q}] {site!r} is not GTM_QUAD_X<n>Y<n>")
-            cell = f"{self.gbe.fullname}_dcmac/u_bd/*/{ip.QUAD_CELLS[q]}/*"
+            cell = f"{self.gbe.fullname}_dcmac_bd/*/{ip.QUAD_CELLS[q]}/*"
             cons.append(
                 RawConstraint(
                     f"set_property LOC {site} [get_cells -hierarchical -filter "

@@ -62,6 +62,20 @@ UNCONFIRMED: dict[str, str] = {
 }
 
 
+def cage_resources(cage: int, conf: dict) -> list:
+    """The exclusive resources of cage ``cage`` (its platform values ``conf``) that the
+    platform names, as yellow-block requirement names: the cage, its DCMAC site, its GTM
+    quad sites and its refclk pin group. The vpk180 platform block provides them, each
+    400GbE block requires its own exclusively (mlib_devel's design rule check)."""
+    out = [f"qsfpdd{cage}"]
+    if conf.get("dcmac_location"):
+        out.append(f"dcmac:{conf['dcmac_location']}")
+    out += [f"gtm_quad:{site}" for site in conf.get("quad_sites") or []]
+    if conf.get("refclk_pin"):
+        out.append(f"gt_refclk:{conf['refclk_pin']}")
+    return out
+
+
 @dataclass(frozen=True)
 class DcmacGtmParams:
     """Build parameters of the DCMAC/GTM block design (defaults: VPK180, QSFP-DD cage 0)."""

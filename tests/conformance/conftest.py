@@ -34,6 +34,8 @@ from mlib_devel_400g.design import Design
 from mlib_devel_400g.toolflow import BuildResult, Toolflow
 
 EXAMPLE = checkout.ROOT / "examples" / "pktgen_400g" / "design.yaml"
+# Two 400GbE blocks, a DCMAC each (the issue of several blocks in one design).
+TWO_PORT = checkout.ROOT / "examples" / "pktgen2x400g" / "design.yaml"
 STUB = checkout.ROOT / "tests" / "tcl" / "vivado_bd_stub.tcl"
 MODEL = "pktgen_400g"
 
@@ -69,8 +71,9 @@ def mlib_python() -> Path:
 
 @dataclass
 class MlibRun:
-    """mlib_devel's run of the example design, and this project's own build of it."""
+    """mlib_devel's run of a design, and this project's own build of it."""
 
+    model: str  # the design's name (the build's .slx)
     checkout: Path  # the scratch mlib_devel with the overlay installed
     changed: list[Path]  # files of the reference tree the install changed
     added: list[Path]  # files the install added
@@ -91,6 +94,19 @@ STANDIN_IMAGE = b"VERSAL-PDI-PLACEHOLDER"
 
 @pytest.fixture(scope="session")
 def mlib_run(tmp_path_factory: pytest.TempPathFactory) -> MlibRun:
+    """The example design (one 400GbE block)."""
+    return run_mlib_devel(tmp_path_factory, EXAMPLE, MODEL)
+
+
+@pytest.fixture(scope="session")
+def mlib_run_2port(tmp_path_factory: pytest.TempPathFactory) -> MlibRun:
+    """The two-port example design (two 400GbE blocks, a DCMAC each)."""
+    return run_mlib_devel(tmp_path_factory, TWO_PORT, "pktgen2x400g")
+
+
+def run_mlib_devel(tmp_path_factory: pytest.TempPathFactory, design: Path, model: str) -> MlibRun:
+    """mlib_devel's middleware, backend and software steps on ``design`` for the VPK180
+    (and the stand-in's build of the same jasper.per)."""
     tclsh = shutil.which("tclsh")
     if tclsh is None:
         need_tool("tclsh not found (Debian package tcl)")
@@ -111,7 +127,7 @@ def mlib_run(tmp_path_factory: pytest.TempPathFactory) -> MlibRun:
     # The stand-in runtime builds the design first: its jasper.per is what MATLAB's
     # frontend would write, and its build tree is the differential reference.
     standin_dir = root / "standin"
-    per = Design(EXAMPLE, platform="vpk180").to_jasper_per(standin_dir)
+    per = Design(design, platform="vpk180").to_jasper_per(standin_dir)
     standin = Toolflow(per, standin_dir, progress=None).run(backend="none")
 
     build = root / "build"
@@ -119,7 +135,7 @@ def mlib_run(tmp_path_factory: pytest.TempPathFactory) -> MlibRun:
     # What MATLAB's frontend writes beside jasper.per: the build tree has the same files.
     for name in ("jasper.per", "design_info.tab", "git_info.tab"):
         shutil.copyfile(standin_dir / name, build / name)
-    (build / f"{MODEL}.slx").write_bytes(b"")  # exec_flow names the build after a model
+    (build / f"{model}.slx").write_bytes(b"")  # exec_flow names the build after a model
     fakebin = root / "bin"
     fakebin.mkdir()
     vivado = fakebin / "vivado"
@@ -151,7 +167,7 @@ def mlib_run(tmp_path_factory: pytest.TempPathFactory) -> MlibRun:
             "--backend",
             "--software",
             "-m",
-            str(build / f"{MODEL}.slx"),
+            str(build / f"{model}.slx"),
             "-c",
             str(build),
         ],
@@ -163,7 +179,7 @@ def mlib_run(tmp_path_factory: pytest.TempPathFactory) -> MlibRun:
     )
     log = got.stdout + got.stderr
     assert got.returncode == 0, f"exec_flow.py failed ({got.returncode}):\n{log[-6000:]}"
-    return MlibRun(checkout, changed, added, build, log, build / "vivado_stub.log", standin)
+    return MlibRun(model, checkout, changed, added, build, log, build / "vivado_stub.log", standin)
 
 
 def _differences(ref: Path, checkout: Path) -> tuple[list[Path], list[Path]]:

@@ -77,6 +77,7 @@ def test_top_drives_every_clock_once(mlib_run: MlibRun) -> None:
     assert boot["FABRIC_MAC"] == "48'h02000a00000a" and boot["FABRIC_IP"] == "32'h0a00000a"
     assert top.instances["pktgen_400g_gbe0_core"].module == "fhg_core"
     assert top.instances["pktgen_400g_gbe0_dcmac"].module == "fhg_dcmac_vpk180"
+    assert top.instances["pktgen_400g_gbe0_dcmac_bd"].module == "fhg_dcmac_bd_c0_wrapper"
     # The system block is mlib_devel's own, on the platform's user_rst.
     assert top.instances["sys_block_counter_inst"].conns["user_rst"] == "user_rst"
 
@@ -98,21 +99,21 @@ def test_backend_script_is_right_for_the_vpk180(mlib_run: MlibRun) -> None:
     # No board part (the YAML has no `board`): mlib_devel would set the board's name as one.
     assert "board_part" not in " ".join(" ".join(a) for _c, a in cmds)
     # mlib_devel's platform block design holds the CIPS path, not an empty wrapper.
-    assert designs == ["vpk180_bd", "fhg_dcmac_bd"]
+    assert designs == ["vpk180_bd", "fhg_dcmac_bd_c0"]
     assert set(cells["vpk180_bd"].values()) >= {
         "xilinx.com:ip:versal_cips",
         "xilinx.com:ip:clk_wizard",
         "xilinx.com:ip:proc_sys_reset",
         "xilinx.com:ip:smartconnect",
     }
-    assert "xilinx.com:ip:dcmac" in set(cells["fhg_dcmac_bd"].values())
+    assert "xilinx.com:ip:dcmac" in set(cells["fhg_dcmac_bd_c0"].values())
     [assign] = [a for c, a in cmds if c == "assign_bd_address" and "-offset" in a]
     opts = dict(zip(assign[0:-2:2], assign[1:-2:2], strict=True))
     assert (int(opts["-offset"], 16), int(opts["-range"], 16)) == (0xA4000000, 0x4000000)
     wrapped = [a for c, a in cmds if c == "make_wrapper"]
-    assert any("fhg_dcmac_bd.bd" in " ".join(a) for a in wrapped)
+    assert any("fhg_dcmac_bd_c0.bd" in " ".join(a) for a in wrapped)
     assert any("vpk180_bd.bd" in " ".join(a) for a in wrapped)
-    assert ["-norecurse", "/project/wrappers/fhg_dcmac_bd_wrapper.v"] in [
+    assert ["-norecurse", "/project/wrappers/fhg_dcmac_bd_c0_wrapper.v"] in [
         a for c, a in cmds if c == "add_files"
     ]
     # The image: the implementation run's .pdi becomes mlib_devel's $bin_file (top.bin).
@@ -123,6 +124,38 @@ def test_backend_script_is_right_for_the_vpk180(mlib_run: MlibRun) -> None:
     assert names.index("file") > names.index("launch_runs")
 
 
+def test_two_blocks_each_get_a_dcmac(mlib_run_2port: MlibRun) -> None:
+    """Inside mlib_devel, the two-port design's script creates a DCMAC block design per
+    block (named after its cage) and top.v joins each to its own core and link control."""
+    designs = [rec[1] for rec in _stub_log(mlib_run_2port) if rec[0] == "design"]
+    assert designs == ["vpk180_bd", "fhg_dcmac_bd_c0", "fhg_dcmac_bd_c1"]
+    added = [rec[2:] for rec in _stub_log(mlib_run_2port) if rec[:2] == ["cmd", "add_files"]]
+    for d in designs[1:]:
+        assert ["-norecurse", f"/project/wrappers/{d}_wrapper.v"] in added
+    top = parse_top((mlib_run_2port.build / "top.v").read_text())
+    for k in (0, 1):
+        core = top.instances[f"pktgen2x400g_gbe{k}_core"]
+        link = top.instances[f"pktgen2x400g_gbe{k}_dcmac"]
+        bd = top.instances[f"pktgen2x400g_gbe{k}_dcmac_bd"]
+        assert (core.module, link.module, bd.module) == (
+            "fhg_core",
+            "fhg_dcmac_vpk180",
+            f"fhg_dcmac_bd_c{k}_wrapper",
+        )
+        clk = f"pktgen2x400g_gbe{k}_mac_clk"
+        assert core.conns["tx_mac_clk"] == link.conns["mac_clk"] == bd.conns["axis_clk"] == clk
+        assert core.conns["tx_axis_tdata3"] == bd.conns["tx_axis_tdata3"]
+        assert top.instances[f"pktgen2x400g_gbe{k}_boot"].params["FABRIC_IP"] == (
+            f"32'h0a00{k:02x}0a"
+        )
+    rows = [ln.split() for ln in (mlib_run_2port.build / "core_info.tab").read_text().splitlines()]
+    bases = {n: int(b, 16) for n, _m, b, _s in rows}
+    assert (bases["gbe0"], bases["gbe1"]) == (0xA4000000, 0xA4010000)
+    assert bases["gbe1_gmac_reg_tx_packet_count"] - bases["gbe1"] == (
+        bases["gbe0_gmac_reg_tx_packet_count"] - bases["gbe0"]
+    )
+
+
 def _castro_sources(build: Path) -> list[Path]:
     text = (build / "castro.yml").read_text()
     block = re.search(r"(?ms)^src_files:\n(.*?)^(?!- )\S", text)
@@ -130,9 +163,14 @@ def _castro_sources(build: Path) -> list[Path]:
     return [Path(m) for m in re.findall(r"(?m)^- (.+)$", block.group(1))]
 
 
-def test_verilator_lints_mlib_devels_top(mlib_run: MlibRun, tmp_path: Path) -> None:
+@pytest.mark.parametrize("which", ["mlib_run", "mlib_run_2port"])
+def test_verilator_lints_mlib_devels_top(
+    which: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     """mlib_devel's top.v with every Verilog source it hands Vivado; its VHDL (xml2vhdl's
-    bus, cdc_synchroniser) and the Vivado block designs as black boxes of their ports."""
+    bus, cdc_synchroniser) and the Vivado block designs as black boxes of their ports; for
+    the example design and for the two-port design."""
+    mlib_run: MlibRun = request.getfixturevalue(which)
     sim.setup_verilator_env()
     if shutil.which("verilator") is None:
         pytest.fail("verilator not found (the project venv provides it)")

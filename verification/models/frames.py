@@ -107,21 +107,24 @@ def next_hop_mac(
     return mac_to_int(mac)
 
 
-def example_payload(n: int, size: int = EXAMPLE_PAYLOAD_BYTES) -> bytes:
+def example_payload(n: int, size: int = EXAMPLE_PAYLOAD_BYTES, stream_id: int = 0) -> bytes:
     """Payload of packet ``n`` of the example stream, truncated to ``size`` bytes.
 
     1024 big-endian 64-bit words: word 0 is ``n``, word k is ``(n << 10) | k``, both modulo
-    2**64 as the 64-bit generator in the RTL wraps.
+    2**64 as the 64-bit generator in the RTL wraps. A non-zero ``stream_id`` (fhg_pktgen's
+    STREAM_ID) is word 0's first byte, ``n`` modulo 2**56 the other seven.
     """
     if not 0 < size <= EXAMPLE_PAYLOAD_BYTES:
         raise ValueError(f"size must be 1..{EXAMPLE_PAYLOAD_BYTES}, got {size}")
     if n < 0:
         raise ValueError("sequence numbers start at 0")
+    if not 0 <= stream_id <= 0xFF:
+        raise ValueError(f"stream_id {stream_id} is not 0..255")
     nwords = -(-size // 8)
     mask = (1 << 64) - 1
     words = np.arange(nwords, dtype=np.uint64)
     words |= np.uint64((n << 10) & mask)
-    words[0] = np.uint64(n & mask)
+    words[0] = np.uint64(n & mask if not stream_id else stream_id << 56 | n & ((1 << 56) - 1))
     return words.astype(">u8").tobytes()[:size]
 
 
