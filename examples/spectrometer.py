@@ -102,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{out.written} spectra to {args.out} in {time.monotonic() - t0:.1f} s; "
         f"{s.packets} packets placed at {s.gbps:.1f} Gb/s, lost {s.lost} "
-        f"(NIC drops {s.get('nic_drops', 0)}, late {s.late}, discarded {s.discarded})"
+        f"(NIC drops {s.get('nic_drops', 0)}, no free chunk {s.no_free_chunk}, late {s.late}, "
+        f"discarded {s.discarded})"
     )
     return 0
 

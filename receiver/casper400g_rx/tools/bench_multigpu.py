@@ -41,6 +41,7 @@ import numpy as np
 
 from .. import Capture, Chunking, Delivery, EmulatedNic, _core, gpu, sizing
 from ..gpu import parse_device
+from .bench_defaults import NOT_PLACED
 
 PAYLOAD = 8192
 GBIT = 1e9
@@ -66,17 +67,12 @@ def offered_packets(rate_gbps: float, seconds: float, ppc: int) -> int:
 def verdict(stats: dict[str, Any], offered: int) -> tuple[bool, bool]:
     """(zero loss, every packet accounted) of a finished trial's stats: zero loss is no
     NIC drop, no lost or late packet and every offered packet placed; accounted is
-    offered = received + NIC drops, received = placed + late + duplicate + rejected +
-    discarded, and the GPUs' packets = placed - those in chunks the engine dropped."""
+    offered = received + NIC drops, received = placed + every reason a received packet
+    was not placed (NOT_PLACED), and the GPUs' packets = placed - those in chunks the
+    engine dropped."""
     drops = int(stats.get("nic_drops", 0))
     zero = drops == 0 and stats["lost"] == 0 and stats["late"] == 0 and stats["packets"] == offered
-    placed = (
-        stats["packets"]
-        + stats["late"]
-        + stats["duplicate"]
-        + stats["rejected"]
-        + stats["discarded"]
-    )
+    placed = stats["packets"] + sum(int(stats.get(k, 0)) for k in NOT_PLACED)
     on_gpus = sum(d["packets"] for d in stats.get("gpus", []))
     accounted = (
         stats["received"] + drops == offered
