@@ -120,7 +120,7 @@ def cached_venv(
     copy katversion falls back to the current minute, and a build that crosses a minute
     boundary then fails pip's metadata check (its wheel's version differs)."""
     # Imported here: the tests of casperfpga_ext and the board server run in environments
-    # without the toolflow's distribution too (tests/test_packaging.py).
+    # without the toolflow's distribution too (tests/project/test_packaging.py).
     from casper400g_twin.cache import cache_lock
 
     venv = CACHE / name

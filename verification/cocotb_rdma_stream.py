@@ -1,6 +1,6 @@
 """cocotb job: the simulated core sends one datagram stream in RDMA mode, then as UDP.
 
-For tests/test_softroce_rdma.py: the receiver in the soft-RoCE VM reported its ring
+For tests/rdma/test_softroce_rdma.py: the receiver in the soft-RoCE VM reported its ring
 ($CASPER400G_RDMA_PARAMS, JSON of ``Capture.rdma_params``); the core is pointed at it the
 way ``FourHundredGbe.rdma_connect`` does (its checks, its register values), with flow
 control on. The plan ($CASPER400G_RDMA_PLAN, JSON): ``datagrams`` example-stream datagrams

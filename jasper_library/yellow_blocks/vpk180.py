@@ -24,7 +24,7 @@ unlocked, synchronised into ``user_clk``. The system block is this block's child
 ``post_bitgen`` copies it to ``$bin_file`` (``top.bin``, the image mlib_devel's ``mkfpg``
 packs) and writes ``$xsa_file`` for the software side. The whole Tcl runs under ``tclsh``
 against a recording stand-in for the Vivado commands in the tests
-(tests/test_vpk180_platform.py, tests/conformance/).
+(tests/toolflow/test_vpk180_platform.py, tests/conformance/).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 function dump_block(blk, out_file)
 % DUMP_BLOCK  Writes what the shim recorded for the masked block blk as JSON: its
 %   parameters, every block inside (type, name, port number, gateway settings) and the
-%   lines, for tests/test_simulink.py to compare with the yellow block's description.
+%   lines, for tests/toolflow/test_simulink.py to compare with the yellow block's description.
 s = shim_state();
 top = s.blocks(blk);
 out = struct();

@@ -1,7 +1,7 @@
 function run_cases(cases_file, out_file)
 % RUN_CASES  Runs every case of tests/data/fourhundred_gbe_cases.json through the mask's
 %   pure functions and writes one line per case to out_file:
-%   <table> TAB <index> TAB ok|err TAB <value or message>. tests/test_simulink.py compares
+%   <table> TAB <index> TAB ok|err TAB <value or message>. tests/toolflow/test_simulink.py compares
 %   the lines with the expected results and with the yellow block's own.
 doc = jsondecode(fileread(cases_file));
 fid = fopen(out_file, 'w');

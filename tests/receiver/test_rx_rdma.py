@@ -6,7 +6,8 @@ Checked: every chunk's data and present mask (from the slot headers), exact acco
 (lost slots, chunks the core dropped, chunks whose immediate was lost, late and duplicate
 immediates, a ring place the consumer still holds), the credits sent on release(), the
 chunk interface (views, DLPack), and that the chunks equal those the UDP path's engine
-builds from the same stream. The same source over a real RDMA stack: test_softroce_vm.py.
+builds from the same stream. The same source over a real RDMA stack:
+tests/rdma/test_softroce_vm.py.
 """
 
 from __future__ import annotations

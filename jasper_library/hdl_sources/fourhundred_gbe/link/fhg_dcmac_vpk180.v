@@ -14,7 +14,7 @@
 //     opposite directions; its client ports (tx_axis_*, rx_axis_*) connect to fhg_core's
 //     ports of the same names directly. Synthesis only: the DCMAC is a hard block, so this
 //     module is not simulated; tests lint it against a port-only black box of the block
-//     design (tests/test_fhg_dcmac_vpk180.py).
+//     design (tests/toolflow/test_fhg_dcmac_vpk180.py).
 //   * `mac_clk` is the block design's `axis_clk` (391.03 MHz from its clocking wizard, the
 //     DCMAC's tx/rx_axi_clk); it clocks fhg_core's tx_mac_clk and rx_mac_clk too. `mac_rst`
 //     (synchronous to mac_clk) is high until the bring-up has released the DCMAC and while

@@ -32,7 +32,7 @@ from mlib_devel_400g.toolflow import BuildResult, Toolflow, ToolflowError, jaspe
 
 EXAMPLE = checkout.ROOT / "examples" / "pktgen_400g" / "design.yaml"
 TWO_PORT = checkout.ROOT / "examples" / "pktgen2x400g" / "design.yaml"
-STUB = Path(__file__).with_name("tcl") / "vivado_bd_stub.tcl"
+STUB = checkout.ROOT / "tests" / "tcl" / "vivado_bd_stub.tcl"
 PLATFORM_YAML = paths.JASPER_LIBRARY / "platforms" / "vpk180.yaml"
 
 jasper_imports()

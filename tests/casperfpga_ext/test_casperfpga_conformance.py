@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import board_server
+from conftest import REPO_ROOT, board_server
 
 from casper400g_board_server.sensors import design_sensors
 from casperfpga_ext import fhg_regmap as regmap
@@ -28,7 +28,7 @@ from casperfpga_ext.transport import KatcpTransport
 from mlib_devel_400g import cli
 from verification.named_registers import agree
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 SCRIPT = ROOT / "tests" / "data" / "onehundredgbe_script.py"
 DESIGN = ROOT / "examples" / "pktgen_400g" / "design.yaml"
 TWO_PORT = ROOT / "examples" / "pktgen2x400g" / "design.yaml"

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import REPO_ROOT
 
 from mlib_devel_400g import synth, timing
 
-CACHE = Path(__file__).resolve().parent.parent / ".cache" / "timing"
+CACHE = REPO_ROOT / ".cache" / "timing"
 TOPS = list(synth.TIMING_TOPS)
 # The deepest path each top may have: timing.LIMIT (6), the aim, unless a top is named here
 # with its depth of the day (docs/resources.md would list its paths), so that no change can

@@ -7,8 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 DESIGN = ROOT / "docs" / "design"
 # The founding documents' old names: every citation now points into docs/design/.
 OLD_NAMES = re.compile(r"CORE_SPEC|TOOLFLOW_SPEC|RECEIVER_SPEC|ARCHITECTURE\.md|shared/design")

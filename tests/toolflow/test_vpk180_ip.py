@@ -14,13 +14,14 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from conftest import REPO_ROOT
 
 from mlib_devel_400g.toolflow import jasper_imports
 
 jasper_imports()
 from yellow_blocks import vpk180_ip as ip  # noqa: E402 - after jasper_imports()
 
-STUB = Path(__file__).with_name("tcl") / "vivado_bd_stub.tcl"
+STUB = REPO_ROOT / "tests" / "tcl" / "vivado_bd_stub.tcl"
 
 
 def _tclsh() -> str:

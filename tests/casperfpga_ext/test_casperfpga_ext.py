@@ -539,7 +539,7 @@ def test_katcp_errors_are_reported(katcp: KatcpTransport):
 
 # ----------------------------------------------------------------- OneHundredGbe contract
 # casperfpga's OneHundredGbe/TenGbe/Gbe API, checked against the register file here;
-# tests/test_casperfpga_api.py compares the signatures with the real casperfpga's.
+# tests/casperfpga_ext/test_casperfpga_api.py compares the signatures with the real casperfpga's.
 def reg_word(image: Path, name: str) -> int:
     return word_at(image, GBE_BASE + regmap.REGISTERS[name].offset)
 

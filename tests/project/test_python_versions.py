@@ -29,7 +29,7 @@ from casperfpga_ext.fpg import write_fpg
 from casperfpga_ext.transport import KatcpTransport
 
 MINORS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
-SUBSET = ["tests/test_addressing.py", "tests/test_casperfpga_ext.py"]
+SUBSET = ["tests/casperfpga_ext/test_addressing.py", "tests/casperfpga_ext/test_casperfpga_ext.py"]
 PYTHONS = pyenv_pythons(MINORS)
 
 

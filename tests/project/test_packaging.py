@@ -34,9 +34,9 @@ from pathlib import Path
 
 import pytest
 import tomllib
-from conftest import need_tool
+from conftest import REPO_ROOT, need_tool
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 
 
 @dataclass(frozen=True)
@@ -57,13 +57,17 @@ DISTS = {
         {"mlib_devel_400g": "mlib_devel_400g", "casper400g_twin": "casper400g_twin"},
         "casper400g",
         requires=("casper400g-casperfpga", "casper400g-board-server"),
-        tests=("tests/test_vpk180_ip.py",),
+        tests=("tests/toolflow/test_vpk180_ip.py",),
     ),
     "casper400g-casperfpga": Dist(
         "casperfpga_ext",
         {"casperfpga_ext": "casperfpga_ext"},
         None,
-        tests=("tests/test_addressing.py", "tests/test_casperfpga_ext.py", "tests/test_tap.py"),
+        tests=(
+            "tests/casperfpga_ext/test_addressing.py",
+            "tests/casperfpga_ext/test_casperfpga_ext.py",
+            "tests/casperfpga_ext/test_tap.py",
+        ),
         test_deps=("numpy", "scapy"),
     ),
     "casper400g-board-server": Dist(
@@ -71,7 +75,7 @@ DISTS = {
         {"casper400g_board_server": "casper400g_board_server"},
         "casper400g-board-server",
         requires=("casper400g-casperfpga",),
-        tests=("tests/test_board_server.py",),
+        tests=("tests/board_server/test_board_server.py",),
         test_deps=("pyyaml", "aiokatcp"),
     ),
     "casper400g-rx": Dist(
@@ -156,7 +160,7 @@ def test_project_metadata(dist: str) -> None:
     else:
         (pkg,) = [p for p in d.packages if scripts.get(d.script, "").startswith(p + ".")]
         assert scripts == {d.script: f"{pkg}.cli:main"}
-    # The board's and casperfpga users' Pythons (tests/test_python_versions.py).
+    # The board's and casperfpga users' Pythons (tests/project/test_python_versions.py).
     board_side = dist in ("casper400g-casperfpga", "casper400g-board-server")
     assert project["requires-python"] == (">=3.8" if board_side else ">=3.10")
 

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO_ROOT
 
-FUZZ = Path(__file__).resolve().parent / "fuzz"
+FUZZ = REPO_ROOT / "tests" / "fuzz"
 # Runs per target in the short test: each about half a minute on one core (a request or an
 # upload is served start to end, worker threads and temporary files included).
 SHORT_RUNS = {"fpg_header": 20000, "board_requests": 3000, "board_upload": 2000}

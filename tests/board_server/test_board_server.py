@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import FPG_DEVICES, GBE_BASE, GBE_BLOCK, board_server, tcp_listeners
+from conftest import FPG_DEVICES, GBE_BASE, GBE_BLOCK, REPO_ROOT, board_server, tcp_listeners
 
 from casper400g_board_server import cli
 from casper400g_board_server import server as server_module
@@ -226,7 +226,7 @@ def test_fpga_learns_the_design_from_the_server(board: Board):
 
 def test_example_configure_core_script(board: Board):
     """examples/configure_core.py, run as a user would, against the server."""
-    root = Path(__file__).resolve().parents[1]
+    root = REPO_ROOT
     script = root / "examples" / "configure_core.py"
     # This checkout's packages, whichever one the environment has installed.
     env = {
@@ -893,7 +893,7 @@ def test_cli_refuses_a_design_beyond_the_platforms_address_space(tmp_path: Path)
 
 
 def test_the_cli_aperture_is_the_vpk180_platforms():
-    root = Path(__file__).resolve().parents[1]
+    root = REPO_ROOT
     platform = yaml.safe_load((root / "jasper_library/platforms/vpk180.yaml").read_text())
     assert platform["mmbus_address_window"] == cli.PL_APERTURE
     assert platform["mmbus_base_address"] == 0xA4000000
@@ -1153,7 +1153,7 @@ def _two_port_fpg(tmp_path: Path) -> tuple[Path, dict[str, FpgDevice]]:
     from mlib_devel_400g.design import Design
     from mlib_devel_400g.toolflow import Toolflow
 
-    root = Path(__file__).resolve().parents[1]
+    root = REPO_ROOT
     out = tmp_path / "build"
     per = Design(root / "examples" / "pktgen2x400g" / "design.yaml").to_jasper_per(out)
     res = Toolflow(per, out, progress=None).run(backend="none")
@@ -1189,7 +1189,7 @@ def test_configure_core_script_configures_both_cores(tmp_path: Path) -> None:
         ):
             f.seek(g0 + regmap.REGISTERS[name].offset)
             f.write(value.to_bytes(4, sys.byteorder))
-    root = Path(__file__).resolve().parents[1]
+    root = REPO_ROOT
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import REPO_ROOT
+
 from casper400g_dev import sim
 
 FAILING_MODULE = """
@@ -53,7 +55,7 @@ def test_a_build_another_process_runs_is_not_evicted(tmp_path: Path) -> None:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=REPO_ROOT,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"

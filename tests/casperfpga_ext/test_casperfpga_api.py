@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import REPO_ROOT
+
+ROOT = REPO_ROOT
 
 
 def test_fourhundredgbe_has_every_member_of_onehundredgbe(

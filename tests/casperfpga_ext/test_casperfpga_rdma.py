@@ -1,6 +1,6 @@
 """FourHundredGbe.rdma_connect against a memory-mapped file standing in for the board: the
 receiver's rdma parameters land in the core's rdma_* registers and ARP table, checked
-first and read back (the simulated core takes them in tests/test_softroce_vm.py)."""
+first and read back (the simulated core takes them in tests/rdma/test_softroce_vm.py)."""
 
 from __future__ import annotations
 
