@@ -98,7 +98,7 @@ def test_core_writes_into_the_receiver_through_rdma_rxe(tmp_path: Path) -> None:
     ]  # fmt: skip
     # First the first-contact check a user runs on new hardware, then the receiver.
     hwcheck = [
-        str(Path(sys.executable).with_name("casper400g")), "rx", "hwcheck", "--rdma", "--json",
+        str(Path(sys.executable).with_name("casper400g-rx")), "hwcheck", "--rdma", "--json",
         "--peer-ip", PEER_IP, "--ip", VM_IP, "--payload", str(PAYLOAD), "--seconds", "0",
     ]  # fmt: skip
     commands = (
