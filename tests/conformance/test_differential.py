@@ -107,7 +107,8 @@ def test_instances_and_their_wiring_are_the_same(mlib_run: MlibRun) -> None:
 
 
 def test_assignments_are_the_same(mlib_run: MlibRun) -> None:
-    """Clocks and resets (the bus decoder's own wiring and lint-only markers aside)."""
+    """Clocks and resets (the bus decoder's own wiring and lint-only markers aside: the
+    stand-in joins the platform's master to its decoder's AXI4-Lite pair, axil_ic_*)."""
     mlib, ours = _tops(mlib_run)
 
     def shared(top: Top) -> set[tuple[str, str]]:
@@ -115,6 +116,7 @@ def test_assignments_are_the_same(mlib_run: MlibRun) -> None:
             (lhs, rhs)
             for lhs, rhs in top.assigns
             if not lhs.startswith(("m_axi4lite_", "axil_ic_", "unused_"))
+            and not rhs.startswith("axil_ic_")
         }
 
     assert shared(mlib) == shared(ours)
