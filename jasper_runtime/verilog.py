@@ -175,10 +175,6 @@ class Axi4LiteInterface:
         """Decoded span: the request rounded up to a power of two, at least one word."""
         return max(4, 1 << (max(self.nbytes, 1) - 1).bit_length())
 
-    @property
-    def addr_width(self) -> int:
-        return self.size.bit_length() - 1
-
     def signal(self, sig: str) -> str:
         return f"m_axi4lite_{self.regname}_{sig}"
 
