@@ -22,7 +22,7 @@ demo: $(STAMP) | sysdeps
 test: $(STAMP) | sysdeps
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VPY) -m pytest -n auto --dist loadfile $(PYTEST_ARGS)
+	$(VPY) -m pytest -n auto --dist loadfile --durations=40 $(PYTEST_ARGS)
 
 # The receiver's tests against its C++ extension built with ASan + UBSan.
 test-sanitize: $(STAMP)

@@ -4,14 +4,18 @@
 # code + compute_90 PTX) and embedded, when an nvcc is found: CUDACXX, CUDA_HOME,
 # PATH, /usr/local/cuda, or the nvidia-cuda-nvcc wheel of the building Python.
 target_sources(casper400g_rx_engine PRIVATE
+  src/chunk_router.cpp
   src/cuda_chunks.cpp
   src/cuda_delivery.cpp
   src/cuda_driver.cpp
   src/cuda_fatbin.cpp
   src/cuda_gpudirect.cpp
   src/emu_source.cpp
+  src/host_lanes.cpp
+  src/lane_queue.cpp
+  src/staged_lanes.cpp
 )
-target_sources(_core PRIVATE src/cuda_bindings.cpp)
+target_sources(_core PRIVATE src/cuda_bindings.cpp src/lanes_bindings.cpp)
 target_link_libraries(casper400g_rx_engine PUBLIC ${CMAKE_DL_LIBS})
 
 option(CASPER400G_RX_CUDA_KERNELS "Compile the GPUDirect kernels when nvcc is found" ON)

@@ -23,6 +23,15 @@
 # ladder, 3 trials of 10 s at 400 Gb/s, 1.25x overload, both emulated DMA fills), DLPack;
 # then Mpps per receive core by payload (bench_pps, $OUTDIR/pps.md) and the spectrometer
 # example for 5 s at 400 Gb/s ($OUTDIR/spectra.npz).
+#
+# PRESET=multigpu: one capture into several GPUs, within 4 minutes on a 2-GPU host once
+# built: no sanitizer; the multi-GPU tests (every chunk on its GPU with the CPU engine's
+# bytes, exact accounting under faults, placement by each GPU's node) and the one-GPU
+# host-staged tests, which run the same lanes; the benchmark bench_multigpu into every
+# GPU: pinned H2D peaks, 3 trials of 5 s at 400 Gb/s with an FFT per chunk on its GPU,
+# the ladder (2 s a rate) to the highest zero-loss rate. Tests and benchmark are capped
+# at 110 s and 120 s (the benchmark keeps its tables after every step). BENCH_MODULE
+# names the benchmark module (default bench_gpu).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-build/gpu_check}
@@ -52,6 +61,17 @@ if [ "${PRESET:-}" = defaults ]; then
     --seconds 1.0 --default-rates 300 350 380 400 420 440 --default-target 400 \
     --default-trials 3 --default-trial-seconds 10"}
 fi
+if [ "${PRESET:-}" = multigpu ]; then
+  SANITIZE=${SANITIZE:-0}
+  TEST_TIMEOUT=${TEST_TIMEOUT:-110}
+  BENCH_TIMEOUT=${BENCH_TIMEOUT:-120}
+  tests="tests/receiver/test_rx_multigpu.py tests/receiver/test_rx_gpu.py::test_host_to_gpu_equals_cpu \
+    tests/receiver/test_rx_gpu.py::test_split_placement_to_gpu_equals_cpu_faults \
+    tests/receiver/test_rx_placement.py::test_into_a_gpu_the_copy_and_driver_threads_keep_off_the_lanes"
+  BENCH_MODULE=${BENCH_MODULE:-bench_multigpu}
+  BENCH_ARGS=${BENCH_ARGS:-"--rate 400 --trials 3 --seconds 5 --ladder-seconds 2 --ladder 500 600 700 800"}
+fi
+bench=${BENCH_MODULE:-bench_gpu}
 
 step() { echo; echo "== $*"; }
 
@@ -110,7 +130,7 @@ raise SystemExit(0 if ok else 1)" 2>&1 | tee "$out/demo.log" || status=1
 
 step "GPU benchmarks"
 # shellcheck disable=SC2086
-timeout "${BENCH_TIMEOUT:-600}" "$py" -m casper400g_rx.tools.bench_gpu --out "$out/bench.md" ${BENCH_ARGS:-} \
+timeout "${BENCH_TIMEOUT:-600}" "$py" -m "casper400g_rx.tools.$bench" --out "$out/bench.md" ${BENCH_ARGS:-} \
   2>&1 | tee "$out/bench.log" || status=1
 
 if [ "${PRESET:-}" = defaults ]; then

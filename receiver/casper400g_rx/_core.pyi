@@ -23,6 +23,8 @@ __all__: list[str] = [
     "GpuCapture",
     "GpuChunk",
     "GpuMask",
+    "HostLaneChunk",
+    "HostLanes",
     "IbvOptions",
     "IbvUnavailableError",
     "RdmaCapture",
@@ -38,6 +40,7 @@ __all__: list[str] = [
     "gpu_delivery",
     "gpudirect",
     "gpudirect_defaults",
+    "host_lanes",
     "ibv_compiled",
     "ibv_devices",
     "ibv_gpu_register_check",
@@ -116,17 +119,43 @@ class EngineConfig:
         first_chunk: typing.SupportsInt | typing.SupportsIndex | None = None,
         stall_timeout_ms: typing.SupportsInt | typing.SupportsIndex = 50,
         skip_lagging: bool = True,
+        max_jump: typing.SupportsInt | typing.SupportsIndex = 0,
+        resync_after: typing.SupportsInt | typing.SupportsIndex = 16,
     ) -> None: ...
+    def sized(
+        self,
+        queues: typing.SupportsInt | typing.SupportsIndex,
+        depth: typing.SupportsInt | typing.SupportsIndex = 0,
+        delivery: bool = False,
+    ) -> EngineConfig:
+        """
+        This configuration with the pool (n_chunks, when 0) and max_jump the engine gives `queues` receive queues; depth > 0: header-data split lanes posting `depth` receives each, `delivery`: with room for chunks on their way on (a GPU, a pausing consumer). The one sizing rule (engine.h)
+        """
+    def split_window(
+        self,
+        queues: typing.SupportsInt | typing.SupportsIndex,
+        depth: typing.SupportsInt | typing.SupportsIndex,
+    ) -> int:
+        """
+        Chunk ids the header-data split's window spans: max_chunks and the chunks `depth` receives posted per queue reach ahead
+        """
     @property
     def first_chunk(self) -> int | None: ...
     @property
     def max_chunks(self) -> int: ...
+    @property
+    def max_jump(self) -> int:
+        """
+        Chunks one packet may move a window past its end (0: four windows)
+        """
     @property
     def n_chunks(self) -> int: ...
     @property
     def packets_per_chunk(self) -> int: ...
     @property
     def policy(self) -> str: ...
+    @property
+    def resync_after(self) -> int: ...
     @property
     def skip_lagging(self) -> bool: ...
     @property
@@ -272,6 +301,7 @@ class Capture:
         threads: typing.SupportsInt | typing.SupportsIndex = 1,
         cpus: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [],
         rcvbuf: typing.SupportsInt | typing.SupportsIndex = 67108864,
+        src_filter: str = "",
     ) -> Capture: ...
     def next_chunk(
         self, timeout: typing.SupportsFloat | typing.SupportsIndex | None = None
@@ -404,6 +434,11 @@ class GpuCapture:
     @property
     def device(self) -> int: ...
     @property
+    def device_stats(self) -> list:
+        """
+        per GPU of a host-staged delivery: device, pci_bus_id, numa_node and its counters
+        """
+    @property
     def finished(self) -> bool: ...
     @property
     def running(self) -> bool: ...
@@ -411,6 +446,81 @@ class GpuCapture:
     def stats(self) -> dict: ...
     @property
     def stream(self) -> int: ...
+
+class HostLaneChunk:
+    """
+    A chunk in a host-memory ring standing in for a device's
+    """
+    def __enter__(self) -> typing.Any: ...
+    def __exit__(self, *args) -> bool: ...
+    def release(self) -> None:
+        """
+        Return the chunk to its lane's ring
+        """
+    @property
+    def chunk_id(self) -> int: ...
+    @property
+    def data(self) -> numpy.typing.NDArray[numpy.uint8]:
+        """
+        (packets_per_chunk, payload_size) uint8 view of the ring chunk (no copy)
+        """
+    @property
+    def first_seq(self) -> int: ...
+    @property
+    def heap_bytes(self) -> typing.Any:
+        """
+        SPEAD: uint64 per heap slot, payload bytes received; else None
+        """
+    @property
+    def items(self) -> dict:
+        """
+        SPEAD: {item id: uint64 per heap slot} of the named items; else {}
+        """
+    @property
+    def lane(self) -> int:
+        """
+        the device (its position in the capture's list) it is on
+        """
+    @property
+    def lost(self) -> int: ...
+    @property
+    def n_present(self) -> int: ...
+    @property
+    def present(self) -> numpy.typing.NDArray[numpy.bool]:
+        """
+        the mask copied with the payloads into the ring (no copy)
+        """
+    @property
+    def present_host(self) -> numpy.typing.NDArray[numpy.bool]:
+        """
+        the mask as a GPU chunk's host copy holds it (no copy)
+        """
+    @property
+    def released(self) -> bool: ...
+
+class HostLanes:
+    """
+    A host capture's chunks routed by chunk number to lanes whose rings are host memory
+    """
+    def next_chunk(
+        self, timeout: typing.SupportsFloat | typing.SupportsIndex | None = None
+    ) -> HostLaneChunk: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    @property
+    def device_stats(self) -> list:
+        """
+        per lane: its counters (those of GpuCapture.device_stats)
+        """
+    @property
+    def finished(self) -> bool: ...
+    @property
+    def running(self) -> bool: ...
+    @property
+    def stats(self) -> dict:
+        """
+        the lanes' counters summed, under a GPU capture's names
+        """
 
 class RdmaCapture:
     """
@@ -598,6 +708,7 @@ def _frame_header(
     udp_port: typing.SupportsInt | typing.SupportsIndex,
     seq: typing.SupportsInt | typing.SupportsIndex,
 ) -> bytes: ...
+def _multicast_mac(group: str) -> bytes: ...
 def _parse_cqe(arg0: bytes) -> dict: ...
 def _spead2_place(
     heaps_per_chunk: typing.SupportsInt | typing.SupportsIndex,
@@ -625,6 +736,13 @@ def _striding_wq_replay(
     completed: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
 ) -> tuple[bytes, list, int, int]: ...
 def _word_stores() -> list: ...
+def _wrapping_counter_replay(
+    readings: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
+) -> list[int]:
+    """
+    Totals of a wrapping 32-bit counter followed in 64 bits, after each reading
+    """
+
 def cuda_device_count() -> int:
     """
     Number of CUDA devices; raises CudaError naming why CUDA is unusable here
@@ -632,7 +750,7 @@ def cuda_device_count() -> int:
 
 def cuda_device_info(ordinal: typing.SupportsInt | typing.SupportsIndex) -> dict:
     """
-    name, sm_count, ordinal and pci_bus_id ("0000:1b:00.0") of CUDA device `ordinal`
+    name, sm_count, ordinal, pci_bus_id ("0000:1b:00.0") and numa_node (-1: unknown) of CUDA device `ordinal`
     """
 
 def cuda_has_kernels() -> bool:
@@ -671,11 +789,12 @@ def example_payload(
 ) -> bytes: ...
 def gpu_delivery(
     host: typing.Any,
-    device: typing.SupportsInt | typing.SupportsIndex,
+    devices: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
     gpu_chunks: typing.SupportsInt | typing.SupportsIndex = 0,
+    mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None,
 ) -> GpuCapture:
     """
-    Deliver a (not yet started) host capture's chunks into GPU memory
+    Deliver a (not yet started) host capture's chunks into the GPUs `devices` (CUDA ordinals), chunk k to devices[k % len(devices)] or to devices[mapping[k % len(mapping)]]; gpu_chunks per GPU ring (0: as many as the host pool)
     """
 
 def gpudirect(
@@ -702,6 +821,16 @@ def gpudirect(
 def gpudirect_defaults() -> dict:
     """
     The GPUDirect options' defaults (gpudirect_config), without loading CUDA
+    """
+
+def host_lanes(
+    host: typing.Any,
+    lanes: typing.SupportsInt | typing.SupportsIndex,
+    ring_chunks: typing.SupportsInt | typing.SupportsIndex = 0,
+    mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None,
+) -> HostLanes:
+    """
+    The multi-device delivery of a (not yet started) host capture with host memory standing in for its `lanes` devices: chunk k to lane k % lanes, or to mapping[k % len(mapping)]; ring_chunks per lane (0: as many as the host pool)
     """
 
 def ibv_compiled() -> bool:

@@ -9,9 +9,12 @@ counted `lost` (every slot of its window that no packet filled), so for each tra
 
 when every packet it sent was for a slot inside some capture's window. Beside the lost
 slots stand the host's counters of packets that came but filled no slot: after their
-chunk left (`late`), dropped by the host's socket buffer (`kernel_drops`) or for want of
-a posted receive (`nic_drops`), malformed (`rejected`). Each may explain a lost slot (a
-delayed packet) or not (a delayed copy of a placed one), so lost minus all of them is
+chunk left (`late`), in a chunk given up because the consumer held every chunk
+(`no_free_chunk`), too far from the window to trust (`out_of_window`), dropped by the
+host's socket buffer (`kernel_drops`), for want of a posted receive (`nic_drops`) or for
+coming from another sender than the source's filter (`source_filtered`), malformed
+(`rejected`). Each may explain a lost slot (a delayed packet) or not (a delayed copy of
+a placed one, a stray datagram), so lost minus all of them is
 what at least never reached the host: dropped by a link, the switch or the NIC, or never
 sent. When the two sides differ, the
 difference is named: packets sent outside every capture's window (before a capture's
@@ -26,7 +29,17 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 # Counters of packets that came but filled no slot (only those a backend has appear).
-CAUSES = ("late", "kernel_drops", "nic_drops", "rejected")
+# Counts of events rather than packets (window_resyncs, chunks_given_up, the rdma ring's
+# resyncs) are no cause; its out_of_window_immediates is its out_of_window again.
+CAUSES = (
+    "late",
+    "no_free_chunk",
+    "out_of_window",
+    "kernel_drops",
+    "nic_drops",
+    "source_filtered",
+    "rejected",
+)
 
 
 @dataclass(frozen=True)

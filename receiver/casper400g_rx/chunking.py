@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal
 
 from . import _core
 from .placement import place
-from .sizing import CapacityWarning, Sizing, size_for_rate, split_pool
+from .sizing import CapacityWarning, Sizing, pool_size, size_for_rate
 
 if TYPE_CHECKING:
     from .delivery import Delivery
@@ -36,6 +36,12 @@ class Chunking:
     wait for it a fifth of that time is moved forward, its older packets late (counted
     `queue_skips`) when `skip_lagging` (None: for live sources). With no free chunk,
     policy "block" waits for the consumer, "drop_oldest" recycles the oldest ready one.
+
+    A packet may move a window at most `max_jump` chunks past its end; further ahead, or
+    as far behind it, it is counted out_of_window and not placed (one corrupt or stray
+    sequence number cannot throw the window away). `resync_after` such packets in a row,
+    each within a window of the last, move the window to them (counted window_resyncs):
+    a sender that restarted is followed (engine.h, window.h).
     """
 
     packets_per_chunk: int | None = None  # None: 1024, or sized for GPU delivery (sizing.py)
@@ -45,11 +51,15 @@ class Chunking:
     first_chunk: int | None = None
     stall_timeout_ms: int = 50
     skip_lagging: bool | None = None
+    max_jump: int | None = None  # None: four windows (the engine's default)
+    resync_after: int = 16
 
     def __post_init__(self) -> None:
         _positive("packets_per_chunk", self.packets_per_chunk)
         _positive("max_chunks", self.max_chunks)
         _positive("stall_timeout_ms", self.stall_timeout_ms)
+        _positive("max_jump", self.max_jump)
+        _positive("resync_after", self.resync_after)
         if self.n_chunks < 0:
             raise ValueError(f"n_chunks must be >= 0, got {self.n_chunks!r}")
         if self.policy not in ("block", "drop_oldest"):
@@ -91,6 +101,7 @@ def engine_config(
             helper_threads=source.helper_threads(),
             path=source.rate_path(),
             packets_per_chunk=ppc,
+            gpus=max(1, len(delivery.targets)),
         )
         ppc = ppc or sizing.packets_per_chunk
         source = source.with_lanes(sizing.queues, sizing.depth, fmt)
@@ -99,7 +110,11 @@ def engine_config(
         for note in sizing.warnings:
             warnings.warn(note, CapacityWarning, stacklevel=3)
         placement = place(
-            source.pinned_threads(), source.cpus_given(), delivery.device, source.nic()
+            source.pinned_threads(),
+            source.cpus_given(),
+            delivery.targets or delivery.device,
+            source.nic(),
+            routes=delivery.routes(),
         )
         if source.cpus_given() is None and placement.lane_cpus is not None:
             source = source.with_cpus(placement.lane_cpus)
@@ -112,9 +127,9 @@ def engine_config(
     if depth is not None and not n_chunks and (delivery.to_gpu or rate_gbps is not None):
         # Room for the chunks on their way to the GPU, or (sized for a rate) in the hands
         # of a consumer that may pause (sizing.py).
-        n_chunks = split_pool(chunking.max_chunks, lanes, depth, ppc)
+        n_chunks = pool_size(lanes, chunking.max_chunks, ppc, depth)
     if lanes > 1 and not n_chunks and not split:
-        n_chunks = chunking.max_chunks + 4 + 2 * lanes  # the rule of sizing.py without a rate
+        n_chunks = pool_size(lanes, chunking.max_chunks, ppc)  # the engine's rule
     if sizing is not None and split and n_chunks:
         sizing = replace(sizing, n_chunks=n_chunks)  # the header-split engine's own pool
     skip_lagging = chunking.skip_lagging
@@ -126,5 +141,7 @@ def engine_config(
         first_chunk=chunking.first_chunk,
         stall_timeout_ms=chunking.stall_timeout_ms,
         skip_lagging=source.live if skip_lagging is None else skip_lagging,
+        max_jump=chunking.max_jump or 0,
+        resync_after=chunking.resync_after,
     )
     return Plan(source, config, sizing)

@@ -106,7 +106,10 @@ def _metrics(args: argparse.Namespace, cap: Capture) -> contextlib.AbstractConte
 def _print_stats(cap: Capture) -> None:
     s = cap.stats
     keys = ("packets", "lost", "late", "duplicate", "rejected", "chunks", "chunks_dropped")
-    print("  ".join(f"{k}={s[k]}" for k in keys) + f"  gbps={s.gbps:.3f}")
+    # Reasons only some paths count (a consumer too slow, a wild sequence number).
+    extra = ("no_free_chunk", "out_of_window", "source_filtered")
+    line = "  ".join([f"{k}={s[k]}" for k in keys] + [f"{k}={s[k]}" for k in extra if s.get(k)])
+    print(line + f"  gbps={s.gbps:.3f}")
 
 
 def _cmd_capture(args: argparse.Namespace) -> int:

@@ -1,13 +1,20 @@
-"""Where a capture's chunks go: host memory, or a GPU (through host memory, or GPUDirect
-with the reorder kernels)."""
+"""Where a capture's chunks go: host memory, a GPU or several GPUs (through host memory),
+or a GPU through GPUDirect with the reorder kernels."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .gpu import HostToGpu, parse_device
+
+
+def _cuda_ordinal(name: str, value: str) -> int:
+    ordinal = parse_device(value)
+    if ordinal is None:
+        raise ValueError(f"{name} entries must be 'cuda' or 'cuda:N', got {value!r}")
+    return ordinal
 
 
 @dataclass(frozen=True)
@@ -15,28 +22,92 @@ class Delivery:
     """device="cpu" hands on host chunks; "cuda:N" copies each into a ring of GPU chunks
     (`gpu_chunks` of them, 0: as many as the host pool); gpudirect=True instead writes
     the NIC emulation's frames into GPU memory and places them with the reorder kernels,
-    `gpu_options` their launch options (defaults in gpu.GPUDIRECT_DEFAULTS)."""
+    `gpu_options` their launch options (defaults in gpu.GPUDIRECT_DEFAULTS).
+
+    devices=["cuda:0", "cuda:1", ...] delivers one capture into several GPUs: chunk k goes
+    to devices[k % len(devices)], or with `mapping` (entries of `devices`) to
+    mapping[k % len(mapping)] -- any periodic assignment, e.g. ["cuda:0", "cuda:0",
+    "cuda:1", "cuda:1"] for runs of two chunks. Each GPU has its own ring of `gpu_chunks`,
+    its own copy stream and threads; chunks come out of one iterator, each on its own
+    device (`chunk.device`), and `stats["gpus"]` holds each GPU's counters beside the
+    capture's one accounting."""
 
     device: str = "cpu"
     gpudirect: bool = False
     gpu_chunks: int = 0
     gpu_options: Mapping[str, int] | None = None
+    devices: Sequence[str] = ()
+    mapping: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         parse_device(self.device)
+        if isinstance(self.devices, str):
+            raise ValueError(f"devices is a list of 'cuda:N', got the string {self.devices!r}")
+        devices = tuple(self.devices)
+        object.__setattr__(self, "devices", devices)
+        if devices and self.gpudirect:
+            raise ValueError(
+                "gpudirect=True places the NIC emulation's frames in one GPU; devices= "
+                "delivers into several through host memory (leave gpudirect out)"
+            )
         if self.gpudirect and self.device == "cpu":
             raise ValueError("gpudirect=True needs device='cuda:N', got device='cpu'")
         if self.gpu_options is not None and not self.gpudirect:
             raise ValueError("gpu_options are the GPUDirect kernels' options (gpudirect=True)")
         if self.gpu_chunks < 0:
             raise ValueError(f"gpu_chunks must be >= 0, got {self.gpu_chunks!r}")
+        ordinals = [_cuda_ordinal("devices", d) for d in devices]
+        if devices and self.device != "cpu":
+            raise ValueError(
+                f"device={self.device!r} and devices={list(devices)}: give device= for one "
+                "GPU or devices= for several"
+            )
+        for i, o in enumerate(ordinals):
+            if o in ordinals[:i]:
+                raise ValueError(f"devices names cuda:{o} twice: {list(devices)}")
+        if self.mapping is not None:
+            self._check_mapping(ordinals)
+
+    def _check_mapping(self, ordinals: list[int]) -> None:
+        if not self.devices:
+            raise ValueError("mapping routes chunks among devices=[...]; give devices too")
+        if isinstance(self.mapping, str):
+            raise ValueError(f"mapping is a list of devices, got the string {self.mapping!r}")
+        mapping = tuple(self.mapping or ())
+        object.__setattr__(self, "mapping", mapping)
+        if not mapping:
+            raise ValueError("mapping is empty: give a device per chunk number of its period")
+        for k, entry in enumerate(mapping):
+            o = _cuda_ordinal("mapping", entry)
+            if o not in ordinals:
+                raise ValueError(
+                    f"mapping[{k}] = {entry!r} is not one of devices {list(self.devices)}"
+                )
+        used = {parse_device(e) for e in mapping}
+        for d, o in zip(self.devices, ordinals, strict=True):
+            if o not in used:
+                raise ValueError(f"{d!r} of devices gets no chunk from mapping {list(mapping)}")
 
     @property
     def to_gpu(self) -> bool:
-        return self.device != "cpu"
+        return self.device != "cpu" or bool(self.devices)
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The GPUs chunks go to, in order (one for device=, none for host chunks)."""
+        if self.devices:
+            return tuple(self.devices)
+        return () if self.device == "cpu" else (self.device,)
+
+    def routes(self) -> list[int] | None:
+        """mapping as positions in `targets` (None: round-robin)."""
+        if self.mapping is None:
+            return None
+        ordinals = [parse_device(d) for d in self.devices]
+        return [ordinals.index(parse_device(e)) for e in self.mapping]
 
     def deliver(self, host: Any) -> Any:
         """`host` (the engine's capture into host chunks) as this delivery hands it on."""
         if not self.to_gpu:
             return host
-        return HostToGpu(host, self.device, self.gpu_chunks)
+        return HostToGpu(host, self.targets, self.gpu_chunks, self.routes())

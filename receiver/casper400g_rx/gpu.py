@@ -73,18 +73,20 @@ class _GpuRing:
         return self._gpu.next_chunk(timeout)
 
 
-class HostToGpu(_GpuRing):
-    """A host capture whose chunks are delivered into GPU memory; offers the host
-    capture's interface (what casper400g_rx.Capture uses) with GPU chunks."""
+class StagedDelivery(_GpuRing):
+    """A host capture whose chunks its staged delivery (`staged`: _core.gpu_delivery, or
+    _core.host_lanes with host memory standing in for the GPUs) routes into the rings of
+    one device or several; offers the host capture's interface (what
+    casper400g_rx.Capture uses) with the delivery's chunks. stats: the capture's one
+    accounting, the devices' counters summed, and each device's in `gpus`."""
 
-    def __init__(self, host: Any, device: str, gpu_chunks: int = 0) -> None:
-        ordinal = _open_device(device)
+    def __init__(self, host: Any, staged: Any) -> None:
         self._host = host
-        self._gpu = _core.gpu_delivery(host, ordinal, gpu_chunks)
+        self._gpu = staged
 
     @property
-    def stats(self) -> dict[str, int]:
-        return {**self._host.stats, **self._gpu.stats}
+    def stats(self) -> dict[str, Any]:
+        return {**self._host.stats, **self._gpu.stats, "gpus": self._gpu.device_stats}
 
     def __getattr__(self, name: str) -> Any:
         # warnings, running, port, rcvbuf, config, fmt: the host capture's.
@@ -93,6 +95,24 @@ class HostToGpu(_GpuRing):
         if name == "running":
             return self._gpu.running
         return getattr(self._host, name)
+
+
+class HostToGpu(StagedDelivery):
+    """A host capture whose chunks are delivered into GPU memory: each chunk into one of
+    `devices` ("cuda:N"), round-robin by chunk number or as `routes` (positions in
+    `devices`, one per chunk number modulo its length) says; `gpu_chunks` per GPU ring."""
+
+    def __init__(
+        self,
+        host: Any,
+        devices: str | Sequence[str],
+        gpu_chunks: int = 0,
+        routes: Sequence[int] | None = None,
+    ) -> None:
+        names = [devices] if isinstance(devices, str) else list(devices)
+        ordinals = [_open_device(d) for d in names]
+        mapping = None if routes is None else [int(r) for r in routes]
+        super().__init__(host, _core.gpu_delivery(host, ordinals, gpu_chunks, mapping))
 
 
 class GpuDirect(_GpuRing):

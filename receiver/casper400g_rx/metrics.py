@@ -19,7 +19,11 @@ COUNTERS: dict[str, str] = {
     "packets": "Payloads placed in chunks",
     "bytes": "Payload bytes placed in chunks",
     "lost": "Slots of handed-on chunks that no packet filled",
-    "late": "Packets older than the open window",
+    "late": "Packets for chunks already handed on (reordering, or a lagging queue)",
+    "no_free_chunk": "Packets of chunks given up because the consumer held every chunk",
+    "chunks_given_up": "Chunks given up whole because the consumer held every chunk",
+    "out_of_window": "Packets too far ahead of or behind the window to trust",
+    "window_resyncs": "Times a run of out-of-window packets moved the window to them",
     "duplicate": "Packets for slots already filled",
     "rejected": "Packets failing the format's checks",
     "discarded": "Packets discarded by the engine",
@@ -28,7 +32,9 @@ COUNTERS: dict[str, str] = {
     "packets_dropped": "Packets in chunks recycled under the drop_oldest policy",
     "waits": "Times a receive queue waited for a free chunk (block policy)",
     "queue_stalls": "Chunks handed on past a receive queue that stopped placing",
+    "queue_skips": "Times a lagging receive queue's window was moved forward",
     "kernel_drops": "Datagrams the kernel dropped at the sockets (udp backend)",
+    "source_filtered": "Datagrams from senders other than the source filter (udp backend)",
 }
 GAUGES: dict[str, str] = {
     "chunks_in_use": "Chunks held by the engine or the consumer",

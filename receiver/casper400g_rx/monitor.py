@@ -22,6 +22,10 @@ def status_table(stats: Stats, rate: tuple[float, float]) -> Table:
         ("packets", f"{stats.packets:,}"),
         ("lost", f"{stats.lost:,}"),
         ("late", f"{stats.late:,}"),
+        # Not the network: the consumer held every chunk (too slow for the stream).
+        ("no free chunk", f"{stats.get('no_free_chunk', 0):,}"),
+        ("chunks given up", f"{stats.get('chunks_given_up', 0):,}"),
+        ("out of window", f"{stats.get('out_of_window', 0):,}"),
         ("duplicate", f"{stats.duplicate:,}"),
         ("rejected", f"{stats.rejected:,}"),
         ("chunks", f"{stats.chunks:,}"),
@@ -30,6 +34,8 @@ def status_table(stats: Stats, rate: tuple[float, float]) -> Table:
     ]
     if "kernel_drops" in stats:
         rows.append(("kernel drops", f"{stats.kernel_drops:,}"))
+    if stats.get("source_filtered"):
+        rows.append(("other senders", f"{stats.source_filtered:,}"))
     for key, value in rows:
         table.add_row(key, value)
     return table

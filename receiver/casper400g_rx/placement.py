@@ -19,6 +19,15 @@ what the machine is comes from cpu_topology.py):
 * Staging memory (the chunk pool, written once when it is allocated, so that its pages
   come from the NUMA node of the thread that opens the capture) is placed on the GPU's
   or NIC's node: the thread opening the capture runs there while it does.
+* Into several GPUs (Delivery(devices=[...])) one staging pool serves them all: a
+  chunk's GPU is chosen by its number, and the lanes fill every chunk. The pool and the
+  lanes go to the node across whose link between the sockets the fewest bytes pass
+  (`gpu_staging`): every received byte is written once (the NIC, the lanes) and read
+  once by its chunk's GPU, so a GPU off that node reads its share of the chunks across
+  the link. That is the NIC's node where one is named and its node known, else the node
+  whose GPUs take the most chunks. Each GPU's node and share and what crosses are
+  printed; a capture per GPU node (one per Dask worker, cluster.py) keeps every GPU's
+  staging local.
 * Captures do not pin onto each other's lanes, in one process or in several (several
   Dask workers of one host, one per GPU): affinity.held_cpus.
 
@@ -30,8 +39,9 @@ node this process may not use, an unknown node) is recorded in the `Placement`, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 
 from .affinity import held_cpus
 from .cpu_topology import SYSFS, Topology, gpu_pci_address, netdev_numa_node, pci_numa_node
@@ -74,6 +84,97 @@ class Need:
     near_what: str = ""
     gpu: bool = False
     busy: frozenset[int] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True)
+class GpuSite:
+    """One GPU of a delivery into several: its name ("cuda:1"), PCI address and NUMA node
+    (None: unknown) and the share of the chunks routed to it."""
+
+    name: str
+    address: str | None
+    node: int | None
+    share: Fraction
+
+
+@dataclass(frozen=True)
+class GpuStaging:
+    """Where one staging pool for several GPUs goes: `node` (None: no node known), what
+    lies there (`what`, for the placement's messages), the decisions and unmet."""
+
+    node: int | None
+    what: str
+    decisions: tuple[str, ...]
+    unmet: tuple[str, ...]
+
+
+def _share(f: Fraction) -> str:
+    return "all" if f == 1 else f"{f.numerator}/{f.denominator}"
+
+
+def gpu_staging(gpus: Sequence[GpuSite], nic_node: int | None, nic: str = "") -> GpuStaging:
+    """The node for the staging pool and lanes of a capture into `gpus` (pure): of the
+    nodes of the GPUs and the NIC (`nic_node`, None: unknown or none), the one whose
+    choice sends the fewest bytes across the link between the sockets per byte received:
+    the NIC's write (1 where the NIC is elsewhere) plus the shares of the GPUs elsewhere.
+    A tie goes to the NIC's node, then to the lowest-numbered. So a NIC's node, where
+    known, always wins (elsewhere its whole stream would cross, more than the GPUs'
+    shares); without one, the node whose GPUs take the most chunks."""
+    listed = ", ".join(
+        f"{g.name} (node {'unknown' if g.node is None else g.node}, {_share(g.share)} of "
+        "the chunks)"
+        for g in gpus
+    )
+    decisions = [
+        f"GPUs {listed}: one staging pool serves them all (a chunk's GPU is chosen by its "
+        "number, the lanes fill every chunk)"
+    ]
+    unmet: list[str] = []
+    unknown = [g.name for g in gpus if g.node is None]
+    if unknown:
+        unmet.append(
+            f"place staging memory near {', '.join(unknown)}: NUMA node unknown (sysfs "
+            "numa_node); their copies are not counted in the choice"
+        )
+    nodes = {g.node for g in gpus if g.node is not None}
+    candidates = sorted(nodes | ({nic_node} if nic_node is not None else set()))
+    if not candidates:
+        return GpuStaging(None, "GPUs", tuple(decisions), tuple(unmet))
+
+    def crossing(node: int | None) -> Fraction:
+        nic_part = Fraction(int(nic_node is not None and nic_node != node))
+        return nic_part + sum(
+            (g.share for g in gpus if g.node is not None and g.node != node), Fraction(0)
+        )
+
+    node = min(candidates, key=lambda n: (crossing(n), n != nic_node, n))
+    here = [g.name for g in gpus if g.node == node]
+    what = f"GPU{'s' if len(here) > 1 else ''} {', '.join(here)}" if here else f"NIC {nic}"
+    cross = crossing(node)
+    decisions.append(
+        f"lanes and staging memory near node {node} (the {what}'s): "
+        + (
+            "no byte crosses between the sockets"
+            if cross == 0
+            else f"the fewest bytes cross between the sockets ({cross} of each byte received)"
+        )
+    )
+    for g in gpus:
+        if g.node is not None and g.node != node:
+            unmet.append(
+                f"staging local to {g.name} (node {g.node}): its {_share(g.share)} of the "
+                f"chunks is read across the link from node {node}; a capture per GPU node "
+                "(one per Dask worker, cluster.py) keeps each GPU's staging local"
+            )
+    return GpuStaging(node, what, tuple(decisions), tuple(unmet))
+
+
+def gpu_shares(n: int, routes: Sequence[int] | None) -> list[Fraction]:
+    """The share of the chunks each of `n` GPUs takes: equal round-robin, or by `routes`
+    (positions in the GPU list, one per chunk number of its period)."""
+    if routes is None:
+        return [Fraction(1, n)] * n
+    return [Fraction(list(routes).count(i), len(routes)) for i in range(n)]
 
 
 def _cores_in_order(
@@ -230,21 +331,34 @@ def plan_placement(need: Need, topo: Topology) -> Placement:
 def place(
     threads: int,
     given: tuple[int, ...] | None,
-    device: str,
+    device: str | Sequence[str],
     nic: str = "",
     root: str = SYSFS,
+    routes: Sequence[int] | None = None,
 ) -> Placement:
     """The placement on this machine (its sysfs under `root`), beside the other captures
     of this process, of a capture whose source pins `threads` threads (to the CPUs
-    `given`, None: chosen here), delivering into `device` ("cpu", "cuda:N"), receiving on
-    network interface `nic` ("": none named)."""
+    `given`, None: chosen here), delivering into `device` ("cpu", "cuda:N", or a list
+    of "cuda:N" for several GPUs, `routes` their chunk routing as Delivery.routes()
+    gives it), receiving on network interface `nic` ("": none named)."""
     from .gpu import parse_device
 
-    ordinal = parse_device(device)
-    near, what = None, ""
-    if ordinal is not None:
-        address = gpu_pci_address(ordinal)
-        what = f"GPU {device}" + (f" at {address}" if address else "")
+    names = [device] if isinstance(device, str) else list(device)
+    ordinals = [o for o in (parse_device(d) for d in names) if o is not None]
+    near, what, notes, unmet = None, "", (), ()
+    if len(ordinals) > 1:
+        sites = []
+        for name, ordinal, share in zip(
+            names, ordinals, gpu_shares(len(ordinals), routes), strict=True
+        ):
+            address = gpu_pci_address(ordinal)
+            node = pci_numa_node(address, root) if address else None
+            sites.append(GpuSite(name, address, node, share))
+        staging = gpu_staging(sites, netdev_numa_node(nic, root) if nic else None, nic)
+        near, what, notes, unmet = staging.node, staging.what, staging.decisions, staging.unmet
+    elif ordinals:
+        address = gpu_pci_address(ordinals[0])
+        what = f"GPU {names[0]}" + (f" at {address}" if address else "")
         near = pci_numa_node(address, root) if address else None
     elif nic:
         what = f"NIC {nic}"
@@ -252,10 +366,12 @@ def place(
     need = Need(
         threads=threads,
         given=given,
-        others=1 + (2 if ordinal is not None else 0),
+        # Per GPU a copy and a recycle thread; with several, the dispatcher that routes.
+        others=1 + 2 * len(ordinals) + (1 if len(ordinals) > 1 else 0),
         near=near,
         near_what=what,
-        gpu=ordinal is not None,
+        gpu=bool(ordinals),
     )
     topo = Topology.read(root=root)
-    return plan_placement(replace(need, busy=held_cpus(topo.cpus)), topo)
+    p = plan_placement(replace(need, busy=held_cpus(topo.cpus)), topo)
+    return replace(p, decisions=(*notes, *p.decisions), unmet=(*unmet, *p.unmet))

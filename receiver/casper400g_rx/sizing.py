@@ -18,21 +18,21 @@ The rule (docs/benchmarks.md sections 6 and 7 hold the measurements it comes fro
   whose chunk holds at least 0.5 ms of the stream, so that the per-chunk costs (the copy
   thread's two copies and events, the consumer's Python and kernel launches) stay under
   2000 chunks/s: 4096 packets (32 MiB) at 400 Gb/s of 8192-B packets.
-* n_chunks = max_chunks + 4 + 2 x queues: the window, the chunks in the consumer's hands
-  and on their way to the GPU, and two chunks of skew per queue. The header-split engine
-  sizes its own pool from its receive queues: twice its window (max_chunks plus the
-  chunks its posted receives reach ahead, depth x queues packets) plus 4; delivering into
-  a GPU, or sized by rate_gbps, it gets GPU_SLACK_CHUNKS more (split_pool), for chunks on
-  their way through the copy and the GPU's jitter or in the hands of a consumer that
-  pauses (a Python consumer's pauses of a few ms emptied the pool at 250 Gb/s into host
-  chunks) -- without a free chunk a live source gives chunks up whole.
+* n_chunks: the engine's own rule (EngineConfig.sized, engine.h), asked for here, never
+  restated: the window, 4 chunks in the consumer's hands or on their way to the GPU, and
+  with several queues two chunks of skew per queue; for the header-data split twice its
+  window (max_chunks plus the chunks its posted receives reach ahead, depth x queues
+  packets) plus 4, and delivering into a GPU or sized by rate_gbps some more for chunks
+  on their way through the copy or in the hands of a consumer that pauses -- without a
+  free chunk a live source gives chunks up whole.
 * depth (header-data split, when not given): the smallest power of two >= 1024 whose
   receive queue holds DEPTH_SECONDS of a lane's share of the stream (4096 at 50 Gb/s per
   lane), at most 16384: a lane thread that loses its core that long (the kernel's own
   work on that core) loses nothing, where 1024 receives last 1.3 ms at 50 Gb/s -- and a
   queue that ran dry costs packets (docs/benchmarks.md section 9).
 * Each queue wants a core of its own (plus one for an emulated NIC's generator, two for
-  the GPU copy and recycle threads and one for the consumer): with fewer CPUs available
+  the GPU copy and recycle threads -- per GPU, and a dispatcher, into several -- and one
+  for the consumer): with fewer CPUs available
   to this process a `CapacityWarning` says so, naming the numbers.
 """
 
@@ -43,6 +43,8 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from . import _core
+
 if TYPE_CHECKING:
     from .placement import Placement
 
@@ -52,7 +54,6 @@ SPLIT_GBPS_PER_QUEUE = 55.0  # header-data split, the NIC writing payloads (meas
 SPLIT_EMULATED_GBPS_PER_QUEUE = 33.0  # its emulation writing whole payloads (measured)
 REFERENCE_PAYLOAD = 8192
 MIN_CHUNK_SECONDS = 0.5e-3  # a chunk holds at least this much of the stream (GPU delivery)
-GPU_SLACK_CHUNKS = 8  # header-split pool: chunks beyond the engine's own (GPU stage, consumer)
 DEPTH_SECONDS = 5e-3  # header-split receive queues hold this much of a lane's share
 MIN_DEPTH, MAX_DEPTH = 1024, 16384
 Path = Literal["copy", "split", "split_emulated"]
@@ -101,12 +102,12 @@ def split_depth(rate_gbps: float, queues: int, payload_size: int) -> int:
     return min(MAX_DEPTH, max(MIN_DEPTH, depth))
 
 
-def split_pool(max_chunks: int, queues: int, depth: int, packets_per_chunk: int) -> int:
-    """n_chunks of a header-split capture delivering into a GPU: the engine's own rule
-    (hds.h: 2 x (max_chunks + ceil(depth x queues / packets_per_chunk) + 1) + 4) plus
-    GPU_SLACK_CHUNKS."""
-    window = max_chunks + -(-depth * queues // packets_per_chunk) + 1
-    return 2 * window + 4 + GPU_SLACK_CHUNKS
+def pool_size(queues: int, max_chunks: int, packets_per_chunk: int, depth: int = 0) -> int:
+    """n_chunks by the engine's rule (EngineConfig.sized): for `queues` copying queues, or
+    (depth > 0) header-data split lanes posting `depth` receives each, with room for
+    chunks on their way on (a GPU, a consumer that pauses)."""
+    config = _core.EngineConfig(packets_per_chunk=packets_per_chunk, max_chunks=max_chunks)
+    return int(config.sized(queues, depth, delivery=depth > 0).n_chunks)
 
 
 def available_cpus() -> int:
@@ -128,10 +129,12 @@ def size_for_rate(
     cpus: int | None = None,
     path: Path = "copy",
     packets_per_chunk: int | None = None,
+    gpus: int = 1,
 ) -> Sizing:
     """Queues and chunk pool for `rate_gbps` (see the module's rule); `queues` or
     `n_chunks` given by the caller are kept. `helper_threads`: threads besides the queues
-    that need a core (an emulated NIC's generator)."""
+    that need a core (an emulated NIC's generator); `gpus`: how many GPUs the chunks are
+    copied into (to_gpu), each with its copy and recycle threads."""
     if not rate_gbps > 0:
         raise ValueError(f"rate_gbps must be > 0, got {rate_gbps!r}")
     if payload_size <= 0:
@@ -149,20 +152,26 @@ def size_for_rate(
     k = want if queues is None else queues
     if k < 1:
         raise ValueError(f"queues must be >= 1, got {k}")
-    pool = n_chunks if n_chunks else max_chunks + 4 + 2 * k
     notes = []
     if k < want:
         notes.append(
             f"{rate_gbps:g} Gb/s needs about {want} queues at {per:.0f} Gb/s each "
             f"(docs/benchmarks.md section 7); this capture has {k}"
         )
-    threads = k + helper_threads + (2 if to_gpu else 0) + 1
+    # Per GPU a copy and a recycle thread; into several, the dispatcher that routes.
+    copiers = (2 * gpus + (1 if gpus > 1 else 0)) if to_gpu else 0
+    threads = k + helper_threads + copiers + 1
     have = available_cpus() if cpus is None else cpus
     if threads > have:
         notes.append(
             f"{k} queues want {threads} cores (a core per queue thread"
             + (f", {helper_threads} for the emulated NIC" if helper_threads else "")
-            + (", 2 for the GPU copy and recycle threads" if to_gpu else "")
+            + (", 2 for the GPU copy and recycle threads" if to_gpu and gpus == 1 else "")
+            + (
+                f", {copiers} for the copy and recycle threads of {gpus} GPUs and their dispatcher"
+                if to_gpu and gpus > 1
+                else ""
+            )
             + f", 1 for the consumer); this process may use {have} CPUs: expect losses above "
             f"about {max(1, have - threads + k) * per:.0f} Gb/s"
         )
@@ -175,4 +184,6 @@ def size_for_rate(
             f"events, the consumer's launches) limit the rate: packets_per_chunk >= {ppc}"
         )
     depth = split_depth(rate_gbps, k, payload_size) if path != "copy" else None
+    chunk = packets_per_chunk or ppc or 1024
+    pool = n_chunks or pool_size(k, max_chunks, chunk, depth or 0)
     return Sizing(k, pool, per, tuple(notes), ppc if packets_per_chunk is None else None, depth)

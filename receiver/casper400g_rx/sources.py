@@ -147,7 +147,8 @@ class UdpSource(Source):
     Capture.port); `threads` SO_REUSEPORT sockets share one chunk stream, each thread
     pinned to its entry of `cpus`; `rcvbuf` bytes of kernel receive buffer asked per socket.
     `groups`: IPv4 multicast groups joined on `interface` (netdev name; '' lets each
-    group's route choose) while the capture runs (multicast.py)."""
+    group's route choose) while the capture runs (multicast.py). `src_filter`: the sender's
+    IPv4 (the FPGA's); datagrams from others are dropped and counted (source_filtered)."""
 
     bind: str = "127.0.0.1:0"
     threads: int | None = None  # None: 1, or sized for Capture's rate_gbps
@@ -155,6 +156,7 @@ class UdpSource(Source):
     rcvbuf: int = 64 << 20
     groups: Sequence[str] = ()
     interface: str = ""
+    src_filter: str | None = None
 
     def __post_init__(self) -> None:
         parse_endpoint(self.bind)
@@ -162,6 +164,15 @@ class UdpSource(Source):
         object.__setattr__(self, "cpus", _cpus(self.cpus))
         if self.rcvbuf < 1:
             raise ValueError(f"rcvbuf must be >= 1, got {self.rcvbuf!r}")
+        if self.src_filter is not None:
+            from ipaddress import IPv4Address
+
+            try:
+                IPv4Address(self.src_filter)
+            except ValueError:
+                raise ValueError(
+                    f"src_filter must be an IPv4 address, got {self.src_filter!r}"
+                ) from None
         _multicast(self)
         if self.interface and not self.groups:
             raise ValueError(
@@ -202,7 +213,14 @@ class UdpSource(Source):
     def open_host(self, fmt: _core.Format, config: _core.EngineConfig) -> Any:
         host, port = parse_endpoint(self.bind)
         return _core.Capture.udp(
-            fmt, config, host, port, self.threads or 1, list(self.cpus or ()), self.rcvbuf
+            fmt,
+            config,
+            host,
+            port,
+            self.threads or 1,
+            list(self.cpus or ()),
+            self.rcvbuf,
+            self.src_filter or "",
         )
 
 
@@ -558,10 +576,11 @@ class RdmaSource(Source):
     def open(self, fmt: _core.Format, config: _core.EngineConfig, delivery: Delivery) -> Any:
         from .rdma import open_rdma
 
-        if delivery.gpudirect or delivery.gpu_chunks:
+        if delivery.gpudirect or delivery.gpu_chunks or delivery.devices:
             raise ValueError(
                 "the rdma source's ring is where Delivery's device says (the NIC writes "
-                "it); gpudirect and gpu_chunks belong to the other sources"
+                "it); gpudirect, gpu_chunks and devices= (several GPUs) belong to the other "
+                "sources"
             )
         # The ring is already where the device says: no copy stage after it.
         return open_rdma(fmt, config, self, delivery.device)

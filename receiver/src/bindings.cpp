@@ -111,11 +111,18 @@ public:
         d["waits"] = c.waits;
         d["queue_stalls"] = c.queue_stalls;
         d["queue_skips"] = c.queue_skips;
+        d["out_of_window"] = c.out_of_window;
+        d["window_resyncs"] = c.window_resyncs;
+        d["no_free_chunk"] = c.no_free_chunk;
+        d["chunks_given_up"] = c.chunks_given_up;
         add_spead_stats(d, c, cap_->eng().fmt());
         d["queues"] = cap_->eng().queues();
         d["chunks_in_use"] = cap_->eng().chunks_in_use();
         d["n_chunks"] = cap_->eng().pool().size();
-        if (auto *u = dynamic_cast<udp_source *>(&cap_->src())) d["kernel_drops"] = u->kernel_drops();
+        if (auto *u = dynamic_cast<udp_source *>(&cap_->src())) {
+            d["kernel_drops"] = u->kernel_drops();
+            d["source_filtered"] = u->source_filtered();
+        }
         for (const auto &kv : extra_stats(cap_->eng(), cap_->src())) d[kv.first.c_str()] = kv.second;
         return d;
     }
@@ -250,7 +257,8 @@ PYBIND11_MODULE(_core, m) {
     py::class_<engine_config>(m, "EngineConfig")
         .def(py::init([](std::size_t ppc, std::size_t max_chunks, std::size_t n_chunks,
                          const std::string &policy, std::optional<std::uint64_t> first_chunk,
-                         std::uint32_t stall_timeout_ms, bool skip_lagging) {
+                         std::uint32_t stall_timeout_ms, bool skip_lagging,
+                         std::size_t max_jump, std::size_t resync_after) {
                  engine_config c;
                  c.packets_per_chunk = ppc;
                  c.max_chunks = max_chunks;
@@ -259,13 +267,16 @@ PYBIND11_MODULE(_core, m) {
                  c.first_chunk = first_chunk;
                  c.stall_timeout_ms = stall_timeout_ms;
                  c.skip_lagging = skip_lagging;
+                 c.max_jump = max_jump;
+                 c.resync_after = resync_after;
                  c.validate();
                  return c;
              }),
              py::kw_only(), py::arg("packets_per_chunk") = 1024, py::arg("max_chunks") = 4,
              py::arg("n_chunks") = 0, py::arg("policy") = "block",
              py::arg("first_chunk") = py::none(), py::arg("stall_timeout_ms") = 50,
-             py::arg("skip_lagging") = true)
+             py::arg("skip_lagging") = true, py::arg("max_jump") = 0,
+             py::arg("resync_after") = 16)
         .def_readonly("packets_per_chunk", &engine_config::packets_per_chunk)
         .def_readonly("max_chunks", &engine_config::max_chunks)
         .def_readonly("n_chunks", &engine_config::n_chunks)
@@ -273,7 +284,19 @@ PYBIND11_MODULE(_core, m) {
                                [](const engine_config &c) { return policy_name(c.policy); })
         .def_readonly("first_chunk", &engine_config::first_chunk)
         .def_readonly("stall_timeout_ms", &engine_config::stall_timeout_ms)
-        .def_readonly("skip_lagging", &engine_config::skip_lagging);
+        .def_readonly("skip_lagging", &engine_config::skip_lagging)
+        .def_readonly("max_jump", &engine_config::max_jump,
+                      "Chunks one packet may move a window past its end (0: four windows)")
+        .def_readonly("resync_after", &engine_config::resync_after)
+        .def("sized", &engine_config::sized, py::arg("queues"), py::arg("depth") = 0,
+             py::arg("delivery") = false,
+             "This configuration with the pool (n_chunks, when 0) and max_jump the engine "
+             "gives `queues` receive queues; depth > 0: header-data split lanes posting "
+             "`depth` receives each, `delivery`: with room for chunks on their way on "
+             "(a GPU, a pausing consumer). The one sizing rule (engine.h)")
+        .def("split_window", &engine_config::split_window, py::arg("queues"), py::arg("depth"),
+             "Chunk ids the header-data split's window spans: max_chunks and the chunks "
+             "`depth` receives posted per queue reach ahead");
 
     // After Format and EngineConfig, so that signatures (and the type stubs) name them.
     register_ibv(m);
@@ -353,7 +376,7 @@ PYBIND11_MODULE(_core, m) {
             "udp",
             [](const format &fmt, const engine_config &cfg, const std::string &host,
                std::uint16_t port, std::size_t threads, std::vector<int> cpus,
-               std::size_t rcvbuf) {
+               std::size_t rcvbuf, const std::string &src_filter) {
                 if (fmt.source == seq_source::ipv4_id)
                     throw std::invalid_argument(
                         "seq='ipv4_id' needs the IP header, which UDP sockets do not deliver; "
@@ -364,6 +387,7 @@ PYBIND11_MODULE(_core, m) {
                 u.threads = threads;
                 u.cpus = std::move(cpus);
                 u.rcvbuf = rcvbuf;
+                u.src_filter = src_filter;
                 u.max_payload = fmt.max_udp_payload();
                 // Fixed-offset sequence numbers: the sockets share the stream by them.
                 if (!fmt.spead && fmt.source == seq_source::payload) u.steer = fmt.seq;
@@ -371,7 +395,7 @@ PYBIND11_MODULE(_core, m) {
             },
             py::arg("fmt"), py::arg("config"), py::arg("host"), py::arg("port"),
             py::arg("threads") = 1, py::arg("cpus") = std::vector<int>{},
-            py::arg("rcvbuf") = 64 << 20)
+            py::arg("rcvbuf") = 64 << 20, py::arg("src_filter") = "")
         .def_static(
             "pcap",
             [](const format &fmt, const engine_config &cfg, const std::string &path) {
@@ -532,6 +556,17 @@ PYBIND11_MODULE(_core, m) {
         py::arg("frame"), py::arg("linktype") = 1, py::arg("udp_port") = 0,
         "(payload offset, payload size, IPv4 id) of a frame, or None when it is rejected");
     bind_spead2_place(m);
+    m.def(
+        "_wrapping_counter_replay",
+        [](const std::vector<std::uint32_t> &raw) {
+            // The udp source's kernel drop counts, one reading after another.
+            wrapping_counter c;
+            std::vector<std::uint64_t> out;
+            for (const std::uint32_t r : raw) out.push_back(c.update(r));
+            return out;
+        },
+        py::arg("readings"),
+        "Totals of a wrapping 32-bit counter followed in 64 bits, after each reading");
     m.def(
         "example_payload",
         [](std::uint64_t seq, std::size_t size) {

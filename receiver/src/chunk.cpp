@@ -61,10 +61,12 @@ chunk_pool::chunk_pool(std::size_t n_chunks, std::size_t packets_per_chunk,
     }
     const std::size_t words = extras_.words();
     if (words == 0) return;
-    if (words > SIZE_MAX / 8 / packets_per_chunk)
+    if (words > SIZE_MAX / 8 / packets_per_chunk ||
+        extras_.edge_bytes > SIZE_MAX / 2 / packets_per_chunk)
         throw std::invalid_argument("per-slot arrays of " + std::to_string(words) +
                                     " words are too large");
-    const std::size_t extra_bytes = round_up(words * 8 * packets_per_chunk);
+    const std::size_t extra_bytes =
+        round_up((words * packets_per_chunk + extras_.edge_words(packets_per_chunk)) * 8);
     if (n_chunks > SIZE_MAX / extra_bytes)
         throw std::invalid_argument("chunk pool of " + std::to_string(n_chunks) +
                                     " chunks is too large");
@@ -80,7 +82,14 @@ chunk_pool::chunk_pool(std::size_t n_chunks, std::size_t packets_per_chunk,
             chunks_[i].items = w;
             w += extras_.items * packets_per_chunk;
         }
-        if (extras_.cell_words) chunks_[i].cells = w;
+        if (extras_.cell_words) {
+            chunks_[i].cells = w;
+            w += extras_.cell_words * packets_per_chunk;
+        }
+        if (extras_.edge_bytes) {
+            chunks_[i].edges_used = reinterpret_cast<std::uint8_t *>(w);
+            chunks_[i].edges = chunks_[i].edges_used + packets_per_chunk;
+        }
         reset_extras(chunks_[i]);
     }
 }
@@ -90,6 +99,14 @@ void chunk_pool::reset_extras(chunk &c) const noexcept {
     if (c.heap_bytes != nullptr) std::memset(c.heap_bytes, 0, ppc * 8);
     if (c.items != nullptr) std::memset(c.items, 0xff, extras_.items * ppc * 8);
     if (c.cells != nullptr) std::memset(c.cells, 0, extras_.cell_words * ppc * 8);
+    if (c.edges != nullptr) {
+        // Most heaps split on cell boundaries and never touch their edges.
+        for (std::size_t s = 0; s < ppc; s++) {
+            if (c.edges_used[s] == 0) continue;
+            std::memset(c.edges + s * extras_.edge_bytes, 0, extras_.edge_bytes);
+            c.edges_used[s] = 0;
+        }
+    }
 }
 
 }  // namespace casper400g_rx

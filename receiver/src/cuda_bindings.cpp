@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <map>
 #include <optional>
 #include <string>
@@ -15,6 +14,7 @@
 #include "casper400g_rx/cuda_fatbin.h"
 #include "casper400g_rx/cuda_gpudirect.h"
 #include "casper400g_rx/emu_source.h"
+#include "casper400g_rx/lanes_bindings.h"
 #include "casper400g_rx/py_dlpack.h"
 #include "casper400g_rx/py_wait.h"
 #include "casper400g_rx/spead_bindings.h"
@@ -49,7 +49,10 @@ cu::stream to_stream(const py::object &s) {
 
 class py_gpu_chunk {
 public:
-    py_gpu_chunk(std::shared_ptr<gpu_capture> cap, gpu_chunk *c) : cap_(std::move(cap)), c_(c) {}
+    // The chunk's ring and fill stream are its device's (one of several for a capture
+    // delivering into several GPUs).
+    py_gpu_chunk(std::shared_ptr<gpu_capture> cap, gpu_chunk *c)
+        : cap_(std::move(cap)), c_(c), pool_(&cap_->pool_of(*c)), fill_(cap_->fill_stream_of(*c)) {}
     py_gpu_chunk(const py_gpu_chunk &) = delete;
     py_gpu_chunk &operator=(const py_gpu_chunk &) = delete;
     ~py_gpu_chunk() {
@@ -64,17 +67,18 @@ public:
         if (c_ == nullptr) throw std::runtime_error("chunk already released");
         return *c_;
     }
-    std::size_t packets() const { return cap_->pool().packets_per_chunk(); }
-    std::size_t payload() const { return cap_->pool().payload_size(); }
-    const std::vector<std::uint64_t> &item_ids() const { return cap_->pool().item_ids(); }
-    int ordinal() const { return cap_->pool().dev()->ordinal(); }
+    std::size_t packets() const { return pool_->packets_per_chunk(); }
+    std::size_t payload() const { return pool_->payload_size(); }
+    const std::vector<std::uint64_t> &item_ids() const { return pool_->item_ids(); }
+    int ordinal() const { return pool_->dev()->ordinal(); }
     bool released() const { return c_ == nullptr; }
 
     // Makes `s` wait for the chunk's fill; remembers it for release().
     void order_after(cu::stream s) {
         const gpu_chunk &c = get();
-        const cu::device &dev = *cap_->pool().dev();
+        const cu::device &dev = *pool_->dev();
         dev.make_current();
+        check_stream(dev, s);
         dev.check(dev.drv().cuStreamWaitEvent(s, c.ready, 0), "cuStreamWaitEvent");
         if (std::find(streams_.begin(), streams_.end(), s) == streams_.end()) streams_.push_back(s);
     }
@@ -84,6 +88,9 @@ public:
         std::vector<cu::stream> after;
         if (!stream.is_none()) {
             after.push_back(to_stream(stream));
+            const cu::device &dev = *pool_->dev();
+            dev.make_current();
+            check_stream(dev, after.back());
         } else {
             after = streams_;
             if (after.empty() || cai_used_) after.push_back(cu::legacy_stream());
@@ -94,7 +101,7 @@ public:
     }
 
     void synchronize() {
-        const cu::device &dev = *cap_->pool().dev();
+        const cu::device &dev = *pool_->dev();
         dev.make_current();
         py::gil_scoped_release nogil;
         dev.check(dev.drv().cuEventSynchronize(get().ready), "cuEventSynchronize");
@@ -109,12 +116,28 @@ public:
         return view{get().present, 1, {static_cast<std::int64_t>(packets()), 0}, true};
     }
     void mark_cai() { cai_used_ = true; }
-    cu::stream fill_stream() const { return cap_->fill_stream(); }
+    cu::stream fill_stream() const { return fill_; }
     std::shared_ptr<gpu_capture> owner() const { return cap_; }
 
 private:
+    // The chunk's events are recorded on the streams it is ordered after: they must be of
+    // the chunk's GPU (a capture into several GPUs hands out chunks on each). The special
+    // handles mean the current context's, made the chunk's GPU's before use.
+    static void check_stream(const cu::device &dev, cu::stream s) {
+        if (s == cu::legacy_stream() || s == cu::per_thread_stream()) return;
+        cu::context owner = nullptr;
+        dev.check(dev.drv().cuStreamGetCtx(s, &owner), "cuStreamGetCtx");
+        if (owner != dev.ctx())
+            throw std::invalid_argument(
+                "the chunk is on cuda:" + std::to_string(dev.ordinal()) +
+                " and the stream given is another GPU's: use a stream of cuda:" +
+                std::to_string(dev.ordinal()) + " (e.g. under cupy.cuda.Device(chunk.device))");
+    }
+
     std::shared_ptr<gpu_capture> cap_;
     gpu_chunk *c_;
+    gpu_chunk_pool *pool_;
+    cu::stream fill_;
     std::vector<cu::stream> streams_;
     bool cai_used_ = false;
 };
@@ -225,6 +248,22 @@ public:
         }
         return d;
     }
+    // Per GPU of a host-staged delivery, in the order given: where it is and its counters.
+    py::list device_stats() const {
+        py::list out;
+        auto *g = dynamic_cast<gpu_delivery *>(cap_.get());
+        if (g == nullptr) return out;
+        for (std::size_t i = 0; i < g->devices(); i++) {
+            const cu::device &dev = g->device(i);
+            py::dict d;
+            d["device"] = dev.ordinal();
+            d["pci_bus_id"] = dev.pci_address();
+            d["numa_node"] = dev.numa_node();
+            d.attr("update")(lane_stats_dict(g->counters(i)));
+            out.append(d);
+        }
+        return out;
+    }
     bool finished() const { return cap_->finished(); }
     bool running() const { return cap_->running(); }
     std::uintptr_t stream() const { return reinterpret_cast<std::uintptr_t>(cap_->fill_stream()); }
@@ -264,6 +303,7 @@ using u64_array = py::array_t<std::uint64_t, py::array::c_style | py::array::for
 void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>)> wrap,
                std::function<std::shared_ptr<capture>(py::handle)> unwrap) {
     py::register_exception<cu::error>(m, "CudaError", PyExc_RuntimeError);
+    bind_lanes(m, unwrap);
 
     m.def("cuda_device_count", &cu::device_count,
           "Number of CUDA devices; raises CudaError naming why CUDA is unusable here");
@@ -278,22 +318,13 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
             d["sm_count"] = dev->sm_count();
             d["ordinal"] = dev->ordinal();
             // The GPU's PCI address, whose sysfs entry names its NUMA node (placement.py).
-            int domain = 0, bus = 0, slot = 0;
-            const auto &drv = dev->drv();
-            const auto attr = [&](int *v, int which) {
-                dev->check(drv.cuDeviceGetAttribute(v, which, dev->handle()),
-                           "cuDeviceGetAttribute");
-            };
-            attr(&domain, cu::attr_pci_domain_id);
-            attr(&bus, cu::attr_pci_bus_id);
-            attr(&slot, cu::attr_pci_device_id);
-            char address[32];
-            std::snprintf(address, sizeof(address), "%04x:%02x:%02x.0", domain, bus, slot);
-            d["pci_bus_id"] = std::string(address);
+            d["pci_bus_id"] = dev->pci_address();
+            d["numa_node"] = dev->numa_node();
             return d;
         },
         py::arg("ordinal"),
-        "name, sm_count, ordinal and pci_bus_id (\"0000:1b:00.0\") of CUDA device `ordinal`");
+        "name, sm_count, ordinal, pci_bus_id (\"0000:1b:00.0\") and numa_node (-1: unknown) of CUDA "
+        "device `ordinal`");
 
     // Declared before GpuChunk, whose present_gpu returns it (signatures name the type).
     py::class_<py_gpu_mask> gpu_mask(m, "GpuMask", "A GPU chunk's present mask on the GPU");
@@ -403,6 +434,9 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
         .def("stop", &py_gpu_capture::stop)
         .def("next_chunk", &py_gpu_capture::next_chunk, py::arg("timeout") = py::none())
         .def_property_readonly("stats", &py_gpu_capture::stats)
+        .def_property_readonly("device_stats", &py_gpu_capture::device_stats,
+                               "per GPU of a host-staged delivery: device, pci_bus_id, numa_node and "
+                               "its counters")
         .def_property_readonly("finished", &py_gpu_capture::finished)
         .def_property_readonly("running", &py_gpu_capture::running)
         .def_property_readonly("stream", &py_gpu_capture::stream)
@@ -412,14 +446,22 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
 
     m.def(
         "gpu_delivery",
-        [unwrap](py::handle host, int device, std::size_t gpu_chunks) {
+        [unwrap](py::handle host, const std::vector<int> &devices, std::size_t gpu_chunks,
+                 std::optional<std::vector<std::uint32_t>> mapping) {
             std::shared_ptr<capture> cap = unwrap(host);
-            auto dev = get_device(device);
-            auto g = std::make_shared<gpu_delivery>(cap, dev, gpu_chunks);
+            std::vector<std::shared_ptr<const cu::device>> devs;
+            for (int d : devices) devs.push_back(get_device(d));
+            chunk_router router = mapping ? chunk_router(devices.size(), std::move(*mapping))
+                                          : chunk_router(devices.size());
+            auto g = std::make_shared<gpu_delivery>(cap, std::move(devs), gpu_chunks,
+                                                    std::move(router));
             return std::make_unique<py_gpu_capture>(g, cap);
         },
-        py::arg("host"), py::arg("device"), py::arg("gpu_chunks") = 0,
-        "Deliver a (not yet started) host capture's chunks into GPU memory");
+        py::arg("host"), py::arg("devices"), py::arg("gpu_chunks") = 0,
+        py::arg("mapping") = py::none(),
+        "Deliver a (not yet started) host capture's chunks into the GPUs `devices` (CUDA "
+        "ordinals), chunk k to devices[k % len(devices)] or to devices[mapping[k % "
+        "len(mapping)]]; gpu_chunks per GPU ring (0: as many as the host pool)");
 
     m.def(
         "gpudirect",

@@ -3,7 +3,10 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <mutex>
+
+#include "casper400g_rx/sysfs.h"
 
 namespace casper400g_rx::cu {
 
@@ -57,6 +60,7 @@ driver::driver() {
     resolve(lib_, cuStreamDestroy, "cuStreamDestroy_v2");
     resolve(lib_, cuStreamSynchronize, "cuStreamSynchronize");
     resolve(lib_, cuStreamWaitEvent, "cuStreamWaitEvent");
+    resolve(lib_, cuStreamGetCtx, "cuStreamGetCtx");
     resolve(lib_, cuEventCreate, "cuEventCreate");
     resolve(lib_, cuEventDestroy, "cuEventDestroy_v2");
     resolve(lib_, cuEventRecord, "cuEventRecord");
@@ -122,6 +126,18 @@ device::device(int ordinal) : drv_(driver::get()), ordinal_(ordinal) {
     name_ = name;
     check(drv_.cuDeviceGetAttribute(&sm_count_, attr_multiprocessor_count, dev_),
           "cuDeviceGetAttribute");
+    int domain = 0, bus = 0, slot = 0;
+    check(drv_.cuDeviceGetAttribute(&domain, attr_pci_domain_id, dev_), "cuDeviceGetAttribute");
+    check(drv_.cuDeviceGetAttribute(&bus, attr_pci_bus_id, dev_), "cuDeviceGetAttribute");
+    check(drv_.cuDeviceGetAttribute(&slot, attr_pci_device_id, dev_), "cuDeviceGetAttribute");
+    char pci[32];
+    std::snprintf(pci, sizeof(pci), "%04x:%02x:%02x.0", static_cast<unsigned>(domain) & 0xffffu,
+                  static_cast<unsigned>(bus) & 0xffu, static_cast<unsigned>(slot) & 0xffu);
+    pci_ = pci;
+    const std::string node = sysfs_read("/sys/bus/pci/devices/" + pci_ + "/numa_node");
+    if (!node.empty() && node.find_first_not_of("-0123456789") == std::string::npos &&
+        node.size() < 6)
+        numa_node_ = std::stoi(node);
 }
 
 device::~device() {

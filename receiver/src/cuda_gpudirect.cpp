@@ -20,8 +20,7 @@ void put16(std::uint8_t *p, unsigned v) {
 }
 
 std::size_t pool_chunks(const engine_config &cfg) {
-    cfg.validate();
-    const std::size_t n = cfg.n_chunks ? cfg.n_chunks : cfg.max_chunks + 4;
+    const std::size_t n = cfg.sized(1).n_chunks;  // the engine's pool rule
     if (n > gd::max_buffers)
         throw std::invalid_argument("gpudirect supports at most " +
                                     std::to_string(gd::max_buffers) + " chunks, got n_chunks=" +

@@ -44,11 +44,47 @@ void engine_config::validate() const {
                                     std::to_string(max_chunks + 1));
     if (stall_timeout_ms == 0)
         throw std::invalid_argument("stall_timeout_ms must be > 0, got 0");
+    if (resync_after == 0) throw std::invalid_argument("resync_after must be > 0, got 0");
 }
 
-static std::size_t pool_size(const engine_config &cfg) {
-    cfg.validate();
-    return cfg.n_chunks ? cfg.n_chunks : cfg.max_chunks + 4;
+std::size_t engine_config::split_window(std::size_t queues, std::size_t depth) const {
+    validate();
+    if (queues == 0 || queues > 64)
+        throw std::invalid_argument("queues must be 1..64, got " + std::to_string(queues));
+    if (depth == 0 || depth > (1u << 16))
+        throw std::invalid_argument("receive queue depth must be 1..65536, got " +
+                                    std::to_string(depth));
+    // Posted receives reach up to depth * queues sequence numbers past the newest
+    // packet; the chunks they point into are opened ahead of the window.
+    return max_chunks + (depth * queues + packets_per_chunk - 1) / packets_per_chunk + 1;
+}
+
+engine_config engine_config::sized(std::size_t queues, std::size_t depth, bool delivery) const {
+    validate();
+    if (queues == 0 || queues > 1024)
+        throw std::invalid_argument("queues must be 1..1024, got " + std::to_string(queues));
+    engine_config out = *this;
+    if (out.max_jump == 0) out.max_jump = 4 * max_chunks;
+    if (depth == 0) {
+        // The window, 4 chunks in the consumer's hands or on their way to it, and with
+        // several queues 2 of skew per queue.
+        if (out.n_chunks == 0) out.n_chunks = max_chunks + 4 + (queues > 1 ? 2 * queues : 0);
+        return out;
+    }
+    const std::size_t wsize = split_window(queues, depth);
+    if (out.n_chunks == 0) {
+        // Twice the window: after a jump in the stream, the chunks the old predictions
+        // point into stay pinned until those receives complete.
+        out.n_chunks = 2 * wsize + 4 + (delivery ? split_delivery_chunks : 0);
+    } else if (out.n_chunks < wsize + 1) {
+        throw std::invalid_argument(
+            "n_chunks " + std::to_string(out.n_chunks) + " is too small for header-data split: " +
+            std::to_string(depth) + " posted receives per queue reach " +
+            std::to_string(wsize - max_chunks) + " chunks ahead of the " +
+            std::to_string(max_chunks) + "-chunk window, so at least " +
+            std::to_string(wsize + 1) + " chunks are needed");
+    }
+    return out;
 }
 
 // SPEAD formats give each slot its byte count, named items and cell bitmap.
@@ -59,6 +95,7 @@ static slot_extras extras_of(const format &fmt) {
         x.heap_bytes = true;
         x.items = fmt.spead->n_items;
         x.cell_words = spead_format::cell_words(fmt.payload_size);
+        x.edge_bytes = spead_format::edge_bytes(fmt.payload_size);
     }
     return x;
 }
@@ -87,16 +124,16 @@ counters engine::published::load() const noexcept {
 }
 
 engine::engine(const format &fmt, const engine_config &cfg)
-    : cfg_(cfg),
+    : cfg_(cfg.sized(1)),
       decoder_(fmt),
-      pool_(pool_size(cfg), cfg.packets_per_chunk, fmt.payload_size, extras_of(fmt)),
+      pool_(cfg_.n_chunks, cfg.packets_per_chunk, fmt.payload_size, extras_of(fmt)),
       free_(pool_.size()),
       ready_(pool_.size()),
+      window_(cfg_),
       // Open chunks lie in head_ .. head_ + pool size - 1. No further: the slowest
       // queue's window must always find a chunk once the consumer gives chunks back, so
       // faster queues wait rather than take every chunk ahead of it.
       open_(pool_.size(), nullptr) {
-    cfg_.n_chunks = pool_.size();
     for (std::size_t i = 0; i < pool_.size(); i++) free_.push(pool_.get(i));
     set_queues(1);
     publish();
@@ -110,13 +147,11 @@ void engine::set_queues(std::size_t n) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (started_) throw std::logic_error("set_queues after the first packet");
     queues_.clear();
-    const std::int64_t t = now_ns();
     for (std::size_t q = 0; q < n; q++) {
         queues_.push_back(std::make_unique<queue_state>());
-        queues_.back()->last_batch_ns.store(t, std::memory_order_relaxed);
         queues_.back()->cache.assign(cfg_.max_chunks, cached{});
     }
-    records_.assign(n, queue_record{});
+    window_.set_queues(n, now_ns());
 }
 
 void engine::add_batch(std::size_t q, const packet_ref *pkts, std::size_t n) {
@@ -124,7 +159,8 @@ void engine::add_batch(std::size_t q, const packet_ref *pkts, std::size_t n) {
         throw std::out_of_range("queue " + std::to_string(q) + " of an engine with " +
                                 std::to_string(queues_.size()) + " queues");
     queue_state &s = *queues_[q];
-    s.last_batch_ns.store(now_ns(), std::memory_order_relaxed);
+    window_policy::activity &a = window_.act(q);
+    a.active_ns.store(now_ns(), std::memory_order_relaxed);
     s.discarding = !enter(s, q);
     if (decoder_.fmt().spead) {
         for (std::size_t i = 0; i < n; i++) place_spead(s, q, pkts[i]);
@@ -133,63 +169,56 @@ void engine::add_batch(std::size_t q, const packet_ref *pkts, std::size_t n) {
     }
     order_payload_stores();
     // Active until now (a batch may have waited long for a chunk): not stalled.
-    s.last_batch_ns.store(now_ns(), std::memory_order_relaxed);
-    s.busy.store(false, std::memory_order_release);
+    a.active_ns.store(now_ns(), std::memory_order_relaxed);
+    a.busy.store(false, std::memory_order_release);
     s.pub.store(s.c);
 }
 
+void engine::lock_parked(std::size_t q, std::unique_lock<std::mutex> &lock) {
+    window_policy::activity &a = window_.act(q);
+    a.parked.store(true, std::memory_order_seq_cst);
+    lock.lock();
+    a.parked.store(false, std::memory_order_relaxed);
+}
+
 bool engine::enter(queue_state &s, std::size_t q) {
-    // Pairs with pass_stalled_locked()/finish(): they bump `gen`, then read `busy`.
-    s.busy.store(true, std::memory_order_seq_cst);
-    if (s.synced && s.gen.load(std::memory_order_seq_cst) == s.seen_gen) return true;
-    std::lock_guard<std::mutex> lock(mutex_);
+    window_policy::activity &a = window_.act(q);
+    // Pairs with the window policy's edits: they bump `gen`, then read `busy`.
+    a.busy.store(true, std::memory_order_seq_cst);
+    if (s.synced && a.gen.load(std::memory_order_seq_cst) == s.seen_gen) return true;
+    std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+    lock_parked(q, lock);
     return sync_locked(s, q);
 }
 
 bool engine::sync_locked(queue_state &s, std::size_t q) {
-    const std::uint64_t gen = s.gen.load(std::memory_order_seq_cst);
+    const std::uint64_t gen = window_.act(q).gen.load(std::memory_order_seq_cst);
     if (finished_) return false;
     if (gen == s.seen_gen && s.synced) return true;
     s.seen_gen = gen;
-    queue_record &r = records_[q];
-    if (!r.attached) {
-        // A queue that was passed over (or said it was done) rejoins at the window's head.
-        r.attached = true;
-        r.done = false;
-        if (started_) r.head = std::max(r.head, head_);
+    if (s.epoch != c_.window_resyncs) {
+        // The window moved to a resynced stream: what this queue placed is its backlog.
+        s.epoch = c_.window_resyncs;
+        window_.after_resync(s.run, s.own, resync_ns_);
+        s.own = window_policy::none;
     }
-    if (started_ && r.attached && r.skip_to > r.head) {
-        // The others waited too long for this queue: its window jumps forward (between
-        // its batches, so no chunk it is writing can leave meanwhile).
-        c_.queue_skips++;
-        move_head_locked(q, r.skip_to);
+    // A queue that was passed over (or said it was done) rejoins at the window's head.
+    window_.attach(q, head_);
+    if (started_ && window_.apply_skip(q, c_)) {
+        close_ready_locked();
         publish();
     }
     std::fill(s.cache.begin(), s.cache.end(), cached{});
     s.synced = started_;
-    s.head = r.head;
+    s.head = window_.rec(q).head;
     return true;
-}
-
-void engine::skip_lagging_locked(std::uint64_t target) {
-    // Only queues that are placing (a batch started within a fifth of the stall timeout):
-    // one that is not is waited for, and passed over as stalled after the timeout.
-    const std::int64_t recent = now_ns() - std::int64_t{cfg_.stall_timeout_ms} * 200000;
-    for (std::size_t q = 0; q < records_.size(); q++) {
-        queue_record &r = records_[q];
-        if (!r.attached || r.head >= target || r.skip_to >= target) continue;
-        if (queues_[q]->last_batch_ns.load(std::memory_order_relaxed) < recent) continue;
-        r.skip_to = target;
-        queues_[q]->gen.fetch_add(1, std::memory_order_seq_cst);
-    }
 }
 
 void engine::start_locked(std::uint64_t id) {
     started_ = true;
     head_ = cfg_.first_chunk ? *cfg_.first_chunk : id;
     top_ = head_;
-    passed_ = head_;
-    for (auto &r : records_) r.head = head_;
+    window_.start(head_);
 }
 
 void engine::place(queue_state &s, std::size_t q, const packet_ref &pkt) {
@@ -203,7 +232,7 @@ void engine::place(queue_state &s, std::size_t q, const packet_ref &pkt) {
     }
     const std::size_t ppc = cfg_.packets_per_chunk;
     const std::size_t slot = *seq % ppc;
-    chunk *c = window_chunk(s, q, *seq / ppc);
+    chunk *c = window_chunk(s, q, *seq);
     if (c == nullptr) return;
     // Another queue may deliver the same packet: the exchange decides which one places it.
     if (__atomic_exchange_n(&c->present[slot], std::uint8_t{1}, __ATOMIC_RELAXED) != 0) {
@@ -230,12 +259,15 @@ chunk *engine::try_take_locked() {
     return nullptr;
 }
 
-bool engine::slow_path(queue_state &s, std::size_t q, std::uint64_t id) {
+engine::outcome engine::slow_path(queue_state &s, std::size_t q, std::uint64_t seq) {
     using clock = std::chrono::steady_clock;
     const std::size_t w = cfg_.max_chunks;
+    const std::uint64_t id = seq / cfg_.packets_per_chunk;
     const auto stall = std::chrono::milliseconds(cfg_.stall_timeout_ms);
+    window_policy::activity &a = window_.act(q);
     order_payload_stores();
-    std::unique_lock<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+    lock_parked(q, lock);
     chunk *spare = nullptr;  // a free chunk taken while waiting
     bool waited = false;
     clock::time_point wait_start{};
@@ -247,19 +279,31 @@ bool engine::slow_path(queue_state &s, std::size_t q, std::uint64_t id) {
         }
     } guard{*this, spare};
     for (;;) {
-        if (!sync_locked(s, q)) return false;
+        if (!sync_locked(s, q)) return outcome::stopping;
         if (!started_) {
             start_locked(id);
             s.head = head_;
             s.synced = true;
         }
-        if (id < s.head) return true;  // late: place() counts it
-        if (id - s.head >= w) {
-            move_head_locked(q, id - w + 1);
-            s.head = records_[q].head;
+        switch (window_.classify(s.head, s.own, id)) {
+            case window_policy::place::late:
+                return outcome::retry;  // counted by window_chunk
+            case window_policy::place::out_of_window: {
+                const outcome o = out_of_window_locked(s, q, seq);
+                if (o != outcome::retry) return o;
+                continue;  // the window moved to it
+            }
+            case window_policy::place::ahead:
+                move_head_locked(q, id - w + 1);
+                s.head = window_.rec(q).head;
+                break;
+            case window_policy::place::in_window:
+                break;
         }
+        s.run.n = 0;
+        if (s.own == window_policy::none || id > s.own) s.own = id;
         cached &e = s.cache[id % w];
-        if (e.c != nullptr && e.id == id) return true;
+        if (e.c != nullptr && e.id == id) return outcome::retry;
         if (id - head_ < open_.size()) {
             chunk *&o = open_[id % open_.size()];
             if (o == nullptr) {
@@ -277,7 +321,7 @@ bool engine::slow_path(queue_state &s, std::size_t q, std::uint64_t id) {
             if (o != nullptr) {
                 e = cached{id, o};
                 publish();
-                return true;
+                return outcome::retry;
             }
         }
         // No chunk: the consumer holds them (block policy), or slower queues hold the
@@ -294,17 +338,16 @@ bool engine::slow_path(queue_state &s, std::size_t q, std::uint64_t id) {
             publish();
             continue;
         }
-        if (cfg_.skip_lagging && id - head_ >= open_.size() &&
-            clock::now() - wait_start >= stall / 5) {
+        if (id - head_ >= open_.size() && clock::now() - wait_start >= stall / 5) {
             // Too far ahead of a queue that keeps placing (so is not stalled) but lags:
-            // move it forward rather than run at its pace.
-            skip_lagging_locked(id - open_.size() + 1);
+            // move it forward rather than run at its pace (live sources).
+            window_.skip_lagging(id - open_.size() + 1, now_ns());
         }
         // Take a free chunk only when this queue may open one: one that is too far ahead
         // of the slowest queue waits without holding a chunk the slowest queue needs.
         const bool may_open = id - head_ < open_.size();
-        s.waiting.store(true, std::memory_order_relaxed);
-        s.busy.store(false, std::memory_order_seq_cst);  // not placing while it waits
+        a.waiting.store(true, std::memory_order_relaxed);
+        a.busy.store(false, std::memory_order_seq_cst);  // not placing while it waits
         lock.unlock();
         chunk_queue::status why = chunk_queue::status::ok;
         chunk *got = nullptr;
@@ -312,36 +355,57 @@ bool engine::slow_path(queue_state &s, std::size_t q, std::uint64_t id) {
             got = free_.pop_for(std::chrono::milliseconds(5), why);
         else
             std::this_thread::sleep_for(std::chrono::microseconds(200));
-        s.busy.store(true, std::memory_order_seq_cst);
-        s.waiting.store(false, std::memory_order_relaxed);
-        lock.lock();
+        a.busy.store(true, std::memory_order_seq_cst);
+        a.waiting.store(false, std::memory_order_relaxed);
+        lock_parked(q, lock);
         if (got != nullptr) spare = got;
-        if (why == chunk_queue::status::interrupted) return false;
+        if (why == chunk_queue::status::interrupted) return outcome::stopping;
     }
 }
 
-void engine::move_head_locked(std::size_t q, std::uint64_t new_head) {
-    queue_record &r = records_[q];
-    if (new_head <= r.head) return;
-    r.head = new_head;
-    passed_ = std::max(passed_, new_head);
-    close_ready_locked();
+engine::outcome engine::out_of_window_locked(queue_state &s, std::size_t q, std::uint64_t seq) {
+    if (!window_.note_out_of_window(s.run, seq, cfg_.packets_per_chunk, now_ns())) {
+        s.c.out_of_window++;
+        s.c.received++;
+        return outcome::counted;
+    }
+    // The stream is there now: every open chunk goes on (their empty slots lost, as at the
+    // end of a stream) once no other queue is placing into them, and the window starts
+    // again at the run. The chunks between are not counted: they were never the stream.
+    const std::uint64_t to = window_.resync_head(s.run, cfg_.packets_per_chunk);
+    window_.hold_others(q);
+    if (top_ >= head_) {
+        const std::uint64_t last = std::min<std::uint64_t>(top_, head_ + open_.size() - 1);
+        for (std::uint64_t k = head_;; k++) {
+            close_chunk_locked(k);
+            if (k == last) break;
+        }
+    }
+    head_ = to;
+    top_ = to;
+    window_.start(to);
+    c_.window_resyncs++;
+    resync_ns_ = now_ns();
+    s.epoch = c_.window_resyncs;
+    window_.after_resync(s.run, s.own, resync_ns_);
+    s.own = window_policy::none;
+    std::fill(s.cache.begin(), s.cache.end(), cached{});
+    s.head = to;
+    publish();
+    return outcome::retry;
 }
 
-std::uint64_t engine::min_attached_head() const noexcept {
-    std::uint64_t m = UINT64_MAX;
-    for (const auto &r : records_)
-        if (r.attached) m = std::min(m, r.head);
-    return m;
+void engine::move_head_locked(std::size_t q, std::uint64_t new_head) {
+    if (window_.move(q, new_head)) close_ready_locked();
 }
 
 void engine::close_ready_locked() {
-    using clock = std::chrono::steady_clock;
     for (;;) {
-        const std::uint64_t limit = std::min(min_attached_head(), passed_);
-        if (head_ < limit) blocked_ = false;
+        const std::uint64_t limit = window_.limit();
+        if (head_ < limit) window_.unblocked();
         while (head_ < limit) {
             if (n_open_ == 0) {
+                // Bounded: a window moves at most max_jump chunks past its end at once.
                 c_.lost = add_sat(c_.lost, mul_sat(limit - head_, cfg_.packets_per_chunk));
                 head_ = limit;
                 break;
@@ -349,18 +413,8 @@ void engine::close_ready_locked() {
             close_chunk_locked(head_);
             head_++;
         }
-        if (passed_ <= head_) {
-            blocked_ = false;
-            return;
-        }
         // A queue has moved past head_ and another has not: how long has it waited?
-        const auto now = clock::now();
-        if (!blocked_) {
-            blocked_ = true;
-            blocked_since_ = now;
-            return;
-        }
-        if (now - blocked_since_ < std::chrono::milliseconds(cfg_.stall_timeout_ms)) return;
+        if (!window_.blocked_too_long(head_, now_ns())) return;
         if (!pass_stalled_locked()) return;
     }
 }
@@ -388,35 +442,17 @@ void engine::close_chunk_locked(std::uint64_t id) {
 }
 
 bool engine::pass_stalled_locked() {
-    // Only queues that hold head_ back while another queue has moved past it.
-    if (passed_ <= head_) return false;
-    bool any = false;
-    const std::int64_t idle_since = now_ns() - std::int64_t{cfg_.stall_timeout_ms} * 1000000;
-    for (std::size_t q = 0; q < records_.size(); q++) {
-        queue_record &r = records_[q];
-        if (!r.attached || r.head > head_) continue;
-        queue_state &s = *queues_[q];
-        // Waiting for a chunk (as every queue does when the consumer is slow), or a
-        // batch started lately: not stalled.
-        if (s.waiting.load(std::memory_order_relaxed) ||
-            s.last_batch_ns.load(std::memory_order_relaxed) > idle_since)
-            continue;
-        s.gen.fetch_add(1, std::memory_order_seq_cst);
-        if (s.busy.load(std::memory_order_seq_cst)) continue;  // placing now: not stalled
-        r.attached = false;
-        c_.queue_stalls++;
-        any = true;
-    }
-    blocked_ = false;
+    const bool any = window_.pass_stalled(head_, now_ns(), c_);
     if (any) close_ready_locked();
     return any;
 }
 
 void engine::queue_done(std::size_t q) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (q >= records_.size() || finished_) return;
-    records_[q].attached = false;
-    records_[q].done = true;
+    if (q >= window_.queues() || finished_) return;
+    window_policy::record &r = window_.rec(q);
+    r.attached = false;
+    r.done = true;
     if (started_) close_ready_locked();
     publish();
 }
@@ -438,12 +474,13 @@ void engine::finish() {
         std::lock_guard<std::mutex> lock(mutex_);
         if (finished_) return;
         finished_ = true;
-        for (auto &s : queues_) s->gen.fetch_add(1, std::memory_order_seq_cst);
+        for (std::size_t q = 0; q < window_.queues(); q++)
+            window_.act(q).gen.fetch_add(1, std::memory_order_seq_cst);
     }
     // A queue still placing a batch finishes it first (the rest of it is discarded once
     // it sees `finished_`); chunks must not reach the consumer while being written.
-    for (auto &s : queues_)
-        while (s->busy.load(std::memory_order_seq_cst)) std::this_thread::yield();
+    for (std::size_t q = 0; q < window_.queues(); q++)
+        while (window_.act(q).busy.load(std::memory_order_seq_cst)) std::this_thread::yield();
     std::lock_guard<std::mutex> lock(mutex_);
     // head_ passes top_ when the window moved for a packet that was then discarded
     // (stopping while waiting for a free chunk): nothing is left open then.

@@ -79,44 +79,12 @@ std::int32_t check_split_headers(const std::uint8_t *hdr, std::size_t frame_len,
     return be16(ip + 4);
 }
 
-std::size_t hds_engine::window_size(const engine_config &cfg, std::size_t lanes,
-                                    std::size_t depth) {
-    cfg.validate();
-    if (lanes == 0 || lanes > 64)
-        throw std::invalid_argument("queues must be 1..64, got " + std::to_string(lanes));
-    if (depth == 0 || depth > (1u << 16))
-        throw std::invalid_argument("receive queue depth must be 1..65536, got " +
-                                    std::to_string(depth));
-    // Posted receives reach up to depth * lanes sequence numbers past the newest
-    // packet; the chunks they point into are opened ahead of the window.
-    const std::size_t ppc = cfg.packets_per_chunk;
-    return cfg.max_chunks + (depth * lanes + ppc - 1) / ppc + 1;
-}
-
-engine_config hds_engine::sized(const engine_config &cfg, std::size_t lanes, std::size_t depth) {
-    const std::size_t wsize = window_size(cfg, lanes, depth);
-    engine_config out = cfg;
-    if (out.n_chunks == 0) {
-        // Twice the window: after a jump in the stream, the chunks the old predictions
-        // point into stay pinned until those receives complete.
-        out.n_chunks = 2 * wsize + 4;
-    } else if (out.n_chunks < wsize + 1) {
-        throw std::invalid_argument(
-            "n_chunks " + std::to_string(out.n_chunks) + " is too small for header-data split: " +
-            std::to_string(depth) + " posted receives per queue reach " +
-            std::to_string(wsize - cfg.max_chunks) + " chunks ahead of the " +
-            std::to_string(cfg.max_chunks) + "-chunk window, so at least " +
-            std::to_string(wsize + 1) + " chunks are needed");
-    }
-    return out;
-}
-
 hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t lanes,
                        std::size_t depth)
-    : engine(fmt, sized(cfg, lanes, depth)),
+    : engine(fmt, cfg.sized(lanes, depth)),
       layout_(split_layout::for_format(fmt)),
       depth_(depth),
-      wsize_(window_size(cfg, lanes, depth)),
+      wsize_(cfg.split_window(lanes, depth)),
       span_(cfg.skip_lagging ? wsize_ : pool_.size()),
       lanes_(lanes),
       win_(pool_.size(), nullptr),
@@ -126,18 +94,22 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
       pending_(pool_.size() * cfg_.packets_per_chunk, -1),
       chunk_pending_(pool_.size(), 0),
       chunk_discard_(pool_.size(), 0),
+      chunk_before_resync_(pool_.size(), 0),
       retired_(pool_.size(), nullptr) {
+    given_up_.reset(new std::atomic<std::uint64_t>[n_given_up]);
+    for (std::size_t i = 0; i < n_given_up; i++) given_up_[i].store(UINT64_MAX);
     const std::size_t ppc = cfg_.packets_per_chunk;
     for (std::size_t i = 0; i < pool_.size() * state_stride_ * lanes; i++)
         slot_state_[i].store(0);
     for (std::size_t i = 0; i < pool_.size(); i++) retired_flag_[i].store(0);
     head_ = cfg_.first_chunk.value_or(0);
     top_ = head_;
-    passed_ = head_;
+    window_.set_queues(lanes, now_ns());
+    window_.start(head_);
     whead_.store(head_);
-    const std::int64_t t = now_ns();
     for (std::size_t q = 0; q < lanes; q++) {
         lane_state &l = lanes_[q];
+        l.q = q;
         l.ring.resize(depth);
         l.headers.reset(alloc_aligned(depth * layout_.entry));
         std::memset(l.headers.get(), 0, depth * layout_.entry);
@@ -147,8 +119,6 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
         l.res_store.reset(alloc_aligned(pool_.size() * sizeof(std::atomic<std::uint32_t>)));
         l.res = reinterpret_cast<std::atomic<std::uint32_t> *>(l.res_store.get());
         for (std::size_t i = 0; i < pool_.size(); i++) new (&l.res[i]) std::atomic<std::uint32_t>(0);
-        l.last_ns.store(t);
-        l.head = head_;
         l.post_base = head_;
         const std::uint64_t base = head_ * ppc;
         l.next = base + (q + lanes - base % lanes) % lanes;
@@ -183,28 +153,42 @@ chunk *hds_engine::open_chunk(std::uint64_t id) {
     return c;
 }
 
+void hds_engine::set_queues(std::size_t) {}
+
+void hds_engine::queue_done(std::size_t) {}
+
+void hds_engine::lock_parked(lane_state &l, std::unique_lock<std::mutex> &lock) {
+    window_policy::activity &a = window_.act(l.q);
+    a.parked.store(true, std::memory_order_seq_cst);
+    lock.lock();
+    a.parked.store(false, std::memory_order_relaxed);
+}
+
 void hds_engine::enter(lane_state &l) {
-    // Pairs with pass_stalled_locked(): it bumps `gen` and then reads `busy`.
-    l.busy.store(true, std::memory_order_seq_cst);
-    if (l.gen.load(std::memory_order_seq_cst) != l.seen_gen) {
+    window_policy::activity &a = window_.act(l.q);
+    // Pairs with the window policy's edits: they bump `gen` and then read `busy`.
+    a.busy.store(true, std::memory_order_seq_cst);
+    if (a.gen.load(std::memory_order_seq_cst) != l.seen_gen) {
         // The window edited this lane's receives while it was idle: the mutex makes
         // those edits visible here.
-        std::lock_guard<std::mutex> lock(mutex_);
-        l.seen_gen = l.gen.load(std::memory_order_relaxed);
+        std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+        lock_parked(l, lock);
+        l.seen_gen = a.gen.load(std::memory_order_relaxed);
         apply_skip_locked(l);
     }
 }
 
 void hds_engine::leave(lane_state &l, bool publish_counters) noexcept {
+    window_policy::activity &a = window_.act(l.q);
     if (!publish_counters) {
-        l.busy.store(false, std::memory_order_release);
+        a.busy.store(false, std::memory_order_release);
         return;
     }
     l.pub.store(l.c);
     std::uint64_t raw[n_split];
     std::memcpy(raw, &l.s, sizeof(raw));
     for (std::size_t i = 0; i < n_split; i++) l.pub_split[i].store(raw[i], std::memory_order_relaxed);
-    l.busy.store(false, std::memory_order_release);
+    a.busy.store(false, std::memory_order_release);
 }
 
 // Needs no mutex from the lane's own thread (the count is atomic, the drain follows
@@ -330,14 +314,15 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
 }
 
 bool hds_engine::post_slow(lane_state &l, std::size_t lane) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+    lock_parked(l, lock);
     const std::size_t ppc = cfg_.packets_per_chunk;
     const std::uint64_t n_lanes = lanes_.size();
     const bool live = cfg_.skip_lagging;
     check_lagging_locked();
     std::uint64_t p = l.next;
     // A lane passed over posts from the window's head; it rejoins with its next packet.
-    const std::uint64_t base = l.attached ? l.head : std::max(l.head, head_);
+    const std::uint64_t base = attached(l) ? head_of(l) : std::max(head_of(l), head_);
     l.post_base = base;
     const std::uint64_t floor = base * ppc;
     if (live && p < floor && floor - p <= wsize_ * ppc) {
@@ -370,8 +355,8 @@ bool hds_engine::post_slow(lane_state &l, std::size_t lane) {
         // completing is moved forward after a fifth of the stall timeout.
         const std::int64_t now = now_ns();
         if (!l.stalled || l.span_wait_ns == 0) l.span_wait_ns = now;
-        if (now - l.span_wait_ns >= std::int64_t{cfg_.stall_timeout_ms} * 200000)
-            skip_lagging_locked(id - span_ + 1);
+        if (now - l.span_wait_ns >= window_.stall_ns() / 5)
+            window_.skip_lagging(id - span_ + 1, now);
     } else {
         l.span_wait_ns = 0;
     }
@@ -391,6 +376,7 @@ bool hds_engine::post_slow(lane_state &l, std::size_t lane) {
             // spent on holes.
             l.scratch_below = std::max(l.scratch_below, id + 1);
             l.scratch_no_chunk = true;
+            note_given_up(id);
             no_open_below_ = std::max(no_open_below_, id + 1);
             return true;
         }
@@ -412,7 +398,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
     if (lane >= lanes_.size()) throw std::out_of_range("lane " + std::to_string(lane));
     lane_state &l = lanes_[lane];
     enter(l);
-    if (n > 0) l.last_ns.store(now_ns(), std::memory_order_relaxed);
+    if (n > 0) window_.act(l.q).active_ns.store(now_ns(), std::memory_order_relaxed);
     const std::size_t ppc = cfg_.packets_per_chunk;
     const std::size_t pre = layout_.prefix;
     // Taken for a packet that needs it and released before the next one: fix-up copies
@@ -433,7 +419,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         l.completed++;
         // The common cases without the mutex: a packet in its predicted slot inside the
         // window, or one older than the window (also from a scratch receive).
-        if (rc.ok && (d.c != nullptr || d.predicted) && !d.orphan && l.attached &&
+        if (rc.ok && (d.c != nullptr || d.predicted) && !d.orphan && attached(l) &&
             wstarted_.load(std::memory_order_acquire) && !wdone_.load(std::memory_order_relaxed)) {
             const std::int32_t ip_id = check_split_headers(hdr, rc.byte_len, fmt());
             const std::optional<std::uint64_t> seq =
@@ -441,11 +427,15 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                           : decoder_.decode(
                                 packet_ref{hdr + split_layout::headers, layout_.payload, ip_id});
             if (seq) {
-                const std::uint64_t h = l.head;
+                const std::uint64_t h = head_of(l);
                 const std::uint64_t id = *seq / ppc;
                 const std::size_t slot = *seq % ppc;
+                // (A chunk a window resync retired may carry the id again: not in place.)
                 if (d.c != nullptr && id >= h && id - h < cfg_.max_chunks &&
-                    d.c->chunk_id == id && d.slot == slot) {
+                    d.c->chunk_id == id && d.slot == slot &&
+                    retired_flag_[d.c->index].load(std::memory_order_relaxed) == 0) {
+                    l.run.n = 0;
+                    if (l.own == window_policy::none || id > l.own) l.own = id;
                     resync(l, d, *seq);
                     std::memcpy(d.c->data + slot * layout_.payload, hdr + split_layout::headers,
                                 pre);
@@ -458,10 +448,10 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                     retire_desc(l, d, lock);
                     continue;
                 }
-                if (id < h) {
+                if (id < h && window_.classify(h, own_of(l), id) == window_policy::place::late) {
+                    l.run.n = 0;
                     resync(l, d, *seq);
-                    l.c.late++;
-                    l.c.received++;
+                    count_behind(l, id);
                     retire_desc(l, d, lock);
                     continue;
                 }
@@ -478,7 +468,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                 }
             }
         }
-        if (!lock.owns_lock()) lock.lock();
+        if (!lock.owns_lock()) lock_parked(l, lock);
         slow_packet sp;
         complete_locked(l, d, hdr, rc.byte_len, rc.ok, sp, lock);
         if (l.drain_due) {
@@ -492,7 +482,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         if (lock.owns_lock()) lock.unlock();
     }
     if (l.drain_due) {
-        if (!lock.owns_lock()) lock.lock();
+        if (!lock.owns_lock()) lock_parked(l, lock);
         l.drain_due = false;
         drain_retired();
         publish();
@@ -601,10 +591,9 @@ void hds_engine::start(std::uint64_t seq) {
     for (chunk *c : open) win_[c->chunk_id % win_.size()] = c;
     head_ = new_head;
     top_ = head_;
-    passed_ = head_;
     // Lanes' post_base is theirs (read without the mutex): each sets it again at its next
     // chunk; until then it may post into chunks this start retired (placed by copy).
-    for (auto &l : lanes_) l.head = head_;
+    window_.start(head_);
     whead_.store(head_, std::memory_order_release);
     started_ = true;
     wstarted_.store(true, std::memory_order_release);
@@ -625,7 +614,7 @@ void hds_engine::retire_desc(lane_state &l, const desc &d, std::unique_lock<std:
     if (old & slot_pending) {
         // A copy of a packet waits for this slot: it goes in now (the chunk is still
         // held back by this receive's count below).
-        if (!lock.owns_lock()) lock.lock();
+        if (!lock.owns_lock()) lock_parked(l, lock);
         fill_pending_locked(l, d.c, d.slot);
     }
     if (d.orphan) return;  // no longer counted in `res`
@@ -659,11 +648,29 @@ void hds_engine::park(lane_state &l, const desc &d, slow_packet &sp,
 void hds_engine::give_up_chunk(lane_state &l, std::uint64_t id) {
     // Live sources: no free chunk when the chunk's packets arrive. Waiting would only
     // move the loss to the NIC and leave every queue's predictions behind the stream;
-    // the chunk is given up whole instead (its slots count lost, its packets late) and
-    // no lane opens it any more.
+    // the chunk is given up whole instead (its slots count lost, its packets
+    // no_free_chunk) and no lane opens it any more.
+    note_given_up(id);
     no_open_below_ = std::max(no_open_below_, id + 1);
     move_lane_head(l, id + 1);
-    l.c.late++;
+    l.c.no_free_chunk++;
+    l.c.received++;
+}
+
+void hds_engine::note_given_up(std::uint64_t id) {
+    std::atomic<std::uint64_t> &e = given_up_[id % n_given_up];
+    if (e.load(std::memory_order_relaxed) == id) return;
+    e.store(id, std::memory_order_relaxed);
+    c_.chunks_given_up++;
+}
+
+void hds_engine::count_behind(lane_state &l, std::uint64_t id) noexcept {
+    // After its chunk left: a chunk given up for want of a free one (the consumer is too
+    // slow), or one handed on (the network reordered, or the lane lagged).
+    if (given_up_[id % n_given_up].load(std::memory_order_relaxed) == id)
+        l.c.no_free_chunk++;
+    else
+        l.c.late++;
     l.c.received++;
 }
 
@@ -678,7 +685,7 @@ chunk *hds_engine::wait_for_chunk(lane_state &l, std::uint64_t id,
     for (;;) {
         if (wdone_.load(std::memory_order_relaxed)) return nullptr;
         if (chunk *w = window_chunk(id)) return w;
-        if (id - head_ >= win_.size() || id < l.head) return nullptr;
+        if (id - head_ >= win_.size() || id < head_of(l)) return nullptr;
         if (chunk *c = open_chunk(id)) return c;
         // Waiting helps only if the consumer holds chunks it will release. When the
         // engine itself holds them all (open, or pinned by receives posted on old
@@ -687,12 +694,13 @@ chunk *hds_engine::wait_for_chunk(lane_state &l, std::uint64_t id,
         for (const chunk *w : win_) held += w != nullptr;
         if (held >= pool_.size()) return nullptr;
         drain_retired();
-        l.busy.store(false, std::memory_order_seq_cst);
+        window_policy::activity &a = window_.act(l.q);
+        a.busy.store(false, std::memory_order_seq_cst);
         lock.unlock();
         chunk_queue::status why = chunk_queue::status::ok;
         chunk *got = free_.pop_for(std::chrono::milliseconds(5), why);
-        l.busy.store(true, std::memory_order_seq_cst);
-        lock.lock();
+        a.busy.store(true, std::memory_order_seq_cst);
+        lock_parked(l, lock);
         rejoin_locked(l);
         if (got != nullptr) free_.push(got);  // taken again by open_chunk, in order
         if (why == chunk_queue::status::interrupted) return nullptr;
@@ -705,36 +713,42 @@ void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const desc &d, s
     const std::size_t size = layout_.payload;
     const std::size_t pre = layout_.prefix;
     if (!started_) start(seq);
-    if (!l.attached) {
-        // Passed over as stalled, or cancelled: it rejoins at the window's head.
-        l.attached = true;
-        l.head = std::max(l.head, head_);
-    }
+    // Passed over as stalled, or cancelled: it rejoins at the window's head.
+    window_.attach(l.q, head_);
     const std::uint64_t id = seq / ppc;
     const std::size_t slot = seq % ppc;
-    if (id < l.head) {
-        l.c.late++;
-        l.c.received++;
-        return;
+    switch (window_.classify(head_of(l), own_of(l), id)) {
+        case window_policy::place::late:
+            l.run.n = 0;
+            count_behind(l, id);
+            return;
+        case window_policy::place::out_of_window:
+            if (!out_of_window_locked(l, seq)) return;
+            break;  // the window moved to it
+        case window_policy::place::ahead:
+            move_lane_head(l, id - cfg_.max_chunks + 1);
+            break;
+        case window_policy::place::in_window:
+            break;
     }
-    if (id - l.head >= cfg_.max_chunks) move_lane_head(l, id - cfg_.max_chunks + 1);
+    l.run.n = 0;
+    if (l.own == window_policy::none || id > l.own) l.own = id;
     check_lagging_locked();
     // Far ahead of the slowest lane: wait for it (or for it to be passed over, or moved
     // forward when it keeps placing but lags).
     const std::int64_t wait_start = now_ns();
-    while (id - head_ >= win_.size() && id >= l.head) {
+    while (id - head_ >= win_.size() && id >= head_of(l)) {
         park(l, d, sp, lock);
-        if (now_ns() - wait_start >= std::int64_t{cfg_.stall_timeout_ms} * 200000)
-            skip_lagging_locked(id - win_.size() + 1);
+        if (now_ns() - wait_start >= window_.stall_ns() / 5)
+            window_.skip_lagging(id - win_.size() + 1, now_ns());
         if (!wait_for_window(l, lock)) {
             l.c.discarded++;
             l.c.received++;
             return;
         }
     }
-    if (id < l.head) {  // passed over while waiting, and the window moved on
-        l.c.late++;
-        l.c.received++;
+    if (id < head_of(l)) {  // passed over while waiting, and the window moved on
+        count_behind(l, id);
         return;
     }
     const bool live = cfg_.skip_lagging;
@@ -752,24 +766,23 @@ void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const desc &d, s
         // timeout if it keeps completing, passed over if it stalled).
         const std::int64_t t0 = now_ns();
         park(l, d, sp, lock);
-        while (c == nullptr && id >= l.head && id - head_ >= span_) {
-            if (now_ns() - t0 >= std::int64_t{cfg_.stall_timeout_ms} * 200000)
-                skip_lagging_locked(id - span_ + 1);
+        while (c == nullptr && id >= head_of(l) && id - head_ >= span_) {
+            if (now_ns() - t0 >= window_.stall_ns() / 5)
+                window_.skip_lagging(id - span_ + 1, now_ns());
             if (!wait_for_window(l, lock)) {
                 l.c.discarded++;
                 l.c.received++;
                 return;
             }
-            if (id < l.head) break;
+            if (id < head_of(l)) break;
             c = window_chunk(id);
             if (c == nullptr) {
                 drain_retired();
                 c = open_chunk(id);
             }
         }
-        if (id < l.head) {
-            l.c.late++;
-            l.c.received++;
+        if (id < head_of(l)) {
+            count_behind(l, id);
             return;
         }
     }
@@ -782,9 +795,8 @@ void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const desc &d, s
     if (c == nullptr) {
         park(l, d, sp, lock);
         c = wait_for_chunk(l, id, lock);
-        if (c == nullptr && id < l.head) {  // passed over while waiting
-            l.c.late++;
-            l.c.received++;
+        if (c == nullptr && id < head_of(l)) {  // passed over while waiting
+            count_behind(l, id);
             return;
         }
     }
@@ -871,7 +883,14 @@ void hds_engine::fill_pending_locked(lane_state &l, chunk *c, std::size_t slot) 
         std::memcpy(c->data + slot * size, bounce_.get() + static_cast<std::size_t>(b) * size,
                     size);
         l.s.fixup++;
-        placed(l, c->chunk_id);
+        if (chunk_before_resync_[c->index] == 0) {
+            placed(l, c->chunk_id);
+        } else {
+            // Into a chunk of the stream before a resync: never the lane's newest (the
+            // window may have moved back to lower ids).
+            l.c.packets++;
+            l.c.bytes += layout_.payload;
+        }
     } else {
         l.c.duplicate++;
     }
@@ -880,19 +899,12 @@ void hds_engine::fill_pending_locked(lane_state &l, chunk *c, std::size_t slot) 
 }
 
 void hds_engine::move_lane_head(lane_state &l, std::uint64_t new_head) {
-    if (new_head <= l.head) return;
-    l.head = new_head;
-    passed_ = std::max(passed_, new_head);
-    const std::uint64_t m = min_attached_head();
-    if (m > head_) advance(m);
+    if (window_.move(l.q, new_head)) follow_window();
 }
 
-std::uint64_t hds_engine::min_attached_head() const noexcept {
-    std::uint64_t m = UINT64_MAX;
-    for (const auto &l : lanes_)
-        if (l.attached) m = std::min(m, l.head);
-    // With every lane passed over or done, the window follows the furthest one.
-    return m == UINT64_MAX ? passed_ : m;
+void hds_engine::follow_window() {
+    const std::uint64_t m = window_.limit();
+    if (m > head_) advance(m);
 }
 
 void hds_engine::advance(std::uint64_t new_head) {
@@ -907,82 +919,42 @@ void hds_engine::advance(std::uint64_t new_head) {
         c_.lost = add_sat(c_.lost, missing);
     }
     head_ = new_head;
-    lag_since_ns_ = 0;
+    window_.unblocked();
     whead_.store(head_, std::memory_order_release);
 }
 
 void hds_engine::check_lagging_locked() {
     // Lanes have moved past the window's head and another has not: past the stall
     // timeout, lanes that completed nothing in that time are passed over.
-    if (passed_ <= head_) {
-        lag_since_ns_ = 0;
-        return;
-    }
-    const std::int64_t now = now_ns();
-    if (lag_since_ns_ == 0) {
-        lag_since_ns_ = now;
-        return;
-    }
-    if (now - lag_since_ns_ >= std::int64_t{cfg_.stall_timeout_ms} * 1000000) pass_lagging_locked();
-}
-
-bool hds_engine::pass_lagging_locked() {
-    const std::int64_t now = now_ns();
-    const std::int64_t timeout = std::int64_t{cfg_.stall_timeout_ms} * 1000000;
-    bool any = false;
-    for (auto &l : lanes_) {
-        if (!l.attached || l.head > head_) continue;
-        if (now - l.last_ns.load(std::memory_order_relaxed) < timeout) continue;
-        l.gen.fetch_add(1, std::memory_order_seq_cst);
-        if (l.busy.load(std::memory_order_seq_cst)) continue;  // inside a call: not stalled
-        l.attached = false;
-        c_.queue_stalls++;
-        any = true;
-    }
-    lag_since_ns_ = 0;
-    if (any) {
-        const std::uint64_t m = min_attached_head();
-        if (m > head_) advance(m);
+    if (!window_.blocked_too_long(head_, now_ns())) return;
+    if (window_.pass_stalled(head_, now_ns(), c_)) {
+        follow_window();
         publish();
-    }
-    return any;
-}
-
-void hds_engine::skip_lagging_locked(std::uint64_t target) {
-    if (!cfg_.skip_lagging) return;
-    // Only lanes that are completing (one within a fifth of the stall timeout): an idle
-    // one is waited for, and passed over as stalled after the timeout.
-    const std::int64_t recent = now_ns() - std::int64_t{cfg_.stall_timeout_ms} * 200000;
-    for (auto &l : lanes_) {
-        if (!l.attached || l.head >= target || l.skip_to >= target) continue;
-        if (l.last_ns.load(std::memory_order_relaxed) < recent) continue;
-        l.skip_to = target;
-        l.gen.fetch_add(1, std::memory_order_seq_cst);
     }
 }
 
 void hds_engine::apply_skip_locked(lane_state &l) {
-    if (!l.attached || l.skip_to <= l.head) return;
     // Between the lane's calls: nothing it places in is in flight. Its receives into
     // the chunks it skips complete as late packets.
-    c_.queue_skips++;
-    move_lane_head(l, l.skip_to);
+    if (!window_.apply_skip(l.q, c_)) return;
+    follow_window();
     publish();
 }
 
 bool hds_engine::wait_for_window(lane_state &l, std::unique_lock<std::mutex> &lock) {
     if (wdone_.load(std::memory_order_relaxed)) return false;
     check_lagging_locked();
-    if (lag_since_ns_ != 0 && !l.stalled) {
+    if (window_.blocked() && !l.stalled) {
         c_.waits++;
         publish();
     }
     // Not placing while it waits: the others may pass it over, or edit its receives.
-    l.busy.store(false, std::memory_order_seq_cst);
+    window_policy::activity &a = window_.act(l.q);
+    a.busy.store(false, std::memory_order_seq_cst);
     lock.unlock();
     std::this_thread::sleep_for(std::chrono::microseconds(200));
-    l.busy.store(true, std::memory_order_seq_cst);
-    lock.lock();
+    a.busy.store(true, std::memory_order_seq_cst);
+    lock_parked(l, lock);
     rejoin_locked(l);
     return !wdone_.load(std::memory_order_relaxed);
 }
@@ -990,12 +962,61 @@ bool hds_engine::wait_for_window(lane_state &l, std::unique_lock<std::mutex> &lo
 void hds_engine::rejoin_locked(lane_state &l) {
     // Back from a wait (not placing meanwhile): it may have been passed over, or asked
     // to move forward. Nothing of it is in flight, so both apply now.
-    l.seen_gen = l.gen.load(std::memory_order_relaxed);
-    if (!l.attached) {
-        l.attached = true;
-        l.head = std::max(l.head, head_);
-    }
+    l.seen_gen = window_.act(l.q).gen.load(std::memory_order_relaxed);
+    window_.attach(l.q, head_);
     apply_skip_locked(l);
+}
+
+bool hds_engine::out_of_window_locked(lane_state &l, std::uint64_t seq) {
+    // Only when no other lane is inside a call (their completions may be placing into
+    // the window's chunks); otherwise the run's next packet tries again.
+    if (!window_.note_out_of_window(l.run, seq, cfg_.packets_per_chunk, now_ns()) ||
+        !window_.try_hold_others(l.q)) {
+        l.c.out_of_window++;
+        l.c.received++;
+        return false;
+    }
+    // The stream is there now. The window's chunks go on as at the end of a stream (the
+    // slots up to the newest placed count lost), each once the receives into it have
+    // completed; chunks opened ahead by posts go back. The lanes let go of the chunks
+    // they post into and start again from the new window; the chunks between are not
+    // counted: they were never the stream.
+    const std::uint64_t to = window_.resync_head(l.run, cfg_.packets_per_chunk);
+    const std::int64_t now = now_ns();
+    for (auto &o : lanes_) {
+        if (o.placed_any && o.top > top_) top_ = o.top;
+        window_.after_resync(o.run, o.own, now);
+        o.own = window_policy::none;
+        o.placed_any = false;
+        o.top = 0;
+        release_hold_locked(o);
+        o.scratch_below = std::min(o.scratch_below, to);
+    }
+    if (head_ <= top_ && top_ - head_ >= win_.size()) advance(top_ - win_.size() + 1);
+    if (head_ <= top_) {
+        for (std::uint64_t k = head_;; k++) {
+            flush(k);
+            if (k == top_) break;
+        }
+    }
+    for (auto &w : win_) {
+        if (w != nullptr) {
+            retire(w, true);
+            w = nullptr;
+        }
+    }
+    for (std::size_t i = 0; i < retired_count_; i++)
+        chunk_before_resync_[retired_[(retired_head_ + i) % retired_.size()]->index] = 1;
+    drain_retired();
+    for (std::size_t i = 0; i < n_given_up; i++) given_up_[i].store(UINT64_MAX);
+    head_ = to;
+    top_ = to;
+    no_open_below_ = to;
+    window_.start(to);
+    whead_.store(head_, std::memory_order_release);
+    c_.window_resyncs++;
+    publish();
+    return true;
 }
 
 void hds_engine::flush(std::uint64_t id) {
@@ -1043,9 +1064,10 @@ bool hds_engine::pass_stalled_locked(chunk *c) {
     bool any = false;
     for (auto &l : lanes_) {
         if (l.res[idx].load(std::memory_order_seq_cst) == 0) continue;
-        if (now - l.last_ns.load(std::memory_order_relaxed) < timeout) continue;
-        l.gen.fetch_add(1, std::memory_order_seq_cst);
-        if (l.busy.load(std::memory_order_seq_cst)) continue;  // inside a call: not stalled
+        window_policy::activity &a = window_.act(l.q);
+        if (now - a.active_ns.load(std::memory_order_relaxed) < timeout) continue;
+        a.gen.fetch_add(1, std::memory_order_seq_cst);
+        if (a.busy.load(std::memory_order_seq_cst)) continue;  // inside a call: not stalled
         // The lane is idle and will take the mutex before its next call: its receives
         // into this chunk no longer hold it (their slots stay posted until they
         // complete; what lands there then is placed by copy, or counted late).
@@ -1108,6 +1130,7 @@ void hds_engine::drain_retired() {
         retired_head_ = (retired_head_ + 1) % retired_.size();
         retired_count_--;
         retired_flag_[idx].store(0, std::memory_order_relaxed);
+        chunk_before_resync_[idx] = 0;
         if (chunk_discard_[idx]) {
             free_.push(c);  // opened by posts only: never part of the stream's window
             continue;
@@ -1138,12 +1161,9 @@ void hds_engine::cancel_locked(lane_state &l, std::unique_lock<std::mutex> &lock
     l.scratch_due = 0;
     release_hold_locked(l);
     // Its queue is gone: the window no longer waits for it.
-    if (l.attached) {
-        l.attached = false;
-        if (started_) {
-            const std::uint64_t m = min_attached_head();
-            if (m > head_) advance(m);
-        }
+    if (window_.rec(l.q).attached) {
+        window_.rec(l.q).attached = false;
+        if (started_) follow_window();
     }
 }
 

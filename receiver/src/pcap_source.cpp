@@ -1,16 +1,17 @@
 #include "casper400g_rx/pcap_source.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
 #include "casper400g_rx/engine.h"
 #include "casper400g_rx/errors.h"
-#include "casper400g_rx/fd.h"
 
 namespace casper400g_rx {
 
@@ -18,6 +19,10 @@ namespace {
 
 constexpr std::size_t global_header = 24;
 constexpr std::size_t record_header = 16;
+// Bytes read per pread: many records per system call.
+constexpr std::size_t read_block = std::size_t{4} << 20;
+static_assert(read_block >= pcap_max_record + record_header,
+              "a whole record must fit the read buffer");
 
 std::uint32_t load32(const std::uint8_t *p, bool swapped) noexcept {
     std::uint32_t v;
@@ -27,28 +32,18 @@ std::uint32_t load32(const std::uint8_t *p, bool swapped) noexcept {
 
 }  // namespace
 
-mapped_file::mapped_file(const std::string &path) {
-    unique_fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) throw_errno("cannot open '" + path + "'");
-    struct stat st {};
-    if (fstat(fd.get(), &st) != 0) throw_errno("cannot stat '" + path + "'");
-    size_ = static_cast<std::size_t>(st.st_size);
-    if (size_ == 0) return;
-    void *p = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
-    if (p == MAP_FAILED) throw_errno("cannot map '" + path + "'");
-    data_ = static_cast<const std::uint8_t *>(p);
-}
-
-mapped_file::~mapped_file() {
-    if (data_ != nullptr) munmap(const_cast<std::uint8_t *>(data_), size_);
-}
-
 pcap_source::pcap_source(const std::string &path, std::uint16_t udp_port)
-    : file_(path), udp_port_(udp_port) {
-    if (file_.size() < global_header)
+    : path_(path), fd_(open(path.c_str(), O_RDONLY | O_CLOEXEC)), udp_port_(udp_port) {
+    if (!fd_) throw_errno("cannot open '" + path + "'");
+    struct stat st {};
+    if (fstat(fd_.get(), &st) != 0) throw_errno("cannot stat '" + path + "'");
+    size_ = static_cast<std::size_t>(st.st_size);
+    if (size_ < global_header)
         throw std::invalid_argument("'" + path + "' is too short to be a pcap file");
+    buf_.resize(read_block);
+    const std::uint8_t *hdr = bytes_at(0, global_header);
     std::uint32_t magic;
-    std::memcpy(&magic, file_.data(), 4);
+    std::memcpy(&magic, hdr, 4);
     if (magic == 0xa1b2c3d4u || magic == 0xa1b23c4du) {
         swapped_ = false;
     } else if (magic == 0xd4c3b2a1u || magic == 0x4d3cb2a1u) {
@@ -61,7 +56,7 @@ pcap_source::pcap_source(const std::string &path, std::uint16_t udp_port)
         std::snprintf(hex, sizeof(hex), "0x%08x", magic);
         throw std::invalid_argument("'" + path + "' is not a pcap file (magic " + hex + ")");
     }
-    const std::uint32_t lt = load32(file_.data() + 20, swapped_) & 0xffffu;
+    const std::uint32_t lt = load32(hdr + 20, swapped_) & 0xffffu;
     const auto known = to_linktype(lt);
     if (!known)
         throw std::invalid_argument("'" + path + "' has link type " + std::to_string(lt) +
@@ -70,27 +65,61 @@ pcap_source::pcap_source(const std::string &path, std::uint16_t udp_port)
     lt_ = *known;
 }
 
+const std::uint8_t *pcap_source::bytes_at(std::size_t off, std::size_t n) {
+    if (off >= buf_off_ && off - buf_off_ + n <= buf_len_) return buf_.data() + (off - buf_off_);
+    const std::size_t want = std::min(buf_.size(), size_ - off);
+    std::size_t got = 0;
+    while (got < want) {
+        const ssize_t r = pread(fd_.get(), buf_.data() + got, want - got,
+                                static_cast<off_t>(off + got));
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            throw_errno("cannot read '" + path_ + "' at offset " + std::to_string(off + got));
+        }
+        if (r == 0) break;
+        got += static_cast<std::size_t>(r);
+    }
+    buf_off_ = off;
+    buf_len_ = got;
+    if (got < n)
+        throw std::runtime_error("'" + path_ + "' was truncated while being replayed: it ends at " +
+                                 "offset " + std::to_string(off + got) + ", inside the record " +
+                                 "bytes " + std::to_string(off) + ".." + std::to_string(off + n) +
+                                 " (it had " + std::to_string(size_) + " bytes when opened)");
+    return buf_.data();
+}
+
 void pcap_source::run(std::size_t, engine &eng, const std::atomic<bool> &stop) {
-    const std::uint8_t *const data = file_.data();
-    const std::size_t size = file_.size();
     packet_ref batch[batch_size];
     std::size_t n = 0;
+    auto flush = [&] {
+        if (n) eng.add_batch(batch, n);
+        n = 0;
+    };
     std::size_t off = global_header;
-    while (off < size && !stop.load(std::memory_order_relaxed)) {
+    while (off < size_ && !stop.load(std::memory_order_relaxed)) {
         bool ok = false;
         packet_ref pkt{};
-        if (size - off < record_header) {
-            off = size;  // a torn record header ends the file
+        if (size_ - off < record_header) {
+            off = size_;  // a torn record header ends the file
         } else {
-            const std::uint32_t incl = load32(data + off + 8, swapped_);
-            const std::uint32_t orig = load32(data + off + 12, swapped_);
+            // The batch points into the buffer: it goes to the engine before a read
+            // replaces what the buffer holds.
+            if (off < buf_off_ || off - buf_off_ + record_header > buf_len_) flush();
+            const std::uint8_t *rec = bytes_at(off, record_header);
+            const std::uint32_t incl = load32(rec + 8, swapped_);
+            const std::uint32_t orig = load32(rec + 12, swapped_);
             off += record_header;
-            if (incl > size - off) {
-                off = size;  // a torn record ends the file
+            if (incl > size_ - off) {
+                off = size_;  // a torn record ends the file
+            } else if (incl > pcap_max_record) {
+                off += incl;  // longer than any datagram of the stream: skipped unread
             } else {
+                if (off - buf_off_ + incl > buf_len_) flush();
+                const std::uint8_t *frame = bytes_at(off, incl);
                 // A frame cut short by the capture's snap length is not a whole packet.
                 if (incl == orig) {
-                    if (auto p = parse_frame(data + off, incl, lt_, udp_port_)) {
+                    if (auto p = parse_frame(frame, incl, lt_, udp_port_)) {
                         pkt = *p;
                         ok = true;
                     }
@@ -100,12 +129,9 @@ void pcap_source::run(std::size_t, engine &eng, const std::atomic<bool> &stop) {
         }
         // Unusable records still reach the engine (as empty packets) to be counted `rejected`.
         batch[n++] = ok ? pkt : packet_ref{};
-        if (n == batch_size) {
-            eng.add_batch(batch, n);
-            n = 0;
-        }
+        if (n == batch_size) flush();
     }
-    if (n) eng.add_batch(batch, n);
+    flush();
 }
 
 }  // namespace casper400g_rx

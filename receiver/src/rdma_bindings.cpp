@@ -135,6 +135,9 @@ public:
         d["lost_chunks"] = c.lost_chunks;
         d["missing_immediates"] = c.missing_immediates;
         d["late_immediates"] = c.late_immediates;
+        d["out_of_window"] = c.out_of_window_immediates;
+        d["out_of_window_immediates"] = c.out_of_window_immediates;
+        d["resyncs"] = c.resyncs;
         d["overruns"] = c.overruns;
         d["errors"] = c.errors;
         d["credits_sent"] = c.credits_sent;

@@ -81,7 +81,21 @@ void rdma_ring::on_immediate(std::uint32_t imm) {
         c_.late_immediates++;
         return;
     }
-    const std::uint64_t c = expected_ + diff;
+    std::uint64_t c = expected_ + diff;
+    if (diff >= g_.chunks) {
+        // Beyond any place the core may write: a wild immediate must not pass the chunks
+        // before it, nor become a credit. A run of them that follow each other is the
+        // stream itself (see the header).
+        run_ = run_ > 0 && c > run_last_ && c - run_last_ <= g_.chunks ? run_ + 1 : 1;
+        run_last_ = c;
+        if (run_ < rdma_resync_after) {
+            c_.out_of_window_immediates++;
+            return;
+        }
+        c_.resyncs++;
+        expected_ = c - (g_.chunks - 1);
+    }
+    run_ = 0;
     std::uint64_t empty = 0;
     for (std::uint64_t k = expected_; k < c; k++) {
         // A chunk more than a ring behind cannot have kept its data.

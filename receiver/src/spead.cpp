@@ -1,5 +1,6 @@
 #include "casper400g_rx/spead.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -42,6 +43,43 @@ std::uint64_t word_mask(std::size_t w, const cell_range &r) noexcept {
     const std::size_t hi = r.end - w * 64 >= 64 ? 64 : r.end - w * 64;  // exclusive
     const std::uint64_t upper = hi == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << hi) - 1;
     return upper & ~((std::uint64_t{1} << lo) - 1);
+}
+
+// The bytes a packet [o, e) of a multi-packet heap of `heap` bytes adds to what of the
+// heap is covered, exactly. The packet holding a cell's first byte owns the cell
+// (cells_of), and its span from its first owned cell to its end overlaps no other
+// packet's such span. Packets overlap only where one starts inside a cell (its lead-in,
+// up to the next cell, which it owns) and another ends in that cell (its last one): at
+// most one of each per cell, since they own the cells on either side. Both put their
+// bytes of the cell into the cell's edge byte (a bit per byte); the one that comes
+// second sees the other's bits and leaves out the bytes both hold.
+std::uint64_t cover(chunk &c, std::size_t slot, std::uint64_t o, std::uint64_t e,
+                    std::size_t heap) noexcept {
+    const std::uint64_t owned_from = (o + spead_cell - 1) / spead_cell * spead_cell;
+    std::uint64_t added = e > owned_from ? e - owned_from : 0;
+    std::uint8_t *edges = c.edges + slot * spead_format::edge_bytes(heap);
+    auto mark = [&](std::uint64_t k, std::uint8_t mine) {
+        __atomic_store_n(&c.edges_used[slot], std::uint8_t{1}, __ATOMIC_RELAXED);
+        return static_cast<std::uint8_t>(__atomic_fetch_or(&edges[k], mine, __ATOMIC_RELAXED));
+    };
+    if (e < heap) {
+        // The packet's last cell: a lead-in of a later packet may hold some of it. (A
+        // packet that ends the heap owns the cell past it, so no lead-in follows.)
+        const std::uint64_t k = (e - 1) / spead_cell;
+        const std::uint64_t n = e - k * spead_cell;
+        const std::uint64_t from = o > k * spead_cell ? o - k * spead_cell : 0;
+        const auto mine = static_cast<std::uint8_t>(((1u << n) - 1) & ~((1u << from) - 1));
+        const unsigned both = static_cast<unsigned>(__builtin_popcount(mark(k, mine) & mine));
+        added = added > both ? added - both : 0;
+    }
+    if (o % spead_cell != 0) {
+        const std::uint64_t k = o / spead_cell;
+        const std::uint64_t n = std::min<std::uint64_t>(spead_cell, heap - k * spead_cell);
+        const auto mine =
+            static_cast<std::uint8_t>(((1u << n) - 1) & ~((1u << (o % spead_cell)) - 1));
+        added += static_cast<unsigned>(__builtin_popcount(mine & ~mark(k, mine)));
+    }
+    return added;
 }
 
 }  // namespace
@@ -192,7 +230,8 @@ heap_deposit deposit_heap_packet(chunk &c, std::size_t slot, const spead_packet 
         for (std::size_t w = w0 + 1; w <= w1; w++)
             __atomic_fetch_or(&words[w], word_mask(w, r), __ATOMIC_RELAXED);
         copy_into_chunk(heap + p.offset, p.payload, p.length);
-        complete = __atomic_add_fetch(bytes, p.length, __ATOMIC_RELAXED) == heap_size;
+        const std::uint64_t added = cover(c, slot, p.offset, p.offset + p.length, heap_size);
+        complete = added != 0 && __atomic_add_fetch(bytes, added, __ATOMIC_RELAXED) == heap_size;
     }
     // A packet without payload still carries items.
     for (std::size_t k = 0; k < n_items; k++)

@@ -7,8 +7,10 @@ and a handful of packets built from the input: mostly well-formed headers whose 
 pointers, heap counters, offsets and lengths come from the input (so that the fuzzer
 reaches the assembly code), now and then raw bytes. They are fed through the mem backend
 on one or two queues. Besides "never crash", it checks the conservation laws: every
-packet is counted exactly once (rejections by reason add up to `rejected`), every placed
-byte is in a handed-out chunk, and a heap is present only when all its bytes arrived.
+packet is counted exactly once (rejections by reason add up to `rejected`), every heap
+byte counted is in a handed-out chunk, and a heap is present exactly when every byte of it
+was covered: never when only the packet lengths add up to the heap size (overlapping
+pieces), which a parse of the packets with `struct` alone checks independently.
 """
 
 from __future__ import annotations
@@ -44,6 +46,12 @@ def packet(fdp: atheris.FuzzedDataProvider, abits: int, heap: int, fmt_items: li
     addr = fdp.ConsumeIntInRange(0, 8) if rarely(fdp, 16) else abits // 8
     if rarely(fdp, 8):
         offset, length = fdp.ConsumeIntInRange(0, heap), fdp.ConsumeIntInRange(0, heap)
+    elif rarely(fdp, 3):  # piece j of m, its edges moved: overlaps and holes
+        m = fdp.ConsumeIntInRange(1, 4)
+        j = fdp.ConsumeIntInRange(0, m - 1)
+        offset = max(0, j * heap // m - fdp.ConsumeIntInRange(0, 5))
+        stop = min(heap, (j + 1) * heap // m + fdp.ConsumeIntInRange(0, 5) - 2)
+        length = max(0, stop - offset)
     else:  # piece j of m of the heap: multi-packet heaps that assemble
         m = fdp.ConsumeIntInRange(1, 4)
         j = fdp.ConsumeIntInRange(0, m - 1)
@@ -66,6 +74,34 @@ def packet(fdp: atheris.FuzzedDataProvider, abits: int, heap: int, fmt_items: li
     return head + body + payload
 
 
+def heap_pieces(
+    packet: bytes, abits: int, heap: int, index_item: int, step: int, max_packet: int
+) -> tuple[int, int, int] | None:
+    """(slot index, offset, stop) of a packet a SPEAD receiver may place, read with
+    `struct` (the last of repeated items wins), or None. Looser than the receiver (no
+    alignment rule): what it takes is a superset of what the receiver places."""
+    if not 8 <= len(packet) <= max_packet:
+        return None
+    magic, version, id_bytes, addr_bytes, _, n = struct.unpack_from(">BBBBHH", packet)
+    if (magic, version, addr_bytes * 8, id_bytes + addr_bytes) != (0x53, 4, abits, 8):
+        return None
+    if n > (len(packet) - 8) // 8:
+        return None
+    imm: dict[int, int] = {}
+    for i in range(n):
+        (ptr,) = struct.unpack_from(">Q", packet, 8 + 8 * i)
+        if ptr >> 63:
+            imm[(ptr >> abits) & ((1 << (63 - abits)) - 1)] = ptr & ((1 << abits) - 1)
+    if any(k not in imm for k in (1, 2, 3, 4)) or index_item not in imm:
+        return None
+    offset, length = imm[3], imm[4]
+    if length > len(packet) - 8 - 8 * n or imm[2] != heap or offset + length > heap:
+        return None
+    if imm[index_item] % step:
+        return None
+    return imm[index_item] // step, offset, offset + length
+
+
 @atheris.instrument_func
 def one_input(data: bytes) -> None:
     fdp = atheris.FuzzedDataProvider(data)
@@ -75,13 +111,15 @@ def one_input(data: bytes) -> None:
     index_item = fdp.PickValueInList([0x1600, 0x5]) if rarely(fdp, 4) else 1
     if index_item in fmt_items:
         fmt_items.remove(index_item)
+    step = fdp.ConsumeIntInRange(2, 3) if rarely(fdp, 4) else 1
+    max_packet = 200 - fdp.ConsumeIntInRange(0, 160)
     fmt = rx.Format.spead(
         heap,
         heap_address_bits=abits,
         index_item=index_item,
-        index_step=fdp.ConsumeIntInRange(2, 3) if rarely(fdp, 4) else 1,
+        index_step=step,
         items=fmt_items,
-        max_packet=200 - fdp.ConsumeIntInRange(0, 160),
+        max_packet=max_packet,
     )
     n = fdp.ConsumeIntInRange(1, 12)
     named = [*fmt_items, index_item] if index_item != 1 else fmt_items
@@ -90,6 +128,11 @@ def one_input(data: bytes) -> None:
     rows = np.zeros((n, stride), np.uint8)
     for i, p in enumerate(pkts):
         rows[i, : len(p)] = np.frombuffer(p, np.uint8)
+    cover: dict[int, set[int]] = {}
+    for p in pkts:
+        piece = heap_pieces(p, abits, heap, index_item, step, max_packet)
+        if piece is not None:
+            cover.setdefault(piece[0], set()).update(range(piece[1], piece[2]))
     ppc = fdp.ConsumeIntInRange(1, 4)
     cap = rx.Capture(
         rx.MemSource(
@@ -104,15 +147,23 @@ def one_input(data: bytes) -> None:
             assert c.n_present == int(c.present.sum())
             hb = c.heap_bytes
             assert np.all(hb[c.present] == heap), (hb, c.present)
+            assert np.all(hb <= heap), hb
+            for slot in range(ppc):
+                reachable = len(cover.get(c.chunk_id * ppc + slot, ()))
+                # Present only when the packets that could have gone there cover the heap.
+                assert not c.present[slot] or reachable == heap, (slot, reachable, hb)
+                assert hb[slot] <= reachable, (slot, reachable, hb)
             in_chunks += int(hb.sum())
             for values in c.items.values():
                 assert values.shape == (ppc,)
             c.release()
     s = cap.stats
     assert s.received == n
-    assert s.received == s.packets + s.late + s.duplicate + s.rejected + s.discarded, s
+    outcomes = s.packets + s.late + s.duplicate + s.rejected + s.discarded + s.out_of_window
+    assert s.received == outcomes, s
     assert sum(s.rejected_by.values()) == s.rejected, s
-    assert in_chunks == s.bytes, (in_chunks, dict(s))
+    # Overlapping packets place some bytes twice: the heaps count each byte once.
+    assert in_chunks <= s.bytes, (in_chunks, dict(s))
 
 
 if __name__ == "__main__":

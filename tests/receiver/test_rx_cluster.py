@@ -30,8 +30,9 @@ pytest.importorskip("distributed")
 from distributed import Client, LocalCluster
 
 from casper400g_dev import lan
-from casper400g_rx import Chunking, MemSource, UdpSource, _core
+from casper400g_rx import Capture, Chunking, MemSource, UdpSource, _core
 from casper400g_rx.account import (
+    CAUSES,
     CaptureFigures,
     Transmitted,
     from_core,
@@ -83,6 +84,45 @@ def test_account_balances_and_names_each_difference():
         reconcile([Transmitted("x", ("a",), 1), Transmitted("y", ("a",), 1)], [a])
     with pytest.raises(ValueError, match="names no stream"):
         Transmitted("x", (), 1)
+
+
+def test_account_balances_across_a_window_resync_and_names_out_of_window():
+    # A sender that restarts far ahead: the engine counts the run's first packets
+    # out_of_window, then moves its window to them; their slots are lost, the chunks it
+    # jumped are not. The account still balances, the lost slots explained by the reason.
+    n = PPC * 3
+    restart = 1 << 40
+    schedule = np.concatenate(
+        [np.arange(n, dtype=np.uint64), np.arange(restart, restart + n, dtype=np.uint64)]
+    )
+    cap = Capture(
+        MemSource(schedule=schedule),
+        chunking=Chunking(packets_per_chunk=PPC, max_chunks=2, first_chunk=0, resync_after=8),
+    )
+    with cap:
+        for chunk in cap.chunks(timeout=5):
+            chunk.release()
+    s = cap.stats
+    assert (s["window_resyncs"], s["out_of_window"]) == (1, 7), dict(s)
+    figures = CaptureFigures.from_stats("a", "h1", s)
+    assert figures.causes["out_of_window"] == 7 and figures.lost == 7
+    assert figures.unreached == 0
+    acc = reconcile([Transmitted("fpga0:gbe0", ("a",), len(schedule))], [figures])
+    assert acc.balanced, acc.rows()
+    assert acc.rows()[0]["out_of_window"] == 7
+
+
+def test_account_causes_are_the_packets_counted_beside_the_placed_ones():
+    # Every reason the engine counts a packet received but not placed, and the sources'
+    # drops, is a cause; counts of events (resyncs, chunks given up) are not.
+    not_placed = {"late", "no_free_chunk", "out_of_window", "rejected"}
+    assert not_placed <= set(CAUSES)
+    assert {"kernel_drops", "nic_drops", "source_filtered"} <= set(CAUSES)
+    assert not {"window_resyncs", "chunks_given_up", "resyncs"} & set(CAUSES)
+    figures = CaptureFigures.from_stats(
+        "a", "h1", stats(received=8, packets=4, lost=7, no_free_chunk=2, source_filtered=1)
+    )
+    assert figures.unreached == 7 - 3
 
 
 def test_account_reads_the_cores_counters_by_their_register_names():

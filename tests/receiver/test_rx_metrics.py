@@ -3,6 +3,7 @@ scrape returns, parsed by prometheus_client's own text parser, equals the captur
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -102,3 +103,49 @@ def test_capture_cli_serves_metrics_while_it_runs():
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def held_split_capture() -> rx.Capture:
+    """A live split lane whose consumer holds every chunk while the stream passes: the
+    chunks it cannot have are given up whole (their packets `no_free_chunk`)."""
+    from casper400g_rx import Chunking, EmulatedNic
+
+    ppc, n = 64, 40
+    cap = rx.Capture(
+        EmulatedNic(nic_rate_gbps=0.3, count=ppc * n, queues=1, split=True, depth=64),
+        chunking=Chunking(packets_per_chunk=ppc, max_chunks=2, n_chunks=8, first_chunk=0),
+    )
+    with cap:
+        time.sleep(0.5)  # the stream lasts 0.07 s
+        for chunk in cap.chunks(timeout=5):
+            chunk.release()
+    return cap
+
+
+def test_loss_reasons_are_scraped_apart():
+    # "The consumer was too slow" (no_free_chunk, chunks_given_up) and "the network
+    # reordered" (late) are different counters in the scrape, as in the stats.
+    cap = held_split_capture()
+    with metrics.serve(cap, 0, addr="127.0.0.1") as server:
+        stats = cap.stats
+        got = scrape(server.port)
+    assert stats["no_free_chunk"] > 0 and stats["chunks_given_up"] > 0 and stats["late"] == 0
+    for key in ("no_free_chunk", "chunks_given_up", "late", "out_of_window", "window_resyncs"):
+        assert got[f"casper400g_rx_{key}_total"][:2] == ("counter", stats[key]), key
+
+
+def test_monitor_shows_loss_reasons_apart():
+    from rich.console import Console
+
+    from casper400g_rx.monitor import status_table
+
+    stats = rx.Stats(received=10, packets=4, bytes=0, lost=6, late=1, no_free_chunk=3)
+    stats.update(chunks_given_up=1)
+    stats.update(out_of_window=2, duplicate=0, rejected=0, chunks=1, chunks_dropped=0)
+    stats.update(chunks_in_use=0, n_chunks=8)
+    console = Console(width=80, record=True)
+    console.print(status_table(stats, (0.0, 0.0)))
+    text = console.export_text().replace("│", " ")
+    rows = dict(re.findall(r"^\s+([a-z/ ]+?)\s{2,}([\d,./ ]+?)\s*$", text, re.M))
+    assert (rows["late"], rows["no free chunk"], rows["out of window"]) == ("1", "3", "2")
+    assert rows["chunks given up"] == "1"

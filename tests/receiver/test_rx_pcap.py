@@ -182,3 +182,50 @@ def test_unreadable_files_raise_naming_the_cause(tmp_path: Path) -> None:
     ng.write_bytes(b"\x0a\x0d\x0d\x0a" + bytes(60))
     with pytest.raises(ValueError, match="pcapng"):
         rx.Capture(rx.PcapSource(path=str(ng)))
+
+
+TRUNCATED_REPLAY = """
+import os, sys
+import casper400g_rx as rx
+from casper400g_rx.pcap_writer import PcapWriter
+
+path = sys.argv[1]
+with PcapWriter(path) as w:
+    for s in range(2000):  # 16.6 MB: several reads of the replay's buffer
+        w.write(rx.example_payload(s), s, 0.0)
+cap = rx.Capture.pcap(
+    path, chunking=rx.Chunking(packets_per_chunk=64, max_chunks=2, n_chunks=4)
+)
+chunks = cap.chunks(timeout=10)
+held = [next(chunks) for _ in range(3)]  # the replay waits for chunks
+os.truncate(path, 6 << 20)  # rotated or overwritten under the replay
+for c in held:
+    c.release()
+try:
+    for c in chunks:
+        c.release()
+    cap.stop()
+except RuntimeError as exc:
+    print("ERROR:", exc)
+    sys.exit(0)
+print("NO ERROR", dict(cap.stats))
+sys.exit(3)
+"""
+
+
+def test_a_pcap_truncated_while_replaying_raises_naming_file_and_offset(tmp_path: Path) -> None:
+    # The replay read the file through a mapping: pages cut off by the truncation killed
+    # the process with SIGBUS. It must end with an error that names the file and where.
+    import subprocess
+    import sys
+
+    path = tmp_path / "rotating.pcap"
+    out = subprocess.run(
+        [sys.executable, "-c", TRUNCATED_REPLAY, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, (out.returncode, out.stdout, out.stderr[-2000:])
+    assert "ERROR:" in out.stdout and str(path) in out.stdout, out.stdout
+    assert f"ends at offset {6 << 20}" in out.stdout, out.stdout

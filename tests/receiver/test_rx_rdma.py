@@ -254,3 +254,55 @@ def test_writes_out_of_the_ring_are_refused() -> None:
     w = replace(template(), va=rig.cfg.va, payload=b"x")
     assert w.va == rig.cfg.va
     rig.close()
+
+
+def send_whole_chunk(rig: Rig) -> None:
+    for _ in range(SLOTS):
+        for w in rig.sender.send(payload(rig.sender.seq)):
+            rig.deliver(w)
+
+
+def test_an_immediate_beyond_the_window_is_refused_and_never_credited() -> None:
+    # A corrupted or forged immediate naming chunk 1000 made the ring pass chunks 1..999
+    # (their slots lost), hand out an empty chunk 1000 and, once chunk 0 was released,
+    # credit the core up to chunk 999.
+    rig = Rig()
+    send_whole_chunk(rig)
+    c0 = rig.cap._cap.next_chunk(1.0)
+    assert c0.chunk_id == 0
+    rig.cap._cap.emulate_immediate(rig.cfg.immediate(1000, 0))
+    c0.release()
+    assert rig.credit() == 0  # chunk 0's release, nothing for chunk 1000
+    rig.sender.credit = 0
+    send_whole_chunk(rig)
+    c1 = rig.cap._cap.next_chunk(1.0)
+    assert (c1.chunk_id, c1.n_present) == (1, SLOTS)
+    c1.release()
+    assert rig.credit() == 1
+    assert rig.cap._cap.next_chunk(0.1) is None
+    st = rig.cap.stats
+    assert st.out_of_window == 1 and st.out_of_window_immediates == 1, st
+    assert st.lost == 0 and st.late_immediates == 0 and st.resyncs == 0, st
+    assert st.chunks == 2 and st.immediates == 3 and st.credit == 1, st
+    rig.close()
+
+
+def test_a_run_of_immediates_beyond_the_window_resyncs() -> None:
+    # Immediates that follow each other far ahead are the stream (a core without flow
+    # control that lost a ring of immediates): after rdma_resync_after of them the ring
+    # moves there, without counting the chunks it jumped as lost.
+    rig = Rig()
+    send_whole_chunk(rig)
+    rig.cap._cap.next_chunk(1.0).release()
+    assert rig.credit() == 0
+    for c in (500, 501, 502):
+        rig.cap._cap.emulate_immediate(rig.cfg.immediate(c, 0))
+    st = rig.cap.stats
+    assert (st.out_of_window, st.resyncs, st.chunks) == (3, 0, 1), st
+    rig.cap._cap.emulate_immediate(rig.cfg.immediate(503, 0))
+    st = rig.cap.stats
+    assert (st.out_of_window, st.resyncs) == (3, 1), st
+    # The ring's last places before chunk 503 (501, 502) count lost, not the 500 before.
+    assert st.lost == 3 * SLOTS and st.lost_chunks + st.core_dropped_chunks == 2, st
+    assert rig.cap._cap.next_chunk(1.0).chunk_id == 503
+    rig.close()

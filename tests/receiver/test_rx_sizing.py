@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 import casper400g_rx as rx
-from casper400g_rx import sizing
+from casper400g_rx import _core, sizing
 
 
 def test_rule_for_400_gbps_into_a_gpu_and_into_host_memory() -> None:
@@ -109,17 +109,34 @@ def test_small_chunks_into_a_gpu_at_a_high_rate_are_named() -> None:
 @pytest.mark.parametrize(
     ("queues", "depth", "ppc"), [(1, 1024, 1024), (11, 1024, 4096), (3, 64, 256)]
 )
-def test_split_pool_for_gpu_delivery_is_the_engines_own_plus_slack(
-    queues: int, depth: int, ppc: int
-) -> None:
-    # The header-split engine sizes its pool itself (n_chunks=0); delivering into a GPU
-    # the capture asks for GPU_SLACK_CHUNKS more, by the same rule written in Python.
+def test_one_pool_rule_the_engines(queues: int, depth: int, ppc: int) -> None:
+    # The pool rule lives in the engine (EngineConfig.sized); Python asks for it and
+    # never restates it. Written out here from its contract (engine.h): the split window
+    # is max_chunks plus the chunks depth x queues receives reach, plus one; its pool
+    # twice that plus 4, and 8 more on the way to a GPU; copying queues: the window, 4,
+    # and with several queues 2 of skew each.
+    window = 4 + -(-depth * queues // ppc) + 1
+    cfg = _core.EngineConfig(packets_per_chunk=ppc, max_chunks=4)
+    assert cfg.split_window(queues, depth) == window
+    assert cfg.sized(queues, depth).n_chunks == 2 * window + 4
+    assert cfg.sized(queues, depth, delivery=True).n_chunks == 2 * window + 12
+    assert sizing.pool_size(queues, 4, ppc, depth) == 2 * window + 12
+    assert cfg.sized(1).n_chunks == 8 and cfg.sized(queues).n_chunks == (
+        8 + 2 * queues if queues > 1 else 8
+    )
+    assert cfg.sized(1).max_jump == 16  # four windows
+    # The header-split engine itself sizes by the same rule.
     cap = rx.Capture(
         rx.EmulatedNic(count=ppc, queues=queues, depth=depth, split=True),
         chunking=rx.Chunking(packets_per_chunk=ppc),
     )
-    want = cap.config.n_chunks + sizing.GPU_SLACK_CHUNKS
-    assert sizing.split_pool(4, queues, depth, ppc) == want
+    assert cap.config.n_chunks == 2 * window + 4
+    # A pool given is kept, and one too small for the split is named.
+    assert _core.EngineConfig(n_chunks=99).sized(2, 64).n_chunks == 99
+    with pytest.raises(ValueError, match="n_chunks 5 is too small for header-data split"):
+        _core.EngineConfig(packets_per_chunk=64, n_chunks=5).sized(1, 256)
+    with pytest.raises(ValueError, match=r"queues must be 1\.\.1024, got 0"):
+        cfg.sized(0)
 
 
 def test_split_depth_holds_five_ms_of_a_lanes_share() -> None:
@@ -133,8 +150,8 @@ def test_split_depth_holds_five_ms_of_a_lanes_share() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", rx.CapacityWarning)
         cap = rx.Capture(rx.EmulatedNic(count=64, fill=False, split=True), rate_gbps=250)
-    # The engine's own pool rule with that depth, plus the slack for a consumer that
-    # pauses (sized by rate, host delivery too).
-    assert cap.config.n_chunks == sizing.split_pool(4, 5, 4096, 1024)
+    # The engine's own pool rule with that depth (window 4 + 20 + 1 chunks), and room for
+    # a consumer that pauses (sized by rate, host delivery too).
+    assert cap.config.n_chunks == 2 * 25 + 4 + 8
     unsized = rx.Capture(rx.EmulatedNic(count=64, depth=4096, queues=5, fill=False, split=True))
-    assert unsized.config.n_chunks == sizing.split_pool(4, 5, 4096, 1024) - sizing.GPU_SLACK_CHUNKS
+    assert unsized.config.n_chunks == 2 * 25 + 4

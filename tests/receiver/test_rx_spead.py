@@ -35,7 +35,7 @@ from spead_reference import (
 )
 
 import casper400g_rx as rx
-from casper400g_rx import gpu
+from casper400g_rx import Chunking, MemSource, gpu
 
 PORT = 7148
 
@@ -513,6 +513,48 @@ def test_short_final_packet_and_inconsistent_heap_sizes() -> None:
     assert got[0].present.tolist() == [True, False] and got[0].heap_bytes.tolist() == [67, 64]
     assert bytes(got[0].data[0]) == payload
     assert s.rejected_by["heap_size"] == 1 and s.duplicate == 1 and s.heaps_partial == 1
+
+
+def covered(pieces: list[tuple[int, int]]) -> int:
+    """Bytes of a heap that the pieces [start, stop) cover (set arithmetic)."""
+    return len(set().union(*(range(a, b) for a, b in pieces)))
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        [(0, 12), (10, 17), (19, 24)],  # overlapping, a hole at 17..19: lengths add to 24
+        [(10, 17), (19, 24), (0, 12)],  # the same, in another order
+        [(0, 12), (10, 17), (17, 24)],  # overlapping, no hole
+        [(17, 24), (0, 12), (10, 17)],
+        [(0, 8), (8, 16), (16, 24)],  # on cell boundaries
+        [(0, 16), (14, 19), (8, 24)],  # the third overlaps a claimed cell: a duplicate
+        [(0, 5), (5, 24)],  # the first packet too short to reach a cell past its own
+    ],
+)
+def test_heap_is_whole_only_when_every_byte_is_covered(pieces: list[tuple[int, int]]) -> None:
+    # Completeness came from adding packet lengths: overlapping pieces whose lengths add
+    # up to the heap size made a heap with a hole "present".
+    heap, payload = 24, bytes(range(100, 124))
+    fmt = rx.Format.spead(heap)
+    pkts = [good(0, payload[a:b], offset=a, heap=heap) for a, b in pieces]
+    rows, sizes = rows_of(pkts)
+    cap = rx.Capture(
+        MemSource(packets=rows, sizes=sizes), fmt=fmt, chunking=Chunking(packets_per_chunk=1)
+    )
+    with cap:
+        got = our_chunks(cap)
+    s = cap.stats
+    # What the receiver took (the duplicate rule is the cells', spead.h) by its stats.
+    placed = [p for p in pieces if p != (8, 24)]
+    assert s.packets == len(placed) and s.duplicate == len(pieces) - len(placed)
+    want = covered(placed)
+    assert got[0].heap_bytes.tolist() == [want]
+    assert got[0].present.tolist() == [want == heap]
+    assert s.heaps_partial == (want != heap)
+    have = got[0].data[0]
+    for a, b in placed:
+        assert bytes(have[a:b]) == payload[a:b]
 
 
 # ------------------------------------------------------------------ descriptor errors

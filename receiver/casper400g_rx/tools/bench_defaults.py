@@ -38,6 +38,10 @@ WHOLE_CHUNKS = 16384  # packets: a multiple of every chunk size the sizing picks
 # The capture's counters a trial reports beside its loss account.
 DETAIL = (
     "late",
+    "no_free_chunk",
+    "chunks_given_up",
+    "out_of_window",
+    "window_resyncs",
     "discarded",
     "queue_stalls",
     "queue_skips",
@@ -49,7 +53,7 @@ DETAIL = (
     "gpu_waits",
 )
 # received = packets + these (the engine's account; docs/design/receiver.md).
-NOT_PLACED = ("late", "duplicate", "rejected", "discarded")
+NOT_PLACED = ("late", "duplicate", "rejected", "discarded", "out_of_window", "no_free_chunk")
 Trial = dict[str, Any]
 
 

@@ -309,8 +309,13 @@ def shared_capture_trial(
         "late": s["late"],
         "queue_stalls": s["queue_stalls"],
         "queue_skips": s["queue_skips"],
-        # Skipped packets of a lagging queue count late: placed + dropped + late = offered.
-        "accounted": s["packets"] + drops + s["late"] + s["discarded"] == count,
+        # Skipped packets of a lagging queue count late, those of chunks given up for want
+        # of a free one no_free_chunk: placed + dropped + each reason = offered.
+        "no_free_chunk": s.get("no_free_chunk", 0),
+        "accounted": s["packets"]
+        + drops
+        + sum(s.get(k, 0) for k in ("late", "discarded", "no_free_chunk", "out_of_window"))
+        == count,
         "chunks": got,
         # Of the delivered chunks' slots, the share that holds a packet.
         "fill": s["packets"] / (got * cap.config.packets_per_chunk) if got else 0.0,

@@ -21,9 +21,14 @@ struct chunk {
     std::size_t n_present = 0;
     std::size_t index = 0;  // position in the pool, stable for the chunk's lifetime
     // Per-slot arrays of SPEAD formats (spead.h); null otherwise.
-    std::uint64_t *heap_bytes = nullptr;  // payload bytes received per slot
+    std::uint64_t *heap_bytes = nullptr;  // heap bytes covered per slot (spead.h)
     std::uint64_t *items = nullptr;       // named items: item i of slot s at [i * ppc + s]
     std::uint64_t *cells = nullptr;       // received 8-byte cells: cell_words per slot
+    // Bytes of each cell that packets starting or ending inside it covered: edge_bytes
+    // per slot, written only where a packet boundary falls off a cell boundary
+    // (`edges_used` marks those slots, so that only they are cleared for reuse).
+    std::uint8_t *edges = nullptr;
+    std::uint8_t *edges_used = nullptr;  // one flag per slot
 };
 
 // How many of `n` presence flags (0 or 1) are set: a chunk's n_present when it leaves.
@@ -34,8 +39,13 @@ struct slot_extras {
     bool heap_bytes = false;
     std::size_t items = 0;       // uint64 values per slot
     std::size_t cell_words = 0;  // uint64 words of cell bitmap per slot
+    std::size_t edge_bytes = 0;  // bytes of cell edges per slot (a byte per cell)
 
     std::size_t words() const noexcept { return (heap_bytes ? 1 : 0) + items + cell_words; }
+    // Bytes of edges and their per-slot flags, in uint64 words, for `ppc` slots.
+    std::size_t edge_words(std::size_t ppc) const noexcept {
+        return edge_bytes == 0 ? 0 : (ppc * (edge_bytes + 1) + 7) / 8;
+    }
 };
 
 // Owns the memory of every chunk. Page-aligned so that a later pinning or DMA

@@ -27,6 +27,7 @@ struct gpu_chunk {
     std::uint64_t chunk_id = 0;
     std::size_t n_present = 0;
     std::size_t index = 0;
+    std::size_t lane = 0;  // the device of a capture's several it is on (staged_lanes.h)
     cu::event ready = nullptr;  // completes when data/present hold the chunk
     // Recorded on the consumer's streams at release: the chunk is refilled only
     // once the work queued there before the release has finished.
@@ -86,6 +87,9 @@ public:
     virtual gpu_chunk_pool &pool() = 0;
     // The stream the chunks are filled on (for __cuda_array_interface__).
     virtual cu::stream fill_stream() const = 0;
+    // A capture delivering into several GPUs: the ring and the stream of c's device.
+    virtual gpu_chunk_pool &pool_of(const gpu_chunk &) { return pool(); }
+    virtual cu::stream fill_stream_of(const gpu_chunk &) const { return fill_stream(); }
 };
 
 // Records the consumer's streams into c->done (one event per stream; streams beyond

@@ -39,11 +39,11 @@ constexpr int attr_multiprocessor_count = 16;
 constexpr int attr_compute_capability_major = 75;
 constexpr int attr_compute_capability_minor = 76;
 constexpr int attr_can_map_host_memory = 19;
-constexpr int func_attr_max_dynamic_shared_size_bytes = 8;
-constexpr int attr_dma_buf_supported = 124;
 constexpr int attr_pci_bus_id = 33;
 constexpr int attr_pci_device_id = 34;
 constexpr int attr_pci_domain_id = 50;
+constexpr int func_attr_max_dynamic_shared_size_bytes = 8;
+constexpr int attr_dma_buf_supported = 124;
 constexpr int mem_range_handle_dma_buf_fd = 1;
 // The special stream handles of the DLPack / __cuda_array_interface__ conventions.
 inline stream legacy_stream() { return reinterpret_cast<stream>(std::uintptr_t{1}); }
@@ -92,6 +92,7 @@ public:
     result (*cuStreamDestroy)(stream);
     result (*cuStreamSynchronize)(stream);
     result (*cuStreamWaitEvent)(stream, event, unsigned);
+    result (*cuStreamGetCtx)(stream, context *);
     result (*cuEventCreate)(event *, unsigned);
     result (*cuEventDestroy)(event);
     result (*cuEventRecord)(event, stream);
@@ -126,8 +127,13 @@ public:
     int ordinal() const noexcept { return ordinal_; }
     int sm_count() const noexcept { return sm_count_; }
     const std::string &name() const noexcept { return name_; }
+    // "dddd:bb:dd.0", as in /sys/bus/pci/devices, and the NUMA node the kernel gives it
+    // there (-1: unknown, e.g. one node or no sysfs).
+    const std::string &pci_address() const noexcept { return pci_; }
+    int numa_node() const noexcept { return numa_node_; }
     const driver &drv() const noexcept { return drv_; }
     device_t handle() const noexcept { return dev_; }
+    context ctx() const noexcept { return ctx_; }
     void check(result r, const char *call) const { drv_.check(r, call); }
 
 private:
@@ -137,6 +143,8 @@ private:
     context ctx_ = nullptr;
     int sm_count_ = 0;
     std::string name_;
+    std::string pci_;
+    int numa_node_ = -1;
 };
 
 // Number of CUDA devices, or throws error with the reason there are none usable.

@@ -8,15 +8,9 @@
 // packet count one duplicate), and the per-packet counters belong to the queue. Only
 // window movement synchronises, under one mutex, once per chunk and queue: opening a
 // chunk, and a queue moving its window past chunks. A chunk is handed on once every
-// queue has moved past it. A queue that holds chunks back without placing packets (a
-// stalled queue) is passed over after `stall_timeout_ms` or when the others run out
-// of chunks; that is counted (`queue_stalls`), its later packets for chunks already
-// handed on count `late`, and it rejoins the window at its next packet. With
-// `skip_lagging` (live sources), a queue that keeps placing but lags so far behind (a slower core, an overloaded NIC ring full of
-// old packets) that the others wait for it longer than a fifth of the stall timeout is
-// moved forward at its next batch: its older packets count `late` (skipped at no copy
-// cost), counted `queue_skips`, so that under overload the capture runs at the sum of
-// its queues' rates rather than K times the slowest one's.
+// queue has moved past it. How far a packet may move a window, and what happens to a
+// queue that stalls or lags, is the window policy (window.h) that the header-split
+// engine (hds.h) follows too.
 #pragma once
 
 #include <atomic>
@@ -31,15 +25,22 @@
 #include "casper400g_rx/chunk.h"
 #include "casper400g_rx/format.h"
 #include "casper400g_rx/spead.h"
+#include "casper400g_rx/window.h"
 
 namespace casper400g_rx {
 
 enum class slow_consumer_policy { block, drop_oldest };
 
+// Header-data split pools: chunks beyond the engine's own for chunks on their way to a
+// GPU, or in the hands of a consumer that pauses (a Python consumer's pauses of a few ms
+// emptied the pool at 250 Gb/s into host chunks): a live lane without a free chunk gives
+// chunks up whole.
+inline constexpr std::size_t split_delivery_chunks = 8;
+
 struct engine_config {
     std::size_t packets_per_chunk = 1024;
     std::size_t max_chunks = 4;  // open chunks per queue (the reorder window)
-    std::size_t n_chunks = 0;    // chunks in the pool; 0 = max_chunks + 4
+    std::size_t n_chunks = 0;    // chunks in the pool; 0: sized() for the queues
     slow_consumer_policy policy = slow_consumer_policy::block;
     std::optional<std::uint64_t> first_chunk;  // default: the first packet's chunk
     // How long chunks wait for a queue that has stopped placing packets (several queues).
@@ -48,8 +49,25 @@ struct engine_config {
     // than wait for it: for live sources, whose other queues drop while they wait; a
     // replay (pcap, mem generator) waits, losing nothing.
     bool skip_lagging = true;
+    // How far (chunks) one packet may move a queue's window past its end, and how far
+    // behind its head a packet still counts late: beyond, it is out of window (window.h).
+    // 0: four windows (4 * max_chunks).
+    std::size_t max_jump = 0;
+    // Consecutive out-of-window packets of a queue, each within a window of the one
+    // before, that move the window to them.
+    std::size_t resync_after = 16;
 
     void validate() const;
+    // The pool and window a capture needs (one rule for every path, Python asks for it):
+    // n_chunks when not given, for `queues` receive queues -- the window, 4 chunks in the
+    // consumer's hands or on their way, and 2 of skew per queue beyond the first --
+    // or, for the header-data split (`depth` receives posted per queue), twice the split
+    // window plus 4, and with `delivery` split_delivery_chunks more; max_jump resolved.
+    // Throws naming a bad value.
+    engine_config sized(std::size_t queues, std::size_t depth = 0, bool delivery = false) const;
+    // The header-data split's window: max_chunks plus the chunks that `depth` receives
+    // posted on each of `queues` reach ahead of it.
+    std::size_t split_window(std::size_t queues, std::size_t depth) const;
 };
 
 struct counters {
@@ -67,6 +85,12 @@ struct counters {
     std::uint64_t waits = 0;            // times the engine waited for a free chunk
     std::uint64_t queue_stalls = 0;     // times chunks were handed on past a stalled queue
     std::uint64_t queue_skips = 0;      // times a lagging queue's window was moved forward
+    std::uint64_t out_of_window = 0;    // too far ahead of or behind the window (window.h)
+    std::uint64_t window_resyncs = 0;   // times a run of those moved the window to them
+    // Live header-split lanes: packets of chunks given up because no chunk was free (the
+    // consumer held them all), and those chunks.
+    std::uint64_t no_free_chunk = 0;
+    std::uint64_t chunks_given_up = 0;
     // SPEAD formats (spead.h): heaps with some bytes but not all when their chunk left,
     // and `rejected` by reason (spead_reject - 1).
     std::uint64_t heaps_partial = 0;
@@ -81,13 +105,13 @@ public:
     virtual ~engine();
 
     // The number of queues that will call add_batch (0 .. n-1); before the first batch.
-    void set_queues(std::size_t n);
-    std::size_t queues() const noexcept { return queues_.size(); }
+    virtual void set_queues(std::size_t n);
+    std::size_t queues() const noexcept { return window_.queues(); }
     // Places a batch that queue `q` received. Thread-safe; one thread per queue.
     void add_batch(std::size_t q, const packet_ref *pkts, std::size_t n);
     void add_batch(const packet_ref *pkts, std::size_t n) { add_batch(0, pkts, n); }
     // Queue `q` will deliver nothing more: chunks no longer wait for it.
-    void queue_done(std::size_t q);
+    virtual void queue_done(std::size_t q);
     // Flushes every open chunk to the ready queue and ends the stream.
     virtual void finish();
     // Makes a blocked add_batch give up waiting for a free chunk.
@@ -134,68 +158,58 @@ protected:  // the header-split engine (hds.h) keeps its own window over the sam
     std::uint64_t top_ = 0;   // newest chunk id opened
     counters c_;              // window counters (under mutex_)
     published pub_{};
+    window_policy window_;    // the queues' records and the shared policy (under mutex_)
 
 private:
     struct cached {
         std::uint64_t id = UINT64_MAX;
         chunk *c = nullptr;
     };
-    // What a queue thread owns: its per-packet counters and its view of its window.
-    // `busy` and `gen` make the lock-free placement safe against being passed over:
-    // a queue sets `busy` before placing and then checks `gen`; the window bumps `gen`
-    // and then checks `busy`, and passes over only a queue that is not placing.
-    // A queue is stalled when it is neither placing nor waiting for a chunk and has
-    // been in no batch for stall_timeout_ms; a queue that waits for chunks (the consumer
-    // is slow) is never passed over.
+    // What a queue thread owns: its per-packet counters and its view of its window (its
+    // activity flags are the window policy's).
     struct alignas(64) queue_state {
-        std::atomic<bool> busy{false};
-        std::atomic<bool> waiting{false};
-        std::atomic<std::int64_t> last_batch_ns{0};  // steady_clock, at each batch's start and end
-        std::atomic<std::uint64_t> gen{0};
         std::uint64_t seen_gen = 0;
         bool synced = false;     // `head` is valid (copied from the window's record)
         bool discarding = false; // the engine finished during this batch
         std::uint64_t head = 0;  // oldest chunk id this queue may still place into
+        std::uint64_t own = window_policy::none;  // newest chunk id it placed into
+        std::uint64_t epoch = 0;  // window resyncs it has seen
+        window_policy::run run;  // its out-of-window packets in a row
         std::vector<cached> cache;  // by chunk id % max_chunks
         counters c;
         published pub{};
     };
-    // The window's record of each queue (under mutex_).
-    struct queue_record {
-        std::uint64_t head = 0;
-        std::uint64_t skip_to = 0;  // the others waited too long for it: move to here
-        bool attached = true;  // chunks wait for this queue
-        bool done = false;
-    };
+    enum class outcome { retry, counted, stopping };
 
     bool enter(queue_state &s, std::size_t q);  // false: the engine has finished
-    // The open chunk of id `id` for queue `q`, or nullptr once the packet was counted
-    // (`late`, or `discarded` while finishing).
-    chunk *window_chunk(queue_state &s, std::size_t q, std::uint64_t id);
+    // Takes the mutex for queue q's thread, parked meanwhile (window.h).
+    void lock_parked(std::size_t q, std::unique_lock<std::mutex> &lock);
+    // The open chunk for packet `seq` (its chunk: seq / packets_per_chunk) for queue `q`,
+    // or nullptr once the packet was counted (`late`, `out_of_window`, or `discarded`
+    // while finishing).
+    chunk *window_chunk(queue_state &s, std::size_t q, std::uint64_t seq);
     void place_spead(queue_state &s, std::size_t q, const packet_ref &pkt);  // engine_spead.cpp
     bool sync_locked(queue_state &s, std::size_t q);
     void start_locked(std::uint64_t id);
     void place(queue_state &s, std::size_t q, const packet_ref &pkt);
-    bool slow_path(queue_state &s, std::size_t q, std::uint64_t id);
+    outcome slow_path(queue_state &s, std::size_t q, std::uint64_t seq);
+    // An out-of-window packet: counted, or (a long enough run) the window moves to it.
+    outcome out_of_window_locked(queue_state &s, std::size_t q, std::uint64_t seq);
     void move_head_locked(std::size_t q, std::uint64_t new_head);
     void close_ready_locked();
     void close_chunk_locked(std::uint64_t id);
     bool pass_stalled_locked();
-    void skip_lagging_locked(std::uint64_t target);
-    std::uint64_t min_attached_head() const noexcept;
 
     std::vector<std::unique_ptr<queue_state>> queues_;
-    std::vector<queue_record> records_;
     std::vector<chunk *> open_;  // by chunk id % open_.size(): ids head_ .. head_ + size - 1
     std::size_t n_open_ = 0;
-    std::uint64_t passed_ = 0;   // the furthest head of any queue
-    bool blocked_ = false;       // head_ waits for a queue another queue has passed
-    std::chrono::steady_clock::time_point blocked_since_{};
+    std::int64_t resync_ns_ = 0;  // when the window last resynced
 };
 
 // Per packet, on both placement paths (engine.cpp, engine_spead.cpp): inline.
-inline chunk *engine::window_chunk(queue_state &s, std::size_t q, std::uint64_t id) {
+inline chunk *engine::window_chunk(queue_state &s, std::size_t q, std::uint64_t seq) {
     const std::size_t w = cfg_.max_chunks;
+    const std::uint64_t id = seq / cfg_.packets_per_chunk;
     for (;;) {
         if (s.discarding) {
             s.c.discarded++;
@@ -204,16 +218,24 @@ inline chunk *engine::window_chunk(queue_state &s, std::size_t q, std::uint64_t 
         }
         if (s.synced) {
             if (id < s.head) {
-                s.c.late++;
-                s.c.received++;
-                return nullptr;
-            }
-            if (id - s.head < w) {
+                const std::uint64_t ref = s.own < s.head ? s.own : s.head;
+                if (id >= ref || ref - id <= cfg_.max_jump) {
+                    s.run.n = 0;
+                    s.c.late++;
+                    s.c.received++;
+                    return nullptr;
+                }
+            } else if (id - s.head < w) {
                 const cached &e = s.cache[id % w];
-                if (e.c != nullptr && e.id == id) return e.c;
+                if (e.c != nullptr && e.id == id) {
+                    s.run.n = 0;
+                    return e.c;
+                }
             }
         }
-        if (!slow_path(s, q, id)) s.discarding = true;
+        const outcome o = slow_path(s, q, seq);
+        if (o == outcome::counted) return nullptr;
+        if (o == outcome::stopping) s.discarding = true;
     }
 }
 

@@ -41,14 +41,17 @@
 // orphaned (their slots stay unusable until they complete; what lands there is placed
 // by copy). A lane that keeps completing but lags so far that another waits for it
 // longer than a fifth of the stall timeout is moved forward between its calls (its older
-// packets count late), counted `queue_skips`.
+// packets count late), counted `queue_skips`. These rules, and how far one packet may
+// move a lane's window (out of window beyond; a run of such packets resyncs the window),
+// are the window policy of window.h, the copying engine's too: a lane is a queue there.
 //
 // Live sources (`skip_lagging`: a NIC, the emulated NIC at a rate) never stop receiving
 // for lack of a chunk, so that predictions stay in step with the stream and a chunk is
 // either filled from its start or given up whole: a lane that cannot get a chunk for its
 // next predictions posts them to its scratch ring instead, up to the next chunk boundary;
 // a chunk that has no buffer when such a packet arrives is given up (its slots count
-// lost, its packets late). After its receive queue ran dry (the NIC may have dropped
+// lost, its packets `no_free_chunk`, the chunk `chunks_given_up`: a consumer too slow,
+// which `late` -- a packet after its chunk was handed on -- must not hide). After its receive queue ran dry (the NIC may have dropped
 // what then arrived), a lane posts a probe of a few receives until the NIC leaves some
 // of them unconsumed, doubling it each time the NIC took it all (a lane that handles a
 // probe more slowly than the NIC fills it would otherwise never catch up); a packet
@@ -152,6 +155,9 @@ public:
     void cancel(std::size_t lane);
     std::size_t outstanding(std::size_t lane) const;
 
+    // Lanes are fixed when the engine is made; their queues end with cancel().
+    void set_queues(std::size_t n) override;
+    void queue_done(std::size_t q) override;
     void finish() override;
     counters stats() const noexcept override;
     std::vector<std::uint64_t> queue_received() const override;
@@ -188,10 +194,13 @@ private:
     // longer to handle a probe than the NIC takes to fill it would otherwise never catch
     // up (each probe off by the drops of the last, its packets discarded).
     static constexpr std::size_t probe_batch = 64;
-    // What one lane's thread owns. `busy`/`gen` as in the copying engine: the lane sets
-    // `busy` and then checks `gen`; the window bumps `gen` and then checks `busy`, and
-    // edits an idle lane's receives (orphaning them) only when it is not inside a call.
+    // What one lane's thread owns. Its record (head, attached, skip_to) and activity
+    // (`busy`, `gen`, the time of its last completion) are the window policy's (queue
+    // `q`): the lane sets `busy` and then checks `gen`; the window bumps `gen` and then
+    // checks `busy`, and edits an idle lane's receives (orphaning them) only when it is
+    // not inside a call.
     struct alignas(64) lane_state {
+        std::size_t q = 0;        // its queue in the window policy
         std::vector<desc> ring;
         buffer headers;
         buffer scratch;
@@ -207,10 +216,7 @@ private:
         buffer park;              // a packet that waits, moved out of its receive
         std::uint64_t posted = 0;
         std::uint64_t completed = 0;
-        std::uint64_t head = 0;   // this lane's window: chunk ids head .. head + max_chunks - 1
-        bool attached = true;     // the window waits for this lane (not passed over, not done)
         std::uint64_t post_base = 0;  // posts go to chunks post_base .. post_base + lookahead
-        std::uint64_t skip_to = 0;    // the others waited too long for it: move to here
         std::uint64_t next = 0;   // next predicted sequence number
         std::uint64_t shift = 0;  // sum of forward resyncs
         std::int64_t candidate = 0;  // an offset seen once, applied when the next packet agrees
@@ -226,10 +232,9 @@ private:
         // instruction, and a line shared with another lane's counts would bounce.
         buffer res_store;
         std::atomic<std::uint32_t> *res = nullptr;
-        std::atomic<bool> busy{false};
-        std::atomic<std::uint64_t> gen{0};
         std::uint64_t seen_gen = 0;
-        std::atomic<std::int64_t> last_ns{0};  // steady_clock at its last completion
+        window_policy::run run;   // its out-of-window packets in a row
+        std::uint64_t own = window_policy::none;  // newest chunk it placed into
         counters c;
         split_counters s;
         published pub{};
@@ -240,8 +245,6 @@ private:
     static constexpr std::uint8_t slot_pending = 2;  // a bounce buffer waits for that receive
     static constexpr std::uint8_t slot_claimed = 4;  // a fix-up copy is writing it
 
-    static std::size_t window_size(const engine_config &cfg, std::size_t lanes, std::size_t depth);
-    static engine_config sized(const engine_config &cfg, std::size_t lanes, std::size_t depth);
     std::size_t gslot(const chunk *c, std::size_t slot) const noexcept {
         return c->index * cfg_.packets_per_chunk + slot;
     }
@@ -254,17 +257,29 @@ private:
     chunk *wait_for_chunk(lane_state &l, std::uint64_t id, std::unique_lock<std::mutex> &lock);
     void park(lane_state &l, const desc &d, slow_packet &sp, std::unique_lock<std::mutex> &lock);
     void give_up_chunk(lane_state &l, std::uint64_t id);
+    void note_given_up(std::uint64_t id);  // counts `chunks_given_up` once per chunk
+    // A packet behind the lane's window: `no_free_chunk` when its chunk was given up,
+    // else `late`.
+    void count_behind(lane_state &l, std::uint64_t id) noexcept;
     void finish_copy(lane_state &l, const slow_packet &sp) noexcept;
     void start(std::uint64_t seq);
+    // The lane's window (the policy's record of it).
+    std::uint64_t head_of(const lane_state &l) const noexcept { return window_.rec(l.q).head; }
+    bool attached(const lane_state &l) const noexcept { return window_.rec(l.q).attached; }
+    // The newest chunk the lane placed (or is placing) into (window.h: its backlog is
+    // late, not out of window, after the others moved it forward).
+    static std::uint64_t own_of(const lane_state &l) noexcept { return l.own; }
     void move_lane_head(lane_state &l, std::uint64_t new_head);
     void advance(std::uint64_t new_head);
-    std::uint64_t min_attached_head() const noexcept;
-    bool pass_lagging_locked();
+    void follow_window();  // moves the window's head to the policy's limit
     void check_lagging_locked();
     bool wait_for_window(lane_state &l, std::unique_lock<std::mutex> &lock);
     void rejoin_locked(lane_state &l);
-    void skip_lagging_locked(std::uint64_t target);
     void apply_skip_locked(lane_state &l);
+    void lock_parked(lane_state &l, std::unique_lock<std::mutex> &lock);
+    // An out-of-window packet: counted (false), or a long enough run moved the window to
+    // it (true: place it now).
+    bool out_of_window_locked(lane_state &l, std::uint64_t seq);
     void flush(std::uint64_t id);
     void retire(chunk *c, bool discard);
     void drain_retired();
@@ -292,9 +307,10 @@ private:
     std::size_t span_;
     std::vector<lane_state> lanes_;
     std::vector<chunk *> win_;  // open chunks by chunk_id % pool size (under mutex_)
-    std::uint64_t passed_ = 0;  // the furthest head of any lane
     std::uint64_t no_open_below_ = 0;  // live: chunks given up for lack of a free chunk
-    std::int64_t lag_since_ns_ = 0;  // since when a lane holds the window's head back
+    // The latest chunks given up, by id % n_given_up (read by the lanes without the mutex).
+    static constexpr std::size_t n_given_up = 256;
+    std::unique_ptr<std::atomic<std::uint64_t>[]> given_up_;
     std::atomic<std::uint64_t> whead_{0};  // head_, readable without the mutex
     std::atomic<bool> wstarted_{false};
     std::atomic<bool> wdone_{false};
@@ -310,6 +326,7 @@ private:
     std::vector<std::int32_t> pending_;          // per pool slot: bounce buffer, or -1
     std::vector<std::uint32_t> chunk_pending_;  // per pool chunk (under mutex_)
     std::vector<std::uint8_t> chunk_discard_;
+    std::vector<std::uint8_t> chunk_before_resync_;  // retired before a window resync
     std::vector<chunk *> retired_;  // left the window, in order, waiting for their receives
     std::size_t retired_head_ = 0;
     std::size_t retired_count_ = 0;

@@ -11,6 +11,12 @@
 //
 // What an immediate for chunk c does (c unwrapped against the next chunk expected, e):
 //   * c < e: an immediate for a chunk already handed on or passed: `late_immediates`;
+//   * c >= e + chunks: a chunk the core cannot have written (with credits it writes at
+//     most a ring past the oldest chunk the consumer holds, which is <= e): not trusted,
+//     `out_of_window_immediates`, and nothing moves, no credit is sent. Only a run of
+//     rdma_resync_after such immediates, each at most a ring past the one before (a core
+//     running without flow control after a ring of immediates was lost, or restarted
+//     ahead), moves the ring to them (`resyncs`); the chunks it jumps are not counted.
 //   * e <= k < c, chunks without their own immediate: delivered if any of their slots holds
 //     its sequence number (their immediate was lost: `missing_immediates`); otherwise the
 //     core dropped them (the immediate's count says how many: `core_dropped_chunks`) or all
@@ -47,6 +53,8 @@ struct rdma_geometry {
 };
 
 inline constexpr std::size_t rdma_slot_header = 8;
+// Consecutive immediates beyond the window, each following the last, that resync the ring.
+inline constexpr std::uint64_t rdma_resync_after = 4;
 
 struct rdma_counters {
     std::uint64_t immediates = 0;           // completions with an immediate
@@ -58,6 +66,8 @@ struct rdma_counters {
     std::uint64_t lost_chunks = 0;          // chunks passed with no slot present, beyond those
     std::uint64_t missing_immediates = 0;   // chunks delivered without their own immediate
     std::uint64_t late_immediates = 0;      // immediates for chunks already handed on or passed
+    std::uint64_t out_of_window_immediates = 0;  // for chunks a ring or more past the next one
+    std::uint64_t resyncs = 0;              // times a run of those moved the ring to them
     std::uint64_t overruns = 0;             // chunks whose ring place the consumer still held
     std::uint64_t errors = 0;               // completions with an error status
     std::uint64_t credits_sent = 0;
@@ -113,6 +123,8 @@ private:
     std::deque<slot_chunk *> ready_;
     std::uint64_t expected_ = 0;             // next chunk number to deliver or pass
     std::uint32_t drop_count_ = 0;           // the core's dropped count, unwrapped
+    std::uint64_t run_ = 0;                  // consecutive immediates beyond the window
+    std::uint64_t run_last_ = 0;             // ... the chunk the last of them named
     bool finished_ = false;
     rdma_counters c_;
 };

@@ -6,7 +6,8 @@
 // heap address width, 2 reserved bytes, item count), 8-byte big-endian item pointers
 // (bit 63: immediate; then the item id; then the value or heap address), the payload.
 // Heaps of several packets assemble in place; a per-slot bitmap of 8-byte cells makes
-// a repeated packet a `duplicate` and a heap counts complete only when every byte came.
+// a repeated packet a `duplicate`. A heap counts complete only when every byte of it is
+// covered by the packets that came (not when their lengths add up: packets may overlap).
 #pragma once
 
 #include <array>
@@ -60,6 +61,11 @@ struct spead_format {
     // Words (uint64) of the per-slot cell bitmap for heaps of `heap_size` bytes: one bit
     // per 8-byte cell, plus one for a final packet too short to start a cell.
     static std::size_t cell_words(std::size_t heap_size) noexcept;
+    // Bytes per slot of the cells' edges (one per cell), for packets that start or end
+    // inside a cell.
+    static std::size_t edge_bytes(std::size_t heap_size) noexcept {
+        return (heap_size + spead_cell - 1) / spead_cell;
+    }
 };
 
 // One SPEAD packet as parse_spead finds it.
@@ -80,9 +86,9 @@ spead_reject parse_spead(const std::uint8_t *data, std::size_t size, const spead
 enum class heap_deposit { placed, duplicate };
 
 // Puts a parsed packet into slot `slot` of chunk `c` (heaps of `heap_size` bytes,
-// `ppc` slots): payload at its offset, named items, the heap's byte count and, once
-// every byte has come, its `present` flag. Lock-free; several queues may deposit into
-// the same chunk. A packet whose bytes were already received is a duplicate.
+// `ppc` slots): payload at its offset, named items, the heap's covered byte count and,
+// once every byte is covered, its `present` flag. Lock-free; several queues may deposit
+// into the same chunk. A packet whose bytes were already received is a duplicate.
 heap_deposit deposit_heap_packet(chunk &c, std::size_t slot, const spead_packet &p,
                                  std::size_t heap_size, std::size_t ppc,
                                  std::size_t n_items) noexcept;
