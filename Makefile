@@ -87,7 +87,7 @@ $(STAMP): $(PROJECTS) $(RX_SOURCES) | $(VPY)
 	$(VPY) -m pip install -q "hatchling>=1.26" "scikit-build-core>=0.10" "pybind11>=2.12" \
 	  $(CUDA_NVCC)
 	$(VPY) -m pip install -q --no-build-isolation --group dev -e ".[twin,synth]" \
-	  -e ./casperfpga_ext -e ./casper400g_board_server -e "./receiver[metrics,cluster,fpga]"
+	  -e ./casperfpga_ext -e ./casper400g_board_server -e "./receiver[metrics,fpga]"
 	touch $(STAMP)
 
 clean:

@@ -5,13 +5,14 @@ The core's AXI4-Lite slaves take one port type, ``axil_req_t`` in and ``axil_rsp
 fields are written). :func:`cpuif_class` gives peakrdl-regblock a CPU interface with those
 two ports; the regblock's own AXI4-Lite logic reads the request's fields and drives the
 response's as flat signals joined into the port.
-:func:`flat_ports` and :func:`pack_flat` serve the places that need the flat signals back
-(the simulation wrapper, whose AXI4-Lite master drives ``s_axil_*``).
+:func:`flat_ports`, :func:`pack_flat` and :func:`flat_wrapper` serve the places that need the
+flat signals back (simulation wrappers, whose AXI4-Lite master drives ``s_axil_*``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -71,6 +72,33 @@ def pack_flat(req: str, rsp: str) -> str:
     outs = [f"s_axil_{f.name}" for f in struct_fields(RSP_TYPE)]
     return (
         f"    assign {req} = {{{', '.join(parts)}}};\n    assign {{{', '.join(outs)}}} = {rsp};\n"
+    )
+
+
+def flat_wrapper(
+    module: str,
+    name: str,
+    addr_width: int,
+    ports: Sequence[str],
+    parameters: Mapping[str, object] | None = None,
+) -> str:
+    """A test wrapper ``name`` of ``module``, whose slave port ``s_axil_req``/``s_axil_rsp``
+    it offers as the flat ``s_axil_*`` (addresses ``addr_width`` bits): ``ports`` are the
+    module's other port declarations (``"input wire clk"``), passed through by name;
+    ``parameters`` are given to the module as written."""
+    decls = [f"    {p}" for p in ports]
+    decls += [
+        f"    {direction:6} wire {rng}{sig}".rstrip()
+        for direction, rng, sig in flat_ports(addr_width)
+    ]
+    params = ", ".join(f".{k}({v})" for k, v in (parameters or {}).items())
+    return (
+        "// Test wrapper: the AXI4-Lite pair as flat signals; not for synthesis.\n"
+        f"module {name} (\n" + ",\n".join(decls) + "\n);\n"
+        f"    fhg_bus_pkg::{REQ_TYPE} s_axil_req;\n"
+        f"    fhg_bus_pkg::{RSP_TYPE} s_axil_rsp;\n"
+        + pack_flat("s_axil_req", "s_axil_rsp")
+        + f"    {module} {'#(' + params + ') ' if params else ''}u_dut (.*);\nendmodule\n"
     )
 
 

@@ -271,6 +271,32 @@ def regs_sources(work: Path) -> list[Path]:
     return [pkg, regs_cpuif.BUS_PKG, sv, flat]
 
 
+def build_axil_flat(
+    module: str,
+    sources: Sequence[Path],
+    ports: Sequence[str],
+    addr_width: int,
+    parameters: Mapping[str, object] | None = None,
+) -> Dut:
+    """``module`` (an AXI4-Lite slave on fhg_bus_pkg's pair ``s_axil_req``/``s_axil_rsp``)
+    behind a flat test wrapper ``<module>_flat`` (regs_cpuif.flat_wrapper), so cocotb's
+    AXI4-Lite master drives ``s_axil_*``; ``ports`` declare its other ports."""
+    from . import regs_cpuif
+
+    name = f"{module}_flat"
+    text = regs_cpuif.flat_wrapper(module, name, addr_width, ports, parameters)
+    work = checkout.SIM_CACHE / "generated"
+    work.mkdir(parents=True, exist_ok=True)
+    # One file per text: builds of other parameters, in other processes, keep theirs.
+    wrapper = work / f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:12]}.sv"
+    if not wrapper.is_file():
+        tmp = wrapper.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(wrapper)
+    # Named for its wrapper: a build of other parameters is not evicted as a stale one.
+    return build(wrapper.stem, [regs_cpuif.BUS_PKG, *sources, wrapper], name)
+
+
 def build_regs(verbose: bool = False) -> Dut:
     """The register block behind its flat wrapper, as the tests and the demo use it."""
     sources = regs_sources(checkout.SIM_CACHE / "generated")

@@ -7,9 +7,12 @@ makes ``signal`` a port of the top level, ``parent_sig=True`` (the default) decl
 a wire of the top level, ``parent_sig=False`` passes an expression (a constant, a slice, an
 existing signal) through as written. Memory-mapped blocks call
 ``top.add_axi4lite_interface(regname, ...)``: the toolflow packs every interface into the
-platform's address window and connects it to the bus ``m_axi4lite_<regname>_<sig>`` (see
-:data:`AXIL_SIGNALS`; mlib_devel's names for a raw AXI4-Lite device, 32-bit addresses
-relative to the device's base), which the block wires to its slave port.
+platform's address window and connects it to the bus decoder. This runtime's own register
+blocks take fhg_bus_pkg's AXI4-Lite struct pair (``Instance.add_axi4lite_slave``: the wires
+``m_axi4lite_<regname>_req``/``_rsp``); any other block (the overlay's, written against
+mlib_devel) wires its slave port signal by signal to mlib_devel's raw-device bus
+``m_axi4lite_<regname>_<sig>`` (see :data:`RAW_DEVICE_SIGNALS`; 32-bit addresses relative to
+the device's base), which the top joins to the decoder's port for that device.
 """
 
 from __future__ import annotations
@@ -18,10 +21,20 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from yellow_blocks.fhg_axi4lite import ADDRESS_SIGNALS, AXIL_SIGNALS, PROT_SIGNALS
+from yellow_blocks.fhg_axi4lite import (
+    ADDRESS_SIGNALS,
+    AXIL_SIGNALS,
+    PROT_SIGNALS,
+    RAW_DEVICE_SIGNALS,
+)
 from yellow_blocks.yellow_block_typecodes import TYPECODE_BRAM, TYPECODE_SWREG
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
+# fhg_bus_pkg's AXI4-Lite pair: its types, and its widths for a packed array of them.
+AXIL_REQ_T = "fhg_bus_pkg::axil_req_t"
+AXIL_RSP_T = "fhg_bus_pkg::axil_rsp_t"
+AXIL_REQ_W = "fhg_bus_pkg::AXIL_REQ_W"
+AXIL_RSP_W = "fhg_bus_pkg::AXIL_RSP_W"
 _VERILOG_KEYWORDS = frozenset(
     [
         "always",
@@ -118,20 +131,20 @@ class Instance:
         self.parameters[name] = str(value)
 
     def add_axi4lite_slave(self, regname: str, prefix: str = "s_axil_") -> None:
-        """Connect this instance's AXI4-Lite slave port (``<prefix><sig>``) to interface
-        ``regname`` (added with ``top.add_axi4lite_interface``)."""
+        """Connect this instance's AXI4-Lite slave port, fhg_bus_pkg's struct pair
+        ``<prefix>req``/``<prefix>rsp``, to interface ``regname`` (added with
+        ``top.add_axi4lite_interface``). The slave sees 32-bit addresses relative to its
+        base and decodes the low bits of its span."""
         iface = self.owner.axi4lite_interfaces.get(regname)
         if iface is None:
             raise VerilogError(f"{self.name}: no AXI4-Lite interface {regname!r} in the top")
-        for sig, _d, _width in AXIL_SIGNALS:
-            if sig in ADDRESS_SIGNALS:
-                self.add_port(
-                    prefix + sig,
-                    f"{iface.signal(sig)}[{iface.addr_width - 1}:0]",
-                    parent_sig=False,
-                )
-            else:
-                self.add_port(prefix + sig, iface.signal(sig), parent_sig=False)
+        if iface.struct_slave:
+            raise VerilogError(f"{self.name}: AXI4-Lite interface {regname!r} connected twice")
+        iface.struct_slave = True
+        self.owner.add_typed_signal(iface.req, AXIL_REQ_T)
+        self.owner.add_typed_signal(iface.rsp, AXIL_RSP_T)
+        self.add_port(prefix + "req", iface.req, parent_sig=False)
+        self.add_port(prefix + "rsp", iface.rsp, parent_sig=False)
 
 
 @dataclass
@@ -147,6 +160,9 @@ class Axi4LiteInterface:
     base: int | None = None  # assigned by the address map
     # The map the bus took from a raw, software-register or RAM device (hand_maps_to_bus).
     bus_map: list = field(default_factory=list)
+    # Whether the slave takes the struct pair (add_axi4lite_slave); else the block wires
+    # mlib_devel's flat raw-device bus.
+    struct_slave: bool = False
 
     @property
     def bus_owned(self) -> bool:
@@ -159,12 +175,18 @@ class Axi4LiteInterface:
         """Decoded span: the request rounded up to a power of two, at least one word."""
         return max(4, 1 << (max(self.nbytes, 1) - 1).bit_length())
 
-    @property
-    def addr_width(self) -> int:
-        return self.size.bit_length() - 1
-
     def signal(self, sig: str) -> str:
         return f"m_axi4lite_{self.regname}_{sig}"
+
+    @property
+    def req(self) -> str:
+        """The device's request wire (fhg_bus_pkg::axil_req_t)."""
+        return self.signal("req")
+
+    @property
+    def rsp(self) -> str:
+        """The device's response wire (fhg_bus_pkg::axil_rsp_t)."""
+        return self.signal("rsp")
 
 
 class VerilogModule:
@@ -175,7 +197,9 @@ class VerilogModule:
         self.name = check_identifier(name, "module name")
         self.topfile = topfile
         self.ports: dict[str, tuple[str, int]] = {}
-        self.signals: dict[str, int | None] = {}
+        # A wire's width (None: 1 bit unless declared wider elsewhere), or its SystemVerilog
+        # type (str) for fhg_bus_pkg's AXI4-Lite pair.
+        self.signals: dict[str, int | str | None] = {}
         self.instances: dict[str, Instance] = {}
         self.assignments: list[tuple[str, str]] = []
         self.axi4lite_interfaces: dict[str, Axi4LiteInterface] = {}
@@ -223,10 +247,23 @@ class VerilogModule:
                 raise VerilogError(f"signal {name}: width {width} but port is {pwidth} bits")
             return
         old = self.signals.get(name)
+        if isinstance(old, str):
+            raise VerilogError(f"signal {name} is of type {old}, not a {width}-bit wire")
         if old is not None and width is not None and old != width:
             raise VerilogError(f"signal {name} declared with widths {old} and {width}")
         if old is None:
             self.signals[name] = width
+
+    def add_typed_signal(self, name: str, type_: str) -> None:
+        """Declare wire ``name`` of SystemVerilog type ``type_`` (a packed type, e.g.
+        ``fhg_bus_pkg::axil_req_t`` or ``[3:0][7:0]``)."""
+        check_identifier(name, "signal")
+        if name in self.ports:
+            raise VerilogError(f"{name} is both a top-level port and an internal signal")
+        old = self.signals.get(name, type_)
+        if old != type_:
+            raise VerilogError(f"signal {name} declared as {old} and {type_}")
+        self.signals[name] = type_
 
     def assign_signal(self, lhs: str, rhs: str) -> None:
         self.assignments.append((lhs, rhs))
@@ -248,8 +285,9 @@ class VerilogModule:
     ) -> Axi4LiteInterface:
         """Reserve ``nbytes`` of the bus for ``regname`` (the software name of the device).
 
-        Every block brings its own register logic here: its slave is wired to the bus
-        ``m_axi4lite_<regname>_*`` either way. ``axi4lite_mode`` (mlib_devel's: ``'raw'``
+        Every block brings its own register logic here: its slave takes the struct pair
+        (``Instance.add_axi4lite_slave``) or mlib_devel's flat bus ``m_axi4lite_<regname>_*``.
+        ``axi4lite_mode`` (mlib_devel's: ``'raw'``
         or ``''`` for a register-level device) decides only how software sees it (see
         :meth:`VerilogModule.hand_maps_to_bus`); ``memory_map`` documents the registers.
         """
@@ -277,8 +315,6 @@ class VerilogModule:
             regname, mode, nbytes, default_val, mm, typecode, data_width, axi4lite_mode
         )
         self.axi4lite_interfaces[regname] = iface
-        for sig, _d, width in AXIL_SIGNALS:
-            self.add_signal(iface.signal(sig), width)
         return iface
 
     def hand_maps_to_bus(self) -> None:
@@ -328,7 +364,9 @@ class VerilogModule:
         return ifaces
 
     def add_axi4lite_interconnect(self, master_prefix: str, clk: str, rst_n: str) -> None:
-        """Decode the bus ``<master_prefix><sig>`` (32-bit addresses) to every interface."""
+        """Decode the bus ``<master_prefix><sig>`` (the platform's flat master, 32-bit
+        addresses) to every interface: struct slaves on their pair, the others on
+        mlib_devel's flat raw-device bus."""
         ifaces = sorted(
             self.axi4lite_interfaces.values(),
             key=lambda i: i.base if i.base is not None else -1,
@@ -347,24 +385,51 @@ class VerilogModule:
         inst.add_parameter("MASKS", "{" + masks + "}")
         inst.add_port("clk", clk, parent_sig=False)
         inst.add_port("rst_n", rst_n, parent_sig=False)
-        for sig, direction, width in AXIL_SIGNALS:
-            w = width
-            inst.add_port(f"s_{sig}", master_prefix + sig, width=w, parent_sig=False)
-            bus = f"axil_ic_m_{sig}"
-            self.add_signal(bus, w * n)
-            inst.add_port(f"m_{sig}", bus, width=w * n)
-            for k, iface in enumerate(ifaces):
-                local = iface.signal(sig)
-                src = f"{bus}[{w * k + w - 1}:{w * k}]" if w * n > 1 else bus
-                if direction == "in":  # towards the slave
-                    self.assign_signal(local, src)
-                else:
-                    self.assign_signal(f"{bus}[{w * k + w - 1}:{w * k}]", local)
-        # Slaves decode only their own span: the address bits above it are not theirs; and
-        # a raw device of mlib_devel's kind takes no protection bits.
-        addrs = [i.signal(s) for i in ifaces for s in (*ADDRESS_SIGNALS, *PROT_SIGNALS)]
-        self.add_signal("unused_axil_ic_addr", 1)
-        self.assign_signal("unused_axil_ic_addr", "^{" + ", ".join(addrs) + "}")
+        self._join_flat("axil_ic_s_req", "axil_ic_s_rsp", master_prefix, AXIL_SIGNALS, True)
+        inst.add_port("s_req", "axil_ic_s_req", parent_sig=False)
+        inst.add_port("s_rsp", "axil_ic_s_rsp", parent_sig=False)
+        self.add_typed_signal("axil_ic_m_req", f"[{n - 1}:0][{AXIL_REQ_W}-1:0]")
+        self.add_typed_signal("axil_ic_m_rsp", f"[{n - 1}:0][{AXIL_RSP_W}-1:0]")
+        inst.add_port("m_req", "axil_ic_m_req", parent_sig=False)
+        inst.add_port("m_rsp", "axil_ic_m_rsp", parent_sig=False)
+        unused: list[str] = []
+        for k, iface in enumerate(ifaces):
+            if not iface.struct_slave:
+                # A block wired signal by signal, as mlib_devel's top wires it: the bus it
+                # sees is mlib_devel's raw-device bus, from the decoder's pair for it.
+                for sig, _d, width in RAW_DEVICE_SIGNALS:
+                    self.add_signal(iface.signal(sig), width)
+                self._join_flat(
+                    iface.req, iface.rsp, iface.signal(""), RAW_DEVICE_SIGNALS, master=False
+                )
+                # Its slave decodes only its own span, and takes no protection bits.
+                unused += [iface.signal(s) for s in ADDRESS_SIGNALS]
+                unused += [f"{iface.req}.{s}" for s in PROT_SIGNALS]
+            self.assign_signal(iface.req, f"axil_ic_m_req[{k}]")
+            self.assign_signal(f"axil_ic_m_rsp[{k}]", iface.rsp)
+        if unused:
+            self.add_signal("unused_axil_ic_addr", 1)
+            self.assign_signal("unused_axil_ic_addr", "^{" + ", ".join(unused) + "}")
+
+    def _join_flat(
+        self,
+        req: str,
+        rsp: str,
+        prefix: str,
+        flat: Iterable[tuple[str, str, int]],
+        master: bool,
+    ) -> None:
+        """Declare the pair ``req``/``rsp`` and join it to the flat signals ``<prefix><sig>``
+        of ``flat`` (rows of AXIL_SIGNALS): a master's signals drive the request and take
+        the response, a slave's the other way round."""
+        self.add_typed_signal(req, AXIL_REQ_T)
+        self.add_typed_signal(rsp, AXIL_RSP_T)
+        for sig, direction, _width in flat:
+            member = f"{req if direction == 'in' else rsp}.{sig}"
+            if (direction == "in") == master:
+                self.assign_signal(member, prefix + sig)
+            else:
+                self.assign_signal(prefix + sig, member)
 
     # ------------------------------------------------------------------ rendering
     def gen_top_verilog(self, header: str = "") -> str:
@@ -383,6 +448,9 @@ class VerilogModule:
         out.append(");")
         out.append("")
         for name, width in self.signals.items():
+            if isinstance(width, str):
+                out.append(f"    wire {width} {name};")
+                continue
             w = width or 1
             rng = f"[{w - 1}:0] " if w > 1 else ""
             out.append(f"    wire {rng}{name};")

@@ -314,8 +314,10 @@ class Toolflow:
                     seen[p.resolve()] = None
         except BlockError as exc:
             raise ToolflowError(str(exc)) from None
-        # The runtime's bus decoder (mlib_devel generates its own with xml2vhdl).
+        # The runtime's bus decoder (mlib_devel generates its own with xml2vhdl) and the
+        # AXI4-Lite pair the top joins it to every slave with.
         seen[(paths.RUNTIME_HDL / "fhg_toolflow" / "fhg_axil_interconnect.sv").resolve()] = None
+        seen[(paths.FHG_HDL / "common" / "fhg_bus_pkg.sv").resolve()] = None
         base = self.jasper_per.parent
         for name, mod in (per.get("user_modules") or {}).items():
             for src in mod.get("sources") or []:
@@ -433,6 +435,8 @@ class Toolflow:
         for src in sources:
             t.append(f"add_files -norecurse {{{src}}}")
         t.append("add_files -norecurse $here/../top.v")
+        # The top joins the bus decoder to its slaves with fhg_bus_pkg's AXI4-Lite pair.
+        t.append("set_property file_type SystemVerilog [get_files $here/../top.v]")
         t.append("set_property top top [current_fileset]")
         t.append("add_files -fileset constrs_1 -norecurse $here/../top.xdc")
 

@@ -34,6 +34,7 @@ class sw_reg(YellowBlock):
         self.to_processor = self.io_dir == "To Processor"
         self.add_source("fhg_toolflow/fhg_sw_reg.sv")
         self.add_source("fhg_toolflow/fhg_axil_regport.sv")
+        self.add_source("fourhundred_gbe/common/fhg_bus_pkg.sv")
         self.add_source("fourhundred_gbe/cdc/fhg_cfg_sync.sv")
         self.add_source("fourhundred_gbe/cdc/fhg_cdc_snapshot.sv")
         self.add_source("fourhundred_gbe/cdc/fhg_sync_bits.sv")

@@ -54,6 +54,7 @@ class sys_block(YellowBlock):
         ]
         self.add_source("fhg_toolflow/fhg_sys_block.sv")
         self.add_source("fhg_toolflow/fhg_axil_regport.sv")
+        self.add_source("fourhundred_gbe/common/fhg_bus_pkg.sv")
         self.add_source("fourhundred_gbe/cdc/fhg_cfg_sync.sv")
         self.add_source("fourhundred_gbe/cdc/fhg_cdc_snapshot.sv")
         self.add_source("fourhundred_gbe/cdc/fhg_sync_bits.sv")

@@ -122,7 +122,8 @@ def test_instances_and_their_wiring_are_the_same(run: MlibRun) -> None:
 
 
 def test_assignments_are_the_same(run: MlibRun) -> None:
-    """Clocks and resets (the bus decoder's own wiring and lint-only markers aside)."""
+    """Clocks and resets (the bus decoder's own wiring and lint-only markers aside: the
+    stand-in joins the platform's master to its decoder's AXI4-Lite pair, axil_ic_*)."""
     mlib, ours = _tops(run)
 
     def shared(top: Top) -> set[tuple[str, str]]:
@@ -130,6 +131,7 @@ def test_assignments_are_the_same(run: MlibRun) -> None:
             (lhs, rhs)
             for lhs, rhs in top.assigns
             if not lhs.startswith(("m_axi4lite_", "axil_ic_", "unused_"))
+            and not rhs.startswith("axil_ic_")
         }
 
     assert shared(mlib) == shared(ours)

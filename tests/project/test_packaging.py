@@ -49,6 +49,7 @@ class Dist:
     tests: tuple[str, ...] = ()  # its own tests, run against the installed wheel alone
     test_deps: tuple[str, ...] = ()  # what those tests need beyond pytest
     noconftest: bool = False  # tests/conftest.py imports casperfpga_ext
+    brings: tuple[str, ...] = ()  # third-party packages its install must bring
 
 
 DISTS = {
@@ -89,6 +90,7 @@ DISTS = {
         ),
         test_deps=("scapy",),
         noconftest=True,
+        brings=("dask", "distributed"),  # the capture cluster, with every receiver
     ),
 }
 # The toolflow's library folders, which its wheel carries inside mlib_devel_400g.
@@ -426,6 +428,8 @@ for name in {present!r}:
     assert mod.__file__.startswith({str(env_dir)!r}), (name, mod.__file__)
 for name in {absent!r}:
     assert importlib.util.find_spec(name) is None, name
+for name in {list(d.brings)!r}:
+    importlib.import_module(name)
 print("imports ok")
 """
     done = run_in(python, code, tmp_path)

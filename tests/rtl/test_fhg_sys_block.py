@@ -15,12 +15,15 @@ SOURCES = [
     paths.RUNTIME_HDL / "fhg_toolflow" / "fhg_axil_regport.sv",
     paths.RUNTIME_HDL / "fhg_toolflow" / "fhg_sys_block.sv",
 ]
+PORTS = ["input wire axil_clk", "input wire axil_rst", "input wire user_clk", "input wire user_rst"]
 IDENTITY = {"BOARD_ID": 0x180, "REV": 0x00010002, "REV_RCS": 0x7}
+ADDR_W = 5
 
 
 def test_sys_block() -> None:
     params = {k: f"32'h{v:08x}" for k, v in IDENTITY.items()}
-    dut = sim.build("fhg_sys_block", SOURCES, "fhg_sys_block", parameters=params)
+    params["ADDR_W"] = ADDR_W
+    dut = sim.build_axil_flat("fhg_sys_block", SOURCES, PORTS, ADDR_W, params)
     env = {f"SYS_{k}": hex(v) for k, v in IDENTITY.items()}
     outcomes = sim.run(dut, COCOTB_MODULE.stem, COCOTB_MODULE.parent, extra_env=env)
     for name in ("registers_at_mlib_devels_offsets", "clock_counter_gives_the_user_clock"):

@@ -2,6 +2,9 @@
 // fhg_axil_interconnect — one AXI4-Lite master to N slaves, decoded by address.
 //
 // Contract
+//   * Every port is fhg_bus_pkg's AXI4-Lite pair: the master's s_req/s_rsp, slave k's
+//     m_req[k]/m_rsp[k] (packed words of the pair's widths, AXIL_REQ_W/AXIL_RSP_W, which
+//     the Yosys front end takes where it takes no array of structs).
 //   * Slave k answers the addresses a with (a & MASKS[32k +: 32]) == BASES[32k +: 32]; it
 //     sees the address with the base removed (a & ~MASK), so a slave decodes from 0.
 //   * One write and one read are in flight at a time (reads and writes are independent).
@@ -16,51 +19,21 @@ module fhg_axil_interconnect #(
     parameter logic [N*32-1:0] BASES = '0,
     parameter logic [N*32-1:0] MASKS = '0
 ) (
-    input  wire              clk,
-    input  wire              rst_n,
-    // master side
-    input  wire  [31:0]      s_awaddr,
-    input  wire  [2:0]       s_awprot,
-    input  wire              s_awvalid,
-    output logic             s_awready,
-    input  wire  [31:0]      s_wdata,
-    input  wire  [3:0]       s_wstrb,
-    input  wire              s_wvalid,
-    output logic             s_wready,
-    output logic [1:0]       s_bresp,
-    output logic             s_bvalid,
-    input  wire              s_bready,
-    input  wire  [31:0]      s_araddr,
-    input  wire  [2:0]       s_arprot,
-    input  wire              s_arvalid,
-    output logic             s_arready,
-    output logic [31:0]      s_rdata,
-    output logic [1:0]       s_rresp,
-    output logic             s_rvalid,
-    input  wire              s_rready,
-    // slave side, slave k in bits [k*W +: W]
-    output logic [N*32-1:0]  m_awaddr,
-    output logic [N*3-1:0]   m_awprot,
-    output logic [N-1:0]     m_awvalid,
-    input  wire  [N-1:0]     m_awready,
-    output logic [N*32-1:0]  m_wdata,
-    output logic [N*4-1:0]   m_wstrb,
-    output logic [N-1:0]     m_wvalid,
-    input  wire  [N-1:0]     m_wready,
-    input  wire  [N*2-1:0]   m_bresp,
-    input  wire  [N-1:0]     m_bvalid,
-    output logic [N-1:0]     m_bready,
-    output logic [N*32-1:0]  m_araddr,
-    output logic [N*3-1:0]   m_arprot,
-    output logic [N-1:0]     m_arvalid,
-    input  wire  [N-1:0]     m_arready,
-    input  wire  [N*32-1:0]  m_rdata,
-    input  wire  [N*2-1:0]   m_rresp,
-    input  wire  [N-1:0]     m_rvalid,
-    output logic [N-1:0]     m_rready
+    input  wire                                       clk,
+    input  wire                                       rst_n,
+    input  fhg_bus_pkg::axil_req_t                    s_req,
+    output fhg_bus_pkg::axil_rsp_t                    s_rsp,
+    output logic [N-1:0][fhg_bus_pkg::AXIL_REQ_W-1:0] m_req,
+    input  wire  [N-1:0][fhg_bus_pkg::AXIL_RSP_W-1:0] m_rsp
 );
     localparam int SW = N > 1 ? $clog2(N) : 1;
     localparam logic [1:0] DECERR = 2'b11;
+
+    fhg_bus_pkg::axil_rsp_t wrsp, rrsp;
+    if ($bits(s_req) != fhg_bus_pkg::AXIL_REQ_W || $bits(wrsp) != fhg_bus_pkg::AXIL_RSP_W)
+    begin : g_width_check
+        $error("fhg_bus_pkg: AXIL_REQ_W/AXIL_RSP_W disagree with axil_req_t/axil_rsp_t");
+    end
 
     // ---------------------------------------------------------------- decode
     function automatic logic [N:0] decode(input logic [31:0] addr);
@@ -82,18 +55,18 @@ module fhg_axil_interconnect #(
     logic [31:0]  waddr, wdata;
     logic [3:0]   wstrb;
     logic [2:0]   wprot;
-    logic         aw_pending, w_pending;
+    logic         aw_pending, w_pending, aw_take, bvalid;
+    logic [1:0]   bresp;
     logic [N:0]   wdec;
-    assign wdec = decode(s_awaddr);
-
-    assign s_awready = (wstate == W_IDLE) && s_awvalid && s_wvalid;
-    assign s_wready  = s_awready;
+    assign wdec    = decode(s_req.awaddr);
+    assign aw_take = (wstate == W_IDLE) && s_req.awvalid && s_req.wvalid;
+    assign wrsp    = m_rsp[wsel];
 
     always_ff @(posedge clk) begin
         if (!rst_n) begin
             wstate     <= W_IDLE;
-            s_bvalid   <= 1'b0;
-            s_bresp    <= 2'b00;
+            bvalid     <= 1'b0;
+            bresp      <= 2'b00;
             aw_pending <= 1'b0;
             w_pending  <= 1'b0;
             wsel       <= '0;
@@ -103,57 +76,36 @@ module fhg_axil_interconnect #(
             wprot      <= '0;
         end else begin
             case (wstate)
-                W_IDLE: if (s_awready) begin
-                    wdata <= s_wdata;
-                    wstrb <= s_wstrb;
-                    wprot <= s_awprot;
+                W_IDLE: if (aw_take) begin
+                    wdata <= s_req.wdata;
+                    wstrb <= s_req.wstrb;
+                    wprot <= s_req.awprot;
                     if (wdec[N]) begin
                         wsel       <= wdec[SW-1:0];
-                        waddr      <= s_awaddr & ~MASKS[wdec[SW-1:0]*32 +: 32];
+                        waddr      <= s_req.awaddr & ~MASKS[wdec[SW-1:0]*32 +: 32];
                         aw_pending <= 1'b1;
                         w_pending  <= 1'b1;
                         wstate     <= W_SLAVE;
                     end else begin
-                        s_bvalid <= 1'b1;
-                        s_bresp  <= DECERR;
-                        wstate   <= W_RESP;
+                        bvalid <= 1'b1;
+                        bresp  <= DECERR;
+                        wstate <= W_RESP;
                     end
                 end
                 W_SLAVE: begin
-                    if (m_awready[wsel]) aw_pending <= 1'b0;
-                    if (m_wready[wsel]) w_pending <= 1'b0;
-                    if (m_bvalid[wsel] && !aw_pending && !w_pending) begin
-                        s_bvalid <= 1'b1;
-                        s_bresp  <= m_bresp[wsel*2 +: 2];
-                        wstate   <= W_RESP;
+                    if (wrsp.awready) aw_pending <= 1'b0;
+                    if (wrsp.wready) w_pending <= 1'b0;
+                    if (wrsp.bvalid && !aw_pending && !w_pending) begin
+                        bvalid <= 1'b1;
+                        bresp  <= wrsp.bresp;
+                        wstate <= W_RESP;
                     end
                 end
-                default: if (s_bready) begin
-                    s_bvalid <= 1'b0;
-                    wstate   <= W_IDLE;
+                default: if (s_req.bready) begin
+                    bvalid <= 1'b0;
+                    wstate <= W_IDLE;
                 end
             endcase
-        end
-    end
-
-    always_comb begin
-        m_awaddr  = '0;
-        m_awprot  = '0;
-        m_awvalid = '0;
-        m_wdata   = '0;
-        m_wstrb   = '0;
-        m_wvalid  = '0;
-        m_bready  = '0;
-        for (int k = 0; k < N; k++) begin
-            m_awaddr[k*32 +: 32] = waddr;
-            m_awprot[k*3 +: 3]   = wprot;
-            m_wdata[k*32 +: 32]  = wdata;
-            m_wstrb[k*4 +: 4]    = wstrb;
-        end
-        if (wstate == W_SLAVE) begin
-            m_awvalid[wsel] = aw_pending;
-            m_wvalid[wsel]  = w_pending;
-            m_bready[wsel]  = !aw_pending && !w_pending;
         end
     end
 
@@ -161,69 +113,96 @@ module fhg_axil_interconnect #(
     typedef enum logic [1:0] {R_IDLE, R_SLAVE, R_RESP} rstate_t;
     rstate_t       rstate;
     logic [SW-1:0] rsel;
-    logic [31:0]   raddr;
+    logic [31:0]   raddr, rdata;
     logic [2:0]    rprot;
-    logic          ar_pending;
+    logic          ar_pending, ar_take, rvalid;
+    logic [1:0]    rresp;
     logic [N:0]    rdec;
-    assign rdec = decode(s_araddr);
-
-    assign s_arready = (rstate == R_IDLE) && s_arvalid;
+    assign rdec    = decode(s_req.araddr);
+    assign ar_take = (rstate == R_IDLE) && s_req.arvalid;
+    assign rrsp    = m_rsp[rsel];
 
     always_ff @(posedge clk) begin
         if (!rst_n) begin
             rstate     <= R_IDLE;
-            s_rvalid   <= 1'b0;
-            s_rresp    <= 2'b00;
-            s_rdata    <= '0;
+            rvalid     <= 1'b0;
+            rresp      <= 2'b00;
+            rdata      <= '0;
             ar_pending <= 1'b0;
             rsel       <= '0;
             raddr      <= '0;
             rprot      <= '0;
         end else begin
             case (rstate)
-                R_IDLE: if (s_arready) begin
-                    rprot <= s_arprot;
+                R_IDLE: if (ar_take) begin
+                    rprot <= s_req.arprot;
                     if (rdec[N]) begin
                         rsel       <= rdec[SW-1:0];
-                        raddr      <= s_araddr & ~MASKS[rdec[SW-1:0]*32 +: 32];
+                        raddr      <= s_req.araddr & ~MASKS[rdec[SW-1:0]*32 +: 32];
                         ar_pending <= 1'b1;
                         rstate     <= R_SLAVE;
                     end else begin
-                        s_rvalid <= 1'b1;
-                        s_rresp  <= DECERR;
-                        s_rdata  <= '0;
-                        rstate   <= R_RESP;
+                        rvalid <= 1'b1;
+                        rresp  <= DECERR;
+                        rdata  <= '0;
+                        rstate <= R_RESP;
                     end
                 end
                 R_SLAVE: begin
-                    if (m_arready[rsel]) ar_pending <= 1'b0;
-                    if (m_rvalid[rsel] && !ar_pending) begin
-                        s_rvalid <= 1'b1;
-                        s_rresp  <= m_rresp[rsel*2 +: 2];
-                        s_rdata  <= m_rdata[rsel*32 +: 32];
-                        rstate   <= R_RESP;
+                    if (rrsp.arready) ar_pending <= 1'b0;
+                    if (rrsp.rvalid && !ar_pending) begin
+                        rvalid <= 1'b1;
+                        rresp  <= rrsp.rresp;
+                        rdata  <= rrsp.rdata;
+                        rstate <= R_RESP;
                     end
                 end
-                default: if (s_rready) begin
-                    s_rvalid <= 1'b0;
-                    rstate   <= R_IDLE;
+                default: if (s_req.rready) begin
+                    rvalid <= 1'b0;
+                    rstate <= R_IDLE;
                 end
             endcase
         end
     end
 
     always_comb begin
-        m_araddr  = '0;
-        m_arprot  = '0;
-        m_arvalid = '0;
-        m_rready  = '0;
-        for (int k = 0; k < N; k++) begin
-            m_araddr[k*32 +: 32] = raddr;
-            m_arprot[k*3 +: 3]   = rprot;
-        end
-        if (rstate == R_SLAVE) begin
-            m_arvalid[rsel] = ar_pending;
-            m_rready[rsel]  = !ar_pending;
-        end
+        s_rsp         = '0;
+        s_rsp.awready = aw_take;
+        s_rsp.wready  = aw_take;
+        s_rsp.bvalid  = bvalid;
+        s_rsp.bresp   = bresp;
+        s_rsp.arready = ar_take;
+        s_rsp.rvalid  = rvalid;
+        s_rsp.rdata   = rdata;
+        s_rsp.rresp   = rresp;
     end
+
+    // ---------------------------------------------------------------- slaves
+    // Address, data and protection go to every slave; only the selected one sees valid.
+    for (genvar k = 0; k < N; k++) begin : g_slave
+        fhg_bus_pkg::axil_req_t req;
+        logic wr_on, rd_on;
+        assign wr_on = (wstate == W_SLAVE) && (wsel == SW'(k));
+        assign rd_on = (rstate == R_SLAVE) && (rsel == SW'(k));
+        always_comb begin
+            req         = '0;
+            req.awaddr  = waddr;
+            req.awprot  = wprot;
+            req.awvalid = wr_on && aw_pending;
+            req.wdata   = wdata;
+            req.wstrb   = wstrb;
+            req.wvalid  = wr_on && w_pending;
+            req.bready  = wr_on && !aw_pending && !w_pending;
+            req.araddr  = raddr;
+            req.arprot  = rprot;
+            req.arvalid = rd_on && ar_pending;
+            req.rready  = rd_on && !ar_pending;
+        end
+        assign m_req[k] = req;
+    end
+
+    // Unused by design: each selected response is read for its own direction's channels.
+    logic unused_rsp;
+    assign unused_rsp = ^{wrsp.arready, wrsp.rvalid, wrsp.rdata, wrsp.rresp,
+                          rrsp.awready, rrsp.wready, rrsp.bvalid, rrsp.bresp};
 endmodule

@@ -9,38 +9,22 @@
 //   * TO_PROCESSOR = 1 ("To Processor"): `user_data_in` (user_clk) is sampled continuously
 //     and software reads a recent value, never a mix of two; writes are answered SLVERR.
 //   * Any address inside the block's span reads the one word (the toolflow gives it 4 B).
-//     The bus side is fhg_axil_regport: one axil_clk cycle from AW+W to B and from AR to R.
+//     The bus side is fhg_bus_pkg's AXI4-Lite pair, served by fhg_axil_regport: one
+//     axil_clk cycle from AW+W to B and from AR to R.
 //   * axil_rst_n resets the register (and, through a synchroniser, the crossing).
 module fhg_sw_reg #(
     parameter bit          TO_PROCESSOR = 1'b0,
     parameter logic [31:0] INIT_VAL     = 32'h0,
     parameter int          ADDR_W       = 2
 ) (
-    input  wire               axil_clk,
-    input  wire               axil_rst_n,
-    input  wire  [ADDR_W-1:0] s_axil_awaddr,
-    input  wire  [2:0]        s_axil_awprot,
-    input  wire               s_axil_awvalid,
-    output logic              s_axil_awready,
-    input  wire  [31:0]       s_axil_wdata,
-    input  wire  [3:0]        s_axil_wstrb,
-    input  wire               s_axil_wvalid,
-    output logic              s_axil_wready,
-    output logic [1:0]        s_axil_bresp,
-    output logic              s_axil_bvalid,
-    input  wire               s_axil_bready,
-    input  wire  [ADDR_W-1:0] s_axil_araddr,
-    input  wire  [2:0]        s_axil_arprot,
-    input  wire               s_axil_arvalid,
-    output logic              s_axil_arready,
-    output logic [31:0]       s_axil_rdata,
-    output logic [1:0]        s_axil_rresp,
-    output logic              s_axil_rvalid,
-    input  wire               s_axil_rready,
+    input  wire                    axil_clk,
+    input  wire                    axil_rst_n,
+    input  fhg_bus_pkg::axil_req_t s_axil_req,
+    output fhg_bus_pkg::axil_rsp_t s_axil_rsp,
 
-    input  wire               user_clk,
-    input  wire  [31:0]       user_data_in,
-    output logic [31:0]       user_data_out
+    input  wire                    user_clk,
+    input  wire  [31:0]            user_data_in,
+    output logic [31:0]            user_data_out
 );
     logic axil_rst, user_rst;
     logic [31:0] value, from_user;

@@ -11,7 +11,8 @@
 //       0x14 sys_clkcounter r   free-running count of user_clk edges (wraps at 2^32)
 //     Other words read 0. A write anywhere but the scratchpad is answered SLVERR and changes
 //     nothing.
-//   * Bus side: fhg_axil_regport. Latency: reads answer one axil_clk cycle after AR;
+//   * Bus side: fhg_bus_pkg's AXI4-Lite pair, served by fhg_axil_regport (the low ADDR_W
+//     address bits decoded). Latency: reads answer one axil_clk cycle after AR;
 //     writes one cycle after AW+W. Throughput: one transaction per two cycles per channel
 //     (no outstanding requests).
 //   * CDC: the counter runs in user_clk and crosses to axil_clk through fhg_cfg_sync, so a
@@ -26,30 +27,13 @@ module fhg_sys_block #(
     parameter logic [31:0] SCRATCHPAD_INIT = 32'h0,
     parameter int          ADDR_W          = 5
 ) (
-    input  wire               axil_clk,
-    input  wire               axil_rst,
-    input  wire  [ADDR_W-1:0] s_axil_awaddr,
-    input  wire  [2:0]        s_axil_awprot,
-    input  wire               s_axil_awvalid,
-    output logic              s_axil_awready,
-    input  wire  [31:0]       s_axil_wdata,
-    input  wire  [3:0]        s_axil_wstrb,
-    input  wire               s_axil_wvalid,
-    output logic              s_axil_wready,
-    output logic [1:0]        s_axil_bresp,
-    output logic              s_axil_bvalid,
-    input  wire               s_axil_bready,
-    input  wire  [ADDR_W-1:0] s_axil_araddr,
-    input  wire  [2:0]        s_axil_arprot,
-    input  wire               s_axil_arvalid,
-    output logic              s_axil_arready,
-    output logic [31:0]       s_axil_rdata,
-    output logic [1:0]        s_axil_rresp,
-    output logic              s_axil_rvalid,
-    input  wire               s_axil_rready,
+    input  wire                    axil_clk,
+    input  wire                    axil_rst,
+    input  fhg_bus_pkg::axil_req_t s_axil_req,
+    output fhg_bus_pkg::axil_rsp_t s_axil_rsp,
 
-    input  wire               user_clk,
-    input  wire               user_rst
+    input  wire                    user_clk,
+    input  wire                    user_rst
 );
     localparam logic [ADDR_W-1:0] A_BOARD_ID   = ADDR_W'('h00);
     localparam logic [ADDR_W-1:0] A_REV        = ADDR_W'('h04);

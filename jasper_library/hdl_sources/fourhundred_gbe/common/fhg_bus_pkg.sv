@@ -94,9 +94,11 @@ package fhg_bus_pkg;
 
     // An AXI4-Lite port (AMBA AXI4-Lite, 32-bit data): what the master drives (axil_req_t)
     // and what the slave answers (axil_rsp_t), in channel order AW, W, B, AR, R. Every
-    // slave inside the core takes the pair; the ports the toolflow connects signal by
-    // signal (fhg_core's s_axil_*, fhg_gbe_boot's) stay flat and are packed into it. The
-    // address is 32 bits; a slave decodes the low bits its map spans.
+    // slave takes the pair: the core's register block, and the stand-in runtime's bus
+    // decoder and register blocks (jasper_runtime/hdl_sources/fhg_toolflow). Only the ports
+    // a toolflow connects signal by signal, as mlib_devel's top does, stay flat and are
+    // packed into it (fhg_core's s_axil_*, fhg_gbe_boot's). The address is 32 bits; a
+    // slave decodes the low bits its map spans.
     typedef struct packed {
         logic          awvalid;
         logic [31:0]   awaddr;
@@ -121,4 +123,10 @@ package fhg_bus_pkg;
         logic [31:0]   rdata;
         logic [1:0]    rresp;
     } axil_rsp_t;
+
+    // The pair's widths, for a packed array of ports (one per slave of a bus decoder): the
+    // Yosys front end takes neither arrays of structs nor $bits of a type. A module that
+    // uses them checks them against $bits of a variable of each type.
+    localparam int AXIL_REQ_W = 111;
+    localparam int AXIL_RSP_W = 41;
 endpackage
