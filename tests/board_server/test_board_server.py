@@ -1150,6 +1150,8 @@ def test_lines_are_split_in_linear_work(cuts: str):
 # ---------------------------------------------------------------- two cores in one design
 def _two_port_fpg(tmp_path: Path) -> tuple[Path, dict[str, FpgDevice]]:
     """examples/pktgen2x400g's .fpg (its header as built; a placeholder image)."""
+    # The toolflow builds the header: absent where the board server is installed alone.
+    pytest.importorskip("mlib_devel_400g", reason="the toolflow (casper400g) builds the design")
     from mlib_devel_400g.design import Design
     from mlib_devel_400g.toolflow import Toolflow
 
