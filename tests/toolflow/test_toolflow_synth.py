@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from casper400g_dev import toolflow_sim
 from mlib_devel_400g import synth as yosys
 from mlib_devel_400g.toolflow import synth
@@ -30,6 +32,9 @@ def test_generated_top_synthesises(tmp_path: Path, capsys) -> None:  # noqa: ANN
     assert result["sources"][-1] == "top.v"
 
 
+# Minutes of Yosys on CI's two cores for figures docs/resources.md records; the one-port
+# top above keeps the synthesis path itself in every run.
+@pytest.mark.slow
 def test_two_port_top_synthesises(tmp_path: Path, capsys) -> None:  # noqa: ANN001
     """examples/pktgen2x400g: two cores and two generators on one bus. Each core is its own
     blackbox (the core's figure, twice, is in docs/resources.md); the rest, the bus and
