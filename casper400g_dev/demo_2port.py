@@ -16,11 +16,10 @@ from rich.console import Console
 from rich.table import Table
 
 from casper400g_twin import netns
-from casper400g_twin.board import Network, TwinBoard, TwinError
-from casper400g_twin.build import TwinBuildError
-from casper400g_twin.harness import HarnessError
+from casper400g_twin.board import TwinBoard
 
 from . import checkout, toolflow_sim
+from .demo_twin import start_board
 from .twin import two_port
 
 BUILD_DIR = checkout.ROOT / "build" / "demo" / "pktgen2x400g"
@@ -37,16 +36,8 @@ def run(console: Console) -> int:
     console.print("[1/4] casper400g build examples/pktgen2x400g/design.yaml (gbe0 and gbe1)")
     build = toolflow_sim.build_example(BUILD_DIR, design=toolflow_sim.TWO_PORT_DESIGN)
     console.print("      its twin: top.v Verilated with a DCMAC model per port (cached)")
-    board = TwinBoard(
-        build.build_dir,
-        network=Network("tap"),
-        katcp_port=0,
-        progress=lambda m: console.print(f"      {m}", markup=False),
-    )
-    try:
-        board.start()
-    except (TwinError, TwinBuildError, HarnessError, OSError) as exc:
-        console.print(f"[red]the twin did not start: {exc}")
+    board = start_board(console, build.build_dir, "tap")
+    if board is None:
         return 1
     try:
         return _run(console, board, t_start)

@@ -13,6 +13,7 @@ the configured tone.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -26,6 +27,23 @@ from . import checkout
 from .twin import chain
 
 SPECTRUM_PNG = checkout.ROOT / "build" / "demo" / "spectrum.png"
+
+
+def start_board(console: Console, build_dir: Path, mode: str) -> TwinBoard | None:
+    """The twin of `build_dir` started on a network of `mode`, its progress on the console;
+    None (the reason printed) where it did not start."""
+    board = TwinBoard(
+        build_dir,
+        network=Network(mode),
+        katcp_port=0,
+        progress=lambda m: console.print(f"      {m}", markup=False),
+    )
+    try:
+        board.start()
+    except (TwinError, TwinBuildError, HarnessError, OSError) as exc:
+        console.print(f"[red]the twin did not start: {exc}")
+        return None
+    return board
 
 
 def gpu_device() -> tuple[str, str]:
@@ -51,16 +69,8 @@ def run(console: Console, build: BuildResult, python: str, library: str) -> int:
         f"[1/5] the twin of {build.build_dir.relative_to(checkout.ROOT)}: top.v + the DCMAC "
         "model Verilated into a C++ harness (cached after the first build)"
     )
-    board = TwinBoard(
-        build.build_dir,
-        network=Network("auto"),
-        katcp_port=0,
-        progress=lambda m: console.print(f"      {m}", markup=False),
-    )
-    try:
-        board.start()
-    except (TwinError, TwinBuildError, HarnessError, OSError) as exc:
-        console.print(f"[red]the twin did not start: {exc}")
+    board = start_board(console, build.build_dir, "auto")
+    if board is None:
         return 1
     try:
         return _run(console, board, cfg, python, library, t_start)
