@@ -94,7 +94,7 @@ def _run(
         core_ip = cfg.core_ip
         for argv in (
             ("arping", "-c", "2", "-w", "30", "-I", board.interface(), core_ip),
-            ("ping", "-c", "2", "-W", "30", core_ip),
+            ("ping", "-c", "2", "-w", "60", core_ip),
         ):
             out = board.netns.run(*argv, timeout=120)  # type: ignore[union-attr]
             console.print(f"      $ {' '.join(argv)}", markup=False)

@@ -88,7 +88,9 @@ def test_arp_is_answered_by_the_cores_responder(board: TwinBoard):
 
 def test_ping_is_answered_by_the_icmp_helper(board: TwinBoard):
     before = board.icmp_counts().get("icmp_reply", 0)
-    out = board.netns.run("ping", "-c", "2", "-W", "30", CORE_IP, timeout=120)
+    # A deadline (-w), not a per-reply wait: under load the first echo can take seconds (the
+    # twin resolves ARP first) and ping would stop waiting for the second one too early.
+    out = board.netns.run("ping", "-c", "2", "-w", "60", CORE_IP, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert " 2 received" in out.stdout, out.stdout
     # (the helper counts a reply once it is sent: ping may have it a moment earlier)

@@ -72,7 +72,9 @@ def test_each_core_answers_arp_and_ping_with_its_own_address(board: TwinBoard, b
     finally:
         fpga.disconnect()
     before = board.icmp_counts().get("icmp_reply", 0)
-    out = board.netns.run("ping", "-c", "2", "-W", "30", ip, timeout=120)
+    # A deadline (-w), not a per-reply wait: under load the first echo can take seconds (the
+    # twin resolves ARP first) and ping would stop waiting for the second one too early.
+    out = board.netns.run("ping", "-c", "2", "-w", "60", ip, timeout=120)
     assert out.returncode == 0 and " 2 received" in out.stdout, out.stdout + out.stderr
     assert wait_until(lambda: board.icmp_counts()["icmp_reply"] - before == 2, 10)
     neigh = board.netns.run("ip", "neigh", "show", ip, "dev", board.interface(block))
