@@ -792,9 +792,13 @@ def gpu_delivery(
     devices: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
     gpu_chunks: typing.SupportsInt | typing.SupportsIndex = 0,
     mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None,
+    cpus: collections.abc.Sequence[
+        collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]
+    ]
+    | None = None,
 ) -> GpuCapture:
     """
-    Deliver a (not yet started) host capture's chunks into the GPUs `devices` (CUDA ordinals), chunk k to devices[k % len(devices)] or to devices[mapping[k % len(mapping)]]; gpu_chunks per GPU ring (0: as many as the host pool)
+    Deliver a (not yet started) host capture's chunks into the GPUs `devices` (CUDA ordinals), chunk k to devices[k % len(devices)] or to devices[mapping[k % len(mapping)]]; gpu_chunks per GPU ring (0: as many as the host pool); cpus: per GPU, the CPUs its copy and recycle threads run on ([]: where start() runs)
     """
 
 def gpudirect(
@@ -828,9 +832,13 @@ def host_lanes(
     lanes: typing.SupportsInt | typing.SupportsIndex,
     ring_chunks: typing.SupportsInt | typing.SupportsIndex = 0,
     mapping: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None,
+    cpus: collections.abc.Sequence[
+        collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]
+    ]
+    | None = None,
 ) -> HostLanes:
     """
-    The multi-device delivery of a (not yet started) host capture with host memory standing in for its `lanes` devices: chunk k to lane k % lanes, or to mapping[k % len(mapping)]; ring_chunks per lane (0: as many as the host pool)
+    The multi-device delivery of a (not yet started) host capture with host memory standing in for its `lanes` devices: chunk k to lane k % lanes, or to mapping[k % len(mapping)]; ring_chunks per lane (0: as many as the host pool); cpus: per lane, the CPUs its copy and recycle threads run on ([]: where start() runs)
     """
 
 def ibv_compiled() -> bool:

@@ -7,6 +7,7 @@ import time
 import warnings
 import weakref
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from . import _core
@@ -111,6 +112,8 @@ class Capture:
             plan = engine_config(source, self.fmt, self.chunking, self.delivery, rate_gbps)
             self.source, self.sizing = plan.source, plan.sizing
             placement = self.sizing.placement if self.sizing is not None else None
+            if placement is not None and placement.gpu_cpus and self.delivery.gpu_cpus is None:
+                self.delivery = replace(self.delivery, gpu_cpus=placement.gpu_cpus)
             self._claim = Claim(placement.lane_cpus if placement and placement.lane_cpus else ())
         weakref.finalize(self, self._claim.release)
         if self._claim.lost:

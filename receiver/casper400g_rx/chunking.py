@@ -115,6 +115,7 @@ def engine_config(
             delivery.targets or delivery.device,
             source.nic(),
             routes=delivery.routes(),
+            gpu_cpus=delivery.gpu_cpus,
         )
         if source.cpus_given() is None and placement.lane_cpus is not None:
             source = source.with_cpus(placement.lane_cpus)

@@ -30,7 +30,12 @@ class Delivery:
     "cuda:1", "cuda:1"] for runs of two chunks. Each GPU has its own ring of `gpu_chunks`,
     its own copy stream and threads; chunks come out of one iterator, each on its own
     device (`chunk.device`), and `stats["gpus"]` holds each GPU's counters beside the
-    capture's one accounting."""
+    capture's one accounting.
+
+    gpu_cpus: per GPU of `targets`, the CPUs its copy and recycle threads run on (() for
+    one: where the capture starts). None: a capture sized for a rate (rate_gbps) places
+    each GPU's threads on its own NUMA node, off the lane cores (placement.py); without a
+    rate they run where the capture starts."""
 
     device: str = "cpu"
     gpudirect: bool = False
@@ -38,6 +43,7 @@ class Delivery:
     gpu_options: Mapping[str, int] | None = None
     devices: Sequence[str] = ()
     mapping: Sequence[str] | None = None
+    gpu_cpus: Sequence[Sequence[int]] | None = None
 
     def __post_init__(self) -> None:
         parse_device(self.device)
@@ -67,6 +73,32 @@ class Delivery:
                 raise ValueError(f"devices names cuda:{o} twice: {list(devices)}")
         if self.mapping is not None:
             self._check_mapping(ordinals)
+        if self.gpu_cpus is not None:
+            self._check_gpu_cpus()
+
+    def _check_gpu_cpus(self) -> None:
+        if self.gpudirect or not self.to_gpu:
+            raise ValueError(
+                "gpu_cpus places the copy threads of delivery through host memory into "
+                "device='cuda:N' or devices=[...]"
+                + (" (not gpudirect=True)" if self.gpudirect else "")
+            )
+        if isinstance(self.gpu_cpus, str | bytes) or not isinstance(self.gpu_cpus, Sequence):
+            raise ValueError(f"gpu_cpus is a list of CPU lists, got {self.gpu_cpus!r}")
+        per_gpu: list[tuple[int, ...]] = []
+        for k, cpus in enumerate(self.gpu_cpus):
+            if isinstance(cpus, str | bytes) or not isinstance(cpus, Sequence):
+                raise ValueError(f"gpu_cpus[{k}] is a list of CPU numbers, got {cpus!r}")
+            for c in cpus:
+                if isinstance(c, bool) or not isinstance(c, int) or c < 0:
+                    raise ValueError(f"gpu_cpus[{k}] has {c!r}, not a CPU number (>= 0)")
+            per_gpu.append(tuple(cpus))
+        if len(per_gpu) != len(self.targets):
+            raise ValueError(
+                f"gpu_cpus has {len(per_gpu)} CPU list(s) for {len(self.targets)} GPU(s) "
+                f"{list(self.targets)}: give one per GPU (() to leave one's threads be)"
+            )
+        object.__setattr__(self, "gpu_cpus", tuple(per_gpu))
 
     def _check_mapping(self, ordinals: list[int]) -> None:
         if not self.devices:
@@ -110,4 +142,4 @@ class Delivery:
         """`host` (the engine's capture into host chunks) as this delivery hands it on."""
         if not self.to_gpu:
             return host
-        return HostToGpu(host, self.targets, self.gpu_chunks, self.routes())
+        return HostToGpu(host, self.targets, self.gpu_chunks, self.routes(), self.gpu_cpus)

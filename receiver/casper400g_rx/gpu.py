@@ -100,7 +100,8 @@ class StagedDelivery(_GpuRing):
 class HostToGpu(StagedDelivery):
     """A host capture whose chunks are delivered into GPU memory: each chunk into one of
     `devices` ("cuda:N"), round-robin by chunk number or as `routes` (positions in
-    `devices`, one per chunk number modulo its length) says; `gpu_chunks` per GPU ring."""
+    `devices`, one per chunk number modulo its length) says; `gpu_chunks` per GPU ring;
+    `cpus` per GPU, where its copy and recycle threads run (None or (): where started)."""
 
     def __init__(
         self,
@@ -108,11 +109,13 @@ class HostToGpu(StagedDelivery):
         devices: str | Sequence[str],
         gpu_chunks: int = 0,
         routes: Sequence[int] | None = None,
+        cpus: Sequence[Sequence[int]] | None = None,
     ) -> None:
         names = [devices] if isinstance(devices, str) else list(devices)
         ordinals = [_open_device(d) for d in names]
         mapping = None if routes is None else [int(r) for r in routes]
-        super().__init__(host, _core.gpu_delivery(host, ordinals, gpu_chunks, mapping))
+        per_gpu = None if cpus is None else [list(c) for c in cpus]
+        super().__init__(host, _core.gpu_delivery(host, ordinals, gpu_chunks, mapping, per_gpu))
 
 
 class GpuDirect(_GpuRing):

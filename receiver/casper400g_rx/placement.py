@@ -28,6 +28,12 @@ what the machine is comes from cpu_topology.py):
   whose GPUs take the most chunks. Each GPU's node and share and what crosses are
   printed; a capture per GPU node (one per Dask worker, cluster.py) keeps every GPU's
   staging local.
+* Each GPU of several has its own ring and its own copy and recycle threads
+  (staged_lanes.h); those run on the CPUs of the GPU's NUMA node that the lanes leave
+  over (`gpu_threads`): the driver's calls and the waits on that GPU's copies stay on
+  its socket. A GPU on a node without such a CPU (every one a lane's or another
+  capture's, or outside this process's cpuset), or of unknown node, leaves its threads
+  with the other threads, and the placement says so for that GPU.
 * Captures do not pin onto each other's lanes, in one process or in several (several
   Dask workers of one host, one per GPU): affinity.held_cpus.
 
@@ -55,7 +61,9 @@ class Placement:
     other_cpus: where the starting thread, the threads it starts and the CUDA driver's
     threads run while the capture does (None: left where they are); open_cpus: where the
     opening thread runs while the staging memory is allocated (None: where it is);
-    decisions: what was chosen and why; unmet: what could not be done and why."""
+    decisions: what was chosen and why; unmet: what could not be done and why;
+    gpu_cpus: into several GPUs, per GPU the CPUs its copy and recycle threads run on
+    (() for one left with the other threads; None: not placed per GPU)."""
 
     lane_cpus: tuple[int, ...] | None
     other_cpus: tuple[int, ...] | None
@@ -63,6 +71,7 @@ class Placement:
     staging_node: int | None
     decisions: tuple[str, ...] = ()
     unmet: tuple[str, ...] = ()
+    gpu_cpus: tuple[tuple[int, ...], ...] | None = None
 
     def __str__(self) -> str:
         lines = [f"  {d}" for d in self.decisions]
@@ -167,6 +176,68 @@ def gpu_staging(gpus: Sequence[GpuSite], nic_node: int | None, nic: str = "") ->
                 "(one per Dask worker, cluster.py) keeps each GPU's staging local"
             )
     return GpuStaging(node, what, tuple(decisions), tuple(unmet))
+
+
+@dataclass(frozen=True)
+class GpuThreads:
+    """Where each GPU's copy and recycle threads run (`cpus`, per GPU in order; (): with
+    the capture's other threads), the decisions and unmet."""
+
+    cpus: tuple[tuple[int, ...], ...]
+    decisions: tuple[str, ...]
+    unmet: tuple[str, ...]
+
+
+def gpu_threads(
+    gpus: Sequence[GpuSite], topo: Topology, placed: Placement, busy: Iterable[int] = ()
+) -> GpuThreads:
+    """Each GPU's copy and recycle threads on its own NUMA node (pure): the CPUs of its
+    node that `placed` leaves for the other threads (off the lane cores), or where the
+    lanes are not pinned, its node's CPUs that no other capture's lanes hold. A GPU whose
+    node is unknown or has no such CPU keeps its threads with the other threads, named
+    in `unmet`."""
+    held = set(busy)
+    lanes = set(placed.lane_cpus or ())
+    if placed.lane_cpus:
+        pool = list(placed.other_cpus or ())
+    else:
+        pool = [c for c in topo.cpus if c not in held]
+    where = f"CPUs {_fmt(placed.other_cpus)}" if placed.other_cpus else "where it starts"
+    out: list[tuple[int, ...]] = []
+    decisions: list[str] = []
+    unmet: list[str] = []
+    for g in gpus:
+        label = f"{g.name} ({_share(g.share)} of the chunks)"
+        if g.node is None:
+            out.append(())
+            unmet.append(
+                f"{label}: its copy and recycle threads near it: NUMA node unknown (sysfs "
+                f"numa_node); they run with the other threads ({where})"
+            )
+            continue
+        mine = tuple(c for c in pool if topo.node[c] == g.node)
+        if mine:
+            out.append(mine)
+            decisions.append(
+                f"{label}: its copy and recycle threads on CPUs {_fmt(mine)} of its node "
+                f"{g.node}" + (", off the lane cores" if placed.lane_cpus else "")
+            )
+            continue
+        out.append(())
+        on_node = [c for c in topo.cpus if topo.node[c] == g.node]
+        why = (
+            f"this process may not run on node {g.node} (CPUs {_fmt(topo.cpus)})"
+            if not on_node
+            else f"every CPU of node {g.node} ({_fmt(on_node)}) runs a lane of this capture "
+            "or another's"
+            if set(on_node) <= lanes | held
+            else f"the CPUs of node {g.node} left over share cores with lanes"
+        )
+        unmet.append(
+            f"{label}: its copy and recycle threads on its node {g.node}: {why}; they run "
+            f"with the other threads ({where})"
+        )
+    return GpuThreads(tuple(out), tuple(decisions), tuple(unmet))
 
 
 def gpu_shares(n: int, routes: Sequence[int] | None) -> list[Fraction]:
@@ -336,19 +407,21 @@ def place(
     nic: str = "",
     root: str = SYSFS,
     routes: Sequence[int] | None = None,
+    gpu_cpus: Sequence[Sequence[int]] | None = None,
 ) -> Placement:
     """The placement on this machine (its sysfs under `root`), beside the other captures
     of this process, of a capture whose source pins `threads` threads (to the CPUs
     `given`, None: chosen here), delivering into `device` ("cpu", "cuda:N", or a list
     of "cuda:N" for several GPUs, `routes` their chunk routing as Delivery.routes()
-    gives it), receiving on network interface `nic` ("": none named)."""
+    gives it), receiving on network interface `nic` ("": none named); `gpu_cpus`: the
+    CPUs given for each GPU's copy and recycle threads (None: each GPU's node's)."""
     from .gpu import parse_device
 
     names = [device] if isinstance(device, str) else list(device)
     ordinals = [o for o in (parse_device(d) for d in names) if o is not None]
     near, what, notes, unmet = None, "", (), ()
+    sites: list[GpuSite] = []
     if len(ordinals) > 1:
-        sites = []
         for name, ordinal, share in zip(
             names, ordinals, gpu_shares(len(ordinals), routes), strict=True
         ):
@@ -374,5 +447,24 @@ def place(
         gpu=bool(ordinals),
     )
     topo = Topology.read(root=root)
-    p = plan_placement(replace(need, busy=held_cpus(topo.cpus)), topo)
-    return replace(p, decisions=(*notes, *p.decisions), unmet=(*unmet, *p.unmet))
+    busy = held_cpus(topo.cpus)
+    p = plan_placement(replace(need, busy=busy), topo)
+    p = replace(p, decisions=(*notes, *p.decisions), unmet=(*unmet, *p.unmet))
+    if gpu_cpus is not None:
+        given = tuple(tuple(c) for c in gpu_cpus)
+        listed = "; ".join(
+            f"{n}: {_fmt(c) if c else 'with the other threads'}"
+            for n, c in zip(names, given, strict=True)
+        )
+        return replace(
+            p, gpu_cpus=given, decisions=(*p.decisions, f"GPU threads on the CPUs given ({listed})")
+        )
+    if len(ordinals) <= 1:
+        return p
+    threads = gpu_threads(sites, topo, p, busy)
+    return replace(
+        p,
+        gpu_cpus=threads.cpus,
+        decisions=(*p.decisions, *threads.decisions),
+        unmet=(*p.unmet, *threads.unmet),
+    )

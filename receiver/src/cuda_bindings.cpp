@@ -259,6 +259,7 @@ public:
             d["device"] = dev.ordinal();
             d["pci_bus_id"] = dev.pci_address();
             d["numa_node"] = dev.numa_node();
+            d["cpus"] = g->cpus(i);
             d.attr("update")(lane_stats_dict(g->counters(i)));
             out.append(d);
         }
@@ -447,7 +448,8 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
     m.def(
         "gpu_delivery",
         [unwrap](py::handle host, const std::vector<int> &devices, std::size_t gpu_chunks,
-                 std::optional<std::vector<std::uint32_t>> mapping) {
+                 std::optional<std::vector<std::uint32_t>> mapping,
+                 std::optional<std::vector<std::vector<int>>> cpus) {
             std::shared_ptr<capture> cap = unwrap(host);
             std::vector<std::shared_ptr<const cu::device>> devs;
             for (int d : devices) devs.push_back(get_device(d));
@@ -455,13 +457,15 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
                                           : chunk_router(devices.size());
             auto g = std::make_shared<gpu_delivery>(cap, std::move(devs), gpu_chunks,
                                                     std::move(router));
+            if (cpus) set_lane_cpus(*g, devices.size(), std::move(*cpus));
             return std::make_unique<py_gpu_capture>(g, cap);
         },
         py::arg("host"), py::arg("devices"), py::arg("gpu_chunks") = 0,
-        py::arg("mapping") = py::none(),
+        py::arg("mapping") = py::none(), py::arg("cpus") = py::none(),
         "Deliver a (not yet started) host capture's chunks into the GPUs `devices` (CUDA "
         "ordinals), chunk k to devices[k % len(devices)] or to devices[mapping[k % "
-        "len(mapping)]]; gpu_chunks per GPU ring (0: as many as the host pool)");
+        "len(mapping)]]; gpu_chunks per GPU ring (0: as many as the host pool); cpus: per "
+        "GPU, the CPUs its copy and recycle threads run on ([]: where start() runs)");
 
     m.def(
         "gpudirect",

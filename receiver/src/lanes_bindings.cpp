@@ -27,6 +27,9 @@ public:
                 make_devices(*cap, lanes, ring_chunks)) {}
 
     staged_delivery &core() noexcept { return core_; }
+    void set_cpus(std::size_t lane, std::vector<int> cpus) {
+        core_.lanes().set_cpus(lane, std::move(cpus));
+    }
     host_lane_device &device(std::size_t lane) {
         return static_cast<host_lane_device &>(core_.lanes().device(lane));
     }
@@ -194,6 +197,7 @@ void bind_lanes(py::module_ &m, std::function<std::shared_ptr<capture>(py::handl
                 for (std::size_t i = 0; i < h.core().lanes().lanes(); i++) {
                     py::dict d;
                     d["lane"] = i;
+                    d["cpus"] = h.core().lanes().cpus(i);
                     d.attr("update")(lane_stats_dict(h.core().lanes().counters(i)));
                     out.append(d);
                 }
@@ -212,15 +216,20 @@ void bind_lanes(py::module_ &m, std::function<std::shared_ptr<capture>(py::handl
     m.def(
         "host_lanes",
         [unwrap](py::handle host, std::size_t lanes, std::size_t ring_chunks,
-                 std::optional<std::vector<std::uint32_t>> mapping) {
-            return std::make_shared<host_lanes>(unwrap(host), lanes, ring_chunks,
-                                                std::move(mapping));
+                 std::optional<std::vector<std::uint32_t>> mapping,
+                 std::optional<std::vector<std::vector<int>>> cpus) {
+            auto h = std::make_shared<host_lanes>(unwrap(host), lanes, ring_chunks,
+                                                  std::move(mapping));
+            if (cpus) set_lane_cpus(*h, lanes, std::move(*cpus));
+            return h;
         },
         py::arg("host"), py::arg("lanes"), py::arg("ring_chunks") = 0,
-        py::arg("mapping") = py::none(),
+        py::arg("mapping") = py::none(), py::arg("cpus") = py::none(),
         "The multi-device delivery of a (not yet started) host capture with host memory "
         "standing in for its `lanes` devices: chunk k to lane k % lanes, or to "
-        "mapping[k % len(mapping)]; ring_chunks per lane (0: as many as the host pool)");
+        "mapping[k % len(mapping)]; ring_chunks per lane (0: as many as the host pool); "
+        "cpus: per lane, the CPUs its copy and recycle threads run on ([]: where start() "
+        "runs)");
 }
 
 }  // namespace casper400g_rx

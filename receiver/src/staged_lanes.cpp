@@ -1,5 +1,9 @@
 #include "casper400g_rx/staged_lanes.h"
 
+#include <pthread.h>
+#include <sched.h>
+
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -10,6 +14,12 @@ namespace casper400g_rx {
 namespace {
 
 constexpr auto slice = std::chrono::milliseconds(50);  // how often a waiting thread looks at abort
+
+std::string cpu_list(const std::vector<int> &cpus) {
+    std::string out;
+    for (int c : cpus) out += (out.empty() ? "" : ",") + std::to_string(c);
+    return out;
+}
 
 std::size_t total_ring(const std::vector<std::unique_ptr<lane_device>> &devices) {
     std::size_t n = 0;
@@ -51,6 +61,34 @@ staged_lanes::~staged_lanes() {
     }
 }
 
+void staged_lanes::set_cpus(std::size_t i, std::vector<int> cpus) {
+    if (i >= lanes_.size())
+        throw std::out_of_range("lane " + std::to_string(i) + " of a delivery with " +
+                                std::to_string(lanes_.size()) + " lanes");
+    if (started_) throw std::logic_error("set_cpus after start");
+    for (int c : cpus)
+        if (c < 0 || c >= CPU_SETSIZE)
+            throw std::invalid_argument("lane " + std::to_string(i) + ": CPU " +
+                                        std::to_string(c) + " is not a CPU number (0.." +
+                                        std::to_string(CPU_SETSIZE - 1) + ")");
+    lanes_[i]->cpus = std::move(cpus);
+}
+
+void staged_lanes::enter_lane_thread(std::size_t i, const char *what) {
+    const std::string name = std::string("rx-") + what + std::to_string(i);
+    pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());  // only a label
+    const std::vector<int> &cpus = lanes_[i]->cpus;
+    if (cpus.empty()) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus) CPU_SET(c, &set);
+    const int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    if (rc != 0)
+        throw std::runtime_error("cannot pin lane " + std::to_string(i) + "'s " + what +
+                                 " thread to CPUs " + cpu_list(cpus) + ": " +
+                                 std::strerror(rc));
+}
+
 void staged_lanes::start() {
     if (started_) return;
     started_ = true;
@@ -87,6 +125,7 @@ void staged_lanes::check_error() {
 }
 
 void staged_lanes::dispatch_main() {
+    pthread_setname_np(pthread_self(), "rx-dispatch");
     try {
         while (!abort_) {
             chunk_queue::status why;
@@ -132,6 +171,7 @@ void staged_lanes::copy_main(std::size_t i) {
     const std::size_t ppc = host.packets_per_chunk();
     const slot_extras &extras = host.extras();
     try {
+        enter_lane_thread(i, "copy");
         l.dev->bind_thread();
         while (!abort_) {
             chunk_queue::status why;
@@ -184,6 +224,7 @@ void staged_lanes::copy_main(std::size_t i) {
 void staged_lanes::recycle_main(std::size_t i) {
     lane &l = *lanes_[i];
     try {
+        enter_lane_thread(i, "recycle");
         l.dev->bind_thread();
         for (;;) {
             chunk *h;

@@ -14,11 +14,13 @@ exact accounting under injected faults and a consumer slow on one GPU.
 
 from __future__ import annotations
 
+import os
 import struct
 import subprocess
 import sys
 import textwrap
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -103,11 +105,23 @@ def drain(lanes: Any, timeout: float = 20) -> dict[int, tuple[int, np.ndarray, n
         ),
         ({"devices": ["cuda:0", "cuda:1"], "gpudirect": True}, "gpudirect=True places"),
         ({"devices": ["cuda:0", "cuda:1"], "gpu_chunks": -1}, "gpu_chunks must be >= 0, got -1"),
+        ({"devices": ["cuda:0", "cuda:1"], "gpu_cpus": [[0]]}, r"1 CPU list\(s\) for 2 GPU"),
+        ({"devices": ["cuda:0", "cuda:1"], "gpu_cpus": [[0], [-2]]}, r"gpu_cpus\[1\] has -2"),
+        ({"devices": ["cuda:0", "cuda:1"], "gpu_cpus": [[0], "1"]}, r"gpu_cpus\[1\] is a list"),
+        ({"devices": ["cuda:0", "cuda:1"], "gpu_cpus": "0,1"}, "a list of CPU lists"),
+        ({"gpu_cpus": [[0]]}, "gpu_cpus places the copy threads"),
+        ({"device": "cuda:0", "gpudirect": True, "gpu_cpus": [[0]]}, r"not gpudirect=True"),
     ],
 )
 def test_delivery_options_are_checked(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         rx.Delivery(**kwargs)
+
+
+def test_gpu_cpus_are_kept_per_gpu() -> None:
+    d = rx.Delivery(devices=["cuda:0", "cuda:1"], gpu_cpus=[[4, 5], ()])
+    assert d.gpu_cpus == ((4, 5), ())
+    assert rx.Delivery(device="cuda:1", gpu_cpus=[[3]]).gpu_cpus == ((3,),)
 
 
 def test_delivery_targets_and_routes() -> None:
@@ -259,12 +273,58 @@ def test_place_reads_each_gpus_node(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "(node 1, the GPU cuda:1's, first)" in text
     assert "staging memory on node 1 (the GPU cuda:1's)" in text
     assert "could not: staging local to cuda:0 (node 0): its 1/4 of the chunks" in text
+    # Each GPU's copy and recycle threads on the CPUs of its own node left over by the
+    # lanes (cores 5-7 and their siblings 13-15 are the lanes').
+    assert p.gpu_cpus == ((0, 1, 2, 3, 8, 9, 10, 11), (4, 12))
+    assert "cuda:0 (1/4 of the chunks): its copy and recycle threads on CPUs 0-3,8-11 of " in text
+    assert "cuda:1 (3/4 of the chunks): its copy and recycle threads on CPUs 4,12 of its " in text
     # Round-robin: a tie, node 0.
     p = placement.place(2, None, ["cuda:0", "cuda:1"], root=str(tmp_path))
     assert p.lane_cpus == (3, 2) and p.staging_node == 0
-    # One device in a list is placed as device= places it.
+    assert p.gpu_cpus == ((0, 1, 8, 9), (4, 5, 6, 7, 12, 13, 14, 15))
+    # CPUs given for the GPUs' threads stay.
+    p = placement.place(2, None, ["cuda:0", "cuda:1"], root=str(tmp_path), gpu_cpus=[[9], []])
+    assert p.gpu_cpus == ((9,), ())
+    assert "GPU threads on the CPUs given (cuda:0: 9; cuda:1: with the other threads)" in str(p)
+    # One device in a list is placed as device= places it; its threads are the others'.
     p = placement.place(2, None, ["cuda:1"], root=str(tmp_path))
     assert p.staging_node == 1 and f"GPU cuda:1 at {addresses[1]}" in str(p)
+    assert p.gpu_cpus is None
+
+
+def test_each_gpus_threads_go_to_its_own_node() -> None:
+    # Node 0: CPUs 0-3, node 1: CPUs 4-5, one CPU a core; node 2 holds a GPU but none of
+    # this process's CPUs.
+    cpus = tuple(range(6))
+    topo = placement.Topology(cpus, {c: (c,) for c in cpus}, {c: int(c >= 4) for c in cpus})
+    gpus = [site("cuda:0", 0), site("cuda:1", 1), site("cuda:2", 2), site("cuda:3", None)]
+    # Lanes on 4, 5 (the whole of node 1) and 3: cuda:1 has no CPU left on its node.
+    placed = placement.Placement((5, 4, 3), (0, 1, 2), None, 1)
+    t = placement.gpu_threads(gpus, topo, placed)
+    assert t.cpus == ((0, 1, 2), (), (), ())
+    assert t.decisions == (
+        "cuda:0 (1/2 of the chunks): its copy and recycle threads on CPUs 0-2 of its node 0, "
+        "off the lane cores",
+    )
+    one, two, three = t.unmet
+    assert "cuda:1 (1/2 of the chunks): its copy and recycle threads on its node 1: every " in one
+    assert "CPU of node 1 (4-5) runs a lane of this capture or another's" in one
+    assert "they run with the other threads (CPUs 0-2)" in one
+    assert "cuda:2 (1/2 of the chunks): its copy and recycle threads on its node 2: this " in two
+    assert "process may not run on node 2 (CPUs 0-5)" in two
+    assert "cuda:3 (1/2 of the chunks): its copy and recycle threads near it: NUMA node " in three
+    # Lanes not pinned: each GPU's node's CPUs that other captures' lanes leave free.
+    unpinned = placement.Placement(None, None, None, None)
+    t = placement.gpu_threads(gpus[:2], topo, unpinned, busy={0, 4})
+    assert t.cpus == ((1, 2, 3), (5,))
+    assert t.decisions[1].endswith("its copy and recycle threads on CPUs 5 of its node 1")
+    # Lanes that leave only hyperthread siblings of their cores: the other threads share
+    # those cores, and a GPU's threads go with them where its node has such a CPU.
+    ht = placement.Topology(
+        tuple(range(4)), {0: (0, 2), 2: (0, 2), 1: (1, 3), 3: (1, 3)}, {0: 0, 2: 0, 1: 1, 3: 1}
+    )
+    placed = placement.Placement((0, 1), (2, 3), None, None)
+    assert placement.gpu_threads(gpus[:2], ht, placed).cpus == ((2,), (3,))
 
 
 def test_a_capture_into_several_gpus_prints_its_placement(
@@ -282,6 +342,15 @@ def test_a_capture_into_several_gpus_prints_its_placement(
     text = str(plan.sizing)
     assert "cuda:0 (node 0, 1/3 of the chunks), cuda:1 (node 0, 2/3 of the chunks)" in text
     assert "no byte crosses between the sockets" in text
+    # Per GPU, where its copy and recycle threads go (this machine's node 0).
+    p = plan.sizing.placement
+    assert p.gpu_cpus is not None and len(p.gpu_cpus) == 2
+    for name, cpus in zip(("cuda:0", "cuda:1"), p.gpu_cpus, strict=True):
+        if cpus:
+            assert f"{name} (" in text and "its copy and recycle threads on CPUs" in text
+            assert not set(cpus) & set(p.lane_cpus or ())
+        else:
+            assert f"{name} (" in text and "they run with the other threads" in text
 
 
 # --- the staged lanes, host memory standing in for the GPUs ------------------------------
@@ -443,6 +512,78 @@ def test_stop_mid_stream_hands_on_every_routed_chunk() -> None:
         + stats["rejected"]
         + stats["discarded"]
     )
+
+
+def _lane_threads() -> dict[str, set[int]]:
+    """This process's delivery threads by name (rx-copy<lane>, rx-recycle<lane>,
+    rx-dispatch) and the CPUs the kernel lets each run on."""
+    out = {}
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            name = (task / "comm").read_text().strip()
+            if name.startswith("rx-"):
+                out[name] = os.sched_getaffinity(int(task.name))
+        except OSError:  # the thread has ended
+            continue
+    return out
+
+
+def test_each_lanes_threads_run_on_its_cpus() -> None:
+    # Each lane's copy and recycle threads named and pinned where its cpus say, a lane
+    # given none left on the starting thread's CPUs; every chunk still arrives once.
+    mine = sorted(os.sched_getaffinity(0))
+    first, last = mine[0], mine[-1]
+    ppc, n = 64, 40
+    host = host_capture(rx.MemSource(count=ppc * n), rx.Chunking(packets_per_chunk=ppc))
+    lanes = _core.host_lanes(host, 3, 2, None, [[last], [first], []])
+    staged = gpu.StagedDelivery(host, lanes)
+    staged.start()
+    held = staged.next_chunk(20)  # a lane waits on its ring: its threads stay up
+    assert held is not None
+    deadline = time.monotonic() + 20
+    while len(threads := _lane_threads()) < 7 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threads["rx-copy0"] == threads["rx-recycle0"] == {last}
+    assert threads["rx-copy1"] == threads["rx-recycle1"] == {first}
+    assert threads["rx-copy2"] == threads["rx-recycle2"] == set(mine)
+    assert "rx-dispatch" in threads
+    ids = [held.chunk_id]
+    held.release()
+    while (chunk := staged.next_chunk(20)) is not None:
+        ids.append(chunk.chunk_id)
+        chunk.release()
+    staged.stop()
+    assert sorted(ids) == list(range(n))
+    assert [d["cpus"] for d in staged.stats["gpus"]] == [[last], [first], []]
+
+
+@pytest.mark.parametrize(
+    ("cpus", "error", "message"),
+    [
+        ([[0]], ValueError, "cpus names the CPUs of 1 devices' threads, the delivery has 2"),
+        ([[0], [-1]], ValueError, r"lane 1: CPU -1 is not a CPU number \(0..1023\)"),
+        ([[0], [5000]], ValueError, "lane 1: CPU 5000 is not a CPU number"),
+    ],
+)
+def test_bad_lane_cpus_are_named(cpus: list[list[int]], error: type, message: str) -> None:
+    host = host_capture(rx.MemSource(count=64), rx.Chunking(packets_per_chunk=64))
+    with pytest.raises(error, match=message):
+        _core.host_lanes(host, 2, 2, None, cpus)
+
+
+def test_a_cpu_the_lane_may_not_use_stops_the_delivery_naming_it() -> None:
+    # A CPU number this machine lacks: the lane's thread cannot be pinned there, and the
+    # delivery ends with an error naming the lane, its thread and the CPU.
+    absent = max(os.sched_getaffinity(0)) + 1
+    host = host_capture(rx.MemSource(count=64 * 8), rx.Chunking(packets_per_chunk=64))
+    staged = gpu.StagedDelivery(host, _core.host_lanes(host, 2, 2, None, [[], [absent]]))
+    staged.start()
+    with pytest.raises(
+        RuntimeError, match=f"cannot pin lane 1's (copy|recycle) thread to CPUs {absent}"
+    ):
+        while staged.next_chunk(20) is not None:
+            pass
+        staged.stop()
 
 
 def test_dropping_a_running_delivery_ends_its_threads() -> None:
@@ -624,6 +765,37 @@ def test_faults_and_a_slow_gpu_are_counted_exactly() -> None:
         assert consumed[i][1] + d["packets_dropped"] == d["packets"], (i, d, consumed[i])
     assert s["gpus"][1]["chunks_dropped"] > 0  # the slow GPU's consumer lost chunks
     assert sum(d["packets"] for d in s["gpus"]) == s["packets"] - s["packets_dropped"]
+
+
+@needs_two_gpus
+def test_each_gpus_copy_threads_run_on_its_node() -> None:
+    # Sized for a rate: each GPU's copy and recycle threads where the placement put them
+    # (its node's CPUs left over by the lanes, or with the other threads where it said it
+    # could not), as the kernel reports them while chunks flow.
+    cp = _cupy()
+    delivery = rx.Delivery(devices=["cuda:0", "cuda:1"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sizing.CapacityWarning)
+        cap = rx.Capture(rx.EmulatedNic(count=1024 * 64), delivery=delivery, rate_gbps=20.0)
+    p = cap.sizing.placement
+    assert p is not None and p.gpu_cpus is not None
+    topo = placement.Topology.read()
+    seen: dict[str, set[int]] = {}
+    with cap:
+        for chunk in cap.chunks(timeout=30):
+            if not seen:
+                seen = _lane_threads()
+            with cp.cuda.Device(chunk.device):
+                chunk.release()
+    per = cap.stats["gpus"]
+    for i, d in enumerate(per):
+        want = p.gpu_cpus[i]
+        assert tuple(d["cpus"]) == want, (i, d["cpus"], want)
+        if want:
+            assert {topo.node[c] for c in want} == {d["numa_node"]}
+            assert seen[f"rx-copy{i}"] == seen[f"rx-recycle{i}"] == set(want)
+        else:
+            assert f"{delivery.devices[i]} (" in "\n".join(p.unmet)
 
 
 @needs_two_gpus

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "casper400g_rx/capture.h"
@@ -72,6 +73,11 @@ public:
     std::size_t devices() const noexcept { return lanes_.size(); }
     const cu::device &device(std::size_t i) const { return lanes_.at(i)->dev(); }
     lane_counters counters(std::size_t i) const { return core_.lanes().counters(i); }
+    // The CPUs GPU i's copy and recycle threads run on (staged_lanes::set_cpus).
+    void set_cpus(std::size_t i, std::vector<int> cpus) {
+        core_.lanes().set_cpus(i, std::move(cpus));
+    }
+    const std::vector<int> &cpus(std::size_t i) const { return core_.lanes().cpus(i); }
     const chunk_router &router() const noexcept { return core_.lanes().router(); }
     capture &host() noexcept { return core_.host(); }
 

@@ -5,7 +5,9 @@
 // thread gives the host chunk back to the engine once the copy out of it has finished.
 // With one lane the copy thread takes the engine's ready queue itself; with several a
 // dispatcher thread routes, so a lane that waits for its consumer holds up only the host
-// chunks routed to it.
+// chunks routed to it. A lane's threads run where set_cpus says (its device's NUMA node:
+// the driver's calls and the waits on its copies stay on that socket) and are named
+// rx-copy<lane>, rx-recycle<lane> and rx-dispatch, so that they can be found.
 //
 // A lane_device is a GPU (cuda_delivery.cpp) or host memory standing in for one
 // (host_lanes.h), so the routing, the rings, drop_oldest and the per-lane counters run and
@@ -71,6 +73,11 @@ public:
     staged_lanes(const staged_lanes &) = delete;
     staged_lanes &operator=(const staged_lanes &) = delete;
 
+    // The CPUs lane `lane`'s copy and recycle threads run on (empty: where the thread that
+    // calls start() runs); before start(). Throws naming a bad lane or CPU.
+    void set_cpus(std::size_t lane, std::vector<int> cpus);
+    const std::vector<int> &cpus(std::size_t lane) const { return lanes_.at(lane)->cpus; }
+
     void start();
     // Every thread gives up at its next wait (host chunks it holds go back to the engine).
     void abort();
@@ -107,6 +114,7 @@ private:
         std::deque<chunk *> inflight;  // host chunks whose copy is queued, in order
         bool copy_done = false;
         std::thread copy_thread, recycle_thread;
+        std::vector<int> cpus;  // where both threads run (empty: inherited)
         std::atomic<std::uint64_t> routed{0}, chunks{0}, packets{0}, chunks_dropped{0},
             packets_dropped{0}, waits{0}, bytes_copied{0};
     };
@@ -115,6 +123,8 @@ private:
     void copy_main(std::size_t i);
     void recycle_main(std::size_t i);
     gpu_chunk *acquire(std::size_t i);
+    // Names the calling thread of lane `i` and pins it to the lane's CPUs (if any).
+    void enter_lane_thread(std::size_t i, const char *what);
     void fail(std::exception_ptr e);
 
     std::shared_ptr<engine> eng_;
