@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import need_tool
 
 import casper400g_rx as rx
 from casper400g_rx import _core, gpu
@@ -452,3 +453,32 @@ def test_split_into_gpu_equals_cpu() -> None:
             for off, n in ranges.get(cid * 4 + slot, []):
                 assert np.array_equal(g.data[slot, off : off + n], truth[off : off + n])
     assert cap.stats["heaps_partial"] > 0 and cap.stats["fixup_copies"] > 0
+
+
+@pytest.mark.parametrize(("heap", "max_packet"), [(8192, 9000), (65536, 8256), (12000, 1472)])
+def test_spead2_senders_cut_is_predicted(heap: int, max_packet: int) -> None:
+    """Heaps cut by spead2's own sender land where the split predicts them: every packet
+    in place (the stream starts at heap 0), chunks equal to the copying engine's."""
+    try:
+        import spead2  # noqa: F401
+    except ImportError:
+        need_tool("spead2 is not installed (`make test` installs it: pip install spead2)")
+    import spead2 as s2
+    from spead_reference import make_heaps, spead2_packets
+
+    heaps = make_heaps(24, heap, seed=12)
+    packets = spead2_packets(s2, heaps, max_packet_size=max_packet)
+    fmt = rx.Format.spead(heap, items=[TIMESTAMP, CHANNEL], max_packet=max_packet)
+    cpu, split = both([p.raw for p in packets], fmt, 4)
+    sent = [Sent(p.raw, p.cnt, p.offset, p.length, {}) for p in packets]
+    payloads = {h.cnt: h.payload for h in heaps}
+    assert_same(cpu, split, sent, payloads, heap, 4, names=())
+    for name in (TIMESTAMP, CHANNEL):
+        for cid, c in cpu.chunks.items():  # spead2 sent the items: both hold them
+            want = [
+                h.timestamp if name == TIMESTAMP else h.channel
+                for h in heaps[cid * 4 : cid * 4 + 4]
+            ]
+            assert split.chunks[cid].items[name].tolist() == want == c.items[name].tolist()
+    assert split.stats["in_place"] == len(packets) == split.stats["packets"]
+    assert layout(fmt)["parts"] == len(packets) // len(heaps)
