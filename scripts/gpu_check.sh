@@ -39,7 +39,7 @@ out=${1:-build/gpu_check}
 mkdir -p "$out"
 py=${PYTHON:-python3}
 status=0
-tests="tests/receiver/test_rx_gpu.py tests/receiver/test_rx_spead.py::test_host_staged_gpu_delivery_equals_cpu tests/receiver/test_rx_rdma_gpu.py"
+tests="tests/receiver/test_rx_gpu.py tests/receiver/test_rx_spead.py::test_host_staged_gpu_delivery_equals_cpu tests/receiver/test_rx_spead_split.py tests/receiver/test_rx_rdma_gpu.py"
 if [ "${PRESET:-}" = shared ]; then
   SANITIZE=${SANITIZE:-0}
   TEST_TIMEOUT=${TEST_TIMEOUT:-120}

@@ -94,6 +94,9 @@ def open_split_emulation(
     fill: bool,
     rate_gbps: float | None = None,
     cpus: Sequence[int] = (),
+    packets: npt.ArrayLike | None = None,
+    sizes: Sequence[int] | None = None,
+    queue_of: npt.ArrayLike | None = None,
 ) -> _core.Capture:
     options = _core.EmulatorOptions(
         queues=queues,
@@ -108,4 +111,11 @@ def open_split_emulation(
         rate_gbps=rate_gbps or 0.0,
         cpus=list(cpus),
     )
+    if packets is not None:
+        rows = np.ascontiguousarray(packets, dtype=np.uint8)
+        if rows.ndim != 2:
+            raise ValueError(f"packets must be 2-D (one row a packet), got shape {rows.shape}")
+        given = [rows.shape[1]] * rows.shape[0] if sizes is None else [int(n) for n in sizes]
+        queues_of = None if queue_of is None else np.asarray(queue_of, dtype=np.uint64)
+        options.give_packets(rows, given, queues_of)
     return _core.Capture.split_emulation(fmt, config, options)

@@ -341,7 +341,11 @@ class EmulatedNic(Source):
     NIC, with `depth` receives posted per queue; it also replays exactly `schedule`, with
     the sequence numbers in `bad` sent as frames the NIC's checks reject, and
     `serial=True` serves all queues from one thread in the schedule's order (without a
-    rate), which makes the outcome a function of the schedule alone."""
+    rate), which makes the outcome a function of the schedule alone. With `packets` (UDP
+    payloads, one a row, the first `sizes[i]` bytes of row i; SPEAD packets for a SPEAD
+    format) it sends those rows in order instead of the example stream, row i to queue
+    `queue_of[i]` (needed with several queues), each scattered over its receive as the
+    NIC does."""
 
     count: int = 0
     first: int = 0
@@ -354,6 +358,9 @@ class EmulatedNic(Source):
     schedule: npt.ArrayLike | None = field(default=None, repr=False)
     bad: npt.ArrayLike | None = field(default=None, repr=False)
     serial: bool = False
+    packets: npt.ArrayLike | None = field(default=None, repr=False)
+    sizes: Sequence[int] | None = field(default=None, repr=False)
+    queue_of: npt.ArrayLike | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.nic_rate_gbps is not None and not self.nic_rate_gbps >= 0:
@@ -370,6 +377,8 @@ class EmulatedNic(Source):
                     ("schedule", self.schedule),
                     ("bad", self.bad),
                     ("serial", self.serial or None),
+                    ("packets", self.packets),
+                    ("queue_of", self.queue_of),
                 )
                 if value is not None
             ]
@@ -377,6 +386,12 @@ class EmulatedNic(Source):
                 raise ValueError(
                     f"{', '.join(given)}: options of the header-data split's emulation (split=True)"
                 )
+        if self.packets is not None and (self.count or self.schedule is not None):
+            raise ValueError(
+                "packets= sends the given rows; count= and schedule= belong to the example stream"
+            )
+        if (self.sizes is not None or self.queue_of is not None) and self.packets is None:
+            raise ValueError("sizes= and queue_of= describe the rows of packets=; give packets=")
         object.__setattr__(self, "cpus", _cpus(self.cpus))
 
     def lanes(self) -> int | None:
@@ -429,6 +444,9 @@ class EmulatedNic(Source):
                 self.fill,
                 self.nic_rate_gbps,
                 cpus,
+                self.packets,
+                self.sizes,
+                self.queue_of,
             )
         return _core.emu_capture(
             fmt,
@@ -447,9 +465,10 @@ class IbvSource(Source):
     """rdma-core raw-packet queues on `interface` for the stream sent to `bind`
     ("NIC-IPv4:port"; with `queues=N` ports port..port+N-1, one queue and one thread
     pinned to its entry of `cpus` each). rq="split" (default) scatters each frame's
-    headers into a small ring and its payload straight into the predicted chunk slot,
-    `depth` receives posted per queue; rq="striding" (the default for SPEAD formats)
-    uses the mlx5 multi-packet receive queue and copies each payload once. With `groups`,
+    headers into a small ring and its payload straight into the predicted chunk slot
+    (for SPEAD formats each packet's heap bytes at their heap offset in the heap's slot),
+    `depth` receives posted per queue; rq="striding" uses the mlx5 multi-packet receive
+    queue and copies each payload once. With `groups`,
     the queues take those IPv4 multicast groups at bind's port (flow rules on the groups'
     MACs and addresses, the groups joined through a socket while the capture runs)."""
 
@@ -477,15 +496,9 @@ class IbvSource(Source):
         return Membership(self.groups, self.interface) if self.groups else None
 
     def receive_queue(self, fmt: _core.Format) -> str:
-        """The receive queue for `fmt`: SPEAD heaps need the copying one (the split
-        places fixed-size payloads at a fixed offset)."""
-        spead = fmt.spead_config is not None
-        if spead and self.rq == "split":
-            raise ValueError(
-                "rq='split' places fixed-size payloads at a fixed offset; SPEAD heaps "
-                "(Format.spead) need rq='striding' (the default for SPEAD formats)"
-            )
-        return self.rq or ("striding" if spead else "split")
+        """The receive queue for `fmt`: the header-data split unless rq says otherwise
+        (SPEAD formats too: each packet's heap bytes go straight to their heap offset)."""
+        return self.rq or "split"
 
     def lanes(self) -> int | None:
         return self.queues

@@ -39,8 +39,8 @@ std::int64_t now_ns() noexcept {
 
 // Presence flags are written by several lanes (the slot's own receive, a fix-up copy by
 // another lane): the exchange decides which copy of a packet is placed.
-bool take_present(chunk *c, std::size_t slot) noexcept {
-    return __atomic_exchange_n(&c->present[slot], std::uint8_t{1}, __ATOMIC_ACQ_REL) == 0;
+bool take_present(std::uint8_t *present, std::size_t slot) noexcept {
+    return __atomic_exchange_n(&present[slot], std::uint8_t{1}, __ATOMIC_ACQ_REL) == 0;
 }
 
 }  // namespace
@@ -49,10 +49,7 @@ void hds_engine::aligned_free::operator()(std::uint8_t *p) const noexcept { std:
 
 split_layout split_layout::for_format(const format &fmt) {
     fmt.validate();
-    if (fmt.spead)
-        throw std::invalid_argument(
-            "the header-data split places fixed-size payloads at a fixed offset; SPEAD heaps "
-            "(Format.spead) need the copying path: rq='striding' on the ibv backend");
+    if (fmt.spead) return for_spead(fmt);
     split_layout l;
     std::size_t prefix = 0;
     if (fmt.source == seq_source::payload) prefix = fmt.seq.offset + fmt.seq.width;
@@ -83,22 +80,27 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
                        std::size_t depth)
     : engine(fmt, cfg.sized(lanes, depth)),
       layout_(split_layout::for_format(fmt)),
+      ppc_(cfg_.packets_per_chunk * layout_.parts),
       depth_(depth),
       wsize_(cfg.split_window(lanes, depth)),
       span_(cfg.skip_lagging ? wsize_ : pool_.size()),
       lanes_(lanes),
       win_(pool_.size(), nullptr),
-      state_stride_((cfg_.packets_per_chunk + lanes - 1) / lanes),
+      state_stride_((ppc_ + lanes - 1) / lanes),
       slot_state_(new std::atomic<std::uint8_t>[pool_.size() * state_stride_ * lanes]),
       retired_flag_(new std::atomic<std::uint8_t>[pool_.size()]),
-      pending_(pool_.size() * cfg_.packets_per_chunk, -1),
+      pending_(pool_.size() * ppc_, -1),
       chunk_pending_(pool_.size(), 0),
       chunk_discard_(pool_.size(), 0),
       chunk_before_resync_(pool_.size(), 0),
       retired_(pool_.size(), nullptr) {
     given_up_.reset(new std::atomic<std::uint64_t>[n_given_up]);
     for (std::size_t i = 0; i < n_given_up; i++) given_up_[i].store(UINT64_MAX);
-    const std::size_t ppc = cfg_.packets_per_chunk;
+    const std::size_t ppc = ppc_;
+    if (layout_.spead) {
+        part_present_.reset(alloc_aligned(pool_.size() * ppc_));
+        std::memset(part_present_.get(), 0, pool_.size() * ppc_);
+    }
     for (std::size_t i = 0; i < pool_.size() * state_stride_ * lanes; i++)
         slot_state_[i].store(0);
     for (std::size_t i = 0; i < pool_.size(); i++) retired_flag_[i].store(0);
@@ -116,6 +118,7 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
         l.scratch.reset(alloc_aligned(scratch_bytes()));
         std::memset(l.scratch.get(), 0, scratch_bytes());
         l.park.reset(alloc_aligned(layout_.payload));
+        if (layout_.spead) l.stage.reset(alloc_aligned(fmt.spead->max_packet));
         l.res_store.reset(alloc_aligned(pool_.size() * sizeof(std::atomic<std::uint32_t>)));
         l.res = reinterpret_cast<std::atomic<std::uint32_t> *>(l.res_store.get());
         for (std::size_t i = 0; i < pool_.size(); i++) new (&l.res[i]) std::atomic<std::uint32_t>(0);
@@ -128,6 +131,7 @@ hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t 
     // on a distinct posted slot, so the pool never runs dry. Left untouched until used.
     const std::size_t n_bounce = lanes * depth;
     bounce_.reset(alloc_aligned(n_bounce * layout_.payload));
+    if (layout_.spead) bounce_items_.assign(n_bounce * fmt.spead->n_items, spead_item_absent);
     bounce_free_.reserve(n_bounce);
     for (std::size_t i = n_bounce; i-- > 0;) bounce_free_.push_back(static_cast<std::int32_t>(i));
 }
@@ -149,6 +153,10 @@ chunk *hds_engine::open_chunk(std::uint64_t id) {
     c->chunk_id = id;
     c->n_present = 0;
     std::memset(c->present, 0, cfg_.packets_per_chunk);
+    if (layout_.spead) {
+        std::memset(present_of(c), 0, ppc_);
+        pool_.reset_extras(*c);
+    }
     w = c;
     return c;
 }
@@ -204,7 +212,7 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
     if (lane >= lanes_.size()) throw std::out_of_range("lane " + std::to_string(lane));
     lane_state &l = lanes_[lane];
     enter(l);
-    const std::size_t ppc = cfg_.packets_per_chunk;
+    const std::size_t ppc = ppc_;
     const std::size_t size = layout_.payload;
     const std::uint64_t n_lanes = lanes_.size();
     const bool live = cfg_.skip_lagging;
@@ -238,9 +246,10 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
         t.wr_id = l.posted;
         t.header = l.headers.get() + k * layout_.entry;
         t.header_len = static_cast<std::uint32_t>(layout_.header_len());
-        t.payload = l.scratch.get() + idx * size + layout_.prefix;
-        t.payload_len = static_cast<std::uint32_t>(size - layout_.prefix);
+        t.payload = l.scratch.get() + idx * size + pre();
+        t.payload_len = static_cast<std::uint32_t>(size - pre());
         t.scratch = true;
+        if (layout_.spead) spead_target(t, l, k, part_posted(l.ring[k]));
         l.scratch_posted++;
         l.posted++;
         l.s.posted++;
@@ -283,7 +292,7 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
         // another lane is filling by copy or whose old receive is still posted.
         if (!state(g).compare_exchange_strong(expect, slot_posted,
                                                     std::memory_order_acq_rel) ||
-            __atomic_load_n(&c->present[slot], __ATOMIC_ACQUIRE) != 0) {
+            __atomic_load_n(&present_of(c)[slot], __ATOMIC_ACQUIRE) != 0) {
             if (expect == 0) state(g).store(0, std::memory_order_release);
             if (++skips > wsize_ * ppc) break;
             continue;
@@ -296,9 +305,10 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
         t.wr_id = l.posted;
         t.header = l.headers.get() + k * layout_.entry;
         t.header_len = static_cast<std::uint32_t>(layout_.header_len());
-        t.payload = c->data + slot * size + layout_.prefix;
-        t.payload_len = static_cast<std::uint32_t>(size - layout_.prefix);
+        t.payload = c->data + slot_offset(slot) + pre();
+        t.payload_len = static_cast<std::uint32_t>(slot_len(slot) - pre());
         t.scratch = false;
+        if (layout_.spead) spead_target(t, l, k, slot % layout_.parts);
         l.posted++;
         l.s.posted++;
     }
@@ -316,7 +326,7 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
 bool hds_engine::post_slow(lane_state &l, std::size_t lane) {
     std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
     lock_parked(l, lock);
-    const std::size_t ppc = cfg_.packets_per_chunk;
+    const std::size_t ppc = ppc_;
     const std::uint64_t n_lanes = lanes_.size();
     const bool live = cfg_.skip_lagging;
     check_lagging_locked();
@@ -399,7 +409,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
     lane_state &l = lanes_[lane];
     enter(l);
     if (n > 0) window_.act(l.q).active_ns.store(now_ns(), std::memory_order_relaxed);
-    const std::size_t ppc = cfg_.packets_per_chunk;
+    const std::size_t ppc = ppc_;
     const std::size_t pre = layout_.prefix;
     // Taken for a packet that needs it and released before the next one: fix-up copies
     // are made outside it, so that one lane's mispredicted packets never hold the others.
@@ -417,6 +427,10 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         const desc d = l.ring[k];
         const std::uint8_t *hdr = l.headers.get() + k * layout_.entry;
         l.completed++;
+        if (layout_.spead) {
+            complete_spead(l, d, hdr, rc, lock);
+            continue;
+        }
         // The common cases without the mutex: a packet in its predicted slot inside the
         // window, or one older than the window (also from a scratch receive).
         if (rc.ok && (d.c != nullptr || d.predicted) && !d.orphan && attached(l) &&
@@ -443,7 +457,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                     // gone in (it would wait in a bounce buffer), so a plain store.
                     __atomic_store_n(&d.c->present[slot], std::uint8_t{1}, __ATOMIC_RELEASE);
                     l.s.in_place++;
-                    placed(l, id);
+                    placed(l, id, layout_.payload);
                     l.c.received++;
                     retire_desc(l, d, lock);
                     continue;
@@ -495,11 +509,13 @@ void hds_engine::finish_copy(lane_state &l, const slow_packet &sp) noexcept {
     // The slot is claimed (no receive can be posted there, no other copy goes in) and
     // its presence taken; the chunk cannot leave while this lane, attached and inside
     // its call, has it in its window.
-    const std::size_t pre = layout_.prefix;
-    std::memcpy(sp.dst, sp.prefix, pre);
-    std::memcpy(sp.dst + pre, sp.landed + pre, layout_.payload - pre);
+    const std::size_t pre = this->pre();
+    const std::size_t len = slot_len(sp.g % ppc_);
+    if (pre != 0) std::memcpy(sp.dst, sp.prefix, pre);
+    std::memcpy(sp.dst + pre, sp.landed + pre, len - pre);
+    if (sp.items != nullptr) put_items(pool_.get(sp.g / ppc_), sp.g % ppc_, sp.items);
     l.s.fixup++;
-    placed(l, sp.id);
+    placed(l, sp.id, len);
     l.c.received++;
     state(sp.g).store(0, std::memory_order_release);
 }
@@ -575,7 +591,7 @@ void hds_engine::resync(lane_state &l, const desc &d, std::uint64_t seq) {
 
 void hds_engine::start(std::uint64_t seq) {
     const std::uint64_t new_head =
-        cfg_.first_chunk ? *cfg_.first_chunk : seq / cfg_.packets_per_chunk;
+        cfg_.first_chunk ? *cfg_.first_chunk : seq / ppc_;
     // Chunks opened by posts before the stream's position was known hold no packets:
     // those outside the real window are dropped without counting anything.
     for (auto &w : win_) {
@@ -600,8 +616,8 @@ void hds_engine::start(std::uint64_t seq) {
 }
 
 const std::uint8_t *hds_engine::landing(const lane_state &l, const desc &d) const noexcept {
-    const std::size_t size = layout_.payload;
-    return d.c != nullptr ? d.c->data + d.slot * size : l.scratch.get() + d.slot * size;
+    return d.c != nullptr ? d.c->data + slot_offset(d.slot)
+                          : l.scratch.get() + d.slot * layout_.payload;
 }
 
 void hds_engine::retire_desc(lane_state &l, const desc &d, std::unique_lock<std::mutex> &lock) {
@@ -623,9 +639,9 @@ void hds_engine::retire_desc(lane_state &l, const desc &d, std::unique_lock<std:
         l.drain_due = true;
 }
 
-void hds_engine::placed(lane_state &l, std::uint64_t id) noexcept {
+void hds_engine::placed(lane_state &l, std::uint64_t id, std::size_t bytes) noexcept {
     l.c.packets++;
-    l.c.bytes += layout_.payload;
+    l.c.bytes += bytes;
     if (!l.placed_any || id > l.top) l.top = id;
     l.placed_any = true;
 }
@@ -635,10 +651,10 @@ void hds_engine::park(lane_state &l, const desc &d, slow_packet &sp,
     if (sp.retired) return;
     // Before the lane waits, its receive lets go of its slot and chunk: a lane waiting
     // with a receive counted would pin that chunk (and every newer one) meanwhile.
-    const std::size_t pre = layout_.prefix;
+    const std::size_t pre = this->pre();
     std::uint8_t *buf = l.park.get();
-    std::memcpy(buf, sp.prefix, pre);
-    std::memcpy(buf + pre, sp.landed + pre, layout_.payload - pre);
+    if (pre != 0) std::memcpy(buf, sp.prefix, pre);
+    std::memcpy(buf + pre, sp.landed + pre, (layout_.spead ? sp.len : layout_.payload) - pre);
     sp.prefix = buf;
     sp.landed = buf;
     retire_desc(l, d, lock);
@@ -709,9 +725,8 @@ chunk *hds_engine::wait_for_chunk(lane_state &l, std::uint64_t id,
 
 void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const desc &d, slow_packet &sp,
                               std::unique_lock<std::mutex> &lock) {
-    const std::size_t ppc = cfg_.packets_per_chunk;
-    const std::size_t size = layout_.payload;
-    const std::size_t pre = layout_.prefix;
+    const std::size_t ppc = ppc_;
+    const std::size_t pre = this->pre();
     if (!started_) start(seq);
     // Passed over as stalled, or cancelled: it rejoins at the window's head.
     window_.attach(l.q, head_);
@@ -807,7 +822,8 @@ void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const desc &d, s
     }
     if (id > top_) top_ = id;
     const std::size_t g = gslot(c, slot);
-    std::uint8_t *dst = c->data + slot * size;
+    const std::size_t size = slot_len(slot);
+    std::uint8_t *dst = c->data + slot_offset(slot);
     for (;;) {
         std::uint8_t st = state(g).load(std::memory_order_acquire);
         if (st == 0) {
@@ -816,7 +832,7 @@ void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const desc &d, s
             if (!state(g).compare_exchange_strong(st, slot_claimed,
                                                         std::memory_order_acq_rel))
                 continue;
-            if (take_present(c, slot)) {
+            if (take_present(present_of(c), slot)) {
                 sp.dst = dst;
                 sp.g = g;
                 sp.id = id;
@@ -834,17 +850,24 @@ void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const desc &d, s
         }
         // A receive is posted here.
         if (!sp.retired && c == d.c && slot == d.slot && !d.orphan) {  // this one: in place
-            std::memcpy(dst, sp.prefix, pre);
-            if (take_present(c, slot)) {
-                l.s.in_place++;
-                placed(l, id);
+            // (A SPEAD packet whose header length differed was put together elsewhere.)
+            const bool moved = sp.landed != dst;
+            if (pre != 0) std::memcpy(dst, sp.prefix, pre);
+            if (moved) std::memcpy(dst + pre, sp.landed + pre, size - pre);
+            if (take_present(present_of(c), slot)) {
+                if (moved)
+                    l.s.fixup++;
+                else
+                    l.s.in_place++;
+                if (sp.items != nullptr) put_items(c, slot, sp.items);
+                placed(l, id, size);
             } else {
                 l.c.duplicate++;
             }
             l.c.received++;
             return;
         }
-        if (__atomic_load_n(&c->present[slot], __ATOMIC_ACQUIRE) != 0) {
+        if (__atomic_load_n(&present_of(c)[slot], __ATOMIC_ACQUIRE) != 0) {
             l.c.duplicate++;
             l.c.received++;
             return;
@@ -853,9 +876,12 @@ void hds_engine::place_locked(lane_state &l, std::uint64_t seq, const desc &d, s
         // packet waits in a bounce buffer until that receive completes.
         if (bounce_free_.empty()) throw std::logic_error("header-split bounce pool exhausted");
         const std::int32_t b = bounce_free_.back();
-        std::uint8_t *buf = bounce_.get() + static_cast<std::size_t>(b) * size;
-        std::memcpy(buf, sp.prefix, pre);
+        std::uint8_t *buf = bounce_.get() + static_cast<std::size_t>(b) * layout_.payload;
+        if (pre != 0) std::memcpy(buf, sp.prefix, pre);
         std::memcpy(buf + pre, sp.landed + pre, size - pre);
+        if (sp.items != nullptr)
+            std::copy(sp.items, sp.items + fmt().spead->n_items,
+                      bounce_items_.begin() + static_cast<std::ptrdiff_t>(b * fmt().spead->n_items));
         pending_[g] = b;
         if (!state(g).compare_exchange_strong(st, st | slot_pending,
                                                     std::memory_order_acq_rel)) {
@@ -876,20 +902,22 @@ void hds_engine::fill_pending_locked(lane_state &l, chunk *c, std::size_t slot) 
     // The chunk may have left the window since the packet arrived; it is still held
     // back from the consumer (its count of waiting packets), so the packet goes in as
     // it would have on arrival.
-    const std::size_t size = layout_.payload;
+    const std::size_t size = slot_len(slot);
     pending_[g] = -1;
     chunk_pending_[c->index]--;
-    if (take_present(c, slot)) {
-        std::memcpy(c->data + slot * size, bounce_.get() + static_cast<std::size_t>(b) * size,
-                    size);
+    if (take_present(present_of(c), slot)) {
+        std::memcpy(c->data + slot_offset(slot),
+                    bounce_.get() + static_cast<std::size_t>(b) * layout_.payload, size);
+        if (layout_.spead && fmt().spead->n_items != 0)
+            put_items(c, slot, bounce_items_.data() + static_cast<std::size_t>(b) * fmt().spead->n_items);
         l.s.fixup++;
         if (chunk_before_resync_[c->index] == 0) {
-            placed(l, c->chunk_id);
+            placed(l, c->chunk_id, size);
         } else {
             // Into a chunk of the stream before a resync: never the lane's newest (the
             // window may have moved back to lower ids).
             l.c.packets++;
-            l.c.bytes += layout_.payload;
+            l.c.bytes += size;
         }
     } else {
         l.c.duplicate++;
@@ -970,7 +998,7 @@ void hds_engine::rejoin_locked(lane_state &l) {
 bool hds_engine::out_of_window_locked(lane_state &l, std::uint64_t seq) {
     // Only when no other lane is inside a call (their completions may be placing into
     // the window's chunks); otherwise the run's next packet tries again.
-    if (!window_.note_out_of_window(l.run, seq, cfg_.packets_per_chunk, now_ns()) ||
+    if (!window_.note_out_of_window(l.run, seq, ppc_, now_ns()) ||
         !window_.try_hold_others(l.q)) {
         l.c.out_of_window++;
         l.c.received++;
@@ -981,7 +1009,7 @@ bool hds_engine::out_of_window_locked(lane_state &l, std::uint64_t seq) {
     // completed; chunks opened ahead by posts go back. The lanes let go of the chunks
     // they post into and start again from the new window; the chunks between are not
     // counted: they were never the stream.
-    const std::uint64_t to = window_.resync_head(l.run, cfg_.packets_per_chunk);
+    const std::uint64_t to = window_.resync_head(l.run, ppc_);
     const std::int64_t now = now_ns();
     for (auto &o : lanes_) {
         if (o.placed_any && o.top > top_) top_ = o.top;
@@ -1096,7 +1124,7 @@ void hds_engine::drop_orphan_pending_locked(chunk *c) {
     // their lane was passed over) would hold the chunk for as long as that lane stays
     // idle: their chunk leaves before they can go in, and they count late.
     const std::size_t idx = c->index;
-    const std::size_t ppc = cfg_.packets_per_chunk;
+    const std::size_t ppc = ppc_;
     for (std::size_t slot = 0; chunk_pending_[idx] != 0 && slot < ppc; slot++) {
         const std::size_t g = gslot(c, slot);
         const std::int32_t b = pending_[g];
@@ -1136,9 +1164,11 @@ void hds_engine::drain_retired() {
             continue;
         }
         const std::size_t ppc = cfg_.packets_per_chunk;
+        const std::size_t partial = layout_.spead ? close_spead_chunk(c) : 0;
+        c_.heaps_partial += partial;
         c->n_present = count_present(c->present, ppc);
         c_.lost += ppc - c->n_present;
-        if (c->n_present == 0) {
+        if (c->n_present == 0 && partial == 0) {
             free_.push(c);
         } else {
             c_.chunks++;
@@ -1200,7 +1230,7 @@ void hds_engine::finish() {
         if (pending_[g] < 0) continue;
         bounce_free_.push_back(pending_[g]);
         pending_[g] = -1;
-        chunk_pending_[g / cfg_.packets_per_chunk]--;
+        chunk_pending_[g / ppc_]--;
         c_.received++;
         c_.discarded++;
     }

@@ -25,6 +25,9 @@ std::unique_ptr<capture> make_split_emulation(const format &fmt, const engine_co
         throw std::invalid_argument("the format's udp_port " + std::to_string(fmt.udp_port) +
                                     " differs from the emulated stream's port " +
                                     std::to_string(opt.udp_port));
+    if (fmt.spead && opt.sizes.empty())
+        throw std::invalid_argument("the emulated NIC's example stream is not SPEAD: give it the "
+                                    "SPEAD packets to send (EmulatedNic(packets=...))");
     emulator_config ec;
     ec.payload_size = fmt.payload_size;
     ec.first = opt.first;
@@ -38,6 +41,10 @@ std::unique_ptr<capture> make_split_emulation(const format &fmt, const engine_co
     ec.cpus = opt.cpus;
     ec.poll_us = opt.poll_us;
     ec.stalls = opt.stalls;
+    ec.packets = opt.packets;
+    ec.stride = opt.stride;
+    ec.sizes = opt.sizes;
+    ec.queue_of = opt.queue_of;
     auto src = std::make_unique<nic_emulator_source>(ec, opt.queues);
     auto eng = std::make_shared<hds_engine>(fmt, cfg, opt.queues, opt.depth);
     return std::make_unique<capture>(std::move(eng), std::move(src));
@@ -143,7 +150,30 @@ void register_ibv(py::module_ &m) {
              py::arg("rate_gbps") = 0.0, py::arg("cpus") = std::vector<int>{},
              py::arg("poll_us") = 0,
              py::arg("stalls") =
-                 std::vector<std::tuple<std::size_t, std::uint64_t, std::uint64_t>>{});
+                 std::vector<std::tuple<std::size_t, std::uint64_t, std::uint64_t>>{})
+        .def(
+            "give_packets",
+            [](emulator_options &o,
+               const py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast> &rows,
+               const std::vector<std::size_t> &sizes, const py::object &queue_of) {
+                if (rows.ndim() != 2)
+                    throw std::invalid_argument("packets must be a 2-D array (one row a packet)");
+                if (static_cast<std::size_t>(rows.shape(0)) != sizes.size())
+                    throw std::invalid_argument("packets has " + std::to_string(rows.shape(0)) +
+                                                " rows, sizes " + std::to_string(sizes.size()));
+                o.stride = static_cast<std::size_t>(rows.shape(1));
+                o.packets.assign(rows.data(), rows.data() + rows.size());
+                o.sizes = sizes;
+                o.queue_of.clear();
+                for (const std::uint64_t q : to_u64(queue_of)) {
+                    if (q > UINT32_MAX)
+                        throw std::invalid_argument("queue_of names queue " + std::to_string(q));
+                    o.queue_of.push_back(static_cast<std::uint32_t>(q));
+                }
+            },
+            py::arg("packets"), py::arg("sizes"), py::arg("queue_of") = py::none(),
+            "Sends these UDP payloads (rows, their first sizes[i] bytes) instead of the example "
+            "stream, packet i to queue queue_of[i]");
 
     py::class_<ibv_options>(m, "IbvOptions", "Options of the ibv backend")
         .def(py::init([](const std::string &interface, const std::string &ip,
@@ -299,6 +329,14 @@ void register_ibv(py::module_ &m) {
         d["entry"] = l.entry;
         d["header_len"] = l.header_len();
         d["frame_len"] = l.frame_len();
+        if (l.spead) {
+            d["parts"] = l.parts;
+            d["first_header"] = l.first_header;
+            d["later_header"] = l.later_header;
+            d["first_part"] = l.first_part;
+            d["later_part"] = l.later_part;
+            d["tail"] = l.tail;
+        }
         return d;
     });
     m.def(

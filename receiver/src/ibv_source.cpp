@@ -487,7 +487,7 @@ void ibv_source::setup_split_queue(std::size_t q, hds_engine &h) {
     qa.cap.max_send_wr = 1;
     qa.cap.max_send_sge = 1;
     qa.cap.max_recv_wr = static_cast<std::uint32_t>(h.depth());
-    qa.cap.max_recv_sge = 2;
+    qa.cap.max_recv_sge = 3;  // SPEAD formats: the packet's bytes beyond the prediction
     qu.qp = own(lib_.create_qp(dev_->pd.get(), &qa), lib_.destroy_qp);
     if (!qu.qp) qp_error(errno, "cannot create a raw packet queue pair on " + dev_->name);
     ibv_qp_attr attr{};
@@ -673,7 +673,7 @@ void ibv_source::run_split(std::size_t q, hds_engine &h, const std::atomic<bool>
     constexpr std::size_t n_batch = batch_size;
     recv_target targets[n_batch];
     ibv_recv_wr wrs[n_batch];
-    ibv_sge sges[n_batch][2];
+    ibv_sge sges[n_batch][3];
     ibv_wc wcs[n_batch];
     recv_completion comps[n_batch];
     std::size_t outstanding = 0;
@@ -700,8 +700,10 @@ void ibv_source::run_split(std::size_t q, hds_engine &h, const std::atomic<bool>
                                      targets[j].scratch ? qu.scratch_mr->lkey : pool_mr_->lkey};
                 wrs[j] = ibv_recv_wr{};
                 wrs[j].wr_id = targets[j].wr_id;
+                sges[j][2] = ibv_sge{reinterpret_cast<std::uintptr_t>(targets[j].tail),
+                                     targets[j].tail_len, qu.header_mr->lkey};
                 wrs[j].sg_list = sges[j];
-                wrs[j].num_sge = 2;
+                wrs[j].num_sge = targets[j].tail_len != 0 ? 3 : 2;
                 wrs[j].next = j + 1 < n ? &wrs[j + 1] : nullptr;
             }
             ibv_recv_wr *bad = nullptr;

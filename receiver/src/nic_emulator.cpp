@@ -106,11 +106,35 @@ nic_emulator_source::nic_emulator_source(const emulator_config &cfg, std::size_t
         throw std::invalid_argument("cpus must name one CPU per queue thread (" +
                                     std::to_string(cfg_.serial ? 1 : lanes) + "), got " +
                                     std::to_string(cfg_.cpus.size()));
-    if (cfg_.payload_size < 8 || cfg_.payload_size % 8 != 0)
+    const bool given = !cfg_.sizes.empty();
+    if (given) {
+        if (!cfg_.schedule.empty() || cfg_.count != 0)
+            throw std::invalid_argument("given packets are sent as they are: no schedule or count");
+        if (cfg_.packets.size() < cfg_.sizes.size() * cfg_.stride)
+            throw std::invalid_argument("packets buffer shorter than sizes x stride");
+        for (std::size_t i = 0; i < cfg_.sizes.size(); i++)
+            if (cfg_.sizes[i] > cfg_.stride || cfg_.sizes[i] > 65507)
+                throw std::invalid_argument("packet " + std::to_string(i) + " size " +
+                                            std::to_string(cfg_.sizes[i]) +
+                                            " exceeds its row (" + std::to_string(cfg_.stride) +
+                                            " bytes) or a UDP payload's 65507");
+        if (cfg_.queue_of.empty() && lanes > 1)
+            throw std::invalid_argument("given packets over " + std::to_string(lanes) +
+                                        " queues need queue_of (a queue per packet)");
+        if (!cfg_.queue_of.empty() && cfg_.queue_of.size() != cfg_.sizes.size())
+            throw std::invalid_argument("queue_of names " + std::to_string(cfg_.queue_of.size()) +
+                                        " queues for " + std::to_string(cfg_.sizes.size()) +
+                                        " packets");
+        for (const std::uint32_t q : cfg_.queue_of)
+            if (q >= lanes)
+                throw std::invalid_argument("queue_of names queue " + std::to_string(q) +
+                                            " of " + std::to_string(lanes));
+    } else if (cfg_.payload_size < 8 || cfg_.payload_size % 8 != 0) {
         throw std::invalid_argument("example-stream payload size must be a multiple of 8, got " +
                                     std::to_string(cfg_.payload_size));
+    }
     const bool scheduled = !cfg_.schedule.empty();
-    const std::uint64_t n = scheduled ? cfg_.schedule.size() : cfg_.count;
+    const std::uint64_t n = given ? cfg_.sizes.size() : scheduled ? cfg_.schedule.size() : cfg_.count;
     std::vector<std::uint8_t> is_bad(n, 0);
     for (const std::uint64_t b : cfg_.bad) {
         if (b >= n)
@@ -119,8 +143,9 @@ nic_emulator_source::nic_emulator_source(const emulator_config &cfg, std::size_t
         is_bad[b] = 1;
     }
     for (std::uint64_t i = 0; i < n; i++) {
-        const std::uint64_t seq = scheduled ? cfg_.schedule[i] : cfg_.first + i;
-        lane_input &l = cfg_.serial ? all_ : lanes_[seq % lanes];
+        const std::uint64_t seq = given ? i : scheduled ? cfg_.schedule[i] : cfg_.first + i;
+        const std::size_t lane = given ? (cfg_.queue_of.empty() ? 0 : cfg_.queue_of[i]) : seq % lanes;
+        lane_input &l = cfg_.serial ? all_ : lanes_[lane];
         l.seqs.push_back(seq);
         l.bad.push_back(is_bad[i]);
     }
@@ -143,6 +168,30 @@ void nic_emulator_source::write_frame(const recv_target &t, std::uint64_t seq, s
         const std::size_t rest = cfg_.fill ? size - prefix : (8 - prefix % 8) % 8;
         std::memcpy(t.payload, staging.data() + prefix, rest);
     }
+}
+
+recv_completion nic_emulator_source::emit(const recv_target &t, std::uint64_t seq, bool bad,
+                                          std::size_t prefix, std::uint32_t frame_len,
+                                          std::vector<std::uint8_t> &staging) const noexcept {
+    if (cfg_.sizes.empty()) {
+        write_frame(t, seq, prefix, staging);
+        // A runt is 8 bytes short of the format's frame: the split check rejects it.
+        return recv_completion{t.wr_id, bad ? frame_len - 8 : frame_len, true};
+    }
+    const std::size_t n = cfg_.sizes[seq];
+    const std::uint8_t *src = cfg_.packets.data() + seq * cfg_.stride;
+    constexpr std::size_t h = split_layout::headers;
+    write_frame_header(t.header, n, cfg_.udp_port, seq);
+    // Entry by entry, as the NIC's DMA scatters a frame.
+    const std::size_t a = std::min<std::size_t>(n, t.header_len - h);
+    const std::size_t b = std::min<std::size_t>(n - a, t.payload_len);
+    const std::size_t c = std::min<std::size_t>(n - a - b, t.tail_len);
+    std::memcpy(t.header + h, src, a);
+    if (b != 0) std::memcpy(t.payload, src + a, b);
+    if (c != 0) std::memcpy(t.tail, src + a + b, c);
+    const auto len = static_cast<std::uint32_t>(h + n);
+    // Longer than the receive's entries: the NIC completes it with a length error.
+    return recv_completion{t.wr_id, len, a + b + c == n && !bad};
 }
 
 void nic_emulator_source::run(std::size_t i, engine &eng_base, const std::atomic<bool> &stop) {
@@ -187,9 +236,7 @@ void nic_emulator_source::run(std::size_t i, engine &eng_base, const std::atomic
         for (std::size_t j = 0; j < n; j++) {
             const recv_target &t = ring[head];
             const std::uint64_t seq = in.seqs[next];
-            write_frame(t, seq, prefix, staging);
-            // A runt is 8 bytes short of the format's frame: the split check rejects it.
-            comps[j] = recv_completion{t.wr_id, in.bad[next] ? frame_len - 8 : frame_len, true};
+            comps[j] = emit(t, seq, in.bad[next], prefix, frame_len, staging);
             head = (head + 1) % depth;
             count--;
             next++;
@@ -232,7 +279,9 @@ void nic_emulator_source::run_serial(hds_engine &eng, const std::atomic<bool> &s
     for (std::size_t next = 0; next < all_.seqs.size();) {
         if (stop.load(std::memory_order_relaxed)) break;
         const std::uint64_t seq = all_.seqs[next];
-        const std::size_t lane = seq % n_lanes;
+        const std::size_t lane = cfg_.sizes.empty()        ? seq % n_lanes
+                                 : cfg_.queue_of.empty() ? 0
+                                                         : cfg_.queue_of[seq];
         if (lane != comp_lane || n_comps == batch_size) flush();
         comp_lane = lane;
         lane_queue &l = q[lane];
@@ -251,8 +300,7 @@ void nic_emulator_source::run_serial(hds_engine &eng, const std::atomic<bool> &s
         }
         wait.reset();
         const recv_target &t = l.ring[l.head];
-        write_frame(t, seq, prefix, staging);
-        comps[n_comps++] = recv_completion{t.wr_id, all_.bad[next] ? frame_len - 8 : frame_len, true};
+        comps[n_comps++] = emit(t, seq, all_.bad[next], prefix, frame_len, staging);
         l.head = (l.head + 1) % depth;
         l.count--;
         next++;
@@ -273,7 +321,13 @@ void nic_emulator_source::run_paced(std::size_t i, hds_engine &eng, const std::a
     const std::size_t depth = eng.depth();
     const std::size_t prefix = eng.layout().prefix;
     const std::uint32_t frame_len = static_cast<std::uint32_t>(eng.layout().frame_len());
-    const double ns_per_packet = cfg_.payload_size * 8.0 * lanes_.size() / cfg_.rate_gbps;
+    double bytes = static_cast<double>(cfg_.payload_size);
+    if (!cfg_.sizes.empty()) {
+        bytes = 0;
+        for (const std::size_t s : cfg_.sizes) bytes += static_cast<double>(s);
+        bytes /= static_cast<double>(cfg_.sizes.size());
+    }
+    const double ns_per_packet = bytes * 8.0 * lanes_.size() / cfg_.rate_gbps;
     std::vector<recv_target> ring(depth);
     std::vector<recv_target> fresh(depth);
     std::vector<std::uint8_t> staging(cfg_.payload_size);
@@ -324,8 +378,7 @@ void nic_emulator_source::run_paced(std::size_t i, hds_engine &eng, const std::a
             const std::size_t n = std::min(batch_size, taken - done);
             for (std::size_t j = 0; j < n; j++) {
                 const recv_target &t = ring[head];
-                write_frame(t, in.seqs[next], prefix, staging);
-                comps[j] = recv_completion{t.wr_id, in.bad[next] ? frame_len - 8 : frame_len, true};
+                comps[j] = emit(t, in.seqs[next], in.bad[next], prefix, frame_len, staging);
                 head = (head + 1) % depth;
                 next++;
             }

@@ -98,6 +98,7 @@ const char *spead_reject_name(spead_reject r) noexcept {
         case spead_reject::offset: return "offset";
         case spead_reject::index: return "index";
         case spead_reject::unaligned: return "unaligned";
+        case spead_reject::grid: return "grid";
         case spead_reject::count_: break;
     }
     return "?";

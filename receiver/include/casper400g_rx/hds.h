@@ -75,15 +75,51 @@ namespace casper400g_rx {
 // Where the split falls for a format: an untagged Ethernet + IPv4 (no options) + UDP
 // header, followed by the payload prefix holding the sequence and stream-id fields,
 // so that placement never reads chunk memory (which may be GPU memory).
+//
+// SPEAD formats: a receive is one packet of a heap, the split falls where the heap's
+// payload starts, and the packets are predicted as spead2's sender and the example
+// design cut heaps: a heap's first packet carries the four per-packet items, the named
+// ones (and the index item when it is another), and one addressed item pointer; later
+// packets carry the four alone (all of the first's when the index is a named item,
+// which then has to be in every packet); each packet is filled to max_packet bytes.
+// Packet k of a heap lands at its heap offset inside the heap's slot. A third scatter
+// entry (`tail`, in the header ring) takes whatever a packet has beyond its prediction,
+// so that a packet whose header length differs arrives whole and is placed by copy.
 struct split_layout {
     static constexpr std::size_t headers = 14 + 20 + 8;
-    std::size_t prefix = 8;     // payload bytes scattered with the headers
+    std::size_t prefix = 8;     // payload bytes scattered with the headers (SPEAD: the
+                                // longer of the two predicted SPEAD headers)
     std::size_t entry = 64;     // header ring stride (cache-line multiple)
-    std::size_t payload = 8192;
+    std::size_t payload = 8192; // bytes per slot (SPEAD: the largest packet's heap bytes)
+    bool spead = false;
+    std::size_t heap = 0;          // heap bytes (SPEAD)
+    std::size_t parts = 1;         // packets per heap
+    std::size_t first_header = 0;  // SPEAD header bytes of a heap's first packet
+    std::size_t later_header = 0;  // ... of its later packets
+    std::size_t first_part = 0;    // heap bytes of the first packet
+    std::size_t later_part = 0;    // ... of each later one (the last: what is left)
+    std::size_t tail = 0;          // bytes of the third scatter entry (0: none)
+    std::size_t tail_at = 0;       // where it starts in a header ring entry
 
     std::size_t header_len() const noexcept { return headers + prefix; }
     std::size_t frame_len() const noexcept { return headers + payload; }
+    // Packet k of a heap (SPEAD): its heap offset, heap bytes and SPEAD header bytes.
+    std::size_t part_offset(std::size_t k) const noexcept {
+        return k == 0 ? 0 : first_part + (k - 1) * later_part;
+    }
+    std::size_t part_len(std::size_t k) const noexcept {
+        const std::size_t o = part_offset(k);
+        const std::size_t n = k == 0 ? first_part : later_part;
+        return heap - o < n ? heap - o : n;
+    }
+    std::size_t part_header(std::size_t k) const noexcept {
+        return k == 0 ? first_header : later_header;
+    }
+    // The packet of a heap that carries [offset, offset + length), or parts when no
+    // predicted packet does.
+    std::size_t part_of(std::uint64_t offset, std::uint64_t length) const noexcept;
     static split_layout for_format(const format &fmt);
+    static split_layout for_spead(const format &fmt);  // hds_spead.cpp
 };
 
 // Checks the header-ring copy of one frame against the format: untagged IPv4 without
@@ -93,7 +129,8 @@ struct split_layout {
 std::int32_t check_split_headers(const std::uint8_t *hdr, std::size_t frame_len,
                                  const format &fmt) noexcept;
 
-// One posted receive: SGE 0 = header, SGE 1 = payload (past the prefix).
+// One posted receive: SGE 0 = header, SGE 1 = payload (past the prefix), and for SPEAD
+// formats SGE 2 = the packet's bytes beyond the prediction (in the header ring).
 struct recv_target {
     std::uint64_t wr_id = 0;
     std::uint8_t *header = nullptr;
@@ -101,7 +138,14 @@ struct recv_target {
     std::uint8_t *payload = nullptr;
     std::uint32_t payload_len = 0;
     bool scratch = false;  // payload goes to the lane's scratch ring, not a chunk
+    std::uint8_t *tail = nullptr;
+    std::uint32_t tail_len = 0;  // 0: no third entry
 };
+
+// SPEAD formats: checks the header-ring copy of one frame as check_split_headers does,
+// for UDP payloads of any size up to max_packet. Returns the UDP payload's size, or -1.
+std::int64_t check_spead_split_headers(const std::uint8_t *hdr, std::size_t frame_len,
+                                       const format &fmt) noexcept;
 
 struct recv_completion {
     std::uint64_t wr_id = 0;
@@ -182,6 +226,9 @@ private:
         std::uint8_t *dst = nullptr;
         std::size_t g = 0;
         std::uint64_t id = 0;
+        // SPEAD: its heap bytes and named items (spead_item_absent where not carried).
+        std::size_t len = 0;
+        const std::uint64_t *items = nullptr;
     };
     struct aligned_free {
         void operator()(std::uint8_t *p) const noexcept;
@@ -214,6 +261,7 @@ private:
         std::uint64_t probe_seen = 0;  // `completed` when the probe was last sized
         std::uint64_t gap_posted = 0;  // live: receives posted before a gap was seen
         buffer park;              // a packet that waits, moved out of its receive
+        buffer stage;             // SPEAD: a mispredicted packet put together whole
         std::uint64_t posted = 0;
         std::uint64_t completed = 0;
         std::uint64_t post_base = 0;  // posts go to chunks post_base .. post_base + lookahead
@@ -246,8 +294,41 @@ private:
     static constexpr std::uint8_t slot_claimed = 4;  // a fix-up copy is writing it
 
     std::size_t gslot(const chunk *c, std::size_t slot) const noexcept {
-        return c->index * cfg_.packets_per_chunk + slot;
+        return c->index * ppc_ + slot;
     }
+    // A slot's place in its chunk and its bytes: a packet for fixed-size formats, a
+    // packet of a heap for SPEAD (hds_spead.cpp).
+    std::size_t slot_offset(std::size_t slot) const noexcept {
+        if (!layout_.spead) return slot * layout_.payload;
+        return slot / layout_.parts * layout_.heap + layout_.part_offset(slot % layout_.parts);
+    }
+    std::size_t slot_len(std::size_t slot) const noexcept {
+        return layout_.spead ? layout_.part_len(slot % layout_.parts) : layout_.payload;
+    }
+    // Payload bytes that travel with the headers (none of a SPEAD heap's do).
+    std::size_t pre() const noexcept { return layout_.spead ? 0 : layout_.prefix; }
+    // Per slot: placed. The chunk's own flags for fixed-size formats; per packet of a heap
+    // for SPEAD, turned into the chunk's per-heap flags and byte counts when it leaves.
+    std::uint8_t *present_of(const chunk *c) const noexcept {
+        return layout_.spead ? part_present_.get() + c->index * ppc_ : c->present;
+    }
+    // The packet of its heap a receive was posted for (SPEAD).
+    std::size_t part_posted(const desc &d) const noexcept;
+    // Fills a receive target's SPEAD fields for slot (or scratch prediction) `k`.
+    void spead_target(recv_target &t, const lane_state &l, std::size_t ring_k,
+                      std::size_t part) const noexcept;
+    // Parses a completed SPEAD receive: the packet's items, and its slot's sequence number
+    // (heap index * parts + packet). `whole` is set when the packet's payload is not
+    // where it was posted (the header length differed): it was put together in the
+    // lane's staging buffer, out.payload points there.
+    spead_reject read_spead(lane_state &l, const desc &d, const std::uint8_t *hdr,
+                            std::uint32_t byte_len, bool ok, spead_packet &out,
+                            std::uint64_t &seq, bool &whole) noexcept;
+    void count_spead_reject(lane_state &l, spead_reject why) noexcept;
+    void put_items(chunk *c, std::size_t slot, const std::uint64_t *items) noexcept;
+    // A SPEAD chunk leaving: per heap its bytes covered, `present` when whole; returns
+    // the partial heaps.
+    std::size_t close_spead_chunk(chunk *c) noexcept;
     void enter(lane_state &l);
     void leave(lane_state &l, bool publish_counters = true) noexcept;
     bool post_slow(lane_state &l, std::size_t lane);
@@ -287,6 +368,9 @@ private:
     void drop_orphan_pending_locked(chunk *c);
     std::uint32_t reservations(const chunk *c) const noexcept;
     void resync(lane_state &l, const desc &d, std::uint64_t seq);
+    // One completed receive of a SPEAD format (hds_spead.cpp): complete()'s loop body.
+    void complete_spead(lane_state &l, const desc &d, const std::uint8_t *hdr,
+                        const recv_completion &rc, std::unique_lock<std::mutex> &lock);
     void complete_locked(lane_state &l, const desc &d, const std::uint8_t *hdr,
                          std::uint32_t byte_len, bool ok, slow_packet &sp,
                          std::unique_lock<std::mutex> &lock);
@@ -294,11 +378,14 @@ private:
                       std::unique_lock<std::mutex> &lock);
     const std::uint8_t *landing(const lane_state &l, const desc &d) const noexcept;
     void retire_desc(lane_state &l, const desc &d, std::unique_lock<std::mutex> &lock);
-    void placed(lane_state &l, std::uint64_t id) noexcept;
+    void placed(lane_state &l, std::uint64_t id, std::size_t bytes) noexcept;
     void fill_pending_locked(lane_state &l, chunk *c, std::size_t slot);
     void cancel_locked(lane_state &l, std::unique_lock<std::mutex> &lock);
 
     split_layout layout_;
+    std::size_t ppc_;  // slots per chunk: packets_per_chunk, times parts for SPEAD
+    buffer part_present_;  // SPEAD: per pool slot
+    std::vector<std::uint64_t> bounce_items_;  // SPEAD: named items per bounce buffer
     std::size_t depth_;
     std::size_t wsize_;  // window ring: max_chunks + lookahead
     // How far (chunk ids) a lane's packets may run ahead of the slowest lane before it
@@ -319,7 +406,7 @@ private:
     std::size_t state_stride_;
     std::unique_ptr<std::atomic<std::uint8_t>[]> slot_state_;
     std::atomic<std::uint8_t> &state(std::size_t g) noexcept {
-        const std::size_t ppc = cfg_.packets_per_chunk, n = lanes_.size(), slot = g % ppc;
+        const std::size_t ppc = ppc_, n = lanes_.size(), slot = g % ppc;
         return slot_state_[(g / ppc) * state_stride_ * n + (slot % n) * state_stride_ + slot / n];
     }
     std::unique_ptr<std::atomic<std::uint8_t>[]> retired_flag_;  // per pool chunk

@@ -31,6 +31,11 @@ struct emulator_options {
     std::vector<int> cpus;   // one per queue thread, or empty
     std::uint32_t poll_us = 0;  // paced: each queue thread polls every poll_us (0: busy)
     std::vector<emulator_config::stall> stalls;  // paced: (queue, packet, microseconds)
+    // Given UDP payloads instead of the example stream (emulator_config).
+    std::vector<std::uint8_t> packets;
+    std::size_t stride = 0;
+    std::vector<std::size_t> sizes;
+    std::vector<std::uint32_t> queue_of;
 };
 
 // The header-split engine fed by the NIC emulation (the `mem` backend's ibv mode).

@@ -45,6 +45,15 @@ struct emulator_config {
         std::uint64_t us = 0;
     };
     std::vector<stall> stalls;
+    // Given UDP payloads instead of the example stream (SPEAD formats): row i of
+    // `packets` (`stride` bytes a row, its first sizes[i] sent), in this order, to queue
+    // queue_of[i] (empty: all to queue 0, which must then be the only one). Each is
+    // scattered over the receive's entries as the NIC does; one longer than they hold
+    // completes with an error, as on a NIC.
+    std::vector<std::uint8_t> packets;
+    std::size_t stride = 0;
+    std::vector<std::size_t> sizes;
+    std::vector<std::uint32_t> queue_of;
 };
 
 // Builds the 42-byte Ethernet/IPv4/UDP header of an example-stream frame (valid IPv4
@@ -72,6 +81,10 @@ private:
     };
     void write_frame(const recv_target &t, std::uint64_t seq, std::size_t prefix,
                      std::vector<std::uint8_t> &staging) const noexcept;
+    // Writes packet `seq` (a row of the given packets, or the example stream's) into a
+    // receive: its completion.
+    recv_completion emit(const recv_target &t, std::uint64_t seq, bool bad, std::size_t prefix,
+                         std::uint32_t frame_len, std::vector<std::uint8_t> &staging) const noexcept;
 
     emulator_config cfg_;
     // Payload words go with the widest streaming store the CPU has: the lane thread plays

@@ -42,6 +42,7 @@ enum class spead_reject : unsigned {
     offset,     // heap offset + payload length past the heap size
     index,      // the index item is absent, or not a multiple of index_step
     unaligned,  // under 8 payload bytes, not on an 8-byte boundary, not ending the heap
+    grid,       // header-data split only: offset and length not one of the heap's packets
     count_
 };
 inline constexpr std::size_t n_spead_rejects = static_cast<std::size_t>(spead_reject::count_) - 1;
