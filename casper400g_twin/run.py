@@ -40,10 +40,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--tunnel",
         action="append",
         metavar="LOCAL_IP:PORT,PEER_IP:PORT",
-        help="udp mode: the first 400GbE block's tunnel, one Ethernet frame per datagram "
-        "(local port 0: any free one). Each further block has a tunnel of its own: given "
-        "again, the k-th --tunnel is block k's; otherwise at both ports + k (gbe0 on "
-        "50000 <-> 60000, gbe1 on 50001 <-> 60001). The twin prints every block's",
+        help="udp mode: a tunnel per 400GbE block, one Ethernet frame per datagram. The "
+        "first --tunnel is the first block's (local port 0: any free one), each one after "
+        "it the next block's; a block without one is at the first's ports + its index "
+        "(gbe0 on 50000 <-> 60000, gbe1 on 50001 <-> 60001). The twin prints each block's",
     )
     p.add_argument(
         "--pcap",
