@@ -4,9 +4,10 @@
 ``casper400g-board-server``; its ``?progdev``/``?progremote`` load a design's ``.fpg``
 (:mod:`.image`) by compiling that design's twin (cached) and starting it in place of the
 running one. The MAC side of every 400GbE block goes to a TAP device in the twin's
-network namespace (:mod:`.netns`), or, without the privileges for one, to a UDP tunnel or
-a pcap file. The core's ARP responder answers ARP; ICMP echo is answered by the software
-helper (``casperfpga_ext.tap``) through the core's CPU buffers, as a board's CPU would.
+network namespace (:mod:`.netns`), or, without the privileges for one, to a UDP tunnel
+of its own (:mod:`.tunnel`) or a pcap file of its own. The core's ARP responder answers
+ARP; ICMP echo is answered by the software helper (``casperfpga_ext.tap``) through the
+core's CPU buffers, as a board's CPU would.
 
 Before anything takes long the board checks its KATCP port (:mod:`.claims`). The design
 (compile and harness) runs as an unprivileged user (:mod:`.privileges`); this process
@@ -39,6 +40,7 @@ from .claims import ClaimError, PcapClaim, check_port_free, claim_pcap
 from .harness import Harness, HarnessError
 from .netns import HostSide, Netns, NetnsError, Switch, open_tap, privileged
 from .privileges import PrivilegeError, RunAs, run_as
+from .tunnel import Tunnel
 
 NETWORK_MODES = ("auto", "tap", "udp", "pcap", "none")
 
@@ -82,17 +84,22 @@ class TwinWindow:
 @dataclass
 class Network:
     """Where the twin's MAC frames go. ``mode``: ``tap`` (a TAP device per block in a
-    network namespace the twin creates; root), ``udp`` (frames over a UDP tunnel between
-    ``tunnel_local`` and ``tunnel_peer``), ``pcap`` (frames the FPGA sends, into ``pcap``;
-    default ``<build>/twin_tx.pcap``, numbered while another twin writes it:
-    ``TwinBoard.pcap`` says which), ``none``, or ``auto`` (tap when privileged, else pcap).
-    ``switch``: tap mode with the TAP devices as ports of that bridge (a LAN's switch)
-    instead of in a namespace of the twin's own; the host side's address is unused."""
+    network namespace the twin creates; root), ``udp`` (a UDP tunnel per block: the first
+    block's between ``tunnel_local`` and ``tunnel_peer``, block ``k``'s the ``k``-th of
+    ``more_tunnels`` (``LOCAL_IP:PORT,PEER_IP:PORT``) or, past them, the first's ports +
+    ``k``: :meth:`tunnel`), ``pcap`` (frames each block sends, into a file of its own: the
+    first block's ``pcap``, default ``<build>/twin_tx.pcap``, numbered while another twin
+    writes it; block ``k``'s beside it, ``twin_tx.<block>.pcap``:
+    ``TwinBoard.pcap_file`` says which), ``none``, or ``auto`` (tap when privileged, else
+    pcap). ``switch``: tap mode with the TAP devices as ports of that bridge (a LAN's
+    switch) instead of in a namespace of the twin's own; the host side's address is
+    unused."""
 
     mode: str = "auto"
     host: HostSide = field(default_factory=HostSide)
     tunnel_local: str = "127.0.0.1:0"
     tunnel_peer: str = ""
+    more_tunnels: tuple[str, ...] = ()
     pcap: Path | None = None
     switch: Switch | None = None
 
@@ -103,6 +110,17 @@ class Network:
             raise ValueError(
                 f"a switch takes the twin's TAP devices: mode 'tap', not {self.mode!r}"
             )
+        if self.mode == "udp":  # (no peer at all: TwinBoard.start says so)
+            if self.tunnel_peer:
+                self.tunnel(0)
+            for text in self.more_tunnels:
+                Tunnel.parse(text)
+
+    def tunnel(self, k: int) -> Tunnel:
+        """Block ``k``'s tunnel (udp mode), as given (a local port 0 not yet chosen)."""
+        if 0 < k <= len(self.more_tunnels):
+            return Tunnel.parse(self.more_tunnels[k - 1])
+        return Tunnel.of(self.tunnel_local, self.tunnel_peer).shifted(k)
 
 
 def status_lines(prev: dict[str, Any], now: dict[str, Any]) -> list[str]:
@@ -203,7 +221,8 @@ class TwinBoard:
         self.header: FpgHeader | None = None
         self.ports: dict[str, str] = {}
         self._harness: Harness | None = None
-        self._pcaps: list[PcapClaim] = []
+        self._pcaps: list[PcapClaim] = []  # the first block's, then the others' as claimed
+        self._tunnels: list[Tunnel] = []  # block k's, its local port chosen (kept: ?progdev)
         self._taps: list[Tap] = []
         self._switch_ports: list[str] = []  # TAP devices made on the switch
         self._server: BoardServer | None = None
@@ -238,6 +257,35 @@ class TwinBoard:
     def pcap(self) -> Path | None:
         """The pcap file the first block's frames go to (pcap mode)."""
         return self._pcaps[0].path if self._pcaps else None
+
+    def pcap_file(self, block: str | None = None) -> Path:
+        """The pcap file a block's frames go to (pcap mode; default the first block's)."""
+        if not self._pcaps:
+            raise TwinError(f"the twin writes no pcap file (network mode {self.mode!r})")
+        k = self._block_index(block)
+        return self._pcaps[0].path if k == 0 else self._pcap_path(self.blocks[k])
+
+    def tunnel(self, block: str | None = None) -> Tunnel:
+        """A block's UDP tunnel (udp mode; default the first block's), its local port
+        chosen."""
+        if self.mode != "udp":
+            raise TwinError(f"the twin has no UDP tunnel (network mode {self.mode!r})")
+        return self._tunnel(self._block_index(block))
+
+    def _block_index(self, block: str | None) -> int:
+        if not block:
+            return 0
+        if block not in self.blocks:
+            raise ValueError(f"no 400GbE block {block!r} in the design: {', '.join(self.blocks)}")
+        return self.blocks.index(block)
+
+    def _tunnel(self, k: int) -> Tunnel:
+        try:
+            while len(self._tunnels) <= k:
+                self._tunnels.append(self.network.tunnel(len(self._tunnels)).bound())
+        except ValueError as exc:
+            raise TwinError(str(exc)) from None
+        return self._tunnels[k]
 
     def interface(self, block: str | None = None) -> str:
         """The host-side interface of a block's link (tap mode)."""
@@ -346,8 +394,10 @@ class TwinBoard:
                     self._pcaps.append(claim_pcap(net.pcap, numbered=False))
             except ClaimError as exc:
                 raise TwinError(str(exc)) from None
-        if mode == "udp" and not net.tunnel_peer:
-            raise TwinError("udp mode needs the tunnel's peer (IP:port)")
+        if mode == "udp":
+            if not net.tunnel_peer:
+                raise TwinError("udp mode needs the tunnel's peer (IP:port)")
+            self._tunnel(0)  # its local port chosen now: describe() names it
         self.mode = mode
 
     def _runner(self) -> RunAs:
@@ -358,15 +408,22 @@ class TwinBoard:
     def _port_specs(self, blocks: tuple[str, ...], fds: list[int]) -> dict[str, str]:
         """The harness's ``--port`` specs; the descriptors they name are added to ``fds``
         (the caller closes them once the harness has them)."""
-        net = self.network
         specs: dict[str, str] = {}
+        if self.mode == "udp" and len(self.network.more_tunnels) >= len(blocks):
+            self.say(
+                f"{len(self.network.more_tunnels) + 1} tunnels given, the design has "
+                f"{len(blocks)} 400GbE blocks: the tunnels past its blocks are unused"
+            )
         for k, block in enumerate(blocks):
             if self.mode == "tap":
                 fd = open_tap(self._tap_netns(), self._ifname(k))
                 fds.append(fd)
                 specs[block] = f"tapfd:{fd}:{self._ifname(k)}"
-            elif self.mode == "udp" and k == 0:
-                specs[block] = f"udp:{net.tunnel_local},{net.tunnel_peer}"
+            elif self.mode == "udp":
+                try:
+                    specs[block] = self._tunnel(k).spec()
+                except TwinError as exc:
+                    raise RequestError(str(exc)) from None
             elif self.mode == "pcap":
                 claim = self._pcap_claim(k, block)
                 fd = claim.open_for_writing()
@@ -374,17 +431,24 @@ class TwinBoard:
                 specs[block] = f"pcapfd:{fd}:{claim.path}"
         return specs
 
+    def _pcap_path(self, block: str) -> Path:
+        """A block's pcap file after the first: beside the first block's, named for it."""
+        return self._pcaps[0].path.with_suffix(f".{block}.pcap")
+
     def _pcap_claim(self, k: int, block: str) -> PcapClaim:
         """Block ``k``'s pcap file: the claimed one for the first block, a file beside it
-        for the others (claimed once)."""
-        while len(self._pcaps) <= k:
-            first = self._pcaps[0].path
-            path = first.with_suffix(f".{block}.pcap")
-            try:
-                self._pcaps.append(claim_pcap(path, numbered=False))
-            except ClaimError as exc:
-                raise RequestError(str(exc)) from None
-        return self._pcaps[k]
+        named for the block for the others (claimed once, kept for a later ?progdev)."""
+        if k == 0:
+            return self._pcaps[0]
+        path = self._pcap_path(block)
+        for claim in self._pcaps[1:]:
+            if claim.path == path:
+                return claim
+        try:
+            self._pcaps.append(claim_pcap(path, numbered=False))
+        except ClaimError as exc:
+            raise RequestError(str(exc)) from None
+        return self._pcaps[-1]
 
     def _netns(self) -> Netns:
         assert self.netns is not None
@@ -582,14 +646,32 @@ class TwinBoard:
                 )
             lines.append(f"  e.g. ip netns exec {self.netns.name} ping <core IP>")
         elif self.mode == "pcap":
-            lines.append(f"no NIC: the FPGA's frames are written to {self.pcap}")
+            if len(self.blocks) <= 1:
+                lines.append(f"no NIC: the FPGA's frames are written to {self.pcap}")
+            else:
+                lines.append("no NIC: each 400GbE block's frames are written to a pcap file")
+                lines += [f"  {b}: {self.pcap_file(b)}" for b in self.blocks]
             if self.fallback_reason:
                 lines.append(f"  (fallback: {self.fallback_reason})")
         elif self.mode == "udp":
-            lines.append(
-                f"no NIC: frames over a UDP tunnel {self.network.tunnel_local} <-> "
-                f"{self.network.tunnel_peer}, one Ethernet frame per datagram"
-            )
+            if len(self.blocks) <= 1:
+                lines.append(
+                    f"no NIC: frames over a UDP tunnel {self._tunnel(0)}, one Ethernet "
+                    "frame per datagram"
+                )
+            else:
+                lines.append(
+                    "no NIC: a UDP tunnel per 400GbE block (local <-> peer), one Ethernet "
+                    "frame per datagram"
+                )
+            for k, block in enumerate(self.blocks if len(self.blocks) > 1 else ()):
+                meta = self._block_meta(k) or {}
+                host = port_host(self.network.host, k, meta)
+                side = host.address if host.ip else "(no address)"
+                lines.append(
+                    f"  {block}: {self._tunnel(k)}, core {meta.get('fab_ip', '?')} "
+                    f"{meta.get('fab_mac', '?')}, host side {side} {host.mac}"
+                )
         return lines
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from .board import NETWORK_MODES, Network, TwinBoard, TwinError
 from .build import TwinBuildError
 from .netns import HostSide, NetnsError, Switch
+from .tunnel import Tunnel
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -21,8 +22,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--network",
         choices=NETWORK_MODES,
         default="auto",
-        help="tap: a TAP device in a network namespace (root); udp: frames over a UDP "
-        "tunnel; pcap: the FPGA's frames into a file; auto (default): tap, else pcap",
+        help="tap: a TAP device per 400GbE block in a network namespace (root); udp: a UDP "
+        "tunnel per block (--tunnel); pcap: each block's frames into a file of its own "
+        "(--pcap); auto (default): udp with --tunnel, tap with --switch, else tap when "
+        "privileged, else pcap",
     )
     p.add_argument("--host-ip", default="10.0.0.20/24", help="the host side's address (tap)")
     p.add_argument("--host-mac", default="0c:42:a1:00:00:14", help="the host side's MAC (tap)")
@@ -33,8 +36,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="tap mode: the TAP devices as ports of bridge BRIDGE in network namespace NETNS "
         "(hosts on a switch) instead of in a namespace of the twin's own",
     )
-    p.add_argument("--tunnel", help="udp mode: LOCAL_IP:PORT,PEER_IP:PORT")
-    p.add_argument("--pcap", help="pcap mode: the file (default <build_dir>/twin_tx.pcap)")
+    p.add_argument(
+        "--tunnel",
+        action="append",
+        metavar="LOCAL_IP:PORT,PEER_IP:PORT",
+        help="udp mode: a tunnel per 400GbE block, one Ethernet frame per datagram. The "
+        "first --tunnel is the first block's (local port 0: any free one), each one after "
+        "it the next block's; a block without one is at the first's ports + its index "
+        "(gbe0 on 50000 <-> 60000, gbe1 on 50001 <-> 60001). The twin prints each block's",
+    )
+    p.add_argument(
+        "--pcap",
+        help="pcap mode: the first 400GbE block's file (default <build_dir>/twin_tx.pcap); "
+        "each further block's is beside it, named for the block (twin_tx.gbe1.pcap)",
+    )
     p.add_argument("--threads", type=int, default=1, help="Verilator threads of the model")
     p.add_argument(
         "--run-as",
@@ -49,20 +64,34 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interval", type=float, default=1.0, help="status line period (s)")
 
 
-def run(args: argparse.Namespace) -> int:
+def network_of(args: argparse.Namespace) -> Network:
+    """The network the options ask for (ValueError naming a bad value): ``auto`` is udp
+    with ``--tunnel``, tap with ``--switch``; every ``--tunnel`` after the first is the
+    next block's."""
     local, peer = "127.0.0.1:0", ""
-    if args.tunnel:
-        local, _, peer = args.tunnel.partition(",")
+    tunnels = args.tunnel or []
+    mode = args.network
+    if tunnels:
+        first = Tunnel.parse(tunnels[0])
+        local, peer = str(first.local), str(first.peer)
+        mode = "udp" if mode == "auto" else mode
+    switch = Switch.parse(args.switch) if args.switch else None
+    if switch is not None and mode == "auto":
+        mode = "tap"
+    return Network(
+        mode=mode,
+        host=HostSide(ip=args.host_ip, mac=args.host_mac, ifname=args.ifname),
+        tunnel_local=local,
+        tunnel_peer=peer,
+        more_tunnels=tuple(tunnels[1:]),
+        pcap=Path(args.pcap) if args.pcap else None,
+        switch=switch,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
     try:
-        switch = Switch.parse(args.switch) if args.switch else None
-        network = Network(
-            mode="tap" if switch is not None and args.network == "auto" else args.network,
-            host=HostSide(ip=args.host_ip, mac=args.host_mac, ifname=args.ifname),
-            tunnel_local=local,
-            tunnel_peer=peer,
-            pcap=Path(args.pcap) if args.pcap else None,
-            switch=switch,
-        )
+        network = network_of(args)
     except ValueError as exc:
         print(f"twin: {exc}", file=sys.stderr)
         return 2
