@@ -117,6 +117,85 @@ class GpuStaging:
     unmet: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class StagingSplit:
+    """The staging pool split per GPU of a delivery into several: `route` (part of chunk
+    number k: route[k % len(route)]; (): one pool), `nodes` (per part, the NUMA node it
+    is bound to, -1: not bound), the decisions and unmet."""
+
+    route: tuple[int, ...]
+    nodes: tuple[int, ...]
+    decisions: tuple[str, ...] = ()
+    unmet: tuple[str, ...] = ()
+
+    @property
+    def period(self) -> int:
+        return max(1, len(self.route))
+
+
+MAX_STAGING_PERIOD = 256  # staging.h's staging_plan::max_period
+
+
+def staging_split(
+    gpus: Sequence[GpuSite],
+    routes: Sequence[int] | None,
+    given: Sequence[int | None] | None = None,
+) -> StagingSplit:
+    """The staging pool of a capture into `gpus` (pure), split one part per GPU: chunk
+    number k's host chunk in the part of the GPU it routes to (`routes` as
+    Delivery.routes() gives them, None: round-robin), each part bound to its GPU's node,
+    or to its entry of `given` (Delivery.staging_nodes; None there: unbound). A routing
+    table longer than MAX_STAGING_PERIOD keeps one pool (the pool is a multiple of it)."""
+    if len(gpus) < 2:
+        return StagingSplit((), ())
+    route = tuple(routes) if routes is not None else tuple(range(len(gpus)))
+    if len(route) > MAX_STAGING_PERIOD:
+        return StagingSplit(
+            (),
+            (),
+            unmet=(
+                f"staging split per GPU: the mapping's period of {len(route)} chunks is over "
+                f"{MAX_STAGING_PERIOD} (the pool would be a multiple of it); one pool serves "
+                "every GPU",
+            ),
+        )
+    decisions: list[str] = []
+    unmet: list[str] = []
+    nodes: list[int] = []
+    for k, g in enumerate(gpus):
+        node = given[k] if given is not None else g.node
+        what = "the node given" if given is not None else "its GPU's node"
+        if node is None:
+            nodes.append(-1)
+            why = "none given" if given is not None else "NUMA node unknown (sysfs numa_node)"
+            unmet.append(f"staging of {g.name} on its node: {why}; its part is not bound")
+        else:
+            nodes.append(node)
+            decisions.append(
+                f"staging of {g.name} ({_share(g.share)} of the chunks) bound to "
+                f"node {node} ({what})"
+            )
+    return StagingSplit(route, tuple(nodes), tuple(decisions), tuple(unmet))
+
+
+def staging_outcome(staging: Sequence[dict]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What the kernel made of the split (the `staging` entry of each GPU's stats, in
+    order): the decisions and unmet cap.sizing adds once the pool is allocated."""
+    decisions: list[str] = []
+    unmet: list[str] = []
+    for k, st in enumerate(staging):
+        if not st.get("split"):
+            continue
+        if st["bound"]:
+            decisions.append(
+                f"GPU {k}'s staging ({st['chunks']} chunks) on node {st['node']}: "
+                f"{st['pages_on_node']} of {st['pages']} pages there"
+            )
+        elif st["node"] is not None:
+            unmet.append(f"bind GPU {k}'s staging to node {st['node']}: {st['why_not']}")
+    return tuple(decisions), tuple(unmet)
+
+
 def _share(f: Fraction) -> str:
     return "all" if f == 1 else f"{f.numerator}/{f.denominator}"
 
@@ -400,6 +479,22 @@ def plan_placement(need: Need, topo: Topology) -> Placement:
     return Placement(lanes, others, open_cpus, staging, tuple(decisions), tuple(unmet))
 
 
+def gpu_sites(
+    names: Sequence[str], routes: Sequence[int] | None, root: str = SYSFS
+) -> list[GpuSite]:
+    """Each of the GPUs `names` ("cuda:N") of a delivery into several, with its PCI
+    address and NUMA node as CUDA and sysfs (under `root`) tell, and its share."""
+    from .gpu import parse_device
+
+    out = []
+    for name, share in zip(names, gpu_shares(len(names), routes), strict=True):
+        ordinal = parse_device(name)
+        address = gpu_pci_address(ordinal) if ordinal is not None else None
+        node = pci_numa_node(address, root) if address else None
+        out.append(GpuSite(name, address, node, share))
+    return out
+
+
 def place(
     threads: int,
     given: tuple[int, ...] | None,
@@ -422,12 +517,7 @@ def place(
     near, what, notes, unmet = None, "", (), ()
     sites: list[GpuSite] = []
     if len(ordinals) > 1:
-        for name, ordinal, share in zip(
-            names, ordinals, gpu_shares(len(ordinals), routes), strict=True
-        ):
-            address = gpu_pci_address(ordinal)
-            node = pci_numa_node(address, root) if address else None
-            sites.append(GpuSite(name, address, node, share))
+        sites = gpu_sites(names, routes, root)
         staging = gpu_staging(sites, netdev_numa_node(nic, root) if nic else None, nic)
         near, what, notes, unmet = staging.node, staging.what, staging.decisions, staging.unmet
     elif ordinals:
