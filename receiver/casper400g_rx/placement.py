@@ -19,15 +19,17 @@ what the machine is comes from cpu_topology.py):
 * Staging memory (the chunk pool, written once when it is allocated, so that its pages
   come from the NUMA node of the thread that opens the capture) is placed on the GPU's
   or NIC's node: the thread opening the capture runs there while it does.
-* Into several GPUs (Delivery(devices=[...])) one staging pool serves them all: a
-  chunk's GPU is chosen by its number, and the lanes fill every chunk. The pool and the
-  lanes go to the node across whose link between the sockets the fewest bytes pass
-  (`gpu_staging`): every received byte is written once (the NIC, the lanes) and read
-  once by its chunk's GPU, so a GPU off that node reads its share of the chunks across
-  the link. That is the NIC's node where one is named and its node known, else the node
-  whose GPUs take the most chunks. Each GPU's node and share and what crosses are
-  printed; a capture per GPU node (one per Dask worker, cluster.py) keeps every GPU's
-  staging local.
+* Into several GPUs (Delivery(devices=[...])) the staging pool is split per GPU
+  (`staging_split`): chunk number k is filled in the part of the GPU it routes to, each
+  part bound to its GPU's node, so that every GPU's copies read local memory. The lanes
+  fill every chunk; they go to the node across whose link between the sockets the
+  fewest bytes pass (`gpu_staging`): every received byte is written once (the NIC, the
+  lanes) and read once by its chunk's GPU, so the lanes' writes into a GPU's part off
+  their node cross the link. That is the NIC's node where one is named and its node
+  known, else the node whose GPUs take the most chunks. Each GPU's node and share and
+  what crosses are printed, and once the pool is allocated, where each part lies
+  (`staging_outcome`); a capture per GPU node (one per Dask worker, cluster.py) keeps
+  every byte on its node.
 * Each GPU of several has its own ring and its own copy and recycle threads
   (staged_lanes.h); those run on the CPUs of the GPU's NUMA node that the lanes leave
   over (`gpu_threads`): the driver's calls and the waits on that GPU's copies stay on
@@ -45,12 +47,17 @@ node this process may not use, an unknown node) is recorded in the `Placement`, 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 from .affinity import held_cpus
 from .cpu_topology import SYSFS, Topology, gpu_pci_address, netdev_numa_node, pci_numa_node
+
+if TYPE_CHECKING:
+    from .sizing import Sizing
 
 
 @dataclass(frozen=True)
@@ -108,7 +115,7 @@ class GpuSite:
 
 @dataclass(frozen=True)
 class GpuStaging:
-    """Where one staging pool for several GPUs goes: `node` (None: no node known), what
+    """Where the lanes of a capture into several GPUs go: `node` (None: no node known), what
     lies there (`what`, for the placement's messages), the decisions and unmet."""
 
     node: int | None
@@ -178,7 +185,7 @@ def staging_split(
     return StagingSplit(route, tuple(nodes), tuple(decisions), tuple(unmet))
 
 
-def staging_outcome(staging: Sequence[dict]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def staging_outcome(staging: Sequence[dict[str, Any]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What the kernel made of the split (the `staging` entry of each GPU's stats, in
     order): the decisions and unmet cap.sizing adds once the pool is allocated."""
     decisions: list[str] = []
@@ -194,6 +201,22 @@ def staging_outcome(staging: Sequence[dict]) -> tuple[tuple[str, ...], tuple[str
         elif st["node"] is not None:
             unmet.append(f"bind GPU {k}'s staging to node {st['node']}: {st['why_not']}")
     return tuple(decisions), tuple(unmet)
+
+
+def with_staging_outcome(sizing: Sizing, gpus: Sequence[dict[str, Any]]) -> Sizing:
+    """`sizing` with where each GPU's part of the staging pool lies once allocated
+    (`gpus`: the capture's stats["gpus"]); a CapacityWarning for each part not bound."""
+    from .sizing import CapacityWarning
+
+    done, unmet = staging_outcome([g["staging"] for g in gpus])
+    p = sizing.placement
+    if p is None:
+        return sizing
+    for note in unmet:
+        warnings.warn(note, CapacityWarning, stacklevel=3)
+    return replace(
+        sizing, placement=replace(p, decisions=(*p.decisions, *done), unmet=(*p.unmet, *unmet))
+    )
 
 
 def _share(f: Fraction) -> str:
@@ -214,8 +237,8 @@ def gpu_staging(gpus: Sequence[GpuSite], nic_node: int | None, nic: str = "") ->
         for g in gpus
     )
     decisions = [
-        f"GPUs {listed}: one staging pool serves them all (a chunk's GPU is chosen by its "
-        "number, the lanes fill every chunk)"
+        f"GPUs {listed}: staging split per GPU, each part on its GPU's node (a chunk's GPU "
+        "is chosen by its number, the lanes fill every chunk)"
     ]
     unmet: list[str] = []
     unknown = [g.name for g in gpus if g.node is None]
@@ -240,7 +263,7 @@ def gpu_staging(gpus: Sequence[GpuSite], nic_node: int | None, nic: str = "") ->
     what = f"GPU{'s' if len(here) > 1 else ''} {', '.join(here)}" if here else f"NIC {nic}"
     cross = crossing(node)
     decisions.append(
-        f"lanes and staging memory near node {node} (the {what}'s): "
+        f"lanes near node {node} (the {what}'s): "
         + (
             "no byte crosses between the sockets"
             if cross == 0
@@ -250,9 +273,9 @@ def gpu_staging(gpus: Sequence[GpuSite], nic_node: int | None, nic: str = "") ->
     for g in gpus:
         if g.node is not None and g.node != node:
             unmet.append(
-                f"staging local to {g.name} (node {g.node}): its {_share(g.share)} of the "
-                f"chunks is read across the link from node {node}; a capture per GPU node "
-                "(one per Dask worker, cluster.py) keeps each GPU's staging local"
+                f"lanes local to {g.name}'s staging (node {g.node}): its {_share(g.share)} of "
+                f"the chunks is written across the link from node {node}; a capture per GPU "
+                "node (one per Dask worker, cluster.py) keeps every write local"
             )
     return GpuStaging(node, what, tuple(decisions), tuple(unmet))
 

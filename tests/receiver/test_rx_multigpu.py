@@ -178,7 +178,7 @@ def site(name: str, node: int | None, share: Fraction = HALF) -> GpuSite:
     return GpuSite(name, None, node, share)
 
 
-def test_one_staging_pool_goes_where_the_fewest_bytes_cross_the_sockets() -> None:
+def test_the_lanes_go_where_the_fewest_bytes_cross_the_sockets() -> None:
     # Two GPUs a node each, equal shares, no NIC: a tie, the lower node; cuda:1 reads
     # its half across the link, and that is said.
     s = gpu_staging([site("cuda:0", 0), site("cuda:1", 1)], None)
@@ -187,12 +187,12 @@ def test_one_staging_pool_goes_where_the_fewest_bytes_cross_the_sockets() -> Non
     assert both in s.decisions[0]
     assert "(1/2 of each byte received)" in s.decisions[1]
     (note,) = s.unmet
-    assert "staging local to cuda:1 (node 1): its 1/2 of the chunks is read across" in note
+    assert "local to cuda:1's staging (node 1): its 1/2 of the chunks is written across" in note
     # The NIC on node 1 breaks the tie: its writes stay local.
     s = gpu_staging([site("cuda:0", 0), site("cuda:1", 1)], 1, "eth9")
     assert s.node == 1 and s.what == "GPU cuda:1"
     (note,) = s.unmet
-    assert note.startswith("staging local to cuda:0 (node 0): its 1/2 of the chunks")
+    assert note.startswith("lanes local to cuda:0's staging (node 0): its 1/2 of the chunks")
     # A mapping sending 3 of 4 chunks to cuda:1: its node, a quarter crossing.
     s = gpu_staging([site("cuda:0", 0, Fraction(1, 4)), site("cuda:1", 1, Fraction(3, 4))], None)
     assert s.node == 1 and "(1/4 of each byte received)" in s.decisions[1]
@@ -274,7 +274,7 @@ def test_place_reads_each_gpus_node(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "cuda:0 (node 0, 1/4 of the chunks), cuda:1 (node 1, 3/4 of the chunks)" in text
     assert "(node 1, the GPU cuda:1's, first)" in text
     assert "staging memory on node 1 (the GPU cuda:1's)" in text
-    assert "could not: staging local to cuda:0 (node 0): its 1/4 of the chunks" in text
+    assert "could not: lanes local to cuda:0's staging (node 0): its 1/4 of the chunks" in text
     # Each GPU's copy and recycle threads on the CPUs of its own node left over by the
     # lanes (cores 5-7 and their siblings 13-15 are the lanes').
     assert p.gpu_cpus == ((0, 1, 2, 3, 8, 9, 10, 11), (4, 12))
@@ -344,6 +344,11 @@ def test_a_capture_into_several_gpus_prints_its_placement(
     text = str(plan.sizing)
     assert "cuda:0 (node 0, 1/3 of the chunks), cuda:1 (node 0, 2/3 of the chunks)" in text
     assert "no byte crosses between the sockets" in text
+    # The staging split per GPU in the mapping's runs, each part bound to its GPU's node.
+    assert list(plan.config.staging_route) == [0, 1, 1]
+    assert list(plan.config.staging_nodes) == [0, 0]
+    assert plan.config.n_chunks % 3 == 0 and plan.sizing.n_chunks == plan.config.n_chunks
+    assert "staging of cuda:1 (2/3 of the chunks) bound to node 0 (its GPU's node)" in text
     # Per GPU, where its copy and recycle threads go (this machine's node 0).
     p = plan.sizing.placement
     assert p.gpu_cpus is not None and len(p.gpu_cpus) == 2
@@ -987,6 +992,15 @@ def test_every_chunk_on_its_gpu_with_the_cpu_engines_bytes(mapping: list[str] | 
         assert d["routed"] == d["chunks"] == len(mine) and d["chunks_dropped"] == 0
         assert d["packets"] == sum(int(ref[c][0].sum()) for c in mine)
         assert d["h2d_bytes"] == len(mine) * (ppc * PAYLOAD + ppc)
+        # Its part of the staging pool: the chunks its numbers take, bound to its node
+        # where sysfs knows it (all its pages there), else said.
+        st = d["staging"]
+        assert st["split"] and st["chunks"] == sum(want(k) == i for k in range(cap.config.n_chunks))
+        if d["numa_node"] >= 0:
+            assert st["node"] == d["numa_node"] and st["bound"], st
+            assert st["pages_on_node"] == st["pages"] > 0, st
+        else:
+            assert not st["bound"] and st["why_not"] == "NUMA node unknown", st
     assert stats["gpu_chunks"] == stats["chunks"]
 
 
