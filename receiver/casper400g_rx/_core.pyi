@@ -121,6 +121,8 @@ class EngineConfig:
         skip_lagging: bool = True,
         max_jump: typing.SupportsInt | typing.SupportsIndex = 0,
         resync_after: typing.SupportsInt | typing.SupportsIndex = 16,
+        staging_route: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [],
+        staging_nodes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [],
     ) -> None: ...
     def sized(
         self,
@@ -160,6 +162,16 @@ class EngineConfig:
     def skip_lagging(self) -> bool: ...
     @property
     def stall_timeout_ms(self) -> int: ...
+    @property
+    def staging_nodes(self) -> list[int]:
+        """
+        Per part of the pool, the NUMA node it is bound to (-1: not bound)
+        """
+    @property
+    def staging_route(self) -> list[int]:
+        """
+        Part of the pool chunk number k takes its chunk from: entry k % length ([]: one part)
+        """
 
 class IbvUnavailableError(RuntimeError):
     pass
@@ -497,6 +509,11 @@ class HostLaneChunk:
         """
     @property
     def released(self) -> bool: ...
+    @property
+    def staged_from(self) -> int:
+        """
+        the address of the host chunk's payloads it was copied from
+        """
 
 class HostLanes:
     """

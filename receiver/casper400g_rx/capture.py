@@ -14,6 +14,7 @@ from . import _core
 from .affinity import Claim, KeepOff, opening, placing
 from .chunking import Chunking, engine_config
 from .delivery import Delivery
+from .placement import with_staging_outcome
 from .sizing import CapacityWarning
 from .sources import (
     EmulatedNic,
@@ -133,6 +134,8 @@ class Capture:
         except BaseException:
             self._claim.release()
             raise
+        if self.sizing is not None and len(self.delivery.targets) > 1:
+            self.sizing = with_staging_outcome(self.sizing, self._cap.stats["gpus"])
         # Opened here, in the capture's network namespace, held from start() to stop().
         self._membership = self.source.membership()
         self._t0: float | None = None

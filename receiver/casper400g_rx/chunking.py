@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from . import _core
-from .placement import place
+from .placement import StagingSplit, gpu_sites, place, staging_split
 from .sizing import CapacityWarning, Sizing, pool_size, size_for_rate
 
 if TYPE_CHECKING:
@@ -90,6 +90,13 @@ def engine_config(
     ppc, n_chunks = chunking.packets_per_chunk, chunking.n_chunks
     split = source.split_depth() is not None
     sizing = None
+    staging = StagingSplit((), ())
+    if len(delivery.targets) > 1:
+        staging = staging_split(
+            gpu_sites(delivery.targets, delivery.routes()),
+            delivery.routes(),
+            delivery.staging_nodes,
+        )
     if rate_gbps is not None:
         sizing = size_for_rate(
             rate_gbps,
@@ -119,6 +126,11 @@ def engine_config(
         )
         if source.cpus_given() is None and placement.lane_cpus is not None:
             source = source.with_cpus(placement.lane_cpus)
+        placement = replace(
+            placement,
+            decisions=(*placement.decisions, *staging.decisions),
+            unmet=(*placement.unmet, *staging.unmet),
+        )
         sizing = replace(sizing, placement=placement)
         for note in placement.unmet:
             warnings.warn(note, CapacityWarning, stacklevel=3)
@@ -131,7 +143,9 @@ def engine_config(
         n_chunks = pool_size(lanes, chunking.max_chunks, ppc, depth)
     if lanes > 1 and not n_chunks and not split:
         n_chunks = pool_size(lanes, chunking.max_chunks, ppc)  # the engine's rule
-    if sizing is not None and split and n_chunks:
+    if n_chunks:
+        n_chunks = -(-n_chunks // staging.period) * staging.period  # the engine's rounding
+    if sizing is not None and (split or staging.route) and n_chunks:
         sizing = replace(sizing, n_chunks=n_chunks)  # the header-split engine's own pool
     skip_lagging = chunking.skip_lagging
     config = _core.EngineConfig(
@@ -144,5 +158,7 @@ def engine_config(
         skip_lagging=source.live if skip_lagging is None else skip_lagging,
         max_jump=chunking.max_jump or 0,
         resync_after=chunking.resync_after,
+        staging_route=list(staging.route),
+        staging_nodes=list(staging.nodes),
     )
     return Plan(source, config, sizing)

@@ -35,7 +35,12 @@ class Delivery:
     gpu_cpus: per GPU of `targets`, the CPUs its copy and recycle threads run on (() for
     one: where the capture starts). None: a capture sized for a rate (rate_gbps) places
     each GPU's threads on its own NUMA node, off the lane cores (placement.py); without a
-    rate they run where the capture starts."""
+    rate they run where the capture starts.
+
+    Into several GPUs the host staging pool is split per GPU: chunk number k is filled in
+    host memory of the part of the GPU it routes to, each part bound to its GPU's NUMA
+    node (or, per GPU of `devices`, to its entry of `staging_nodes`; None there leaves
+    that part unbound). `stats["gpus"][i]["staging"]` says where each part lies."""
 
     device: str = "cpu"
     gpudirect: bool = False
@@ -44,6 +49,7 @@ class Delivery:
     devices: Sequence[str] = ()
     mapping: Sequence[str] | None = None
     gpu_cpus: Sequence[Sequence[int]] | None = None
+    staging_nodes: Sequence[int | None] | None = None
 
     def __post_init__(self) -> None:
         parse_device(self.device)
@@ -75,6 +81,27 @@ class Delivery:
             self._check_mapping(ordinals)
         if self.gpu_cpus is not None:
             self._check_gpu_cpus()
+        if self.staging_nodes is not None:
+            self._check_staging_nodes()
+
+    def _check_staging_nodes(self) -> None:
+        nodes = self.staging_nodes
+        if len(self.devices) < 2:
+            raise ValueError(
+                "staging_nodes binds the staging pool's part of each of several GPUs "
+                "(devices=[...]); one GPU's staging lies where the capture opens"
+            )
+        if isinstance(nodes, str | bytes) or not isinstance(nodes, Sequence):
+            raise ValueError(f"staging_nodes is a list of NUMA nodes, got {nodes!r}")
+        for k, n in enumerate(nodes):
+            if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+                raise ValueError(f"staging_nodes[{k}] is {n!r}, not a NUMA node (>= 0) or None")
+        if len(nodes) != len(self.devices):
+            raise ValueError(
+                f"staging_nodes has {len(nodes)} node(s) for {len(self.devices)} GPUs "
+                f"{list(self.devices)}: give one per GPU (None to leave one unbound)"
+            )
+        object.__setattr__(self, "staging_nodes", tuple(nodes))
 
     def _check_gpu_cpus(self) -> None:
         if self.gpudirect or not self.to_gpu:

@@ -19,15 +19,17 @@ what the machine is comes from cpu_topology.py):
 * Staging memory (the chunk pool, written once when it is allocated, so that its pages
   come from the NUMA node of the thread that opens the capture) is placed on the GPU's
   or NIC's node: the thread opening the capture runs there while it does.
-* Into several GPUs (Delivery(devices=[...])) one staging pool serves them all: a
-  chunk's GPU is chosen by its number, and the lanes fill every chunk. The pool and the
-  lanes go to the node across whose link between the sockets the fewest bytes pass
-  (`gpu_staging`): every received byte is written once (the NIC, the lanes) and read
-  once by its chunk's GPU, so a GPU off that node reads its share of the chunks across
-  the link. That is the NIC's node where one is named and its node known, else the node
-  whose GPUs take the most chunks. Each GPU's node and share and what crosses are
-  printed; a capture per GPU node (one per Dask worker, cluster.py) keeps every GPU's
-  staging local.
+* Into several GPUs (Delivery(devices=[...])) the staging pool is split per GPU
+  (`staging_split`): chunk number k is filled in the part of the GPU it routes to, each
+  part bound to its GPU's node, so that every GPU's copies read local memory. The lanes
+  fill every chunk; they go to the node across whose link between the sockets the
+  fewest bytes pass (`gpu_staging`): every received byte is written once (the NIC, the
+  lanes) and read once by its chunk's GPU, so the lanes' writes into a GPU's part off
+  their node cross the link. That is the NIC's node where one is named and its node
+  known, else the node whose GPUs take the most chunks. Each GPU's node and share and
+  what crosses are printed, and once the pool is allocated, where each part lies
+  (`staging_outcome`); a capture per GPU node (one per Dask worker, cluster.py) keeps
+  every byte on its node.
 * Each GPU of several has its own ring and its own copy and recycle threads
   (staged_lanes.h); those run on the CPUs of the GPU's NUMA node that the lanes leave
   over (`gpu_threads`): the driver's calls and the waits on that GPU's copies stay on
@@ -45,12 +47,17 @@ node this process may not use, an unknown node) is recorded in the `Placement`, 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 from .affinity import held_cpus
 from .cpu_topology import SYSFS, Topology, gpu_pci_address, netdev_numa_node, pci_numa_node
+
+if TYPE_CHECKING:
+    from .sizing import Sizing
 
 
 @dataclass(frozen=True)
@@ -108,13 +115,108 @@ class GpuSite:
 
 @dataclass(frozen=True)
 class GpuStaging:
-    """Where one staging pool for several GPUs goes: `node` (None: no node known), what
+    """Where the lanes of a capture into several GPUs go: `node` (None: no node known), what
     lies there (`what`, for the placement's messages), the decisions and unmet."""
 
     node: int | None
     what: str
     decisions: tuple[str, ...]
     unmet: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StagingSplit:
+    """The staging pool split per GPU of a delivery into several: `route` (part of chunk
+    number k: route[k % len(route)]; (): one pool), `nodes` (per part, the NUMA node it
+    is bound to, -1: not bound), the decisions and unmet."""
+
+    route: tuple[int, ...]
+    nodes: tuple[int, ...]
+    decisions: tuple[str, ...] = ()
+    unmet: tuple[str, ...] = ()
+
+    @property
+    def period(self) -> int:
+        return max(1, len(self.route))
+
+
+MAX_STAGING_PERIOD = 256  # staging.h's staging_plan::max_period
+
+
+def staging_split(
+    gpus: Sequence[GpuSite],
+    routes: Sequence[int] | None,
+    given: Sequence[int | None] | None = None,
+) -> StagingSplit:
+    """The staging pool of a capture into `gpus` (pure), split one part per GPU: chunk
+    number k's host chunk in the part of the GPU it routes to (`routes` as
+    Delivery.routes() gives them, None: round-robin), each part bound to its GPU's node,
+    or to its entry of `given` (Delivery.staging_nodes; None there: unbound). A routing
+    table longer than MAX_STAGING_PERIOD keeps one pool (the pool is a multiple of it)."""
+    if len(gpus) < 2:
+        return StagingSplit((), ())
+    route = tuple(routes) if routes is not None else tuple(range(len(gpus)))
+    if len(route) > MAX_STAGING_PERIOD:
+        return StagingSplit(
+            (),
+            (),
+            unmet=(
+                f"staging split per GPU: the mapping's period of {len(route)} chunks is over "
+                f"{MAX_STAGING_PERIOD} (the pool would be a multiple of it); one pool serves "
+                "every GPU",
+            ),
+        )
+    decisions: list[str] = []
+    unmet: list[str] = []
+    nodes: list[int] = []
+    for k, g in enumerate(gpus):
+        node = given[k] if given is not None else g.node
+        what = "the node given" if given is not None else "its GPU's node"
+        if node is None:
+            nodes.append(-1)
+            why = "none given" if given is not None else "NUMA node unknown (sysfs numa_node)"
+            unmet.append(f"staging of {g.name} on its node: {why}; its part is not bound")
+        else:
+            nodes.append(node)
+            decisions.append(
+                f"staging of {g.name} ({_share(g.share)} of the chunks) bound to "
+                f"node {node} ({what})"
+            )
+    return StagingSplit(route, tuple(nodes), tuple(decisions), tuple(unmet))
+
+
+def staging_outcome(staging: Sequence[dict[str, Any]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What the kernel made of the split (the `staging` entry of each GPU's stats, in
+    order): the decisions and unmet cap.sizing adds once the pool is allocated."""
+    decisions: list[str] = []
+    unmet: list[str] = []
+    for k, st in enumerate(staging):
+        if not st.get("split"):
+            continue
+        if st["bound"]:
+            decisions.append(
+                f"GPU {k}'s staging ({st['chunks']} chunks) on node {st['node']}: "
+                f"{st['pages_on_node']} of {st['pages']} pages there"
+            )
+        elif st["node"] is not None:
+            unmet.append(f"bind GPU {k}'s staging to node {st['node']}: {st['why_not']}")
+    return tuple(decisions), tuple(unmet)
+
+
+def with_staging_outcome(sizing: Sizing, gpus: Sequence[dict[str, Any]]) -> Sizing:
+    """`sizing` with where each GPU's part of the staging pool lies once allocated
+    (`gpus`: the capture's stats["gpus"]); a CapacityWarning for each part not bound."""
+    from .sizing import CapacityWarning
+
+    done, unmet = staging_outcome([g["staging"] for g in gpus])
+    p = sizing.placement
+    if p is None:
+        return sizing
+    for note in unmet:
+        warnings.warn(note, CapacityWarning, stacklevel=3)
+    return replace(
+        sizing, placement=replace(p, decisions=(*p.decisions, *done), unmet=(*p.unmet, *unmet))
+    )
 
 
 def _share(f: Fraction) -> str:
@@ -135,8 +237,8 @@ def gpu_staging(gpus: Sequence[GpuSite], nic_node: int | None, nic: str = "") ->
         for g in gpus
     )
     decisions = [
-        f"GPUs {listed}: one staging pool serves them all (a chunk's GPU is chosen by its "
-        "number, the lanes fill every chunk)"
+        f"GPUs {listed}: staging split per GPU, each part on its GPU's node (a chunk's GPU "
+        "is chosen by its number, the lanes fill every chunk)"
     ]
     unmet: list[str] = []
     unknown = [g.name for g in gpus if g.node is None]
@@ -161,7 +263,7 @@ def gpu_staging(gpus: Sequence[GpuSite], nic_node: int | None, nic: str = "") ->
     what = f"GPU{'s' if len(here) > 1 else ''} {', '.join(here)}" if here else f"NIC {nic}"
     cross = crossing(node)
     decisions.append(
-        f"lanes and staging memory near node {node} (the {what}'s): "
+        f"lanes near node {node} (the {what}'s): "
         + (
             "no byte crosses between the sockets"
             if cross == 0
@@ -171,9 +273,9 @@ def gpu_staging(gpus: Sequence[GpuSite], nic_node: int | None, nic: str = "") ->
     for g in gpus:
         if g.node is not None and g.node != node:
             unmet.append(
-                f"staging local to {g.name} (node {g.node}): its {_share(g.share)} of the "
-                f"chunks is read across the link from node {node}; a capture per GPU node "
-                "(one per Dask worker, cluster.py) keeps each GPU's staging local"
+                f"lanes local to {g.name}'s staging (node {g.node}): its {_share(g.share)} of "
+                f"the chunks is written across the link from node {node}; a capture per GPU "
+                "node (one per Dask worker, cluster.py) keeps every write local"
             )
     return GpuStaging(node, what, tuple(decisions), tuple(unmet))
 
@@ -400,6 +502,22 @@ def plan_placement(need: Need, topo: Topology) -> Placement:
     return Placement(lanes, others, open_cpus, staging, tuple(decisions), tuple(unmet))
 
 
+def gpu_sites(
+    names: Sequence[str], routes: Sequence[int] | None, root: str = SYSFS
+) -> list[GpuSite]:
+    """Each of the GPUs `names` ("cuda:N") of a delivery into several, with its PCI
+    address and NUMA node as CUDA and sysfs (under `root`) tell, and its share."""
+    from .gpu import parse_device
+
+    out = []
+    for name, share in zip(names, gpu_shares(len(names), routes), strict=True):
+        ordinal = parse_device(name)
+        address = gpu_pci_address(ordinal) if ordinal is not None else None
+        node = pci_numa_node(address, root) if address else None
+        out.append(GpuSite(name, address, node, share))
+    return out
+
+
 def place(
     threads: int,
     given: tuple[int, ...] | None,
@@ -422,12 +540,7 @@ def place(
     near, what, notes, unmet = None, "", (), ()
     sites: list[GpuSite] = []
     if len(ordinals) > 1:
-        for name, ordinal, share in zip(
-            names, ordinals, gpu_shares(len(ordinals), routes), strict=True
-        ):
-            address = gpu_pci_address(ordinal)
-            node = pci_numa_node(address, root) if address else None
-            sites.append(GpuSite(name, address, node, share))
+        sites = gpu_sites(names, routes, root)
         staging = gpu_staging(sites, netdev_numa_node(nic, root) if nic else None, nic)
         near, what, notes, unmet = staging.node, staging.what, staging.decisions, staging.unmet
     elif ordinals:

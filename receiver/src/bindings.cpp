@@ -258,7 +258,9 @@ PYBIND11_MODULE(_core, m) {
         .def(py::init([](std::size_t ppc, std::size_t max_chunks, std::size_t n_chunks,
                          const std::string &policy, std::optional<std::uint64_t> first_chunk,
                          std::uint32_t stall_timeout_ms, bool skip_lagging,
-                         std::size_t max_jump, std::size_t resync_after) {
+                         std::size_t max_jump, std::size_t resync_after,
+                         std::vector<std::uint32_t> staging_route,
+                         std::vector<int> staging_nodes) {
                  engine_config c;
                  c.packets_per_chunk = ppc;
                  c.max_chunks = max_chunks;
@@ -269,6 +271,8 @@ PYBIND11_MODULE(_core, m) {
                  c.skip_lagging = skip_lagging;
                  c.max_jump = max_jump;
                  c.resync_after = resync_after;
+                 c.staging.route = std::move(staging_route);
+                 c.staging.nodes = std::move(staging_nodes);
                  c.validate();
                  return c;
              }),
@@ -276,7 +280,9 @@ PYBIND11_MODULE(_core, m) {
              py::arg("n_chunks") = 0, py::arg("policy") = "block",
              py::arg("first_chunk") = py::none(), py::arg("stall_timeout_ms") = 50,
              py::arg("skip_lagging") = true, py::arg("max_jump") = 0,
-             py::arg("resync_after") = 16)
+             py::arg("resync_after") = 16,
+             py::arg("staging_route") = std::vector<std::uint32_t>{},
+             py::arg("staging_nodes") = std::vector<int>{})
         .def_readonly("packets_per_chunk", &engine_config::packets_per_chunk)
         .def_readonly("max_chunks", &engine_config::max_chunks)
         .def_readonly("n_chunks", &engine_config::n_chunks)
@@ -288,6 +294,13 @@ PYBIND11_MODULE(_core, m) {
         .def_readonly("max_jump", &engine_config::max_jump,
                       "Chunks one packet may move a window past its end (0: four windows)")
         .def_readonly("resync_after", &engine_config::resync_after)
+        .def_property_readonly(
+            "staging_route", [](const engine_config &c) { return c.staging.route; },
+            "Part of the pool chunk number k takes its chunk from: entry k % length "
+            "([]: one part)")
+        .def_property_readonly(
+            "staging_nodes", [](const engine_config &c) { return c.staging.nodes; },
+            "Per part of the pool, the NUMA node it is bound to (-1: not bound)")
         .def("sized", &engine_config::sized, py::arg("queues"), py::arg("depth") = 0,
              py::arg("delivery") = false,
              "This configuration with the pool (n_chunks, when 0) and max_jump the engine "

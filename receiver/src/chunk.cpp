@@ -37,60 +37,96 @@ std::size_t count_present(const std::uint8_t *present, std::size_t n) noexcept {
 void chunk_pool::free_deleter::operator()(void *p) const noexcept { std::free(p); }
 
 chunk_pool::chunk_pool(std::size_t n_chunks, std::size_t packets_per_chunk,
-                       std::size_t payload_size, const slot_extras &extras)
-    : packets_per_chunk_(packets_per_chunk), payload_size_(payload_size), extras_(extras) {
+                       std::size_t payload_size, const slot_extras &extras,
+                       const staging_plan &staging)
+    : packets_per_chunk_(packets_per_chunk),
+      payload_size_(payload_size),
+      extras_(extras),
+      staging_(staging) {
     if (n_chunks == 0 || packets_per_chunk == 0 || payload_size == 0)
         throw std::invalid_argument("chunk pool dimensions must be > 0");
+    staging_.validate();
+    if (n_chunks % staging_.period() != 0)
+        throw std::invalid_argument("a staging pool of " + std::to_string(n_chunks) +
+                                    " chunks split by a route of period " +
+                                    std::to_string(staging_.period()) +
+                                    ": the pool must be a multiple of it");
     const std::size_t chunk_bytes = round_up(packets_per_chunk * payload_size);
     const std::size_t mask_bytes = round_up(packets_per_chunk);
     if (chunk_bytes / payload_size < packets_per_chunk ||
         n_chunks > SIZE_MAX / (chunk_bytes + mask_bytes))
         throw std::invalid_argument("chunk pool of " + std::to_string(n_chunks) +
                                     " chunks is too large");
-    data_.reset(alloc_pages(n_chunks * chunk_bytes));
-    present_.reset(alloc_pages(n_chunks * mask_bytes));
-    // Touch every page now: first-touch page faults on the receive path would stall it
-    // for longer than a socket buffer lasts at line rate.
-    std::memset(data_.get(), 0, n_chunks * chunk_bytes);
-    std::memset(present_.get(), 0, n_chunks * mask_bytes);
-    chunks_.resize(n_chunks);
-    for (std::size_t i = 0; i < n_chunks; i++) {
-        chunks_[i].data = data_.get() + i * chunk_bytes;
-        chunks_[i].present = present_.get() + i * mask_bytes;
-        chunks_[i].index = i;
-    }
+    chunk_bytes_ = chunk_bytes;
     const std::size_t words = extras_.words();
-    if (words == 0) return;
-    if (words > SIZE_MAX / 8 / packets_per_chunk ||
-        extras_.edge_bytes > SIZE_MAX / 2 / packets_per_chunk)
-        throw std::invalid_argument("per-slot arrays of " + std::to_string(words) +
-                                    " words are too large");
-    const std::size_t extra_bytes =
-        round_up((words * packets_per_chunk + extras_.edge_words(packets_per_chunk)) * 8);
-    if (n_chunks > SIZE_MAX / extra_bytes)
-        throw std::invalid_argument("chunk pool of " + std::to_string(n_chunks) +
-                                    " chunks is too large");
-    extra_.reset(alloc_pages(n_chunks * extra_bytes));
-    std::memset(extra_.get(), 0, n_chunks * extra_bytes);
+    std::size_t extra_bytes = 0;
+    if (words != 0) {
+        if (words > SIZE_MAX / 8 / packets_per_chunk ||
+            extras_.edge_bytes > SIZE_MAX / 2 / packets_per_chunk)
+            throw std::invalid_argument("per-slot arrays of " + std::to_string(words) +
+                                        " words are too large");
+        extra_bytes =
+            round_up((words * packets_per_chunk + extras_.edge_words(packets_per_chunk)) * 8);
+        if (n_chunks > SIZE_MAX / extra_bytes)
+            throw std::invalid_argument("chunk pool of " + std::to_string(n_chunks) +
+                                        " chunks is too large");
+    }
+    parts_.resize(staging_.parts());
+    for (std::size_t i = 0; i < n_chunks; i++) parts_[staging_.part_of(i)].chunks++;
+    const bool split = parts_.size() > 1;
+    for (std::size_t p = 0; p < parts_.size(); p++) {
+        part &pt = parts_[p];
+        pt.data.reset(alloc_pages(pt.chunks * chunk_bytes));
+        pt.present.reset(alloc_pages(pt.chunks * mask_bytes));
+        if (extra_bytes) pt.extra.reset(alloc_pages(pt.chunks * extra_bytes));
+        // One part: where the opening thread's first touch puts it (placement.py).
+        if (split) {
+            const int node = staging_.nodes[p];
+            pt.binding.node = node;
+            pt.binding.why_not = bind_to_node(pt.data.get(), pt.chunks * chunk_bytes, node);
+            if (pt.binding.why_not.empty()) {
+                bind_to_node(pt.present.get(), pt.chunks * mask_bytes, node);
+                if (extra_bytes) bind_to_node(pt.extra.get(), pt.chunks * extra_bytes, node);
+            }
+            pt.binding.bound = pt.binding.why_not.empty();
+        }
+        // Touch every page now: first-touch page faults on the receive path would stall
+        // it for longer than a socket buffer lasts at line rate.
+        std::memset(pt.data.get(), 0, pt.chunks * chunk_bytes);
+        std::memset(pt.present.get(), 0, pt.chunks * mask_bytes);
+        if (extra_bytes) std::memset(pt.extra.get(), 0, pt.chunks * extra_bytes);
+        if (split && pt.binding.bound)
+            count_pages_on_node(pt.data.get(), pt.chunks * chunk_bytes, pt.binding.node,
+                                pt.binding.pages, pt.binding.pages_on_node);
+    }
+    chunks_.resize(n_chunks);
+    std::vector<std::size_t> next(parts_.size(), 0);
     for (std::size_t i = 0; i < n_chunks; i++) {
-        auto *w = reinterpret_cast<std::uint64_t *>(extra_.get() + i * extra_bytes);
+        part &pt = parts_[staging_.part_of(i)];
+        const std::size_t k = next[staging_.part_of(i)]++;
+        chunk &c = chunks_[i];
+        c.data = pt.data.get() + k * chunk_bytes;
+        c.present = pt.present.get() + k * mask_bytes;
+        c.index = i;
+        if (extra_bytes == 0) continue;
+        auto *w = reinterpret_cast<std::uint64_t *>(pt.extra.get() + k * extra_bytes);
         if (extras_.heap_bytes) {
-            chunks_[i].heap_bytes = w;
+            c.heap_bytes = w;
             w += packets_per_chunk;
         }
         if (extras_.items) {
-            chunks_[i].items = w;
+            c.items = w;
             w += extras_.items * packets_per_chunk;
         }
         if (extras_.cell_words) {
-            chunks_[i].cells = w;
+            c.cells = w;
             w += extras_.cell_words * packets_per_chunk;
         }
         if (extras_.edge_bytes) {
-            chunks_[i].edges_used = reinterpret_cast<std::uint8_t *>(w);
-            chunks_[i].edges = chunks_[i].edges_used + packets_per_chunk;
+            c.edges_used = reinterpret_cast<std::uint8_t *>(w);
+            c.edges = c.edges_used + packets_per_chunk;
         }
-        reset_extras(chunks_[i]);
+        reset_extras(c);
     }
 }
 

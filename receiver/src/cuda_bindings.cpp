@@ -261,6 +261,7 @@ public:
             d["numa_node"] = dev.numa_node();
             d["cpus"] = g->cpus(i);
             d.attr("update")(lane_stats_dict(g->counters(i)));
+            d["staging"] = staging_stats_dict(g->host_pool(), i);
             out.append(d);
         }
         return out;

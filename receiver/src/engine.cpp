@@ -45,6 +45,7 @@ void engine_config::validate() const {
     if (stall_timeout_ms == 0)
         throw std::invalid_argument("stall_timeout_ms must be > 0, got 0");
     if (resync_after == 0) throw std::invalid_argument("resync_after must be > 0, got 0");
+    staging.validate();
 }
 
 std::size_t engine_config::split_window(std::size_t queues, std::size_t depth) const {
@@ -69,6 +70,7 @@ engine_config engine_config::sized(std::size_t queues, std::size_t depth, bool d
         // The window, 4 chunks in the consumer's hands or on their way to it, and with
         // several queues 2 of skew per queue.
         if (out.n_chunks == 0) out.n_chunks = max_chunks + 4 + (queues > 1 ? 2 * queues : 0);
+        out.n_chunks = staging.round_pool(out.n_chunks);  // any window finds its part's chunks
         return out;
     }
     const std::size_t wsize = split_window(queues, depth);
@@ -76,7 +78,9 @@ engine_config engine_config::sized(std::size_t queues, std::size_t depth, bool d
         // Twice the window: after a jump in the stream, the chunks the old predictions
         // point into stay pinned until those receives complete.
         out.n_chunks = 2 * wsize + 4 + (delivery ? split_delivery_chunks : 0);
-    } else if (out.n_chunks < wsize + 1) {
+    }
+    out.n_chunks = staging.round_pool(out.n_chunks);  // any window finds its part's chunks
+    if (out.n_chunks < wsize + 1) {
         throw std::invalid_argument(
             "n_chunks " + std::to_string(out.n_chunks) + " is too small for header-data split: " +
             std::to_string(depth) + " posted receives per queue reach " +
@@ -126,15 +130,14 @@ counters engine::published::load() const noexcept {
 engine::engine(const format &fmt, const engine_config &cfg)
     : cfg_(cfg.sized(1)),
       decoder_(fmt),
-      pool_(cfg_.n_chunks, cfg.packets_per_chunk, fmt.payload_size, extras_of(fmt)),
-      free_(pool_.size()),
+      pool_(cfg_.n_chunks, cfg.packets_per_chunk, fmt.payload_size, extras_of(fmt), cfg_.staging),
+      free_(pool_),
       ready_(pool_.size()),
       window_(cfg_),
       // Open chunks lie in head_ .. head_ + pool size - 1. No further: the slowest
       // queue's window must always find a chunk once the consumer gives chunks back, so
       // faster queues wait rather than take every chunk ahead of it.
       open_(pool_.size(), nullptr) {
-    for (std::size_t i = 0; i < pool_.size(); i++) free_.push(pool_.get(i));
     set_queues(1);
     publish();
 }
@@ -247,10 +250,15 @@ void engine::place(queue_state &s, std::size_t q, const packet_ref &pkt) {
     s.c.received++;
 }
 
-chunk *engine::try_take_locked() {
-    if (chunk *c = free_.try_pop()) return c;
+chunk *engine::try_take_locked(std::uint64_t id) {
+    if (chunk *c = free_.try_pop(id)) return c;
     if (cfg_.policy == slow_consumer_policy::drop_oldest) {
-        if (chunk *c = ready_.try_pop()) {
+        chunk *c = pool_.parts() == 1 ? ready_.try_pop()
+                                      : ready_.try_pop_first([this, part = pool_.part_of(id)](
+                                                                 const chunk *r) {
+                                            return pool_.part_of(r->index) == part;
+                                        });
+        if (c != nullptr) {
             c_.chunks_dropped++;
             c_.packets_dropped += c->n_present;
             return c;
@@ -307,7 +315,7 @@ engine::outcome engine::slow_path(queue_state &s, std::size_t q, std::uint64_t s
         if (id - head_ < open_.size()) {
             chunk *&o = open_[id % open_.size()];
             if (o == nullptr) {
-                chunk *c = spare != nullptr ? std::exchange(spare, nullptr) : try_take_locked();
+                chunk *c = spare != nullptr ? std::exchange(spare, nullptr) : try_take_locked(id);
                 if (c != nullptr) {
                     c->chunk_id = id;
                     c->n_present = 0;
@@ -352,7 +360,7 @@ engine::outcome engine::slow_path(queue_state &s, std::size_t q, std::uint64_t s
         chunk_queue::status why = chunk_queue::status::ok;
         chunk *got = nullptr;
         if (may_open && spare == nullptr)
-            got = free_.pop_for(std::chrono::milliseconds(5), why);
+            got = free_.pop_for(id, std::chrono::milliseconds(5), why);
         else
             std::this_thread::sleep_for(std::chrono::microseconds(200));
         a.busy.store(true, std::memory_order_seq_cst);
@@ -457,14 +465,14 @@ void engine::queue_done(std::size_t q) {
     publish();
 }
 
-chunk *engine::acquire() {
-    if (chunk *c = try_take_locked()) return c;
+chunk *engine::acquire(std::uint64_t id) {
+    if (chunk *c = try_take_locked(id)) return c;
     // block policy, or drop_oldest with every chunk in the consumer's hands.
     c_.waits++;
     publish();
     for (;;) {
         chunk_queue::status why;
-        if (chunk *c = free_.pop_for(std::chrono::milliseconds(100), why)) return c;
+        if (chunk *c = free_.pop_for(id, std::chrono::milliseconds(100), why)) return c;
         if (why != chunk_queue::status::timeout) return nullptr;
     }
 }

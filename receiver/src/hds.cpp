@@ -148,7 +148,7 @@ chunk *hds_engine::open_chunk(std::uint64_t id) {
     chunk *&w = win_[id % win_.size()];
     if (w != nullptr) return w;
     if (id < no_open_below_) return nullptr;  // given up (live sources, no free chunk)
-    chunk *c = try_take_locked();
+    chunk *c = try_take_locked(id);
     if (c == nullptr) return nullptr;
     c->chunk_id = id;
     c->n_present = 0;
@@ -690,6 +690,15 @@ void hds_engine::count_behind(lane_state &l, std::uint64_t id) noexcept {
     l.c.received++;
 }
 
+std::size_t hds_engine::held_of_part(std::size_t part) const noexcept {
+    // Split per device (staging.h), only a chunk of the part a number routes to serves it.
+    std::size_t held = 0;
+    for (std::size_t i = 0; i < retired_count_; i++)
+        held += pool_.part_of(retired_[(retired_head_ + i) % retired_.size()]->index) == part;
+    for (const chunk *w : win_) held += w != nullptr && pool_.part_of(w->index) == part;
+    return held;
+}
+
 chunk *hds_engine::wait_for_chunk(lane_state &l, std::uint64_t id,
                                   std::unique_lock<std::mutex> &lock) {
     // A replay waits for the consumer to give a chunk back, without the mutex, so the
@@ -706,15 +715,13 @@ chunk *hds_engine::wait_for_chunk(lane_state &l, std::uint64_t id,
         // Waiting helps only if the consumer holds chunks it will release. When the
         // engine itself holds them all (open, or pinned by receives posted on old
         // predictions), the receives that would free them come after this packet.
-        std::size_t held = retired_count_;
-        for (const chunk *w : win_) held += w != nullptr;
-        if (held >= pool_.size()) return nullptr;
+        if (held_of_part(pool_.part_of(id)) >= pool_.part_size(pool_.part_of(id))) return nullptr;
         drain_retired();
         window_policy::activity &a = window_.act(l.q);
         a.busy.store(false, std::memory_order_seq_cst);
         lock.unlock();
         chunk_queue::status why = chunk_queue::status::ok;
-        chunk *got = free_.pop_for(std::chrono::milliseconds(5), why);
+        chunk *got = free_.pop_for(id, std::chrono::milliseconds(5), why);
         a.busy.store(true, std::memory_order_seq_cst);
         lock_parked(l, lock);
         rejoin_locked(l);

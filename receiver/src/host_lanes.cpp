@@ -37,6 +37,7 @@ host_lane_device::host_lane_device(std::size_t n_chunks, const chunk_pool &host,
     const std::size_t per_chunk = ppc_ * (1 + items_);
     if (spead) extras_.reset(new std::uint64_t[n_chunks * per_chunk]());
     chunks_.resize(n_chunks);
+    staged_from_.assign(n_chunks, 0);
     for (std::size_t i = 0; i < n_chunks; i++) {
         gpu_chunk &c = chunks_[i];
         c.index = i;
@@ -53,6 +54,7 @@ host_lane_device::host_lane_device(std::size_t n_chunks, const chunk_pool &host,
 std::size_t host_lane_device::copy(const chunk &h, gpu_chunk &g) {
     const std::size_t bytes = ppc_ * payload_;
     std::memcpy(host_address(g.data), h.data, bytes);
+    staged_from_[g.index] = address_of(h.data);
     std::memcpy(host_address(g.present), h.present, ppc_);
     return bytes + ppc_;
 }

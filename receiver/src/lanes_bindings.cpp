@@ -91,6 +91,23 @@ py::dict lane_stats_dict(const lane_counters &c) {
     return d;
 }
 
+py::dict staging_stats_dict(const chunk_pool &pool, std::size_t lane) {
+    const bool split = pool.parts() > 1;
+    const std::size_t p = split ? lane : 0;
+    const staging_binding &b = pool.binding(p);
+    py::dict d;
+    d["split"] = split;
+    d["chunks"] = pool.part_size(p);
+    d["node"] = b.node >= 0 ? py::object(py::int_(b.node)) : py::object(py::none());
+    d["bound"] = b.bound;
+    d["why_not"] = split ? b.why_not : std::string("one pool for every device");
+    d["pages"] = b.pages;
+    d["pages_on_node"] = b.pages_on_node;
+    d["begin"] = reinterpret_cast<std::uintptr_t>(pool.part_begin(p));
+    d["end"] = reinterpret_cast<std::uintptr_t>(pool.part_end(p));
+    return d;
+}
+
 void bind_lanes(py::module_ &m, std::function<std::shared_ptr<capture>(py::handle)> unwrap) {
     py::class_<py_lane_chunk>(m, "HostLaneChunk",
                               "A chunk in a host-memory ring standing in for a device's")
@@ -107,6 +124,10 @@ void bind_lanes(py::module_ &m, std::function<std::shared_ptr<capture>(py::handl
                                    return c.dev().packets_per_chunk() - c.get().n_present;
                                })
         .def_property_readonly("released", &py_lane_chunk::released)
+        .def_property_readonly(
+            "staged_from",
+            [](const py_lane_chunk &c) { return c.dev().staged_from(c.get().index); },
+            "the address of the host chunk's payloads it was copied from")
         .def_property_readonly(
             "data",
             [](py::object self) {
@@ -199,6 +220,7 @@ void bind_lanes(py::module_ &m, std::function<std::shared_ptr<capture>(py::handl
                     d["lane"] = i;
                     d["cpus"] = h.core().lanes().cpus(i);
                     d.attr("update")(lane_stats_dict(h.core().lanes().counters(i)));
+                    d["staging"] = staging_stats_dict(h.core().host().eng().pool(), i);
                     out.append(d);
                 }
                 return out;

@@ -21,6 +21,28 @@ std::string cpu_list(const std::vector<int> &cpus) {
     return out;
 }
 
+// The engine's pool split per device must route as the delivery does: a chunk's memory
+// is then that of the device its number goes to. One part serves any routing.
+void check_staging(const chunk_pool &pool, const chunk_router &router) {
+    if (pool.parts() == 1) return;
+    if (pool.parts() != router.lanes())
+        throw std::invalid_argument("the staging pool is split into " +
+                                    std::to_string(pool.parts()) + " parts, the delivery has " +
+                                    std::to_string(router.lanes()) + " devices");
+    const std::size_t a = pool.staging().period();
+    const std::size_t b = router.table().empty() ? router.lanes() : router.table().size();
+    std::size_t g = a, r = b;
+    while (r != 0) g = std::exchange(r, g % r);
+    const std::size_t lcm = a / g * b;
+    for (std::size_t k = 0; k < lcm; k++)
+        if (pool.part_of(k) != router.lane_of(k))
+            throw std::invalid_argument("the staging pool puts chunk " + std::to_string(k) +
+                                        " in the part of device " +
+                                        std::to_string(pool.part_of(k)) +
+                                        ", the delivery routes it to device " +
+                                        std::to_string(router.lane_of(k)));
+}
+
 std::size_t total_ring(const std::vector<std::unique_ptr<lane_device>> &devices) {
     std::size_t n = 0;
     for (const auto &d : devices) n += d->ring_size();
@@ -38,6 +60,7 @@ staged_lanes::staged_lanes(std::shared_ptr<engine> eng, chunk_router router,
     if (devices.size() != router_.lanes())
         throw std::invalid_argument("the mapping routes to " + std::to_string(router_.lanes()) +
                                     " devices, " + std::to_string(devices.size()) + " given");
+    check_staging(eng_->pool(), router_);
     for (std::size_t i = 0; i < devices.size(); i++) {
         if (devices[i]->ring_size() < 2)
             throw std::invalid_argument("gpu_chunks must be at least 2, got " +

@@ -14,6 +14,7 @@ exact accounting under injected faults and a consumer slow on one GPU.
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 import subprocess
@@ -31,6 +32,7 @@ import pytest
 
 import casper400g_rx as rx
 from casper400g_rx import _core, affinity, chunking, gpu, placement, sizing
+from casper400g_rx.chunking import engine_config
 from casper400g_rx.example_stream import example_payloads
 from casper400g_rx.faults import faulty_schedule
 from casper400g_rx.placement import GpuSite, gpu_staging
@@ -176,7 +178,7 @@ def site(name: str, node: int | None, share: Fraction = HALF) -> GpuSite:
     return GpuSite(name, None, node, share)
 
 
-def test_one_staging_pool_goes_where_the_fewest_bytes_cross_the_sockets() -> None:
+def test_the_lanes_go_where_the_fewest_bytes_cross_the_sockets() -> None:
     # Two GPUs a node each, equal shares, no NIC: a tie, the lower node; cuda:1 reads
     # its half across the link, and that is said.
     s = gpu_staging([site("cuda:0", 0), site("cuda:1", 1)], None)
@@ -185,12 +187,12 @@ def test_one_staging_pool_goes_where_the_fewest_bytes_cross_the_sockets() -> Non
     assert both in s.decisions[0]
     assert "(1/2 of each byte received)" in s.decisions[1]
     (note,) = s.unmet
-    assert "staging local to cuda:1 (node 1): its 1/2 of the chunks is read across" in note
+    assert "local to cuda:1's staging (node 1): its 1/2 of the chunks is written across" in note
     # The NIC on node 1 breaks the tie: its writes stay local.
     s = gpu_staging([site("cuda:0", 0), site("cuda:1", 1)], 1, "eth9")
     assert s.node == 1 and s.what == "GPU cuda:1"
     (note,) = s.unmet
-    assert note.startswith("staging local to cuda:0 (node 0): its 1/2 of the chunks")
+    assert note.startswith("lanes local to cuda:0's staging (node 0): its 1/2 of the chunks")
     # A mapping sending 3 of 4 chunks to cuda:1: its node, a quarter crossing.
     s = gpu_staging([site("cuda:0", 0, Fraction(1, 4)), site("cuda:1", 1, Fraction(3, 4))], None)
     assert s.node == 1 and "(1/4 of each byte received)" in s.decisions[1]
@@ -272,7 +274,7 @@ def test_place_reads_each_gpus_node(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "cuda:0 (node 0, 1/4 of the chunks), cuda:1 (node 1, 3/4 of the chunks)" in text
     assert "(node 1, the GPU cuda:1's, first)" in text
     assert "staging memory on node 1 (the GPU cuda:1's)" in text
-    assert "could not: staging local to cuda:0 (node 0): its 1/4 of the chunks" in text
+    assert "could not: lanes local to cuda:0's staging (node 0): its 1/4 of the chunks" in text
     # Each GPU's copy and recycle threads on the CPUs of its own node left over by the
     # lanes (cores 5-7 and their siblings 13-15 are the lanes').
     assert p.gpu_cpus == ((0, 1, 2, 3, 8, 9, 10, 11), (4, 12))
@@ -342,6 +344,11 @@ def test_a_capture_into_several_gpus_prints_its_placement(
     text = str(plan.sizing)
     assert "cuda:0 (node 0, 1/3 of the chunks), cuda:1 (node 0, 2/3 of the chunks)" in text
     assert "no byte crosses between the sockets" in text
+    # The staging split per GPU in the mapping's runs, each part bound to its GPU's node.
+    assert list(plan.config.staging_route) == [0, 1, 1]
+    assert list(plan.config.staging_nodes) == [0, 0]
+    assert plan.config.n_chunks % 3 == 0 and plan.sizing.n_chunks == plan.config.n_chunks
+    assert "staging of cuda:1 (2/3 of the chunks) bound to node 0 (its GPU's node)" in text
     # Per GPU, where its copy and recycle threads go (this machine's node 0).
     p = plan.sizing.placement
     assert p.gpu_cpus is not None and len(p.gpu_cpus) == 2
@@ -403,6 +410,270 @@ def test_every_chunk_on_its_lane_with_the_cpu_engines_bytes(
     assert stats["gpu_chunks"] == sum(d["chunks"] for d in per) == stats["chunks"]
     assert stats["n_gpu_chunks"] == 3 * lanes and stats["gpu_chunks_dropped"] == 0
     assert staged.finished
+
+
+# --- staging split per GPU -------------------------------------------------------------
+
+
+def split_capture(
+    source: rx.Source,
+    chunking: rx.Chunking,
+    devices: int,
+    mapping: Sequence[int] | None = None,
+    nodes: Sequence[int | None] | None = None,
+) -> Any:
+    """The host capture (not started) a Capture into `devices` GPUs opens: its pool split
+    per GPU by the routing (positions in the device list), each part bound to `nodes`."""
+    names = [f"cuda:{i}" for i in range(devices)]
+    delivery = rx.Delivery(
+        devices=names,
+        mapping=None if mapping is None else [names[m] for m in mapping],
+        staging_nodes=nodes,
+    )
+    fmt = _core.Format()
+    plan = engine_config(source, fmt, chunking, delivery, None)
+    return plan.source.open_host(fmt, plan.config)
+
+
+def staged_parts(lanes: Any) -> list[dict[str, Any]]:
+    return [d["staging"] for d in lanes.device_stats]
+
+
+@pytest.mark.parametrize(
+    ("lanes", "mapping"),
+    [(2, None), (3, None), (2, [0, 0, 1, 1]), (3, [2, 0, 1, 1, 0])],
+    ids=["rr2", "rr3", "runs2", "table3"],
+)
+def test_every_chunk_is_staged_in_its_gpus_part_of_the_pool(
+    lanes: int, mapping: list[int] | None
+) -> None:
+    ppc, mc = 128, 4
+    f = faulty_schedule(60, ppc, mc, np.random.default_rng(lanes * 7 + len(mapping or ())))
+    source = rx.MemSource(schedule=f.schedule)
+    chunking = rx.Chunking(packets_per_chunk=ppc, max_chunks=mc, first_chunk=0)
+    ref, ref_stats = cpu_reference(source, chunking)
+
+    host = split_capture(source, chunking, lanes, mapping)
+    config = host.config
+    period = len(mapping) if mapping else lanes
+    assert list(config.staging_route) == (mapping or list(range(lanes)))
+    assert config.n_chunks % period == 0 and config.n_chunks >= chunking.max_chunks + 4
+    staged = gpu.StagedDelivery(host, _core.host_lanes(host, lanes, 3, mapping))
+    parts = [d["staging"] for d in staged.stats["gpus"]]
+    # Each GPU's part: the pool's chunks whose number routes to it, in one block of its own.
+    want_lane = lane_of(mapping, lanes)
+    for i, p in enumerate(parts):
+        assert p["split"] and p["chunks"] == sum(want_lane(k) == i for k in range(config.n_chunks))
+        assert p["end"] - p["begin"] >= p["chunks"] * ppc * PAYLOAD
+    spans = sorted((p["begin"], p["end"]) for p in parts)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans)), spans
+    staged.start()
+    got: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}
+    while (chunk := staged.next_chunk(20)) is not None:
+        with chunk:
+            assert chunk.chunk_id not in got, f"chunk {chunk.chunk_id} handed out twice"
+            part = parts[chunk.lane]
+            assert part["begin"] <= chunk.staged_from < part["end"], (chunk.chunk_id, chunk.lane)
+            got[chunk.chunk_id] = (chunk.lane, chunk.present.copy(), chunk.data.copy())
+    staged.stop()
+    stats = staged.stats
+
+    # The account is the CPU engine's with one pool, faults counted as injected.
+    for k in (*COUNTERS, "chunks_dropped", "no_free_chunk"):
+        assert stats[k] == ref_stats[k], (k, stats[k], ref_stats[k])
+    assert stats["lost"] == len(f.dropped) and stats["duplicate"] == len(f.duplicated)
+    assert stats["late"] == len(f.late)
+    assert sorted(got) == sorted(ref)
+    for cid, (lane, present, data) in got.items():
+        assert lane == want_lane(cid), cid
+        assert np.array_equal(present, ref[cid][0]), cid
+        seqs = cid * ppc + np.flatnonzero(present)
+        assert np.array_equal(data[present], example_payloads(seqs)), cid
+    for i, d in enumerate(stats["gpus"]):
+        assert d["routed"] == d["chunks"] == sum(want_lane(c) == i for c in ref)
+
+
+def test_header_split_lanes_take_their_gpus_chunks() -> None:
+    # The header-data split engine over the emulated NIC, pool split for two GPUs in runs
+    # of two: every chunk once, whole, staged in its GPU's part.
+    ppc, n = 64, 48
+    source = rx.EmulatedNic(count=ppc * n, queues=2, split=True, depth=64)
+    chunking = rx.Chunking(packets_per_chunk=ppc, max_chunks=4, first_chunk=0)
+    host = split_capture(source, chunking, 2, [0, 0, 1, 1])
+    assert host.config.n_chunks % 4 == 0
+    staged = gpu.StagedDelivery(host, _core.host_lanes(host, 2, 3, [0, 0, 1, 1]))
+    parts = [d["staging"] for d in staged.stats["gpus"]]
+    staged.start()
+    seen = []
+    while (chunk := staged.next_chunk(20)) is not None:
+        with chunk:
+            assert chunk.lane == [0, 0, 1, 1][chunk.chunk_id % 4]
+            part = parts[chunk.lane]
+            assert part["begin"] <= chunk.staged_from < part["end"], chunk.chunk_id
+            assert chunk.present.all()
+            want = example_payloads(chunk.chunk_id * ppc + np.arange(ppc))
+            assert np.array_equal(chunk.data, want), chunk.chunk_id
+            seen.append(chunk.chunk_id)
+    staged.stop()
+    assert sorted(seen) == list(range(n))
+    stats = staged.stats
+    assert stats["packets"] == stats["received"] == ppc * n
+    assert stats["lost"] == stats["no_free_chunk"] == stats["chunks_given_up"] == 0
+
+
+def test_drop_oldest_in_the_engine_takes_a_chunk_of_the_same_gpu() -> None:
+    # Nobody takes the host chunks until the stream has ended: the engine, short of a free
+    # chunk for a number, drops the oldest ready chunk of that number's GPU, so what is
+    # left is each GPU's newest, and every packet is counted once.
+    ppc, n = 64, 30
+    chunking = rx.Chunking(packets_per_chunk=ppc, max_chunks=2, n_chunks=6, policy="drop_oldest")
+    host = split_capture(rx.MemSource(count=ppc * n), chunking, 2)
+    assert host.config.n_chunks == 6
+    host.start()
+    deadline = time.monotonic() + 20
+    while host.running and time.monotonic() < deadline:
+        time.sleep(0.01)
+    left: list[int] = []
+    while (chunk := host.next_chunk(1)) is not None:
+        with chunk:
+            left.append(chunk.chunk_id)
+    host.stop()
+    stats = dict(host.stats)
+    assert stats["chunks"] == n and stats["lost"] == 0
+    assert stats["chunks_dropped"] + len(left) == n
+    assert stats["packets_dropped"] == stats["chunks_dropped"] * ppc
+    # 3 chunks per GPU's part: each GPU keeps its own newest, none of the other's count.
+    for g in (0, 1):
+        mine = [c for c in range(n) if c % 2 == g]
+        assert sorted(c for c in left if c % 2 == g) == mine[-3:], (g, left)
+
+
+def _mempolicy(address: int) -> tuple[int, int]:
+    """(policy of the mapping at `address`, node of its page) from get_mempolicy(2)."""
+    import ctypes
+    import platform
+
+    if platform.machine() != "x86_64":
+        pytest.skip("get_mempolicy's syscall number is x86_64's here")
+    libc = ctypes.CDLL(None, use_errno=True)
+    sys_get_mempolicy, mpol_f_node, mpol_f_addr = 239, 1, 2
+    mode, node = ctypes.c_int(-1), ctypes.c_int(-1)
+    for out, flags in ((mode, mpol_f_addr), (node, mpol_f_addr | mpol_f_node)):
+        rc = libc.syscall(
+            sys_get_mempolicy,
+            ctypes.byref(out),
+            None,
+            ctypes.c_ulong(0),
+            ctypes.c_void_p(address),
+            ctypes.c_ulong(flags),
+        )
+        assert rc == 0, os.strerror(ctypes.get_errno())
+    return mode.value, node.value
+
+
+needs_node0 = pytest.mark.skipif(
+    not Path("/sys/devices/system/node/node0").exists(), reason="no NUMA node 0 in sysfs"
+)
+
+
+@needs_node0
+def test_each_part_is_bound_to_its_node_and_an_impossible_node_is_said() -> None:
+    ppc, n = 64, 24
+    mpol_default, mpol_preferred = 0, 1
+    source = rx.MemSource(count=ppc * n)
+    chunking = rx.Chunking(packets_per_chunk=ppc, first_chunk=0)
+    host = split_capture(source, chunking, 3, None, [0, 1023, None])
+    staged = gpu.StagedDelivery(host, _core.host_lanes(host, 3, 2, None))
+    bound, impossible, unknown = (d["staging"] for d in staged.stats["gpus"])
+    assert bound["bound"] and bound["node"] == 0 and bound["why_not"] == ""
+    assert bound["pages"] > 0 and bound["pages_on_node"] == bound["pages"]
+    # The kernel's own view of that memory: its policy, and the node its pages are on.
+    assert _mempolicy(bound["begin"]) == (mpol_preferred, 0)
+    assert _mempolicy(bound["end"] - 1) == (mpol_preferred, 0)
+    assert not impossible["bound"] and impossible["node"] == 1023
+    assert "node 1023" in impossible["why_not"] and impossible["pages"] == 0
+    assert _mempolicy(impossible["begin"])[0] == mpol_default
+    assert not unknown["bound"] and unknown["node"] is None
+    assert unknown["why_not"] == "NUMA node unknown"
+    assert placement.staging_outcome([bound, impossible, unknown]) == (
+        (
+            f"GPU 0's staging ({bound['chunks']} chunks) on node 0: "
+            f"{bound['pages']} of {bound['pages']} pages there",
+        ),
+        (f"bind GPU 1's staging to node 1023: {impossible['why_not']}",),
+    )
+    # Unbound parts still work: every chunk arrives.
+    staged.start()
+    got = []
+    while (chunk := staged.next_chunk(20)) is not None:
+        with chunk:
+            got.append(chunk.chunk_id)
+    staged.stop()
+    assert sorted(got) == list(range(n))
+
+
+def test_one_gpu_and_host_chunks_keep_one_pool() -> None:
+    chunking = rx.Chunking(packets_per_chunk=64)
+    host = host_capture(rx.MemSource(count=64), chunking)
+    assert list(host.config.staging_route) == [] and list(host.config.staging_nodes) == []
+    lanes = _core.host_lanes(host, 2, 2, None)
+    (a, b) = staged_parts(lanes)
+    assert a == b and not a["split"] and a["chunks"] == host.config.n_chunks
+    assert a["why_not"] == "one pool for every device"
+
+
+def test_staging_split_plan() -> None:
+    sites = [site("cuda:0", 0), site("cuda:1", None)]
+    s = placement.staging_split(sites, None)
+    assert s.route == (0, 1) and s.nodes == (0, -1)
+    (decision,) = s.decisions
+    assert decision == "staging of cuda:0 (1/2 of the chunks) bound to node 0 (its GPU's node)"
+    assert s.unmet == (
+        "staging of cuda:1 on its node: NUMA node unknown (sysfs numa_node); its part is not bound",
+    )
+    s = placement.staging_split(sites, [0, 0, 1], [1, None])
+    assert s.route == (0, 0, 1) and s.nodes == (1, -1) and s.period == 3
+    assert "none given" in s.unmet[0]
+    long = placement.staging_split(sites, [0, 1] * 200)
+    assert long.route == () and long.period == 1
+    assert "period of 400 chunks is over 256" in long.unmet[0]
+    assert placement.staging_split(sites[:1], None) == placement.StagingSplit((), ())
+
+
+@pytest.mark.parametrize(
+    ("route", "nodes", "message"),
+    [
+        ([0, 2], [0, 0], "staging route entry 1 is part 2 of 2"),
+        ([0, 0], [0, 0], "staging part 1 gets no chunk number from the route"),
+        ([], [0, 0], "needs a route"),
+        ([0, 1], [0, -2], "node -2 is not a NUMA node"),
+        ([0, 1] * 129, [0, 0], "staging route of 258 entries: at most 256"),
+    ],
+)
+def test_bad_staging_is_named(route: list[int], nodes: list[int], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        _core.EngineConfig(staging_route=route, staging_nodes=nodes)
+
+
+def test_the_split_pool_is_a_multiple_of_the_routes_period() -> None:
+    c = _core.EngineConfig(max_chunks=4, staging_route=[0, 0, 1], staging_nodes=[-1, -1])
+    assert c.sized(1).n_chunks == 9  # 4 + 4 rounded up to 3s
+    assert c.sized(2, 64, delivery=True).n_chunks % 3 == 0
+    assert _core.EngineConfig(max_chunks=4).sized(1).n_chunks == 8  # one pool: as before
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"device": "cuda:0", "staging_nodes": [0]}, "binds the staging pool's part"),
+        ({"devices": ["cuda:0", "cuda:1"], "staging_nodes": [0]}, r"1 node\(s\) for 2 GPUs"),
+        ({"devices": ["cuda:0", "cuda:1"], "staging_nodes": [0, -1]}, r"staging_nodes\[1\] is -1"),
+        ({"devices": ["cuda:0", "cuda:1"], "staging_nodes": "0"}, "a list of NUMA nodes"),
+    ],
+)
+def test_staging_nodes_are_checked(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        rx.Delivery(**kwargs)
 
 
 def test_queues_sharing_chunks_into_three_lanes() -> None:
@@ -721,6 +992,15 @@ def test_every_chunk_on_its_gpu_with_the_cpu_engines_bytes(mapping: list[str] | 
         assert d["routed"] == d["chunks"] == len(mine) and d["chunks_dropped"] == 0
         assert d["packets"] == sum(int(ref[c][0].sum()) for c in mine)
         assert d["h2d_bytes"] == len(mine) * (ppc * PAYLOAD + ppc)
+        # Its part of the staging pool: the chunks its numbers take, bound to its node
+        # where sysfs knows it (all its pages there), else said.
+        st = d["staging"]
+        assert st["split"] and st["chunks"] == sum(want(k) == i for k in range(cap.config.n_chunks))
+        if d["numa_node"] >= 0:
+            assert st["node"] == d["numa_node"] and st["bound"], st
+            assert st["pages_on_node"] == st["pages"] > 0, st
+        else:
+            assert not st["bound"] and st["why_not"] == "NUMA node unknown", st
     assert stats["gpu_chunks"] == stats["chunks"]
 
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "casper400g_rx/ptr_queue.h"
+#include "casper400g_rx/staging.h"
 
 namespace casper400g_rx {
 
@@ -49,11 +50,12 @@ struct slot_extras {
 };
 
 // Owns the memory of every chunk. Page-aligned so that a later pinning or DMA
-// registration can cover it directly.
+// registration can cover it directly. Split as `staging` says (staging.h): chunk i in
+// part staging.part_of(i), each part's memory one block per kind, bound to its node.
 class chunk_pool {
 public:
     chunk_pool(std::size_t n_chunks, std::size_t packets_per_chunk, std::size_t payload_size,
-               const slot_extras &extras = {});
+               const slot_extras &extras = {}, const staging_plan &staging = {});
     chunk_pool(const chunk_pool &) = delete;
     chunk_pool &operator=(const chunk_pool &) = delete;
 
@@ -65,16 +67,34 @@ public:
     // Clears a chunk's per-slot arrays for reuse (items to spead_item_absent).
     void reset_extras(chunk &c) const noexcept;
 
+    const staging_plan &staging() const noexcept { return staging_; }
+    std::size_t parts() const noexcept { return parts_.size(); }
+    // The part chunk number `id` takes its chunk from (that of the pool's chunk `id` too).
+    std::size_t part_of(std::uint64_t id) const noexcept { return staging_.part_of(id); }
+    std::size_t part_size(std::size_t p) const noexcept { return parts_[p].chunks; }
+    const staging_binding &binding(std::size_t p) const noexcept { return parts_[p].binding; }
+    // [first, last) of part p's payload memory.
+    const std::uint8_t *part_begin(std::size_t p) const noexcept { return parts_[p].data.get(); }
+    const std::uint8_t *part_end(std::size_t p) const noexcept {
+        return parts_[p].data.get() + parts_[p].chunks * chunk_bytes_;
+    }
+
 private:
     struct free_deleter {
         void operator()(void *p) const noexcept;
     };
+    using block = std::unique_ptr<std::uint8_t, free_deleter>;
+    struct part {
+        std::size_t chunks = 0;
+        block data, extra, present;
+        staging_binding binding;
+    };
     std::size_t packets_per_chunk_;
     std::size_t payload_size_;
     slot_extras extras_;
-    std::unique_ptr<std::uint8_t, free_deleter> data_;
-    std::unique_ptr<std::uint8_t, free_deleter> extra_;
-    std::unique_ptr<std::uint8_t, free_deleter> present_;
+    staging_plan staging_;
+    std::size_t chunk_bytes_ = 0;
+    std::vector<part> parts_;
     std::vector<chunk> chunks_;
 };
 

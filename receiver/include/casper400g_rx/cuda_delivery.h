@@ -73,6 +73,8 @@ public:
     std::size_t devices() const noexcept { return lanes_.size(); }
     const cu::device &device(std::size_t i) const { return lanes_.at(i)->dev(); }
     lane_counters counters(std::size_t i) const { return core_.lanes().counters(i); }
+    // The host chunks (staging), split per GPU where the capture's engine was (staging.h).
+    const chunk_pool &host_pool() noexcept { return core_.host().eng().pool(); }
     // The CPUs GPU i's copy and recycle threads run on (staged_lanes::set_cpus).
     void set_cpus(std::size_t i, std::vector<int> cpus) {
         core_.lanes().set_cpus(i, std::move(cpus));

@@ -24,6 +24,7 @@
 
 #include "casper400g_rx/chunk.h"
 #include "casper400g_rx/format.h"
+#include "casper400g_rx/free_chunks.h"
 #include "casper400g_rx/spead.h"
 #include "casper400g_rx/window.h"
 
@@ -56,6 +57,9 @@ struct engine_config {
     // Consecutive out-of-window packets of a queue, each within a window of the one
     // before, that move the window to them.
     std::size_t resync_after = 16;
+    // The pool split per device of a delivery into several (staging.h); sized() makes
+    // n_chunks a multiple of its period.
+    staging_plan staging;
 
     void validate() const;
     // The pool and window a capture needs (one rule for every path, Python asks for it):
@@ -131,10 +135,12 @@ public:
     std::size_t chunks_in_use() const;  // open, ready or held by the consumer
 
 protected:  // the header-split engine (hds.h) keeps its own window over the same pieces
-    chunk *acquire();  // blocking, with mutex_ held (header-split engine)
-    // A free chunk, or under drop_oldest the oldest ready one (counted); null when
-    // neither. With mutex_ held.
-    chunk *try_take_locked();
+    // For chunk number `id`: blocking, with mutex_ held (header-split engine).
+    chunk *acquire(std::uint64_t id);
+    // A free chunk for chunk number `id` (of the pool's part it routes to), or under
+    // drop_oldest the oldest ready one of that part (counted); null when neither. With
+    // mutex_ held.
+    chunk *try_take_locked(std::uint64_t id);
     void publish() noexcept;
 
     // A seqlock: the writer makes `version` odd while it copies, so a reader retries
@@ -149,7 +155,7 @@ protected:  // the header-split engine (hds.h) keeps its own window over the sam
     engine_config cfg_;
     decoder decoder_;
     chunk_pool pool_;
-    chunk_queue free_;
+    free_chunks free_;
     chunk_queue ready_;
     std::mutex mutex_;
     bool started_ = false;

@@ -336,6 +336,8 @@ private:
     chunk *open_chunk(std::uint64_t id);
     chunk *window_chunk(std::uint64_t id) const noexcept;
     chunk *wait_for_chunk(lane_state &l, std::uint64_t id, std::unique_lock<std::mutex> &lock);
+    // Chunks of pool part `part` the engine holds itself: open, or retired but pinned.
+    std::size_t held_of_part(std::size_t part) const noexcept;
     void park(lane_state &l, const desc &d, slow_packet &sp, std::unique_lock<std::mutex> &lock);
     void give_up_chunk(lane_state &l, std::uint64_t id);
     void note_given_up(std::uint64_t id);  // counts `chunks_given_up` once per chunk

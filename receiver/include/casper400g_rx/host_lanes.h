@@ -30,6 +30,9 @@ public:
     std::size_t packets_per_chunk() const noexcept { return ppc_; }
     std::size_t payload_size() const noexcept { return payload_; }
     const std::vector<std::uint64_t> &item_ids() const noexcept { return item_ids_; }
+    // The address of the host chunk's payloads that ring chunk `i` was last copied from
+    // (0: none yet): which part of the staging pool a chunk came through.
+    std::uint64_t staged_from(std::size_t i) const noexcept { return staged_from_[i]; }
     static std::uint8_t *host_address(std::uint64_t address) noexcept {
         return reinterpret_cast<std::uint8_t *>(static_cast<std::uintptr_t>(address));
     }
@@ -40,6 +43,7 @@ private:
     std::unique_ptr<std::uint8_t[]> data_, present_, present_host_;
     std::unique_ptr<std::uint64_t[]> extras_;
     std::vector<gpu_chunk> chunks_;
+    std::vector<std::uint64_t> staged_from_;
 };
 
 }  // namespace casper400g_rx

@@ -21,6 +21,10 @@ namespace casper400g_rx {
 // A lane's counters as the `device_stats` entries of GpuCapture and HostLanes have them.
 pybind11::dict lane_stats_dict(const lane_counters &c);
 
+// Where lane `lane`'s staging memory lies (the `staging` entry of those dicts): its part
+// of the pool split per device, or the one pool every device shares.
+pybind11::dict staging_stats_dict(const chunk_pool &pool, std::size_t lane);
+
 // Per lane, the CPUs its threads run on (the `cpus` argument of gpu_delivery and
 // host_lanes: one list per device, [] to leave a lane's threads where they start).
 template <class Delivery>

@@ -35,6 +35,22 @@ public:
         return count_ == 0 ? nullptr : take();
     }
 
+    // The oldest item that `pred` accepts, taken out (the others keep their order), or null.
+    template <class Pred>
+    T *try_pop_first(Pred pred) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        const std::size_t n = ring_.size();
+        for (std::size_t i = 0; i < count_; i++) {
+            T *p = ring_[(head_ + i) % n];
+            if (!pred(static_cast<const T *>(p))) continue;
+            for (std::size_t j = i; j + 1 < count_; j++)
+                ring_[(head_ + j) % n] = ring_[(head_ + j + 1) % n];
+            count_--;
+            return p;
+        }
+        return nullptr;
+    }
+
     // Waits up to `timeout` for an item. Returns nullptr with the reason when none.
     T *pop_for(std::chrono::nanoseconds timeout, status &why) {
         std::unique_lock<std::mutex> lock(mutex_);
