@@ -134,8 +134,12 @@ class Capture:
         except BaseException:
             self._claim.release()
             raise
-        if self.sizing is not None and len(self.delivery.targets) > 1:
-            self.sizing = with_staging_outcome(self.sizing, self._cap.stats["gpus"])
+        placed = self.sizing.placement if self.sizing is not None else None
+        if placed is not None and len(self.delivery.targets) > 1:
+            after = with_staging_outcome(placed, self._cap.stats["gpus"])
+            for note in after.unmet[len(placed.unmet) :]:
+                warnings.warn(note, CapacityWarning, stacklevel=2)
+            self.sizing = replace(self.sizing, placement=after)
         # Opened here, in the capture's network namespace, held from start() to stop().
         self._membership = self.source.membership()
         self._t0: float | None = None

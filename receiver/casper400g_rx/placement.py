@@ -47,17 +47,13 @@ node this process may not use, an unknown node) is recorded in the `Placement`, 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .affinity import held_cpus
 from .cpu_topology import SYSFS, Topology, gpu_pci_address, netdev_numa_node, pci_numa_node
-
-if TYPE_CHECKING:
-    from .sizing import Sizing
 
 
 @dataclass(frozen=True)
@@ -203,20 +199,11 @@ def staging_outcome(staging: Sequence[dict[str, Any]]) -> tuple[tuple[str, ...],
     return tuple(decisions), tuple(unmet)
 
 
-def with_staging_outcome(sizing: Sizing, gpus: Sequence[dict[str, Any]]) -> Sizing:
-    """`sizing` with where each GPU's part of the staging pool lies once allocated
-    (`gpus`: the capture's stats["gpus"]); a CapacityWarning for each part not bound."""
-    from .sizing import CapacityWarning
-
+def with_staging_outcome(p: Placement, gpus: Sequence[dict[str, Any]]) -> Placement:
+    """`p` with where each GPU's part of the staging pool lies once allocated (`gpus`: the
+    capture's stats["gpus"]); each part not bound is among its unmet needs."""
     done, unmet = staging_outcome([g["staging"] for g in gpus])
-    p = sizing.placement
-    if p is None:
-        return sizing
-    for note in unmet:
-        warnings.warn(note, CapacityWarning, stacklevel=3)
-    return replace(
-        sizing, placement=replace(p, decisions=(*p.decisions, *done), unmet=(*p.unmet, *unmet))
-    )
+    return replace(p, decisions=(*p.decisions, *done), unmet=(*p.unmet, *unmet))
 
 
 def _share(f: Fraction) -> str:
