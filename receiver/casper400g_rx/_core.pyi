@@ -844,6 +844,63 @@ def gpudirect_defaults() -> dict:
     The GPUDirect options' defaults (gpudirect_config), without loading CUDA
     """
 
+def gpudirect_multi(
+    fmt: Format,
+    config: EngineConfig,
+    devices: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
+    steered: bool = True,
+    frames: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8] | None = None,
+    sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None,
+    repeat: typing.SupportsInt | typing.SupportsIndex = 1,
+    first: typing.SupportsInt | typing.SupportsIndex = 0,
+    count: typing.SupportsInt | typing.SupportsIndex = 0,
+    schedule: typing.Annotated[numpy.typing.ArrayLike, numpy.uint64] | None = None,
+    udp_port: typing.SupportsInt | typing.SupportsIndex = 7148,
+    ring_packets: typing.SupportsInt | typing.SupportsIndex = 32768,
+    batch: typing.SupportsInt | typing.SupportsIndex = 4096,
+    headroom: typing.SupportsInt | typing.SupportsIndex = 6,
+    blocks: typing.SupportsInt | typing.SupportsIndex = 2,
+    slots: typing.SupportsInt | typing.SupportsIndex = 8,
+) -> GpuCapture:
+    """
+    GPUDirect into the GPUs `devices` (CUDA ordinals), chunk k on devices[k % len]: an engine per GPU with its own arrival ring, fed its chunks' frames (steered) or every frame (each GPU counts the others' as other_gpu)
+    """
+
+def gpudirect_route(
+    chunk_id: typing.SupportsInt | typing.SupportsIndex,
+    gpus: typing.SupportsInt | typing.SupportsIndex,
+    gpu: typing.SupportsInt | typing.SupportsIndex,
+) -> typing.Any:
+    """
+    The parse kernel's routing, run on the host: chunk_id's local id on GPU `gpu` of `gpus`, or None when it is another GPU's
+    """
+
+def gpudirect_steered(
+    fmt: Format,
+    packets_per_chunk: typing.SupportsInt | typing.SupportsIndex,
+    gpus: typing.SupportsInt | typing.SupportsIndex,
+    gpu: typing.SupportsInt | typing.SupportsIndex,
+    frames: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8] | None = None,
+    sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None,
+    first: typing.SupportsInt | typing.SupportsIndex = 0,
+    count: typing.SupportsInt | typing.SupportsIndex = 0,
+    schedule: typing.Annotated[numpy.typing.ArrayLike, numpy.uint64] | None = None,
+) -> dict:
+    """
+    What the emulation's feeder gives GPU `gpu` of `gpus`: {'seqs'} of the example stream, or {'frames', 'sizes'} of given frames
+    """
+
+def gpudirect_unreached(
+    spans: collections.abc.Sequence[
+        tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex]
+        | None
+    ],
+    first_chunk: typing.SupportsInt | typing.SupportsIndex | None = None,
+) -> list[int]:
+    """
+    Per GPU, the chunks of the capture's extent its window never reached; spans: per GPU (first, last) local chunk id its window walked, or None
+    """
+
 def host_lanes(
     host: typing.Any,
     lanes: typing.SupportsInt | typing.SupportsIndex,

@@ -113,7 +113,9 @@ class Capture:
             plan = engine_config(source, self.fmt, self.chunking, self.delivery, rate_gbps)
             self.source, self.sizing = plan.source, plan.sizing
             placement = self.sizing.placement if self.sizing is not None else None
-            if placement is not None and placement.gpu_cpus and self.delivery.gpu_cpus is None:
+            # GPUDirect has no copy threads to place (its engines run where it starts).
+            copies = not self.delivery.gpudirect
+            if placement and placement.gpu_cpus and copies and self.delivery.gpu_cpus is None:
                 self.delivery = replace(self.delivery, gpu_cpus=placement.gpu_cpus)
             self._claim = Claim(placement.lane_cpus if placement and placement.lane_cpus else ())
         weakref.finalize(self, self._claim.release)

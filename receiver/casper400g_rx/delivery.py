@@ -30,7 +30,9 @@ class Delivery:
     "cuda:1", "cuda:1"] for runs of two chunks. Each GPU has its own ring of `gpu_chunks`,
     its own copy stream and threads; chunks come out of one iterator, each on its own
     device (`chunk.device`), and `stats["gpus"]` holds each GPU's counters beside the
-    capture's one accounting.
+    capture's one accounting. With gpudirect=True each GPU has its own GPUDirect engine
+    and arrival ring, and takes the chunks k % len(devices) == its position (no
+    `mapping`: the parse kernel routes round-robin).
 
     gpu_cpus: per GPU of `targets`, the CPUs its copy and recycle threads run on (() for
     one: where the capture starts). None: a capture sized for a rate (rate_gbps) places
@@ -57,13 +59,21 @@ class Delivery:
             raise ValueError(f"devices is a list of 'cuda:N', got the string {self.devices!r}")
         devices = tuple(self.devices)
         object.__setattr__(self, "devices", devices)
-        if devices and self.gpudirect:
+        if self.gpudirect and self.mapping is not None:
             raise ValueError(
-                "gpudirect=True places the NIC emulation's frames in one GPU; devices= "
-                "delivers into several through host memory (leave gpudirect out)"
+                f"gpudirect=True into several GPUs gives chunk k to devices[k % "
+                f"{len(devices)}] (the parse kernel's round-robin); mapping="
+                f"{list(self.mapping) if not isinstance(self.mapping, str) else self.mapping!r}"
+                " is for delivery through host memory (leave gpudirect out)"
             )
-        if self.gpudirect and self.device == "cpu":
-            raise ValueError("gpudirect=True needs device='cuda:N', got device='cpu'")
+        if devices and self.gpudirect and len(devices) < 2:
+            raise ValueError(
+                f"gpudirect=True with devices={list(devices)}: give device= for one GPU"
+            )
+        if self.gpudirect and self.device == "cpu" and not devices:
+            raise ValueError(
+                "gpudirect=True needs device='cuda:N' or devices=[...], got device='cpu'"
+            )
         if self.gpu_options is not None and not self.gpudirect:
             raise ValueError("gpu_options are the GPUDirect kernels' options (gpudirect=True)")
         if self.gpu_chunks < 0:

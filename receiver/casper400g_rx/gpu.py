@@ -26,6 +26,12 @@ CudaError = _core.CudaError
 # GPU's device-to-device copy rate (docs/benchmarks.md, 5.2).
 GPUDIRECT_DEFAULTS: dict[str, int] = dict(_core.gpudirect_defaults())
 
+# GPUDirect into several GPUs: steered=1 gives each GPU's arrival ring the frames of its
+# chunks only, as the NIC's steering (or the FPGA's destination table, a UDP port per
+# GPU) delivers them; steered=0 gives every frame to every GPU, each counting the
+# others' as other_gpu.
+GPUDIRECT_MULTI_DEFAULTS: dict[str, int] = {"steered": 1}
+
 
 def parse_device(device: str) -> int | None:
     """None for "cpu", N for "cuda" (0) or "cuda:N"; ValueError naming anything else."""
@@ -119,13 +125,16 @@ class HostToGpu(StagedDelivery):
 
 
 class GpuDirect(_GpuRing):
-    """GPUDirect capture fed by the NIC emulation (mem backend)."""
+    """GPUDirect capture fed by the NIC emulation (mem backend), into one GPU (`device`
+    "cuda:N") or several (a list): an engine per GPU, GPU g of G placing chunks k with
+    k % G == g in its own arrival ring and chunks. stats: the capture's one accounting,
+    each GPU's counters in `gpus`."""
 
     def __init__(
         self,
         fmt: _core.Format,
         config: _core.EngineConfig,
-        device: str,
+        device: str | Sequence[str],
         *,
         packets: npt.ArrayLike | None,
         sizes: Sequence[int] | None,
@@ -136,12 +145,20 @@ class GpuDirect(_GpuRing):
         schedule: npt.ArrayLike | None,
         options: Mapping[str, int] | None,
     ) -> None:
+        several = not isinstance(device, str)
         opts = dict(GPUDIRECT_DEFAULTS)
+        if several:
+            opts.update(GPUDIRECT_MULTI_DEFAULTS)
         for k, v in (options or {}).items():
             if k not in opts:
+                if k in GPUDIRECT_MULTI_DEFAULTS:
+                    raise ValueError(
+                        f"gpu option {k!r} belongs to gpudirect into several GPUs (devices=)"
+                    )
                 raise ValueError(f"unknown gpu option {k!r}; known: {', '.join(opts)}")
             opts[k] = int(v)
-        ordinal = _open_device(device)
+        if several and opts["steered"] not in (0, 1):
+            raise ValueError(f"gpu option 'steered' is 0 or 1, got {opts['steered']!r}")
         self.fmt = fmt
         self.config = config
         self.options = opts
@@ -154,6 +171,26 @@ class GpuDirect(_GpuRing):
                 )
             rows = np.ascontiguousarray(packets, dtype=np.uint8)
         sched = None if schedule is None else np.asarray(schedule, dtype=np.uint64)
+        self.devices: tuple[str, ...] = tuple(device) if several else (device,)
+        if several:
+            ordinals = [_open_device(d) for d in self.devices]
+            kernel_opts = {k: v for k, v in opts.items() if k not in GPUDIRECT_MULTI_DEFAULTS}
+            self._gpu = _core.gpudirect_multi(
+                fmt,
+                config,
+                ordinals,
+                bool(opts["steered"]),
+                rows,
+                list(sizes) if sizes is not None else None,
+                repeat,
+                first,
+                count,
+                sched,
+                fmt.udp_port or 7148,
+                **kernel_opts,
+            )
+            return
+        ordinal = _open_device(device)  # type: ignore[arg-type]
         self._gpu = _core.gpudirect(
             fmt,
             config,
@@ -176,8 +213,11 @@ class GpuDirect(_GpuRing):
         return float(self._gpu.time_ring_pass(control_only))
 
     @property
-    def stats(self) -> dict[str, int]:
-        return dict(self._gpu.stats)
+    def stats(self) -> dict[str, Any]:
+        s: dict[str, Any] = dict(self._gpu.stats)
+        if len(self.devices) > 1:
+            s["gpus"] = self._gpu.device_stats
+        return s
 
     @property
     def running(self) -> bool:

@@ -302,7 +302,7 @@ class MemSource(Source):
         return GpuDirect(
             fmt,
             config,
-            delivery.device,
+            delivery.devices or delivery.device,
             packets=self.packets,
             sizes=self.sizes,
             frames=self.frames,

@@ -251,6 +251,18 @@ public:
     // Per GPU of a host-staged delivery, in the order given: where it is and its counters.
     py::list device_stats() const {
         py::list out;
+        if (auto *m = dynamic_cast<gpudirect_multi *>(cap_.get())) {
+            for (std::size_t i = 0; i < m->devices(); i++) {
+                const cu::device &dev = m->engine(i).device();
+                py::dict d;
+                d["device"] = dev.ordinal();
+                d["pci_bus_id"] = dev.pci_address();
+                d["numa_node"] = dev.numa_node();
+                for (const auto &[k, v] : m->device_stats(i)) d[py::str(k)] = v;
+                out.append(d);
+            }
+            return out;
+        }
         auto *g = dynamic_cast<gpu_delivery *>(cap_.get());
         if (g == nullptr) return out;
         for (std::size_t i = 0; i < g->devices(); i++) {
@@ -299,6 +311,48 @@ std::shared_ptr<const cu::device> get_device(int ordinal) {
 
 using u8_array = py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>;
 using u64_array = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>;
+
+// The emulated NIC's input: given frames (rows of a 2-D array) or the example stream.
+frame_feed make_feed(const std::optional<u8_array> &frames,
+                     const std::optional<std::vector<std::size_t>> &sizes, std::size_t repeat,
+                     std::uint64_t first, std::uint64_t count,
+                     const std::optional<u64_array> &schedule, std::uint16_t udp_port) {
+    frame_feed feed;
+    if (frames) {
+        if (frames->ndim() != 2)
+            throw std::invalid_argument("frames must be a 2-D uint8 array, got " +
+                                        std::to_string(frames->ndim()) + " dimensions");
+        const auto n = static_cast<std::size_t>(frames->shape(0));
+        feed.stride = static_cast<std::size_t>(frames->shape(1));
+        feed.frames.assign(frames->data(), frames->data() + n * feed.stride);
+        feed.sizes = sizes ? *sizes : std::vector<std::size_t>(n, feed.stride);
+        if (feed.sizes.size() != n)
+            throw std::invalid_argument("sizes has " + std::to_string(feed.sizes.size()) +
+                                        " entries for " + std::to_string(n) + " frames");
+        feed.repeat = repeat;
+    } else {
+        feed.generate = true;
+        feed.first = first;
+        feed.count = count;
+        if (schedule) {
+            if (schedule->ndim() != 1) throw std::invalid_argument("schedule must be 1-D");
+            feed.schedule.assign(schedule->data(), schedule->data() + schedule->size());
+        }
+        feed.udp_port = udp_port;
+    }
+    return feed;
+}
+
+gpudirect_config make_gpudirect_config(std::size_t ring_packets, std::size_t batch,
+                                       std::size_t headroom, unsigned blocks, std::size_t slots) {
+    gpudirect_config g;
+    g.ring_packets = ring_packets;
+    g.batch = batch;
+    g.headroom = headroom;
+    g.blocks = blocks;
+    g.slots = slots;
+    return g;
+}
 
 }  // namespace
 
@@ -475,36 +529,9 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
            std::size_t repeat, std::uint64_t first, std::uint64_t count,
            std::optional<u64_array> schedule, std::uint16_t udp_port, std::size_t ring_packets,
            std::size_t batch, std::size_t headroom, unsigned blocks, std::size_t slots) {
-            frame_feed feed;
-            if (frames) {
-                if (frames->ndim() != 2)
-                    throw std::invalid_argument("frames must be a 2-D uint8 array, got " +
-                                                std::to_string(frames->ndim()) + " dimensions");
-                const auto n = static_cast<std::size_t>(frames->shape(0));
-                feed.stride = static_cast<std::size_t>(frames->shape(1));
-                feed.frames.assign(frames->data(), frames->data() + n * feed.stride);
-                feed.sizes = sizes ? *sizes : std::vector<std::size_t>(n, feed.stride);
-                if (feed.sizes.size() != n)
-                    throw std::invalid_argument("sizes has " + std::to_string(feed.sizes.size()) +
-                                                " entries for " + std::to_string(n) + " frames");
-                feed.repeat = repeat;
-            } else {
-                feed.generate = true;
-                feed.first = first;
-                feed.count = count;
-                if (schedule) {
-                    if (schedule->ndim() != 1)
-                        throw std::invalid_argument("schedule must be 1-D");
-                    feed.schedule.assign(schedule->data(), schedule->data() + schedule->size());
-                }
-                feed.udp_port = udp_port;
-            }
-            gpudirect_config g;
-            g.ring_packets = ring_packets;
-            g.batch = batch;
-            g.headroom = headroom;
-            g.blocks = blocks;
-            g.slots = slots;
+            frame_feed feed = make_feed(frames, sizes, repeat, first, count, schedule, udp_port);
+            const gpudirect_config g =
+                make_gpudirect_config(ring_packets, batch, headroom, blocks, slots);
             auto cap = std::make_shared<gpudirect_capture>(fmt, cfg, get_device(device), g,
                                                            std::move(feed));
             return std::make_unique<py_gpu_capture>(cap, nullptr);
@@ -518,6 +545,86 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
         py::arg("headroom") = gpudirect_config{}.headroom,
         py::arg("blocks") = gpudirect_config{}.blocks, py::arg("slots") = gpudirect_config{}.slots,
         "GPUDirect capture fed by the NIC emulation (frames written into a GPU arrival ring)");
+    m.def(
+        "gpudirect_multi",
+        [](const format &fmt, const engine_config &cfg, const std::vector<int> &devices,
+           bool steered, std::optional<u8_array> frames,
+           std::optional<std::vector<std::size_t>> sizes, std::size_t repeat,
+           std::uint64_t first, std::uint64_t count, std::optional<u64_array> schedule,
+           std::uint16_t udp_port, std::size_t ring_packets, std::size_t batch,
+           std::size_t headroom, unsigned blocks, std::size_t slots) {
+            const frame_feed feed =
+                make_feed(frames, sizes, repeat, first, count, schedule, udp_port);
+            std::vector<std::shared_ptr<const cu::device>> devs;
+            std::vector<frame_feed> feeds;
+            const auto gpus = static_cast<std::uint32_t>(devices.size());
+            for (std::uint32_t g = 0; g < gpus; g++) {
+                devs.push_back(get_device(devices[g]));
+                feeds.push_back(steered ? steer_feed(feed, fmt, cfg.packets_per_chunk, {gpus, g})
+                                        : feed);
+            }
+            auto cap = std::make_shared<gpudirect_multi>(
+                fmt, cfg, devs, make_gpudirect_config(ring_packets, batch, headroom, blocks, slots),
+                std::move(feeds));
+            return std::make_unique<py_gpu_capture>(cap, nullptr);
+        },
+        py::arg("fmt"), py::arg("config"), py::arg("devices"), py::arg("steered") = true,
+        py::arg("frames") = py::none(), py::arg("sizes") = py::none(), py::arg("repeat") = 1,
+        py::arg("first") = 0, py::arg("count") = 0, py::arg("schedule") = py::none(),
+        py::arg("udp_port") = 7148, py::arg("ring_packets") = gpudirect_config{}.ring_packets,
+        py::arg("batch") = gpudirect_config{}.batch,
+        py::arg("headroom") = gpudirect_config{}.headroom,
+        py::arg("blocks") = gpudirect_config{}.blocks, py::arg("slots") = gpudirect_config{}.slots,
+        "GPUDirect into the GPUs `devices` (CUDA ordinals), chunk k on devices[k % len]: an "
+        "engine per GPU with its own arrival ring, fed its chunks' frames (steered) or every "
+        "frame (each GPU counts the others' as other_gpu)");
+    m.def(
+        "gpudirect_route",
+        [](std::uint64_t chunk_id, std::uint32_t gpus, std::uint32_t gpu) -> py::object {
+            std::uint64_t local = 0;
+            if (!gd::route_chunk(chunk_id, gpus, gpu, local)) return py::none();
+            return py::int_(local);
+        },
+        py::arg("chunk_id"), py::arg("gpus"), py::arg("gpu"),
+        "The parse kernel's routing, run on the host: chunk_id's local id on GPU `gpu` of "
+        "`gpus`, or None when it is another GPU's");
+    m.def(
+        "gpudirect_steered",
+        [](const format &fmt, std::uint64_t ppc, std::uint32_t gpus, std::uint32_t gpu,
+           std::optional<u8_array> frames, std::optional<std::vector<std::size_t>> sizes,
+           std::uint64_t first, std::uint64_t count, std::optional<u64_array> schedule) {
+            const frame_feed f = steer_feed(
+                make_feed(frames, sizes, 1, first, count, schedule, fmt.udp_port), fmt, ppc,
+                {gpus, gpu});
+            py::dict d;
+            if (f.generate) {
+                std::vector<std::uint64_t> seqs(f.total());
+                for (std::uint64_t i = 0; i < seqs.size(); i++) seqs[i] = f.seq_at(i);
+                d["seqs"] = py::array_t<std::uint64_t>(seqs.size(), seqs.data());
+            } else {
+                d["frames"] = py::array_t<std::uint8_t>(
+                    {f.sizes.size(), f.stride}, f.frames.data());
+                d["sizes"] = f.sizes;
+            }
+            return d;
+        },
+        py::arg("fmt"), py::arg("packets_per_chunk"), py::arg("gpus"), py::arg("gpu"),
+        py::arg("frames") = py::none(), py::arg("sizes") = py::none(), py::arg("first") = 0,
+        py::arg("count") = 0, py::arg("schedule") = py::none(),
+        "What the emulation's feeder gives GPU `gpu` of `gpus`: {'seqs'} of the example "
+        "stream, or {'frames', 'sizes'} of given frames");
+    m.def(
+        "gpudirect_unreached",
+        [](const std::vector<std::optional<std::pair<std::uint64_t, std::uint64_t>>> &spans,
+           std::optional<std::uint64_t> first_chunk) {
+            std::vector<gpu_span> s;
+            for (const auto &x : spans)
+                s.push_back(x ? gpu_span{true, x->first, x->second} : gpu_span{});
+            return unreached_chunks(s, first_chunk);
+        },
+        py::arg("spans"), py::arg("first_chunk") = py::none(),
+        "Per GPU, the chunks of the capture's extent its window never reached; spans: per GPU "
+        "(first, last) local chunk id its window walked, or None");
     m.def(
         "gpudirect_defaults",
         [] {

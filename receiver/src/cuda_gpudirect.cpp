@@ -65,9 +65,101 @@ const gpudirect_config &check_config(const gpudirect_config &g, const engine_con
 
 }  // namespace
 
+namespace {
+
+// Generated packets [0, x) that fall in chunks of GPU `r.gpu` (ppc packets per chunk).
+std::uint64_t steered_below(std::uint64_t x, std::uint64_t ppc, gpu_route r) {
+    const std::uint64_t period = ppc * r.gpus;
+    return x / period * ppc + std::min(ppc, std::max(x % period, r.gpu * ppc) - r.gpu * ppc);
+}
+
+// Chunks c of [0, x) with c mod gpus == gpu.
+std::uint64_t owned_below(std::uint64_t x, std::uint32_t gpus, std::uint32_t gpu) {
+    return x / gpus + (x % gpus > gpu ? 1 : 0);
+}
+
+}  // namespace
+
 std::uint64_t frame_feed::total() const {
-    if (generate) return schedule.empty() ? count : schedule.size();
+    if (generate) {
+        if (!schedule.empty()) return schedule.size();
+        if (steer.gpus <= 1) return count;
+        return steered_below(first + count, ppc, steer) - steered_below(first, ppc, steer);
+    }
     return sizes.size() * repeat;
+}
+
+std::uint64_t frame_feed::seq_at(std::uint64_t i) const {
+    if (!schedule.empty()) return schedule[i];
+    if (steer.gpus <= 1) return first + i;
+    // The r-th packet of this GPU's chunks counted from packet 0.
+    const std::uint64_t r = steered_below(first, ppc, steer) + i;
+    return r / ppc * ppc * steer.gpus + steer.gpu * ppc + r % ppc;
+}
+
+frame_feed steer_feed(const frame_feed &feed, const format &fmt, std::uint64_t ppc,
+                      gpu_route route) {
+    if (route.gpus == 0 || route.gpu >= route.gpus)
+        throw std::invalid_argument("GPU " + std::to_string(route.gpu) + " of " +
+                                    std::to_string(route.gpus) + " does not exist");
+    if (ppc == 0) throw std::invalid_argument("packets_per_chunk must be > 0");
+    frame_feed out = feed;
+    out.ppc = ppc;
+    if (route.gpus <= 1) return out;
+    if (feed.generate) {
+        if (feed.schedule.empty()) {
+            if (ppc > ~std::uint64_t{0} / route.gpus)
+                throw std::invalid_argument("packets_per_chunk " + std::to_string(ppc) +
+                                            " x " + std::to_string(route.gpus) +
+                                            " GPUs overflows a sequence number");
+            out.steer = route;
+            return out;
+        }
+        out.schedule.clear();
+        for (std::uint64_t seq : feed.schedule)
+            if ((seq / ppc) % route.gpus == route.gpu) out.schedule.push_back(seq);
+        return out;
+    }
+    out.frames.clear();
+    out.sizes.clear();
+    decoder dec(fmt);
+    for (std::size_t i = 0; i < feed.sizes.size(); i++) {
+        const std::uint8_t *row = feed.frames.data() + i * feed.stride;
+        const std::size_t size = std::min(feed.sizes[i], feed.stride);
+        std::uint32_t to = 0;
+        if (auto pkt = parse_frame(row, size, linktype::ethernet, fmt.udp_port))
+            if (auto seq = dec.decode(*pkt)) to = static_cast<std::uint32_t>((*seq / ppc) % route.gpus);
+        if (to != route.gpu) continue;
+        out.frames.insert(out.frames.end(), row, row + feed.stride);
+        out.sizes.push_back(feed.sizes[i]);
+    }
+    return out;
+}
+
+std::vector<std::uint64_t> unreached_chunks(const std::vector<gpu_span> &spans,
+                                            std::optional<std::uint64_t> first_chunk) {
+    const auto gpus = static_cast<std::uint32_t>(spans.size());
+    std::vector<std::uint64_t> out(spans.size(), 0);
+    bool any = false;
+    std::uint64_t lo = ~std::uint64_t{0}, hi = 0;
+    for (std::uint32_t g = 0; g < gpus; g++) {
+        if (!spans[g].started) continue;
+        any = true;
+        lo = std::min(lo, spans[g].lo * gpus + g);
+        hi = std::max(hi, spans[g].hi * gpus + g);
+    }
+    if (!any) return out;
+    if (first_chunk) lo = *first_chunk;
+    if (hi < lo) return out;
+    for (std::uint32_t g = 0; g < gpus; g++) {
+        const std::uint64_t share =
+            (hi == ~std::uint64_t{0} ? owned_below(hi, gpus, g) + (hi % gpus == g)
+                                     : owned_below(hi + 1, gpus, g)) -
+            owned_below(lo, gpus, g);
+        const std::uint64_t walked = spans[g].started ? spans[g].hi - spans[g].lo + 1 : 0;
+        out[g] = share > walked ? share - walked : 0;
+    }
+    return out;
 }
 
 std::size_t frame_feed::max_frame(std::size_t payload_size) const {
@@ -109,7 +201,8 @@ std::size_t build_example_frame(std::uint8_t *out, std::size_t payload_size, std
 
 gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg,
                                      std::shared_ptr<const cu::device> dev,
-                                     const gpudirect_config &gcfg, frame_feed feed)
+                                     const gpudirect_config &gcfg, frame_feed feed,
+                                     gpu_route route)
     : fmt_(check_format(fmt)),
       cfg_(cfg),
       dev_(std::move(dev)),
@@ -139,7 +232,11 @@ gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg
       scatter_(dev_),
       t0_(dev_, 0),
       t1_(dev_, 0),
+      route_(route),
       ready_(pool_.size()) {
+    if (route_.gpus == 0 || route_.gpu >= route_.gpus)
+        throw std::invalid_argument("GPU " + std::to_string(route_.gpu) + " of " +
+                                    std::to_string(route_.gpus) + " does not exist");
     if (!feed_.generate) {
         for (std::size_t i = 0; i < feed_.sizes.size(); i++)
             if (feed_.sizes[i] > feed_.stride)
@@ -227,6 +324,14 @@ gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg
     p.free_tail = free_ring_.dev();
     p.has_first_chunk = cfg.first_chunk.has_value();
     p.first_chunk = cfg.first_chunk.value_or(0);
+    p.gpus = route_.gpus;
+    p.gpu = route_.gpu;
+    if (p.has_first_chunk && route_.gpus > 1) {
+        // This GPU's first chunk at or after the capture's first (local id).
+        const std::uint64_t f = p.first_chunk;
+        p.first_chunk = f <= route_.gpu ? 0 : (f - route_.gpu - 1) / route_.gpus + 1;
+    }
+    for (std::size_t i = 0; i < pool_.size(); i++) pool_.get(i)->lane = route_.gpu;
 
     // Zeroed state: window empty, counters 0; window positions unmapped (all ones:
     // buffer -1, chunk id ~0).
@@ -265,7 +370,7 @@ void gpudirect_capture::fill_region(std::size_t region, std::uint64_t pos, std::
         const std::uint64_t i = pos + k;
         std::uint8_t *frame = stage + k * stride_ + g_.headroom;
         if (feed_.generate) {
-            const std::uint64_t seq = feed_.schedule.empty() ? feed_.first + i : feed_.schedule[i];
+            const std::uint64_t seq = feed_.seq_at(i);
             lens[k] = static_cast<std::uint32_t>(
                 build_example_frame(frame, fmt_.payload_size, seq, feed_.udp_port));
         } else {
@@ -351,6 +456,19 @@ void gpudirect_capture::complete_oldest() {
                                                                      l.slot * record_stride_);
     const auto *fl = reinterpret_cast<const volatile gd::flush_entry *>(rec + 1);
     const std::uint32_t nf = rec->n_flush;
+    if (nf > 0) {
+        // Flushed in id order; every chunk of the window is flushed once.
+        std::lock_guard<std::mutex> lock(stats_mutex_);
+        const std::uint64_t first = fl[0].chunk_id, last = fl[nf - 1].chunk_id;
+        if (!span_.started) {
+            span_.started = true;
+            span_.lo = p_.has_first_chunk ? std::min<std::uint64_t>(p_.first_chunk, first) : first;
+            span_.hi = last;
+        }
+        span_.lo = std::min<std::uint64_t>(span_.lo, first);
+        span_.hi = std::max<std::uint64_t>(span_.hi, last);
+    }
+    bool pushed = false;
     for (std::uint32_t k = 0; k < nf; k++) {
         const std::uint32_t b = fl[k].buffer;
         const std::uint32_t np = fl[k].n_present;
@@ -359,13 +477,16 @@ void gpudirect_capture::complete_oldest() {
             continue;
         }
         gpu_chunk *g = pool_.get(b);
-        g->chunk_id = fl[k].chunk_id;
+        // The kernels' local id as the capture's: local * G + g.
+        g->chunk_id = fl[k].chunk_id * route_.gpus + route_.gpu;
         g->n_present = np;
         // Its fill is complete: the event completes at once, and it orders the
         // consumer's stream after the kernels all the same.
         dev_->check(dev_->drv().cuEventRecord(g->ready, scatter_.get()), "cuEventRecord");
         ready_.push(g);
+        pushed = true;
     }
+    if (pushed && notify_) notify_();
     {
         std::lock_guard<std::mutex> lock(stats_mutex_);
         gd::counters t;
@@ -470,12 +591,14 @@ void gpudirect_capture::main() {
         if (!stop_ || consumed_ == pos_) {
             issue_finish();
             while (!inflight_.empty()) complete_oldest();
+            completed_ = true;
         }
     } catch (...) {
         fail(std::current_exception());
     }
     running_ = false;
     ready_.finish();
+    if (notify_) notify_();
 }
 
 void gpudirect_capture::start() {
@@ -506,6 +629,17 @@ void gpudirect_capture::check_error() {
     if (e) std::rethrow_exception(e);
 }
 
+gpu_chunk *gpudirect_capture::try_next() {
+    gpu_chunk *c = ready_.try_pop();
+    if (c != nullptr) gpu_chunks_in_use_++;
+    return c;
+}
+
+gpu_span gpudirect_capture::span() const {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    return span_;
+}
+
 gpu_chunk *gpudirect_capture::next(std::chrono::nanoseconds timeout,
                                    gpu_chunk_queue::status &why) {
     gpu_chunk *c = ready_.pop_for(timeout, why);
@@ -533,6 +667,7 @@ std::map<std::string, std::uint64_t> gpudirect_capture::stats() const {
             {"late", t.late},
             {"duplicate", t.duplicate},
             {"rejected", t.rejected},
+            {"other_gpu", t.other_gpu},
             {"chunks", t.chunks},
             {"chunks_dropped", dropped_.load()},
             {"packets_dropped", packets_dropped_.load()},
@@ -591,6 +726,134 @@ double gpudirect_capture::time_ring_pass(bool control_only) {
         throw std::runtime_error("time_ring_pass: the GPU chunk pool ran out (use more chunks)");
     ready_.finish();
     return ms / 1e3;
+}
+
+gpudirect_multi::gpudirect_multi(const format &fmt, const engine_config &cfg,
+                                 const std::vector<std::shared_ptr<const cu::device>> &devs,
+                                 const gpudirect_config &gcfg, std::vector<frame_feed> feeds)
+    : first_chunk_(cfg.first_chunk), ppc_(cfg.packets_per_chunk) {
+    if (devs.size() < 2)
+        throw std::invalid_argument("gpudirect into several GPUs needs at least 2, got " +
+                                    std::to_string(devs.size()));
+    if (feeds.size() != devs.size())
+        throw std::invalid_argument(std::to_string(feeds.size()) + " frame feeds for " +
+                                    std::to_string(devs.size()) + " GPUs");
+    for (std::size_t i = 0; i < devs.size(); i++)
+        for (std::size_t j = 0; j < i; j++)
+            if (devs[i]->ordinal() == devs[j]->ordinal())
+                throw std::invalid_argument("cuda:" + std::to_string(devs[i]->ordinal()) +
+                                            " is given twice");
+    const auto gpus = static_cast<std::uint32_t>(devs.size());
+    for (std::uint32_t g = 0; g < gpus; g++) {
+        engines_.push_back(std::make_unique<gpudirect_capture>(
+            fmt, cfg, devs[g], gcfg, std::move(feeds[g]), gpu_route{gpus, g}));
+        engines_.back()->on_ready([this] {
+            {
+                std::lock_guard<std::mutex> lock(wake_mutex_);
+                wakes_++;
+            }
+            wake_.notify_all();
+        });
+    }
+    held_.assign(engines_.size(), nullptr);
+}
+
+gpudirect_multi::~gpudirect_multi() {
+    for (auto &e : engines_) e->stop();
+}
+
+void gpudirect_multi::start() {
+    for (auto &e : engines_) e->start();
+}
+
+void gpudirect_multi::stop() {
+    for (auto &e : engines_) e->stop();
+}
+
+void gpudirect_multi::check_error() {
+    for (auto &e : engines_) e->check_error();
+}
+
+bool gpudirect_multi::running() const {
+    for (const auto &e : engines_)
+        if (e->running()) return true;
+    return false;
+}
+
+bool gpudirect_multi::finished() const {
+    for (const auto &e : engines_)
+        if (!e->finished()) return false;
+    return n_held_.load() == 0;
+}
+
+gpu_chunk *gpudirect_multi::next(std::chrono::nanoseconds timeout,
+                                 gpu_chunk_queue::status &why) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::lock_guard<std::mutex> one(next_mutex_);
+    for (;;) {
+        std::uint64_t seen;
+        {
+            std::lock_guard<std::mutex> lock(wake_mutex_);
+            seen = wakes_;
+        }
+        // Each GPU hands its chunks over in order; of the GPUs' next ones, the lowest id.
+        std::size_t pick = held_.size();
+        bool all_done = true;
+        for (std::size_t g = 0; g < engines_.size(); g++) {
+            if (held_[g] == nullptr && (held_[g] = engines_[g]->try_next()) != nullptr) n_held_++;
+            if (held_[g] == nullptr) {
+                if (!engines_[g]->finished()) all_done = false;
+                continue;
+            }
+            all_done = false;
+            if (pick == held_.size() || held_[g]->chunk_id < held_[pick]->chunk_id) pick = g;
+        }
+        if (pick < held_.size()) {
+            gpu_chunk *c = held_[pick];
+            held_[pick] = nullptr;
+            n_held_--;
+            why = gpu_chunk_queue::status::ok;
+            return c;
+        }
+        if (all_done) {
+            why = gpu_chunk_queue::status::finished;
+            return nullptr;
+        }
+        std::unique_lock<std::mutex> lock(wake_mutex_);
+        if (!wake_.wait_until(lock, deadline, [&] { return wakes_ != seen; })) {
+            why = gpu_chunk_queue::status::timeout;
+            return nullptr;
+        }
+    }
+}
+
+void gpudirect_multi::release(gpu_chunk *c, const std::vector<cu::stream> &after) {
+    engines_.at(c->lane)->release(c, after);
+}
+
+std::vector<std::uint64_t> gpudirect_multi::unreached() const {
+    // Only once every GPU has handled its stream to the end: before, the extent grows.
+    for (const auto &e : engines_)
+        if (!e->completed()) return std::vector<std::uint64_t>(engines_.size(), 0);
+    std::vector<gpu_span> spans;
+    for (const auto &e : engines_) spans.push_back(e->span());
+    return unreached_chunks(spans, first_chunk_);
+}
+
+std::map<std::string, std::uint64_t> gpudirect_multi::device_stats(std::size_t i) const {
+    auto s = engines_.at(i)->stats();
+    s["lost"] += unreached().at(i) * ppc_;
+    return s;
+}
+
+std::map<std::string, std::uint64_t> gpudirect_multi::stats() const {
+    std::map<std::string, std::uint64_t> total;
+    const std::vector<std::uint64_t> extra = unreached();
+    for (std::size_t g = 0; g < engines_.size(); g++) {
+        for (const auto &[k, v] : engines_[g]->stats()) total[k] += v;
+        total["lost"] += extra[g] * ppc_;
+    }
+    return total;
 }
 
 }  // namespace casper400g_rx

@@ -208,8 +208,9 @@ extern "C" __global__ void __launch_bounds__(tile) casper400g_gd_parse(params p,
             acc = len <= p.stride - p.headroom && parse(frame_at(p, gi), len, p.fmt, poff, seq);
             parsed h{0, 0, rejected_offset};
             if (acc) {
-                id = seq / p.ppc;
-                h = parsed{id, u32(seq % p.ppc), poff};
+                // Window, walk and scatter see this GPU's local chunk ids only.
+                acc = route_chunk(seq / p.ppc, p.gpus, p.gpu, id);
+                h = parsed{id, u32(seq % p.ppc), acc ? poff : other_gpu_offset};
             }
             out[gi % p.ring_packets] = h;
         }
@@ -487,7 +488,7 @@ __device__ placement find_chunk(const params &p, const window_entry *snap,
 
 extern "C" __global__ void __launch_bounds__(scatter_threads)
     casper400g_gd_scatter(params p, u64 start, u32 slot_index, u32 launch_end) {
-    __shared__ unsigned long long placed_sh, dup_sh, late_sh, rejected_sh;
+    __shared__ unsigned long long placed_sh, dup_sh, late_sh, rejected_sh, other_sh;
     __shared__ u32 last;
     state *st = reinterpret_cast<state *>(p.st);
     const slot_state *ss = reinterpret_cast<const slot_state *>(p.slots) + slot_index;
@@ -503,7 +504,7 @@ extern "C" __global__ void __launch_bounds__(scatter_threads)
     const u64 end = skipped ? start : ss->consumed;
     const u32 nr = skipped ? 0 : ss->n_flush;
     const u32 size = p.fmt.payload_size;
-    if (threadIdx.x == 0) placed_sh = dup_sh = late_sh = rejected_sh = 0;
+    if (threadIdx.x == 0) placed_sh = dup_sh = late_sh = rejected_sh = other_sh = 0;
     __syncthreads();
     u32 placed = 0;  // this warp's; the rarer outcomes go straight to shared counters
     placement at{~u64{0}, 0u, 0u, -1};
@@ -518,8 +519,9 @@ extern "C" __global__ void __launch_bounds__(scatter_threads)
     for (u32 li = gw; li < n; li += warps) {
         const parsed cur = h;
         if (li + warps < n) h = pk[first_slot + li + warps];
-        if (cur.offset == rejected_offset) {
-            if (lane == 0) atomicAdd(&rejected_sh, 1ull);
+        if (cur.offset >= other_gpu_offset) {
+            if (lane == 0)
+                atomicAdd(cur.offset == rejected_offset ? &rejected_sh : &other_sh, 1ull);
             continue;
         }
         if (!have || at.chunk_id != cur.chunk_id) {
@@ -584,6 +586,7 @@ extern "C" __global__ void __launch_bounds__(scatter_threads)
         add(st->sc_duplicate, dup_sh);
         add(st->sc_late, late_sh);
         add(st->sc_rejected, rejected_sh);
+        add(st->sc_other_gpu, other_sh);
         __threadfence();
         last = atomicAdd(&st->blocks_done, 1u) == gridDim.x - 1;
     }
@@ -614,18 +617,19 @@ extern "C" __global__ void __launch_bounds__(scatter_threads)
         counters &t = st->totals;
         const volatile state *vs = st;
         const u64 pk_n = vs->sc_packets, dp = vs->sc_duplicate, lt = vs->sc_late,
-                  rj = vs->sc_rejected;
+                  rj = vs->sc_rejected, og = vs->sc_other_gpu;
         if (!skipped) {
             t.received += end - start;
             t.lost = sat_add(t.lost, sat_add(ss->lost, lost));
         }
         t.late += lt;
         t.rejected += rj;
+        t.other_gpu += og;
         t.packets += pk_n;
         t.bytes += pk_n * size;
         t.duplicate += dp;
         t.chunks += chunks;
-        st->sc_packets = st->sc_duplicate = st->sc_late = st->sc_rejected = 0;
+        st->sc_packets = st->sc_duplicate = st->sc_late = st->sc_rejected = st->sc_other_gpu = 0;
         st->blocks_done = 0;
         rec->start = start;
         rec->end = launch_end;

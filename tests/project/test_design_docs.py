@@ -73,3 +73,18 @@ def test_design_references_name_existing_sections() -> None:
         cited.update(re.findall(r"core\.md §(\d+)", path.read_text()))
     assert cited, "nothing cites docs/design/core.md by section"
     assert cited <= have, f"cited sections {sorted(cited - have)} are not in core.md"
+
+
+# A merge's conflict markers, at the start of a line (seven of one character, then a space
+# or the line's end for the middle one).
+CONFLICT = re.compile(r"^(<{7} |={7}$|>{7} )", re.MULTILINE)
+
+
+def test_no_file_keeps_a_merge_conflict() -> None:
+    left = [
+        f"{p.relative_to(ROOT)}:{p.read_text()[: m.start()].count(chr(10)) + 1}"
+        for p in tracked_text_files()
+        for m in [CONFLICT.search(p.read_text())]
+        if m
+    ]
+    assert not left, f"merge conflict markers in: {left}"

@@ -105,7 +105,10 @@ def drain(lanes: Any, timeout: float = 20) -> dict[int, tuple[int, np.ndarray, n
             {"devices": ["cuda:0", "cuda:1"], "mapping": ["cuda:1", "cuda:1"]},
             "'cuda:0' of devices gets no chunk from mapping",
         ),
-        ({"devices": ["cuda:0", "cuda:1"], "gpudirect": True}, "gpudirect=True places"),
+        (
+            {"devices": ["cuda:0", "cuda:1"], "gpudirect": True, "mapping": ["cuda:1", "cuda:0"]},
+            r"gpudirect=True into several GPUs gives chunk k to devices\[k % 2\]",
+        ),
         ({"devices": ["cuda:0", "cuda:1"], "gpu_chunks": -1}, "gpu_chunks must be >= 0, got -1"),
         ({"devices": ["cuda:0", "cuda:1"], "gpu_cpus": [[0]]}, r"1 CPU list\(s\) for 2 GPU"),
         ({"devices": ["cuda:0", "cuda:1"], "gpu_cpus": [[0], [-2]]}, r"gpu_cpus\[1\] has -2"),

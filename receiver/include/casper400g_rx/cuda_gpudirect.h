@@ -8,10 +8,13 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -32,8 +35,15 @@ struct gpudirect_config {
     std::size_t slots = 8;             // launches in flight
 };
 
+// Which GPU of a capture's several an engine is (gd::route_chunk): chunk id mod gpus.
+struct gpu_route {
+    std::uint32_t gpus = 1, gpu = 0;
+};
+
 // What the emulated NIC receives: given frames (repeated), or example-stream
 // packets (seq = first.. or a schedule) framed as Ethernet/IPv4/UDP to udp_port.
+// `steer` keeps of the generated stream first.. only the packets of one GPU's chunks
+// (ppc packets per chunk), as the NIC's steering would (steer_feed for the others).
 struct frame_feed {
     std::vector<std::uint8_t> frames;  // n rows of `stride` bytes
     std::size_t stride = 0;
@@ -43,10 +53,36 @@ struct frame_feed {
     std::uint64_t first = 0, count = 0;
     std::vector<std::uint64_t> schedule;
     std::uint16_t udp_port = 7148;
+    gpu_route steer;
+    std::uint64_t ppc = 1;
 
     std::uint64_t total() const;
     std::size_t max_frame(std::size_t payload_size) const;
+    // The sequence number of generated packet i (of total()).
+    std::uint64_t seq_at(std::uint64_t i) const;
 };
+
+// GPU `route.gpu`'s share of `feed`, as a NIC steering each chunk's packets to its GPU's
+// queue (or the FPGA's destination table sending them to its port) would deliver it:
+// the example stream's packets of its chunks (ppc packets per chunk), or the given
+// frames whose sequence number (parsed as `fmt` says) falls in its chunks, in arrival
+// order. Frames that fail the parse (stray traffic) go to GPU 0, whose engine rejects
+// and counts them.
+frame_feed steer_feed(const frame_feed &feed, const format &fmt, std::uint64_t ppc,
+                      gpu_route route);
+
+// A GPU's window in local chunk ids: opened (`started`) at `lo`, reached `hi`.
+struct gpu_span {
+    bool started = false;
+    std::uint64_t lo = 0, hi = 0;
+};
+
+// Per GPU, the chunks of the capture's extent that its own window never reached: the
+// extent runs from first_chunk (or the lowest chunk any GPU opened at) to the highest
+// any GPU reached (global ids), and GPU g's share of it is the chunks = g mod G; its
+// window counted those in its span lost or placed, the others are lost here.
+std::vector<std::uint64_t> unreached_chunks(const std::vector<gpu_span> &spans,
+                                            std::optional<std::uint64_t> first_chunk);
 
 // Writes the example-stream frame of packet `seq` (Ethernet/IPv4/UDP, IPv4 header
 // checksum set, UDP checksum 0) into out; returns its length.
@@ -55,9 +91,11 @@ std::size_t build_example_frame(std::uint8_t *out, std::size_t payload_size, std
 
 class gpudirect_capture : public gpu_capture {
 public:
+    // route: this engine's GPU of a capture's several; it places that GPU's chunks and
+    // hands them over with their global ids.
     gpudirect_capture(const format &fmt, const engine_config &cfg,
                       std::shared_ptr<const cu::device> dev, const gpudirect_config &gcfg,
-                      frame_feed feed);
+                      frame_feed feed, gpu_route route = {});
     ~gpudirect_capture() override;
 
     void start() override;
@@ -76,6 +114,17 @@ public:
     // seconds; the capture is spent afterwards (its chunks are not handed out).
     // control_only: time the parse and walk launches alone (no scatter).
     double time_ring_pass(bool control_only = false);
+
+    // The next chunk if one is ready (nullptr otherwise); next() without the wait.
+    gpu_chunk *try_next();
+    // Called (on the capture's thread) when a chunk is ready and when the stream ends.
+    void on_ready(std::function<void()> f) { notify_ = std::move(f); }
+    // The window's extent so far in local chunk ids, and whether the stream was handled
+    // to its end (not stopped early).
+    gpu_span span() const;
+    bool completed() const { return completed_.load(); }
+    const cu::device &device() const { return *dev_; }
+    gpu_route route() const { return route_; }
 
 private:
     void main();
@@ -109,6 +158,10 @@ private:
     cu::function k_parse_ = nullptr, k_walk_ = nullptr, k_scatter_ = nullptr, k_gate_ = nullptr;
     unsigned walk_shmem_ = 0;
     gd::params p_{};
+    gpu_route route_;
+    gpu_span span_;  // under stats_mutex_
+    std::function<void()> notify_;
+    std::atomic<bool> completed_{false};
     std::size_t record_stride_;
 
     struct launch {
@@ -138,6 +191,54 @@ private:
     gd::counters totals_{};
     std::atomic<std::uint64_t> dropped_{0}, packets_dropped_{0}, waits_{0}, stalls_{0},
         gpu_chunks_in_use_{0};
+};
+
+// GPUDirect into several GPUs: one engine per GPU (its own arrival ring, kernels and
+// chunks), GPU g taking chunks g, g + G, ... (gd::route_chunk). Chunks come out of one
+// queue as their GPUs finish them, the lowest id first among those ready, each on its
+// own GPU (gpu_chunk::lane: its position in `devs`). stats: the GPUs' counters summed,
+// with the chunks no GPU's window reached counted lost once the stream has ended.
+class gpudirect_multi : public gpu_capture {
+public:
+    // feeds: per GPU the frames its ring receives (steer_feed, or the same feed for all).
+    gpudirect_multi(const format &fmt, const engine_config &cfg,
+                    const std::vector<std::shared_ptr<const cu::device>> &devs,
+                    const gpudirect_config &gcfg, std::vector<frame_feed> feeds);
+    // The engines' threads end before the wake-up they call goes.
+    ~gpudirect_multi() override;
+
+    void start() override;
+    void stop() override;
+    void check_error() override;
+    bool running() const override;
+    gpu_chunk *next(std::chrono::nanoseconds timeout, gpu_chunk_queue::status &why) override;
+    void release(gpu_chunk *c, const std::vector<cu::stream> &after) override;
+    bool finished() const override;
+    std::map<std::string, std::uint64_t> stats() const override;
+    gpu_chunk_pool &pool() override { return engines_.front()->pool(); }
+    cu::stream fill_stream() const override { return engines_.front()->fill_stream(); }
+    gpu_chunk_pool &pool_of(const gpu_chunk &c) override { return engines_.at(c.lane)->pool(); }
+    cu::stream fill_stream_of(const gpu_chunk &c) const override {
+        return engines_.at(c.lane)->fill_stream();
+    }
+
+    std::size_t devices() const noexcept { return engines_.size(); }
+    const gpudirect_capture &engine(std::size_t i) const { return *engines_.at(i); }
+    // GPU i's counters; its `lost` includes its chunks no window reached (stream ended).
+    std::map<std::string, std::uint64_t> device_stats(std::size_t i) const;
+
+private:
+    std::vector<std::uint64_t> unreached() const;
+
+    std::optional<std::uint64_t> first_chunk_;
+    std::uint64_t ppc_;
+    std::vector<std::unique_ptr<gpudirect_capture>> engines_;
+    std::mutex next_mutex_;
+    std::vector<gpu_chunk *> held_;  // per GPU: taken from its queue, not yet handed out
+    std::atomic<std::size_t> n_held_{0};
+    std::mutex wake_mutex_;
+    std::condition_variable wake_;
+    std::uint64_t wakes_ = 0;
 };
 
 }  // namespace casper400g_rx

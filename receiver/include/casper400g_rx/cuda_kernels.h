@@ -4,7 +4,30 @@
 
 #include <cstdint>
 
+// The chunk routing below is compiled for both sides: the parse kernel and the host
+// code (and its tests) run the same arithmetic.
+#if defined(__CUDACC__)
+#define CASPER400G_GD_HD __host__ __device__
+#else
+#define CASPER400G_GD_HD
+#endif
+
 namespace casper400g_rx::gd {
+
+// A capture into several GPUs gives global chunk `id` to GPU id mod gpus, which knows it
+// as its local chunk id / gpus: each GPU's window walks its own chunks only, so none
+// counts another GPU's chunks as lost. False (with `local` untouched) for another GPU's
+// chunk. gpus <= 1: every chunk, local = id (the one-GPU capture).
+CASPER400G_GD_HD inline bool route_chunk(std::uint64_t id, std::uint32_t gpus, std::uint32_t gpu,
+                                         std::uint64_t &local) {
+    if (gpus <= 1) {
+        local = id;
+        return true;
+    }
+    if (id % gpus != gpu) return false;
+    local = id / gpus;
+    return true;
+}
 
 // Packets per parse-kernel step: one per thread of a parse block.
 inline constexpr unsigned tile = 1024;
@@ -29,6 +52,7 @@ struct format_desc {
 
 struct counters {
     std::uint64_t received, packets, bytes, lost, late, duplicate, rejected, chunks;
+    std::uint64_t other_gpu;  // packets of another GPU's chunks (never placed here)
 };
 
 // Device-resident state of the placement window.
@@ -39,7 +63,7 @@ struct state {
     std::uint32_t started, finished, blocks_done, pad;
     counters totals;
     // The running launch's scatter results.
-    std::uint64_t sc_packets, sc_duplicate, sc_late, sc_rejected;
+    std::uint64_t sc_packets, sc_duplicate, sc_late, sc_rejected, sc_other_gpu;
 };
 
 // One window position (chunk id % max_chunks): the chunk mapped there and since when.
@@ -89,10 +113,12 @@ struct record {
 
 // One parsed header, written by the parse kernel, read by the walk and scatter kernels.
 inline constexpr std::uint32_t rejected_offset = 0xffffffffu;
+inline constexpr std::uint32_t other_gpu_offset = 0xfffffffeu;  // another GPU's chunk
 struct parsed {
     std::uint64_t chunk_id;
     std::uint32_t slot;
-    std::uint32_t offset;  // payload offset inside the frame; rejected_offset: failed a check
+    std::uint32_t offset;  // payload offset inside the frame; rejected_offset: failed a
+                           // check; other_gpu_offset: another GPU's chunk
 };
 
 struct params {
@@ -114,7 +140,8 @@ struct params {
     std::uint64_t record_stride;
     std::uint64_t free_ring, free_tail;  // mapped host memory written by the host
     std::uint32_t has_first_chunk, pad;
-    std::uint64_t first_chunk;
+    std::uint64_t first_chunk;        // local id (route_chunk)
+    std::uint32_t gpus, gpu;          // this GPU of a capture's several (route_chunk)
 };
 
 }  // namespace casper400g_rx::gd
