@@ -203,6 +203,15 @@ class EmulatorOptions:
             ]
         ] = [],
     ) -> None: ...
+    def give_packets(
+        self,
+        packets: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8],
+        sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
+        queue_of: typing.Any = None,
+    ) -> None:
+        """
+        Sends these UDP payloads (rows, their first sizes[i] bytes) instead of the example stream, packet i to queue queue_of[i]
+        """
 
 class IbvOptions:
     """
