@@ -230,6 +230,14 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
     }
     std::size_t n = 0;
     std::size_t skips = 0;
+    // Receives posted into the held chunk are counted in `res` once per call, not per
+    // receive (a locked instruction each): the hold keeps the count above zero meanwhile.
+    chunk *counted = nullptr;
+    std::uint32_t uncounted = 0;
+    auto count_posted = [&] {
+        if (uncounted != 0) l.res[counted->index].fetch_add(uncounted, std::memory_order_relaxed);
+        uncounted = 0;
+    };
     auto post_scratch = [&](std::uint64_t seq, bool predicted, bool no_chunk) {
         const std::size_t idx = l.scratch_posted % scratch_slots();
         const std::size_t k = l.posted % depth_;
@@ -263,7 +271,10 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
             // late, or placed by copy where its chunk is open after all.
             if (!scratch_room) break;
             // The chunk it held is not posted into any more: it must not pin it.
-            if (l.hold != nullptr && p / ppc != l.hold_id) release_hold_locked(l);
+            if (l.hold != nullptr && p / ppc != l.hold_id) {
+                count_posted();
+                release_hold_locked(l);
+            }
             post_scratch(p, true, l.scratch_no_chunk);
             l.next = add_sat(p, n_lanes);
             continue;
@@ -271,6 +282,7 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
         if (l.hold == nullptr || p / ppc != l.hold_id || p < l.post_base * ppc ||
             p / ppc >= l.post_base + wsize_) {
             // A new chunk (once per chunk and lane), or the window moved: under the mutex.
+            count_posted();
             if (!post_slow(l, lane)) break;
             continue;
         }
@@ -288,8 +300,11 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
             if (++skips > wsize_ * ppc) break;
             continue;
         }
-        // The hold keeps this count above zero, so the chunk cannot be handed on meanwhile.
-        l.res[c->index].fetch_add(1, std::memory_order_relaxed);
+        if (c != counted) {
+            count_posted();
+            counted = c;
+        }
+        uncounted++;
         const std::size_t k = l.posted % depth_;
         l.ring[k] = desc{p, c, slot, l.shift, false, false, false};
         recv_target &t = out[n++];
@@ -302,6 +317,7 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
         l.posted++;
         l.s.posted++;
     }
+    count_posted();
     if (l.drain_due) {
         std::lock_guard<std::mutex> lock(mutex_);
         l.drain_due = false;
@@ -401,12 +417,32 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
     if (n > 0) window_.act(l.q).active_ns.store(now_ns(), std::memory_order_relaxed);
     const std::size_t ppc = cfg_.packets_per_chunk;
     const std::size_t pre = layout_.prefix;
+    constexpr std::size_t prefix_ahead = 4;  // completions whose slot line is fetched early
     // Taken for a packet that needs it and released before the next one: fix-up copies
     // are made outside it, so that one lane's mispredicted packets never hold the others.
     std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+    // Receives of in-order packets leave `res` once per run of one chunk, not each with
+    // a locked instruction; before anything that takes the mutex, and at the end.
+    chunk *counted = nullptr;
+    std::uint32_t uncounted = 0;
+    auto release_counted = [&] {
+        if (uncounted == 0) return;
+        if (l.res[counted->index].fetch_sub(uncounted, std::memory_order_seq_cst) == uncounted &&
+            retired_flag_[counted->index].load(std::memory_order_seq_cst) != 0)
+            l.drain_due = true;
+        uncounted = 0;
+    };
+    auto retire_fast = [&](const desc &d) {
+        if (d.c != nullptr && d.c != counted) {
+            release_counted();
+            counted = d.c;
+        }
+        retire_desc(l, d, lock, d.c != nullptr ? &uncounted : nullptr);
+    };
     for (std::size_t i = 0; i < n; i++) {
         const recv_completion &rc = comps[i];
         if (rc.wr_id != l.completed || l.completed == l.posted) {
+            release_counted();
             if (lock.owns_lock()) lock.unlock();
             leave(l);
             throw std::logic_error("receive completion " + std::to_string(rc.wr_id) +
@@ -417,6 +453,13 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         const desc d = l.ring[k];
         const std::uint8_t *hdr = l.headers.get() + k * layout_.entry;
         l.completed++;
+        // The prefix goes into the first line of a slot that the CPU has not touched
+        // since the chunk was handed out: that line is asked for a few packets ahead, so
+        // that the misses overlap instead of holding up each packet's stores in turn.
+        if (i + prefix_ahead < n && l.completed + prefix_ahead <= l.posted) {
+            const desc &a = l.ring[(k + prefix_ahead) % depth_];
+            if (a.c != nullptr) __builtin_prefetch(a.c->data + a.slot * layout_.payload, 1);
+        }
         // The common cases without the mutex: a packet in its predicted slot inside the
         // window, or one older than the window (also from a scratch receive).
         if (rc.ok && (d.c != nullptr || d.predicted) && !d.orphan && attached(l) &&
@@ -445,14 +488,14 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                     l.s.in_place++;
                     placed(l, id);
                     l.c.received++;
-                    retire_desc(l, d, lock);
+                    retire_fast(d);
                     continue;
                 }
                 if (id < h && window_.classify(h, own_of(l), id) == window_policy::place::late) {
                     l.run.n = 0;
                     resync(l, d, *seq);
                     count_behind(l, id);
-                    retire_desc(l, d, lock);
+                    retire_fast(d);
                     continue;
                 }
                 if (l.completed <= l.gap_posted) {
@@ -463,11 +506,12 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                     resync(l, d, *seq);
                     l.c.discarded++;
                     l.c.received++;
-                    retire_desc(l, d, lock);
+                    retire_fast(d);
                     continue;
                 }
             }
         }
+        release_counted();
         if (!lock.owns_lock()) lock_parked(l, lock);
         slow_packet sp;
         complete_locked(l, d, hdr, rc.byte_len, rc.ok, sp, lock);
@@ -481,6 +525,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         if (!sp.retired) retire_desc(l, d, lock);
         if (lock.owns_lock()) lock.unlock();
     }
+    release_counted();
     if (l.drain_due) {
         if (!lock.owns_lock()) lock_parked(l, lock);
         l.drain_due = false;
@@ -604,7 +649,8 @@ const std::uint8_t *hds_engine::landing(const lane_state &l, const desc &d) cons
     return d.c != nullptr ? d.c->data + d.slot * size : l.scratch.get() + d.slot * size;
 }
 
-void hds_engine::retire_desc(lane_state &l, const desc &d, std::unique_lock<std::mutex> &lock) {
+void hds_engine::retire_desc(lane_state &l, const desc &d, std::unique_lock<std::mutex> &lock,
+                             std::uint32_t *uncounted) {
     if (d.c == nullptr) {
         l.scratch_done++;
         return;
@@ -618,6 +664,10 @@ void hds_engine::retire_desc(lane_state &l, const desc &d, std::unique_lock<std:
         fill_pending_locked(l, d.c, d.slot);
     }
     if (d.orphan) return;  // no longer counted in `res`
+    if (uncounted != nullptr) {
+        ++*uncounted;  // the caller releases it from `res` with others of its chunk
+        return;
+    }
     if (l.res[d.c->index].fetch_sub(1, std::memory_order_seq_cst) == 1 &&
         retired_flag_[d.c->index].load(std::memory_order_seq_cst) != 0)
         l.drain_due = true;

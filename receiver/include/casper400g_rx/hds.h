@@ -293,7 +293,10 @@ private:
     void place_locked(lane_state &l, std::uint64_t seq, const desc &d, slow_packet &sp,
                       std::unique_lock<std::mutex> &lock);
     const std::uint8_t *landing(const lane_state &l, const desc &d) const noexcept;
-    void retire_desc(lane_state &l, const desc &d, std::unique_lock<std::mutex> &lock);
+    // With `uncounted`, the receive's count in `res` is added there for the caller to
+    // release (complete() does so once per run of receives into one chunk).
+    void retire_desc(lane_state &l, const desc &d, std::unique_lock<std::mutex> &lock,
+                     std::uint32_t *uncounted = nullptr);
     void placed(lane_state &l, std::uint64_t id) noexcept;
     void fill_pending_locked(lane_state &l, chunk *c, std::size_t slot);
     void cancel_locked(lane_state &l, std::unique_lock<std::mutex> &lock);
