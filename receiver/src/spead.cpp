@@ -55,8 +55,15 @@ std::uint64_t word_mask(std::size_t w, const cell_range &r) noexcept {
 // most one of each per cell, since they own the cells on either side. Both put their
 // bytes of the cell into the cell's edge byte (a bit per byte); the one that comes
 // second sees the other's bits and leaves out the bytes both hold.
+//
+// With one queue (not `shared`) packets are deposited one after the other, and a packet
+// that ends on a cell boundary -- every packet of a heap cut on 8-byte boundaries -- owns
+// its last cell whole and leaves no mark: a lead-in that comes later sees the cell's
+// bit in the bitmap (`words`) and no mark of its owner's (bit 0 of the edge byte, which
+// a lead-in never has), and takes the cell as covered; one that came before left its
+// bits, which the owner reads. Edge bytes are then touched only by heaps cut elsewhere.
 std::uint64_t cover(chunk &c, std::size_t slot, std::uint64_t o, std::uint64_t e,
-                    std::size_t heap, bool shared) noexcept {
+                    std::size_t heap, bool shared, const std::uint64_t *words) noexcept {
     const std::uint64_t owned_from = (o + spead_cell - 1) / spead_cell * spead_cell;
     std::uint64_t added = e > owned_from ? e - owned_from : 0;
     std::uint8_t *edges = c.edges + slot * spead_format::edge_bytes(heap);
@@ -71,7 +78,12 @@ std::uint64_t cover(chunk &c, std::size_t slot, std::uint64_t o, std::uint64_t e
         const std::uint64_t n = e - k * spead_cell;
         const std::uint64_t from = o > k * spead_cell ? o - k * spead_cell : 0;
         const auto mine = static_cast<std::uint8_t>(((1u << n) - 1) & ~((1u << from) - 1));
-        const unsigned both = static_cast<unsigned>(__builtin_popcount(mark(k, mine) & mine));
+        std::uint8_t others = 0;
+        if (shared || n != spead_cell)
+            others = mark(k, mine);
+        else if (__atomic_load_n(&c.edges_used[slot], __ATOMIC_RELAXED) != 0)
+            others = __atomic_load_n(&edges[k], __ATOMIC_RELAXED);
+        const unsigned both = static_cast<unsigned>(__builtin_popcount(others & mine));
         added = added > both ? added - both : 0;
     }
     if (o % spead_cell != 0) {
@@ -79,7 +91,11 @@ std::uint64_t cover(chunk &c, std::size_t slot, std::uint64_t o, std::uint64_t e
         const std::uint64_t n = std::min<std::uint64_t>(spead_cell, heap - k * spead_cell);
         const auto mine =
             static_cast<std::uint8_t>(((1u << n) - 1) & ~((1u << (o % spead_cell)) - 1));
-        added += static_cast<unsigned>(__builtin_popcount(mine & ~mark(k, mine)));
+        std::uint8_t others = mark(k, mine);
+        if (!shared && (others & 1) == 0 &&
+            ((__atomic_load_n(&words[k / 64], __ATOMIC_RELAXED) >> (k % 64)) & 1) != 0)
+            others = 0xff;  // the cell's owner came first and ends past it
+        added += static_cast<unsigned>(__builtin_popcount(mine & ~others));
     }
     return added;
 }
@@ -233,7 +249,8 @@ heap_deposit deposit_heap_packet(chunk &c, std::size_t slot, const spead_packet 
             else
                 or_fetch_old(words[w], m, shared);
         }
-        const std::uint64_t added = cover(c, slot, p.offset, p.offset + p.length, heap_size, shared);
+        const std::uint64_t added =
+            cover(c, slot, p.offset, p.offset + p.length, heap_size, shared, words);
         complete = added != 0 && add_fetch_new(*bytes, added, shared) == heap_size;
         // The copy last: a locked instruction after its streaming stores would wait for
         // them to drain.
