@@ -207,6 +207,7 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
     const std::size_t ppc = cfg_.packets_per_chunk;
     const std::size_t size = layout_.payload;
     const std::uint64_t n_lanes = lanes_.size();
+    const divider per_chunk(ppc), ring_index(depth_), by_lane(n_lanes);
     const bool live = cfg_.skip_lagging;
     if (live && l.posted == l.completed && l.completed > 0 &&
         wstarted_.load(std::memory_order_acquire)) {
@@ -240,7 +241,7 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
     };
     auto post_scratch = [&](std::uint64_t seq, bool predicted, bool no_chunk) {
         const std::size_t idx = l.scratch_posted % scratch_slots();
-        const std::size_t k = l.posted % depth_;
+        const std::size_t k = ring_index.rem(l.posted);
         l.ring[k] = desc{seq, nullptr, idx, l.shift, false, predicted, no_chunk};
         recv_target &t = out[n++];
         t.wr_id = l.posted;
@@ -265,13 +266,14 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
             continue;
         }
         const std::uint64_t p = l.next;
-        if (live && p / ppc < l.scratch_below) {
+        const std::uint64_t pid = per_chunk.quot(p);
+        if (live && pid < l.scratch_below) {
             // No chunk for this prediction, or the lane gave its share of the chunk up:
             // the packet is received all the same, into the scratch ring, and counted
             // late, or placed by copy where its chunk is open after all.
             if (!scratch_room) break;
             // The chunk it held is not posted into any more: it must not pin it.
-            if (l.hold != nullptr && p / ppc != l.hold_id) {
+            if (l.hold != nullptr && pid != l.hold_id) {
                 count_posted();
                 release_hold_locked(l);
             }
@@ -279,8 +281,8 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
             l.next = add_sat(p, n_lanes);
             continue;
         }
-        if (l.hold == nullptr || p / ppc != l.hold_id || p < l.post_base * ppc ||
-            p / ppc >= l.post_base + wsize_) {
+        if (l.hold == nullptr || pid != l.hold_id || p < l.post_base * ppc ||
+            pid >= l.post_base + wsize_) {
             // A new chunk (once per chunk and lane), or the window moved: under the mutex.
             count_posted();
             if (!post_slow(l, lane)) break;
@@ -288,15 +290,14 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
         }
         chunk *c = l.hold;
         l.next = add_sat(p, n_lanes);
-        const std::size_t slot = p % ppc;
-        const std::size_t g = gslot(c, slot);
+        const std::size_t slot = p - pid * ppc;
+        std::atomic<std::uint8_t> &st = state(c, slot, by_lane);
         std::uint8_t expect = 0;
         // Never post over placed data (the NIC would overwrite it), nor over a slot
         // another lane is filling by copy or whose old receive is still posted.
-        if (!state(g).compare_exchange_strong(expect, slot_posted,
-                                                    std::memory_order_acq_rel) ||
+        if (!st.compare_exchange_strong(expect, slot_posted, std::memory_order_acq_rel) ||
             __atomic_load_n(&c->present[slot], __ATOMIC_ACQUIRE) != 0) {
-            if (expect == 0) state(g).store(0, std::memory_order_release);
+            if (expect == 0) st.store(0, std::memory_order_release);
             if (++skips > wsize_ * ppc) break;
             continue;
         }
@@ -305,7 +306,7 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
             counted = c;
         }
         uncounted++;
-        const std::size_t k = l.posted % depth_;
+        const std::size_t k = ring_index.rem(l.posted);
         l.ring[k] = desc{p, c, slot, l.shift, false, false, false};
         recv_target &t = out[n++];
         t.wr_id = l.posted;
@@ -417,6 +418,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
     if (n > 0) window_.act(l.q).active_ns.store(now_ns(), std::memory_order_relaxed);
     const std::size_t ppc = cfg_.packets_per_chunk;
     const std::size_t pre = layout_.prefix;
+    const divider per_chunk(ppc), ring_index(depth_);
     constexpr std::size_t prefix_ahead = 4;  // completions whose slot line is fetched early
     // Taken for a packet that needs it and released before the next one: fix-up copies
     // are made outside it, so that one lane's mispredicted packets never hold the others.
@@ -449,7 +451,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                                    " out of order on queue " + std::to_string(lane) +
                                    " (expected " + std::to_string(l.completed) + ")");
         }
-        const std::size_t k = l.completed % depth_;
+        const std::size_t k = ring_index.rem(l.completed);
         const desc d = l.ring[k];
         const std::uint8_t *hdr = l.headers.get() + k * layout_.entry;
         l.completed++;
@@ -457,7 +459,8 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         // since the chunk was handed out: that line is asked for a few packets ahead, so
         // that the misses overlap instead of holding up each packet's stores in turn.
         if (i + prefix_ahead < n && l.completed + prefix_ahead <= l.posted) {
-            const desc &a = l.ring[(k + prefix_ahead) % depth_];
+            const std::size_t ka = k + prefix_ahead;
+            const desc &a = l.ring[ka >= depth_ ? ka - depth_ : ka];
             if (a.c != nullptr) __builtin_prefetch(a.c->data + a.slot * layout_.payload, 1);
         }
         // The common cases without the mutex: a packet in its predicted slot inside the
@@ -471,8 +474,8 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                                 packet_ref{hdr + split_layout::headers, layout_.payload, ip_id});
             if (seq) {
                 const std::uint64_t h = head_of(l);
-                const std::uint64_t id = *seq / ppc;
-                const std::size_t slot = *seq % ppc;
+                const std::uint64_t id = per_chunk.quot(*seq);
+                const std::size_t slot = *seq - id * ppc;
                 // (A chunk a window resync retired may carry the id again: not in place.)
                 if (d.c != nullptr && id >= h && id - h < cfg_.max_chunks &&
                     d.c->chunk_id == id && d.slot == slot &&
@@ -655,8 +658,8 @@ void hds_engine::retire_desc(lane_state &l, const desc &d, std::unique_lock<std:
         l.scratch_done++;
         return;
     }
-    const std::size_t g = gslot(d.c, d.slot);
-    const std::uint8_t old = state(g).exchange(0, std::memory_order_acq_rel);
+    const std::uint8_t old =
+        state(d.c, d.slot, divider(lanes_.size())).exchange(0, std::memory_order_acq_rel);
     if (old & slot_pending) {
         // A copy of a packet waits for this slot: it goes in now (the chunk is still
         // held back by this receive's count below).

@@ -173,10 +173,13 @@ void nic_emulator_source::run(std::size_t i, engine &eng_base, const std::atomic
     recv_completion comps[batch_size];
     std::size_t next = 0;
     starvation wait(eng->config().stall_timeout_ms);
+    // Ring positions wrap by a compare, not a division (per packet).
+    auto wrap = [depth](std::size_t k) { return k >= depth ? k - depth : k; };
     while (next < in.seqs.size()) {
         if (stop.load(std::memory_order_relaxed)) break;
         const std::size_t got = eng->post(i, fresh.data(), depth - count);
-        for (std::size_t j = 0; j < got; j++) ring[(head + count + j) % depth] = fresh[j];
+        for (std::size_t j = 0, k = wrap(head + count); j < got; j++, k = wrap(k + 1))
+            ring[k] = fresh[j];
         count += got;
         if (count == 0) {
             if (wait.give_up()) {
@@ -193,7 +196,7 @@ void nic_emulator_source::run(std::size_t i, engine &eng_base, const std::atomic
             write_frame(t, seq, prefix, staging);
             // A runt is 8 bytes short of the format's frame: the split check rejects it.
             comps[j] = recv_completion{t.wr_id, in.bad[next] ? frame_len - 8 : frame_len, true};
-            head = (head + 1) % depth;
+            head = wrap(head + 1);
             count--;
             next++;
         }

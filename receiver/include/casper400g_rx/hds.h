@@ -68,6 +68,7 @@
 #include <mutex>
 #include <vector>
 
+#include "casper400g_rx/divider.h"
 #include "casper400g_rx/engine.h"
 
 namespace casper400g_rx {
@@ -324,6 +325,12 @@ private:
     std::atomic<std::uint8_t> &state(std::size_t g) noexcept {
         const std::size_t ppc = cfg_.packets_per_chunk, n = lanes_.size(), slot = g % ppc;
         return slot_state_[(g / ppc) * state_stride_ * n + (slot % n) * state_stride_ + slot / n];
+    }
+    // The same by chunk and slot, `lanes` dividing by lanes_.size() (per packet: no
+    // division where the lanes are a power of two).
+    std::atomic<std::uint8_t> &state(const chunk *c, std::size_t slot, const divider &lanes) noexcept {
+        return slot_state_[c->index * state_stride_ * lanes_.size() + lanes.rem(slot) * state_stride_ +
+                           lanes.quot(slot)];
     }
     std::unique_ptr<std::atomic<std::uint8_t>[]> retired_flag_;  // per pool chunk
     std::vector<std::int32_t> pending_;          // per pool slot: bounce buffer, or -1
