@@ -293,10 +293,20 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
         const std::size_t slot = p - pid * ppc;
         std::atomic<std::uint8_t> &st = state(c, slot, by_lane);
         std::uint8_t expect = 0;
+        bool taken;
+        if (n_lanes == 1) {
+            // No other lane writes this lane's slot states, and the window edits them
+            // only while the lane is outside its calls: a plain load and store, not a
+            // locked instruction per packet.
+            expect = st.load(std::memory_order_relaxed);
+            taken = expect == 0;
+            if (taken) st.store(slot_posted, std::memory_order_relaxed);
+        } else {
+            taken = st.compare_exchange_strong(expect, slot_posted, std::memory_order_acq_rel);
+        }
         // Never post over placed data (the NIC would overwrite it), nor over a slot
         // another lane is filling by copy or whose old receive is still posted.
-        if (!st.compare_exchange_strong(expect, slot_posted, std::memory_order_acq_rel) ||
-            __atomic_load_n(&c->present[slot], __ATOMIC_ACQUIRE) != 0) {
+        if (!taken || __atomic_load_n(&c->present[slot], __ATOMIC_ACQUIRE) != 0) {
             if (expect == 0) st.store(0, std::memory_order_release);
             if (++skips > wsize_ * ppc) break;
             continue;
@@ -658,8 +668,15 @@ void hds_engine::retire_desc(lane_state &l, const desc &d, std::unique_lock<std:
         l.scratch_done++;
         return;
     }
-    const std::uint8_t old =
-        state(d.c, d.slot, divider(lanes_.size())).exchange(0, std::memory_order_acq_rel);
+    std::atomic<std::uint8_t> &st = state(d.c, d.slot, divider(lanes_.size()));
+    std::uint8_t old;
+    if (lanes_.size() == 1) {
+        // One lane: no other thread writes the state meanwhile (as in post()).
+        old = st.load(std::memory_order_relaxed);
+        st.store(0, std::memory_order_relaxed);
+    } else {
+        old = st.exchange(0, std::memory_order_acq_rel);
+    }
     if (old & slot_pending) {
         // A copy of a packet waits for this slot: it goes in now (the chunk is still
         // held back by this receive's count below).

@@ -121,6 +121,16 @@ nic_emulator_source::nic_emulator_source(const emulator_config &cfg, std::size_t
                                         " is beyond the " + std::to_string(n) + " packets sent");
         is_bad[b] = 1;
     }
+    // Tens of millions of packets for a benchmark: room made once, not by regrowth.
+    if (cfg_.serial) {
+        all_.seqs.reserve(n);
+        all_.bad.reserve(n);
+    } else {
+        for (lane_input &l : lanes_) {
+            l.seqs.reserve(n / lanes + 1);
+            l.bad.reserve(n / lanes + 1);
+        }
+    }
     for (std::uint64_t i = 0; i < n; i++) {
         const std::uint64_t seq = scheduled ? cfg_.schedule[i] : cfg_.first + i;
         lane_input &l = cfg_.serial ? all_ : lanes_[seq % lanes];
