@@ -201,8 +201,9 @@ def table(trials: Sequence[PpsTrial]) -> list[str]:
                 cells += ["", "", "", ""]
                 continue
             c = per_cpu[(p, payload)]
+            at_least = "" if t.stopped else "≥ "  # the stream ended before the trial did
             cells += [
-                f"{t.mpps_per_core:.2f}",
+                f"{at_least}{t.mpps_per_core:.2f}",
                 f"{t.gbps_per_core:.1f}",
                 f"{t.mpps_per_core / GOAL_MPPS:.2f}",
                 "" if c is None else f"{c:.2f}",
