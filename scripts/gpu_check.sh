@@ -136,7 +136,7 @@ timeout "${BENCH_TIMEOUT:-600}" "$py" -m "casper400g_rx.tools.$bench" --out "$ou
 
 if [ "${PRESET:-}" = defaults ]; then
   step "Mpps per receive core by payload (bench_pps)"
-  timeout "${PPS_TIMEOUT:-180}" "$py" -m casper400g_rx.tools.bench_pps --out "$out/pps.md" \
+  timeout "${PPS_TIMEOUT:-300}" "$py" -m casper400g_rx.tools.bench_pps --out "$out/pps.md" \
     2>&1 | tee "$out/pps.log" || status=1
   step "SPEAD heaps from memory against spead2 (bench_spead2)"
   timeout "${SPEAD2_TIMEOUT:-120}" "$py" -m casper400g_rx.tools.bench_spead2 --mbytes 128 \
