@@ -21,8 +21,9 @@
 # no sanitizer; the GPU tests plus the spectrometer's and the placement's; benchmark 1d
 # only (ONE capture with its defaults, nothing set by hand, the spectrometer consuming:
 # ladder, 3 trials of 10 s at 400 Gb/s, 1.25x overload, both emulated DMA fills), DLPack;
-# then Mpps per receive core by payload (bench_pps, $OUTDIR/pps.md) and the spectrometer
-# example for 5 s at 400 Gb/s ($OUTDIR/spectra.npz).
+# then Mpps per receive core by payload (bench_pps, $OUTDIR/pps.md), SPEAD heaps from
+# memory against spead2 ($OUTDIR/spead2.log; spead2 from the receiver's [bench] extra)
+# and the spectrometer example for 5 s at 400 Gb/s ($OUTDIR/spectra.npz).
 #
 # PRESET=multigpu: one capture into several GPUs, within 5 minutes on a 2-GPU host once
 # built: no sanitizer; the multi-GPU tests (every chunk on its GPU with the CPU engine's
@@ -140,8 +141,11 @@ timeout "${BENCH_TIMEOUT:-600}" "$py" -m "casper400g_rx.tools.$bench" --out "$ou
 
 if [ "${PRESET:-}" = defaults ]; then
   step "Mpps per receive core by payload (bench_pps)"
-  timeout "${PPS_TIMEOUT:-180}" "$py" -m casper400g_rx.tools.bench_pps --out "$out/pps.md" \
+  timeout "${PPS_TIMEOUT:-300}" "$py" -m casper400g_rx.tools.bench_pps --out "$out/pps.md" \
     2>&1 | tee "$out/pps.log" || status=1
+  step "SPEAD heaps from memory against spead2 (bench_spead2)"
+  timeout "${SPEAD2_TIMEOUT:-120}" "$py" -m casper400g_rx.tools.bench_spead2 --mbytes 128 \
+    --trials 5 2>&1 | tee "$out/spead2.log" || status=1
   step "the spectrometer example, 5 s at 400 Gb/s into cuda:0"
   timeout "${EXAMPLE_TIMEOUT:-120}" "$py" examples/spectrometer.py --device cuda:0 --rate 400 \
     --seconds 5 --out "$out/spectra.npz" 2>&1 | tee "$out/spectrometer.log" || status=1

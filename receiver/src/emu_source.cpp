@@ -56,6 +56,14 @@ void emu_source::generate(const std::atomic<bool> &stop) {
     const auto t0 = clock::now();
     std::uint64_t i = 0;
     std::vector<std::uint64_t> heads(nq, 0);
+    // Each ring's tail as last read: read again only when the ring looks full, so that
+    // the generator does not pull the line the receive thread writes once per packet.
+    std::vector<std::uint64_t> tails(nq, 0);
+    auto full = [&](std::size_t q) {
+        if (heads[q] - tails[q] < slots) return false;
+        tails[q] = rings_[q]->tail.load(std::memory_order_acquire);
+        return heads[q] - tails[q] >= slots;
+    };
     while (i < cfg_.count && !stop.load(std::memory_order_relaxed)) {
         // Packets arrive in bursts of up to a batch per queue: the rate holds over a batch.
         const std::uint64_t burst = batch_size * nq;
@@ -77,12 +85,15 @@ void emu_source::generate(const std::atomic<bool> &stop) {
         }
         const std::uint64_t n = std::min<std::uint64_t>(due - i, burst);
         if (ns_per_packet == 0) {
-            // Unpaced: wait for the receivers, lose nothing.
+            // Unpaced: wait for the receivers, lose nothing -- until each queue has room
+            // for its whole share of the burst.
             bool room = true;
-            for (std::uint64_t k = 0; k < n && room; k++) {
-                const ring &r = *rings_[(i + k) % nq];
-                const std::uint64_t h = heads[(i + k) % nq];
-                room = h - r.tail.load(std::memory_order_acquire) < slots;
+            for (std::size_t q = 0; q < nq && room; q++) {
+                const std::uint64_t first = (q + nq - i % nq) % nq;  // its first k in the burst
+                const std::uint64_t share = n > first ? (n - first - 1) / nq + 1 : 0;
+                if (heads[q] - tails[q] + share > slots)
+                    tails[q] = rings_[q]->tail.load(std::memory_order_acquire);
+                room = heads[q] - tails[q] + share <= slots;
             }
             if (!room) {
                 std::this_thread::yield();
@@ -94,7 +105,7 @@ void emu_source::generate(const std::atomic<bool> &stop) {
             const std::size_t q = (i + k) % nq;
             ring &r = *rings_[q];
             std::uint64_t &h = heads[q];
-            if (h - r.tail.load(std::memory_order_acquire) >= slots) {
+            if (full(q)) {
                 dropped++;
                 continue;
             }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "casper400g_rx/copy.h"
+#include "casper400g_rx/slot_state.h"
 #include "casper400g_rx/spead.h"
 
 namespace casper400g_rx {
@@ -150,6 +151,7 @@ void engine::set_queues(std::size_t n) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (started_) throw std::logic_error("set_queues after the first packet");
     queues_.clear();
+    shared_slots_ = n > 1;
     for (std::size_t q = 0; q < n; q++) {
         queues_.push_back(std::make_unique<queue_state>());
         queues_.back()->cache.assign(cfg_.max_chunks, cached{});
@@ -165,10 +167,21 @@ void engine::add_batch(std::size_t q, const packet_ref *pkts, std::size_t n) {
     window_policy::activity &a = window_.act(q);
     a.active_ns.store(now_ns(), std::memory_order_relaxed);
     s.discarding = !enter(s, q);
+    // The packets were just written by another core (the NIC's DMA, the kernel): their
+    // first lines are asked for a few packets ahead, so that the misses overlap instead
+    // of stalling each packet in turn.
+    const std::size_t ahead = std::min(n, prefetch_distance);
+    for (std::size_t i = 0; i < ahead; i++) __builtin_prefetch(pkts[i].payload);
     if (decoder_.fmt().spead) {
-        for (std::size_t i = 0; i < n; i++) place_spead(s, q, pkts[i]);
+        for (std::size_t i = 0; i < n; i++) {
+            if (i + ahead < n) __builtin_prefetch(pkts[i + ahead].payload);
+            place_spead(s, q, pkts[i]);
+        }
     } else {
-        for (std::size_t i = 0; i < n; i++) place(s, q, pkts[i]);
+        for (std::size_t i = 0; i < n; i++) {
+            if (i + ahead < n) __builtin_prefetch(pkts[i + ahead].payload);
+            place(s, q, pkts[i]);
+        }
     }
     order_payload_stores();
     // Active until now (a batch may have waited long for a chunk): not stalled.
@@ -237,8 +250,7 @@ void engine::place(queue_state &s, std::size_t q, const packet_ref &pkt) {
     const std::size_t slot = *seq % ppc;
     chunk *c = window_chunk(s, q, *seq);
     if (c == nullptr) return;
-    // Another queue may deliver the same packet: the exchange decides which one places it.
-    if (__atomic_exchange_n(&c->present[slot], std::uint8_t{1}, __ATOMIC_RELAXED) != 0) {
+    if (!take_slot(c->present[slot], shared_slots_)) {
         s.c.duplicate++;
         s.c.received++;
         return;

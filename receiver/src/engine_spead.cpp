@@ -17,8 +17,8 @@ void engine::place_spead(queue_state &s, std::size_t q, const packet_ref &pkt) {
     const std::size_t ppc = cfg_.packets_per_chunk;
     chunk *c = window_chunk(s, q, p.index);
     if (c == nullptr) return;
-    if (deposit_heap_packet(*c, p.index % ppc, p, fmt.payload_size, ppc, fmt.spead->n_items) ==
-        heap_deposit::duplicate) {
+    if (deposit_heap_packet(*c, p.index % ppc, p, fmt.payload_size, ppc, fmt.spead->n_items,
+                            shared_slots_) == heap_deposit::duplicate) {
         s.c.duplicate++;
     } else {
         s.c.packets++;

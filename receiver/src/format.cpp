@@ -1,5 +1,6 @@
 #include "casper400g_rx/format.h"
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -40,6 +41,14 @@ void format::validate() const {
 std::uint64_t read_field(const std::uint8_t *payload, const field &f) noexcept {
     const std::uint8_t *p = payload + f.offset;
     std::uint64_t v = 0;
+    if (f.width == 8) {  // the usual sequence word: one load (per packet, on every path)
+        std::memcpy(&v, p, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        return f.big_endian ? __builtin_bswap64(v) : v;
+#else
+        return f.big_endian ? v : __builtin_bswap64(v);
+#endif
+    }
     if (f.big_endian) {
         for (unsigned i = 0; i < f.width; i++) v = (v << 8) | p[i];
     } else {

@@ -215,6 +215,7 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
     const std::size_t ppc = ppc_;
     const std::size_t size = layout_.payload;
     const std::uint64_t n_lanes = lanes_.size();
+    const divider per_chunk(ppc), ring_index(depth_), by_lane(n_lanes);
     const bool live = cfg_.skip_lagging;
     if (live && l.posted == l.completed && l.completed > 0 &&
         wstarted_.load(std::memory_order_acquire)) {
@@ -238,9 +239,17 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
     }
     std::size_t n = 0;
     std::size_t skips = 0;
+    // Receives posted into the held chunk are counted in `res` once per call, not per
+    // receive (a locked instruction each): the hold keeps the count above zero meanwhile.
+    chunk *counted = nullptr;
+    std::uint32_t uncounted = 0;
+    auto count_posted = [&] {
+        if (uncounted != 0) l.res[counted->index].fetch_add(uncounted, std::memory_order_relaxed);
+        uncounted = 0;
+    };
     auto post_scratch = [&](std::uint64_t seq, bool predicted, bool no_chunk) {
         const std::size_t idx = l.scratch_posted % scratch_slots();
-        const std::size_t k = l.posted % depth_;
+        const std::size_t k = ring_index.rem(l.posted);
         l.ring[k] = desc{seq, nullptr, idx, l.shift, false, predicted, no_chunk};
         recv_target &t = out[n++];
         t.wr_id = l.posted;
@@ -266,40 +275,57 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
             continue;
         }
         const std::uint64_t p = l.next;
-        if (live && p / ppc < l.scratch_below) {
+        const std::uint64_t pid = per_chunk.quot(p);
+        if (live && pid < l.scratch_below) {
             // No chunk for this prediction, or the lane gave its share of the chunk up:
             // the packet is received all the same, into the scratch ring, and counted
             // late, or placed by copy where its chunk is open after all.
             if (!scratch_room) break;
             // The chunk it held is not posted into any more: it must not pin it.
-            if (l.hold != nullptr && p / ppc != l.hold_id) release_hold_locked(l);
+            if (l.hold != nullptr && pid != l.hold_id) {
+                count_posted();
+                release_hold_locked(l);
+            }
             post_scratch(p, true, l.scratch_no_chunk);
             l.next = add_sat(p, n_lanes);
             continue;
         }
-        if (l.hold == nullptr || p / ppc != l.hold_id || p < l.post_base * ppc ||
-            p / ppc >= l.post_base + wsize_) {
+        if (l.hold == nullptr || pid != l.hold_id || p < l.post_base * ppc ||
+            pid >= l.post_base + wsize_) {
             // A new chunk (once per chunk and lane), or the window moved: under the mutex.
+            count_posted();
             if (!post_slow(l, lane)) break;
             continue;
         }
         chunk *c = l.hold;
         l.next = add_sat(p, n_lanes);
-        const std::size_t slot = p % ppc;
-        const std::size_t g = gslot(c, slot);
+        const std::size_t slot = p - pid * ppc;
+        std::atomic<std::uint8_t> &st = state(c, slot, by_lane);
         std::uint8_t expect = 0;
+        bool taken;
+        if (n_lanes == 1) {
+            // No other lane writes this lane's slot states, and the window edits them
+            // only while the lane is outside its calls: a plain load and store, not a
+            // locked instruction per packet.
+            expect = st.load(std::memory_order_relaxed);
+            taken = expect == 0;
+            if (taken) st.store(slot_posted, std::memory_order_relaxed);
+        } else {
+            taken = st.compare_exchange_strong(expect, slot_posted, std::memory_order_acq_rel);
+        }
         // Never post over placed data (the NIC would overwrite it), nor over a slot
         // another lane is filling by copy or whose old receive is still posted.
-        if (!state(g).compare_exchange_strong(expect, slot_posted,
-                                                    std::memory_order_acq_rel) ||
-            __atomic_load_n(&present_of(c)[slot], __ATOMIC_ACQUIRE) != 0) {
-            if (expect == 0) state(g).store(0, std::memory_order_release);
+        if (!taken || __atomic_load_n(&present_of(c)[slot], __ATOMIC_ACQUIRE) != 0) {
+            if (expect == 0) st.store(0, std::memory_order_release);
             if (++skips > wsize_ * ppc) break;
             continue;
         }
-        // The hold keeps this count above zero, so the chunk cannot be handed on meanwhile.
-        l.res[c->index].fetch_add(1, std::memory_order_relaxed);
-        const std::size_t k = l.posted % depth_;
+        if (c != counted) {
+            count_posted();
+            counted = c;
+        }
+        uncounted++;
+        const std::size_t k = ring_index.rem(l.posted);
         l.ring[k] = desc{p, c, slot, l.shift, false, false, false};
         recv_target &t = out[n++];
         t.wr_id = l.posted;
@@ -312,6 +338,7 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
         l.posted++;
         l.s.posted++;
     }
+    count_posted();
     if (l.drain_due) {
         std::lock_guard<std::mutex> lock(mutex_);
         l.drain_due = false;
@@ -411,25 +438,56 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
     if (n > 0) window_.act(l.q).active_ns.store(now_ns(), std::memory_order_relaxed);
     const std::size_t ppc = ppc_;
     const std::size_t pre = layout_.prefix;
+    const divider per_chunk(ppc), ring_index(depth_);
+    constexpr std::size_t prefix_ahead = 4;  // completions whose slot line is fetched early
     // Taken for a packet that needs it and released before the next one: fix-up copies
     // are made outside it, so that one lane's mispredicted packets never hold the others.
     std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+    // Receives of in-order packets leave `res` once per run of one chunk, not each with
+    // a locked instruction; before anything that takes the mutex, and at the end.
+    chunk *counted = nullptr;
+    std::uint32_t uncounted = 0;
+    auto release_counted = [&] {
+        if (uncounted == 0) return;
+        if (l.res[counted->index].fetch_sub(uncounted, std::memory_order_seq_cst) == uncounted &&
+            retired_flag_[counted->index].load(std::memory_order_seq_cst) != 0)
+            l.drain_due = true;
+        uncounted = 0;
+    };
+    auto retire_fast = [&](const desc &d) {
+        if (d.c != nullptr && d.c != counted) {
+            release_counted();
+            counted = d.c;
+        }
+        retire_desc(l, d, lock, d.c != nullptr ? &uncounted : nullptr);
+    };
     for (std::size_t i = 0; i < n; i++) {
         const recv_completion &rc = comps[i];
         if (rc.wr_id != l.completed || l.completed == l.posted) {
+            release_counted();
             if (lock.owns_lock()) lock.unlock();
             leave(l);
             throw std::logic_error("receive completion " + std::to_string(rc.wr_id) +
                                    " out of order on queue " + std::to_string(lane) +
                                    " (expected " + std::to_string(l.completed) + ")");
         }
-        const std::size_t k = l.completed % depth_;
+        const std::size_t k = ring_index.rem(l.completed);
         const desc d = l.ring[k];
         const std::uint8_t *hdr = l.headers.get() + k * layout_.entry;
         l.completed++;
         if (layout_.spead) {
+            // Its fix-ups may wait for a chunk: no receive of this lane left counted.
+            release_counted();
             complete_spead(l, d, hdr, rc, lock);
             continue;
+        }
+        // The prefix goes into the first line of a slot that the CPU has not touched
+        // since the chunk was handed out: that line is asked for a few packets ahead, so
+        // that the misses overlap instead of holding up each packet's stores in turn.
+        if (i + prefix_ahead < n && l.completed + prefix_ahead <= l.posted) {
+            const std::size_t ka = k + prefix_ahead;
+            const desc &a = l.ring[ka >= depth_ ? ka - depth_ : ka];
+            if (a.c != nullptr) __builtin_prefetch(a.c->data + a.slot * layout_.payload, 1);
         }
         // The common cases without the mutex: a packet in its predicted slot inside the
         // window, or one older than the window (also from a scratch receive).
@@ -442,8 +500,8 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                                 packet_ref{hdr + split_layout::headers, layout_.payload, ip_id});
             if (seq) {
                 const std::uint64_t h = head_of(l);
-                const std::uint64_t id = *seq / ppc;
-                const std::size_t slot = *seq % ppc;
+                const std::uint64_t id = per_chunk.quot(*seq);
+                const std::size_t slot = *seq - id * ppc;
                 // (A chunk a window resync retired may carry the id again: not in place.)
                 if (d.c != nullptr && id >= h && id - h < cfg_.max_chunks &&
                     d.c->chunk_id == id && d.slot == slot &&
@@ -459,14 +517,14 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                     l.s.in_place++;
                     placed(l, id, layout_.payload);
                     l.c.received++;
-                    retire_desc(l, d, lock);
+                    retire_fast(d);
                     continue;
                 }
                 if (id < h && window_.classify(h, own_of(l), id) == window_policy::place::late) {
                     l.run.n = 0;
                     resync(l, d, *seq);
                     count_behind(l, id);
-                    retire_desc(l, d, lock);
+                    retire_fast(d);
                     continue;
                 }
                 if (l.completed <= l.gap_posted) {
@@ -477,11 +535,12 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                     resync(l, d, *seq);
                     l.c.discarded++;
                     l.c.received++;
-                    retire_desc(l, d, lock);
+                    retire_fast(d);
                     continue;
                 }
             }
         }
+        release_counted();
         if (!lock.owns_lock()) lock_parked(l, lock);
         slow_packet sp;
         complete_locked(l, d, hdr, rc.byte_len, rc.ok, sp, lock);
@@ -495,6 +554,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         if (!sp.retired) retire_desc(l, d, lock);
         if (lock.owns_lock()) lock.unlock();
     }
+    release_counted();
     if (l.drain_due) {
         if (!lock.owns_lock()) lock_parked(l, lock);
         l.drain_due = false;
@@ -620,13 +680,21 @@ const std::uint8_t *hds_engine::landing(const lane_state &l, const desc &d) cons
                           : l.scratch.get() + d.slot * layout_.payload;
 }
 
-void hds_engine::retire_desc(lane_state &l, const desc &d, std::unique_lock<std::mutex> &lock) {
+void hds_engine::retire_desc(lane_state &l, const desc &d, std::unique_lock<std::mutex> &lock,
+                             std::uint32_t *uncounted) {
     if (d.c == nullptr) {
         l.scratch_done++;
         return;
     }
-    const std::size_t g = gslot(d.c, d.slot);
-    const std::uint8_t old = state(g).exchange(0, std::memory_order_acq_rel);
+    std::atomic<std::uint8_t> &st = state(d.c, d.slot, divider(lanes_.size()));
+    std::uint8_t old;
+    if (lanes_.size() == 1) {
+        // One lane: no other thread writes the state meanwhile (as in post()).
+        old = st.load(std::memory_order_relaxed);
+        st.store(0, std::memory_order_relaxed);
+    } else {
+        old = st.exchange(0, std::memory_order_acq_rel);
+    }
     if (old & slot_pending) {
         // A copy of a packet waits for this slot: it goes in now (the chunk is still
         // held back by this receive's count below).
@@ -634,6 +702,10 @@ void hds_engine::retire_desc(lane_state &l, const desc &d, std::unique_lock<std:
         fill_pending_locked(l, d.c, d.slot);
     }
     if (d.orphan) return;  // no longer counted in `res`
+    if (uncounted != nullptr) {
+        ++*uncounted;  // the caller releases it from `res` with others of its chunk
+        return;
+    }
     if (l.res[d.c->index].fetch_sub(1, std::memory_order_seq_cst) == 1 &&
         retired_flag_[d.c->index].load(std::memory_order_seq_cst) != 0)
         l.drain_due = true;

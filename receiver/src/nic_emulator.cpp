@@ -55,10 +55,10 @@ private:
 
 }  // namespace
 
-void write_frame_header(std::uint8_t *out, std::size_t payload_size, std::uint16_t udp_port,
-                        std::uint64_t seq) noexcept {
+frame_template::frame_template(std::size_t payload_size, std::uint16_t udp_port) noexcept {
     static constexpr std::uint8_t dst_mac[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
     static constexpr std::uint8_t src_mac[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
+    std::uint8_t *out = bytes_;
     std::memcpy(out, dst_mac, 6);
     std::memcpy(out + 6, src_mac, 6);
     put16(out + 12, 0x0800);
@@ -66,19 +66,17 @@ void write_frame_header(std::uint8_t *out, std::size_t payload_size, std::uint16
     ip[0] = 0x45;
     ip[1] = 0;
     put16(ip + 2, static_cast<std::uint16_t>(20 + 8 + payload_size));
-    put16(ip + 4, static_cast<std::uint16_t>(seq));
+    put16(ip + 4, 0);  // Identification: per frame
     put16(ip + 6, 0x4000);  // don't fragment
     ip[8] = 64;
     ip[9] = 17;
-    put16(ip + 10, 0);
+    put16(ip + 10, 0);  // checksum: per frame
     const std::uint8_t src_ip[4] = {10, 0, 0, 1};
     const std::uint8_t dst_ip[4] = {10, 0, 0, 2};
     std::memcpy(ip + 12, src_ip, 4);
     std::memcpy(ip + 16, dst_ip, 4);
-    std::uint32_t sum = 0;
-    for (int i = 0; i < 20; i += 2) sum += static_cast<std::uint32_t>((ip[i] << 8) | ip[i + 1]);
-    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-    put16(ip + 10, static_cast<std::uint16_t>(~sum));
+    fixed_sum_ = 0;
+    for (int i = 0; i < 20; i += 2) fixed_sum_ += static_cast<std::uint32_t>((ip[i] << 8) | ip[i + 1]);
     std::uint8_t *udp = ip + 20;
     put16(udp, 4000);
     put16(udp + 2, udp_port);
@@ -86,8 +84,13 @@ void write_frame_header(std::uint8_t *out, std::size_t payload_size, std::uint16
     put16(udp + 6, 0);  // no UDP checksum (allowed for IPv4)
 }
 
+void write_frame_header(std::uint8_t *out, std::size_t payload_size, std::uint16_t udp_port,
+                        std::uint64_t seq) noexcept {
+    frame_template(payload_size, udp_port).write(out, seq);
+}
+
 nic_emulator_source::nic_emulator_source(const emulator_config &cfg, std::size_t lanes)
-    : cfg_(cfg), lanes_(lanes) {
+    : cfg_(cfg), header_(cfg.payload_size, cfg.udp_port), lanes_(lanes) {
     if (lanes == 0) throw std::invalid_argument("queues must be > 0, got 0");
     if (!(cfg_.rate_gbps >= 0))
         throw std::invalid_argument("nic_rate_gbps must be >= 0, got " +
@@ -142,6 +145,16 @@ nic_emulator_source::nic_emulator_source(const emulator_config &cfg, std::size_t
                                         " is beyond the " + std::to_string(n) + " packets sent");
         is_bad[b] = 1;
     }
+    // Tens of millions of packets for a benchmark: room made once, not by regrowth.
+    if (cfg_.serial) {
+        all_.seqs.reserve(n);
+        all_.bad.reserve(n);
+    } else {
+        for (lane_input &l : lanes_) {
+            l.seqs.reserve(n / lanes + 1);
+            l.bad.reserve(n / lanes + 1);
+        }
+    }
     for (std::uint64_t i = 0; i < n; i++) {
         const std::uint64_t seq = given ? i : scheduled ? cfg_.schedule[i] : cfg_.first + i;
         const std::size_t lane = given ? (cfg_.queue_of.empty() ? 0 : cfg_.queue_of[i]) : seq % lanes;
@@ -154,7 +167,7 @@ nic_emulator_source::nic_emulator_source(const emulator_config &cfg, std::size_t
 void nic_emulator_source::write_frame(const recv_target &t, std::uint64_t seq, std::size_t prefix,
                                       std::vector<std::uint8_t> &staging) const noexcept {
     const std::size_t size = cfg_.payload_size;
-    write_frame_header(t.header, size, cfg_.udp_port, seq);
+    header_.write(t.header, seq);
     std::uint8_t *pre = t.header + split_layout::headers;
     if (prefix % 8 == 0) {
         // The split falls on a word boundary: write each word where the DMA puts it (the
@@ -219,10 +232,13 @@ void nic_emulator_source::run(std::size_t i, engine &eng_base, const std::atomic
     recv_completion comps[batch_size];
     std::size_t next = 0;
     starvation wait(eng->config().stall_timeout_ms);
+    // Ring positions wrap by a compare, not a division (per packet).
+    auto wrap = [depth](std::size_t k) { return k >= depth ? k - depth : k; };
     while (next < in.seqs.size()) {
         if (stop.load(std::memory_order_relaxed)) break;
         const std::size_t got = eng->post(i, fresh.data(), depth - count);
-        for (std::size_t j = 0; j < got; j++) ring[(head + count + j) % depth] = fresh[j];
+        for (std::size_t j = 0, k = wrap(head + count); j < got; j++, k = wrap(k + 1))
+            ring[k] = fresh[j];
         count += got;
         if (count == 0) {
             if (wait.give_up()) {
@@ -237,7 +253,7 @@ void nic_emulator_source::run(std::size_t i, engine &eng_base, const std::atomic
             const recv_target &t = ring[head];
             const std::uint64_t seq = in.seqs[next];
             comps[j] = emit(t, seq, in.bad[next], prefix, frame_len, staging);
-            head = (head + 1) % depth;
+            head = wrap(head + 1);
             count--;
             next++;
         }

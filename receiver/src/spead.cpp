@@ -2,20 +2,22 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "casper400g_rx/chunk.h"
 #include "casper400g_rx/copy.h"
+#include "casper400g_rx/slot_state.h"
 
 namespace casper400g_rx {
 
 namespace {
 
 std::uint64_t load_be64(const std::uint8_t *p) noexcept {
-    std::uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
-    return v;
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    return __builtin_bswap64(v);
 }
 
 std::string hex(std::uint64_t v) {
@@ -53,14 +55,21 @@ std::uint64_t word_mask(std::size_t w, const cell_range &r) noexcept {
 // most one of each per cell, since they own the cells on either side. Both put their
 // bytes of the cell into the cell's edge byte (a bit per byte); the one that comes
 // second sees the other's bits and leaves out the bytes both hold.
+//
+// With one queue (not `shared`) packets are deposited one after the other, and a packet
+// that ends on a cell boundary -- every packet of a heap cut on 8-byte boundaries -- owns
+// its last cell whole and leaves no mark: a lead-in that comes later sees the cell's
+// bit in the bitmap (`words`) and no mark of its owner's (bit 0 of the edge byte, which
+// a lead-in never has), and takes the cell as covered; one that came before left its
+// bits, which the owner reads. Edge bytes are then touched only by heaps cut elsewhere.
 std::uint64_t cover(chunk &c, std::size_t slot, std::uint64_t o, std::uint64_t e,
-                    std::size_t heap) noexcept {
+                    std::size_t heap, bool shared, const std::uint64_t *words) noexcept {
     const std::uint64_t owned_from = (o + spead_cell - 1) / spead_cell * spead_cell;
     std::uint64_t added = e > owned_from ? e - owned_from : 0;
     std::uint8_t *edges = c.edges + slot * spead_format::edge_bytes(heap);
     auto mark = [&](std::uint64_t k, std::uint8_t mine) {
         __atomic_store_n(&c.edges_used[slot], std::uint8_t{1}, __ATOMIC_RELAXED);
-        return static_cast<std::uint8_t>(__atomic_fetch_or(&edges[k], mine, __ATOMIC_RELAXED));
+        return or_fetch_old(edges[k], mine, shared);
     };
     if (e < heap) {
         // The packet's last cell: a lead-in of a later packet may hold some of it. (A
@@ -69,7 +78,12 @@ std::uint64_t cover(chunk &c, std::size_t slot, std::uint64_t o, std::uint64_t e
         const std::uint64_t n = e - k * spead_cell;
         const std::uint64_t from = o > k * spead_cell ? o - k * spead_cell : 0;
         const auto mine = static_cast<std::uint8_t>(((1u << n) - 1) & ~((1u << from) - 1));
-        const unsigned both = static_cast<unsigned>(__builtin_popcount(mark(k, mine) & mine));
+        std::uint8_t others = 0;
+        if (shared || n != spead_cell)
+            others = mark(k, mine);
+        else if (__atomic_load_n(&c.edges_used[slot], __ATOMIC_RELAXED) != 0)
+            others = __atomic_load_n(&edges[k], __ATOMIC_RELAXED);
+        const unsigned both = static_cast<unsigned>(__builtin_popcount(others & mine));
         added = added > both ? added - both : 0;
     }
     if (o % spead_cell != 0) {
@@ -77,7 +91,11 @@ std::uint64_t cover(chunk &c, std::size_t slot, std::uint64_t o, std::uint64_t e
         const std::uint64_t n = std::min<std::uint64_t>(spead_cell, heap - k * spead_cell);
         const auto mine =
             static_cast<std::uint8_t>(((1u << n) - 1) & ~((1u << (o % spead_cell)) - 1));
-        added += static_cast<unsigned>(__builtin_popcount(mine & ~mark(k, mine)));
+        std::uint8_t others = mark(k, mine);
+        if (!shared && (others & 1) == 0 &&
+            ((__atomic_load_n(&words[k / 64], __ATOMIC_RELAXED) >> (k % 64)) & 1) != 0)
+            others = 0xff;  // the cell's owner came first and ends past it
+        added += static_cast<unsigned>(__builtin_popcount(mine & ~others));
     }
     return added;
 }
@@ -201,18 +219,15 @@ spead_reject parse_spead(const std::uint8_t *data, std::size_t size, const spead
 }
 
 heap_deposit deposit_heap_packet(chunk &c, std::size_t slot, const spead_packet &p,
-                                 std::size_t heap_size, std::size_t ppc,
-                                 std::size_t n_items) noexcept {
+                                 std::size_t heap_size, std::size_t ppc, std::size_t n_items,
+                                 bool shared) noexcept {
     std::uint8_t *heap = c.data + slot * heap_size;
     std::uint64_t *bytes = c.heap_bytes + slot;
     bool complete = false;
     if (p.length == heap_size) {
         // The whole heap in one packet: its byte count goes from 0 to full at once, and
         // only for the first copy of it.
-        std::uint64_t none = 0;
-        if (!__atomic_compare_exchange_n(bytes, &none, std::uint64_t{heap_size}, false,
-                                         __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-            return heap_deposit::duplicate;
+        if (!set_if_zero(*bytes, heap_size, shared)) return heap_deposit::duplicate;
         copy_payload(heap, p.payload, heap_size);
         complete = true;
     } else if (p.length > 0) {
@@ -226,13 +241,21 @@ heap_deposit deposit_heap_packet(chunk &c, std::size_t slot, const spead_packet 
                 return heap_deposit::duplicate;
         // The first word decides between two queues placing copies of the same packet.
         const std::uint64_t m0 = word_mask(w0, r);
-        if (__atomic_fetch_or(&words[w0], m0, __ATOMIC_RELAXED) & m0)
-            return heap_deposit::duplicate;
-        for (std::size_t w = w0 + 1; w <= w1; w++)
-            __atomic_fetch_or(&words[w], word_mask(w, r), __ATOMIC_RELAXED);
+        if (or_fetch_old(words[w0], m0, shared) & m0) return heap_deposit::duplicate;
+        for (std::size_t w = w0 + 1; w <= w1; w++) {
+            // A whole word ends all ones whatever else sets bits in it: a plain store.
+            const std::uint64_t m = word_mask(w, r);
+            if (m == ~std::uint64_t{0})
+                __atomic_store_n(&words[w], m, __ATOMIC_RELAXED);
+            else
+                or_fetch_old(words[w], m, shared);
+        }
+        const std::uint64_t added =
+            cover(c, slot, p.offset, p.offset + p.length, heap_size, shared, words);
+        complete = added != 0 && add_fetch_new(*bytes, added, shared) == heap_size;
+        // The copy last: a locked instruction after its streaming stores would wait for
+        // them to drain.
         copy_into_chunk(heap + p.offset, p.payload, p.length);
-        const std::uint64_t added = cover(c, slot, p.offset, p.offset + p.length, heap_size);
-        complete = added != 0 && __atomic_add_fetch(bytes, added, __ATOMIC_RELAXED) == heap_size;
     }
     // A packet without payload still carries items.
     for (std::size_t k = 0; k < n_items; k++)

@@ -69,6 +69,36 @@ def test_packets_per_second_per_core(path: str) -> None:
     assert rows[2].startswith(f"| 64 | {t.mpps_per_core:.2f} | ")
 
 
+def test_pps_table_takes_the_best_by_each_measure() -> None:
+    # Wall clock and CPU time may pick different trials of a point; a trial whose stream
+    # ended first is a lower bound, and one without CPU times leaves its cell empty.
+    trial = bench_pps.PpsTrial
+    rows = bench_pps.table(
+        [
+            trial("copy", 64, 1, 4_000_000, 1.0, None, True, 3_000_000, 0.2),
+            trial("copy", 64, 1, 5_000_000, 1.0, None, True, 5_000_000, 0.5),
+            trial("split", 64, 1, 9_000_000, 1.0, (1,), False),
+        ]
+    )
+    assert rows[0].count("Mpps per CPU-second") == 2
+    assert rows[2] == "| 64 | 5.00 | 2.6 | 0.25 | 15.00 | ≥ 9.00 | 4.6 | 0.45 |  |"
+
+
+def test_pps_receive_threads_leave_out_the_generator() -> None:
+    assert bench_pps.receive_threads("copy", [10, 11, 12], 2) == [11, 12]
+    assert bench_pps.receive_threads("split", [10, 11], 2) == [10, 11]
+    # Any other count of new threads: not guessed.
+    assert bench_pps.receive_threads("copy", [10, 11], 2) == []
+
+
+@pytest.mark.parametrize("path", bench_pps.PATHS)
+def test_pps_trial_measures_the_receive_threads_cpu_time(path: str) -> None:
+    t = bench_pps.trial(path, 256, seconds=0.3)
+    assert t.cpu_seconds is not None and 0 < t.cpu_seconds < 2 * t.seconds
+    assert 0 < t.cpu_packets <= t.packets
+    assert t.mpps_per_cpu_second == pytest.approx(t.cpu_packets / t.cpu_seconds / 1e6)
+
+
 def test_a_default_trial_with_the_spectrometer_consuming() -> None:
     spec = bench_defaults.DefaultsConfig(chunks_per_spectrum=4).spectrometer("cpu")
     t = bench_defaults.trial(0.5, False, 0.1, spec, device="cpu")

@@ -212,10 +212,21 @@ def scapy_frame(payload: bytes, dport: int = 10000, ip_id: int = 7, **ip: object
     return bytes(pkt / UDP(sport=4000, dport=dport, chksum=0) / payload)
 
 
-def test_emulated_frame_header_equals_scapy() -> None:
-    payload = rx.example_payload(0x12345, 1024)
-    frame = scapy_frame(payload, ip_id=0x2345)
-    assert _core._frame_header(1024, 10000, 0x12345) == frame[:42]
+@pytest.mark.parametrize(
+    ("seq", "size", "port"),
+    [
+        (0x12345, 1024, 10000),
+        (0, 64, 10000),
+        (0xFFFF, 8192, 4791),  # Identification all ones: the checksum's sum carries
+        (0x1_0000_BEEF, 1472, 65535),  # only the low 16 bits of seq reach the header
+        (0x8000, 256, 1),
+    ],
+)
+def test_emulated_frame_header_equals_scapy(seq: int, size: int, port: int) -> None:
+    # The emulation patches Identification and checksum into a prebuilt header: every
+    # Identification must give scapy's checksum.
+    frame = scapy_frame(rx.example_payload(seq, size), dport=port, ip_id=seq & 0xFFFF)
+    assert _core._frame_header(size, port, seq) == frame[:42]
 
 
 def test_split_header_check() -> None:

@@ -530,6 +530,13 @@ def covered(pieces: list[tuple[int, int]]) -> int:
         [(0, 8), (8, 16), (16, 24)],  # on cell boundaries
         [(0, 16), (14, 19), (8, 24)],  # the third overlaps a claimed cell: a duplicate
         [(0, 5), (5, 24)],  # the first packet too short to reach a cell past its own
+        # Ending on a cell boundary, a packet owns its last cell whole and leaves no edge
+        # mark (one queue): a lead-in into that cell, before or after it, overlaps it.
+        [(0, 16), (13, 24)],
+        [(13, 24), (0, 16)],
+        [(0, 16), (13, 20)],  # ... and a hole at 20..24
+        [(13, 20), (0, 16)],
+        [(3, 16), (0, 8), (16, 24)],  # a lead-in into the first cell, its owner later
     ],
 )
 def test_heap_is_whole_only_when_every_byte_is_covered(pieces: list[tuple[int, int]]) -> None:

@@ -35,14 +35,18 @@ inline void copy_payload(std::uint8_t *dst, const std::uint8_t *src, std::size_t
     std::memcpy(dst, src, size);
 }
 
-// The same for pieces of a slot at any offset and of any size (the packets of a SPEAD
-// heap): plain copies up to the first 16-byte boundary and after the last whole 64 bytes,
-// streaming stores in between. Pieces under 4 KiB are copied plainly: their cache lines
-// at both ends are shared with the neighbouring packets, and mixing streaming and plain
-// stores in one line costs more than it saves (a third of the rate for 1472-B packets).
+// Pieces of a slot at any offset and of any size (the packets of a SPEAD heap) below
+// this are copied plainly: streaming a few lines saves less than it costs.
+inline constexpr std::size_t min_streamed_piece = 512;
+
+// The same for pieces of a slot at any offset and of any size: plain copies up to the
+// first 64-byte boundary and after the last whole line, streaming stores for the whole
+// lines between. A line that a piece shares with its neighbour is then written by plain
+// stores from both sides, never by both kinds (a line half streamed and half written
+// plainly costs more than it saves: 1472-B packets fell to a third of their rate).
 inline void copy_into_chunk(std::uint8_t *dst, const std::uint8_t *src, std::size_t size) noexcept {
-    const std::size_t head = (16 - (reinterpret_cast<std::uintptr_t>(dst) & 15)) & 15;
-    if (size < 4096 + head) {
+    const std::size_t head = (64 - (reinterpret_cast<std::uintptr_t>(dst) & 63)) & 63;
+    if (size < head + min_streamed_piece) {
         std::memcpy(dst, src, size);
         return;
     }

@@ -206,7 +206,13 @@ private:
     void close_chunk_locked(std::uint64_t id);
     bool pass_stalled_locked();
 
+    // Packets whose first line is fetched ahead of the one being placed.
+    static constexpr std::size_t prefetch_distance = 8;
+
     std::vector<std::unique_ptr<queue_state>> queues_;
+    // Several queues may place the same packet (set_queues): slot flags then change by
+    // atomic exchange; one queue writes them plainly.
+    bool shared_slots_ = false;
     std::vector<chunk *> open_;  // by chunk id % open_.size(): ids head_ .. head_ + size - 1
     std::size_t n_open_ = 0;
     std::int64_t resync_ns_ = 0;  // when the window last resynced

@@ -68,6 +68,7 @@
 #include <mutex>
 #include <vector>
 
+#include "casper400g_rx/divider.h"
 #include "casper400g_rx/engine.h"
 
 namespace casper400g_rx {
@@ -379,7 +380,10 @@ private:
     void place_locked(lane_state &l, std::uint64_t seq, const desc &d, slow_packet &sp,
                       std::unique_lock<std::mutex> &lock);
     const std::uint8_t *landing(const lane_state &l, const desc &d) const noexcept;
-    void retire_desc(lane_state &l, const desc &d, std::unique_lock<std::mutex> &lock);
+    // With `uncounted`, the receive's count in `res` is added there for the caller to
+    // release (complete() does so once per run of receives into one chunk).
+    void retire_desc(lane_state &l, const desc &d, std::unique_lock<std::mutex> &lock,
+                     std::uint32_t *uncounted = nullptr);
     void placed(lane_state &l, std::uint64_t id, std::size_t bytes) noexcept;
     void fill_pending_locked(lane_state &l, chunk *c, std::size_t slot);
     void cancel_locked(lane_state &l, std::unique_lock<std::mutex> &lock);
@@ -410,6 +414,12 @@ private:
     std::atomic<std::uint8_t> &state(std::size_t g) noexcept {
         const std::size_t ppc = ppc_, n = lanes_.size(), slot = g % ppc;
         return slot_state_[(g / ppc) * state_stride_ * n + (slot % n) * state_stride_ + slot / n];
+    }
+    // The same by chunk and slot, `lanes` dividing by lanes_.size() (per packet: no
+    // division where the lanes are a power of two).
+    std::atomic<std::uint8_t> &state(const chunk *c, std::size_t slot, const divider &lanes) noexcept {
+        return slot_state_[c->index * state_stride_ * lanes_.size() + lanes.rem(slot) * state_stride_ +
+                           lanes.quot(slot)];
     }
     std::unique_ptr<std::atomic<std::uint8_t>[]> retired_flag_;  // per pool chunk
     std::vector<std::int32_t> pending_;          // per pool slot: bounce buffer, or -1

@@ -89,10 +89,12 @@ enum class heap_deposit { placed, duplicate };
 // Puts a parsed packet into slot `slot` of chunk `c` (heaps of `heap_size` bytes,
 // `ppc` slots): payload at its offset, named items, the heap's covered byte count and,
 // once every byte is covered, its `present` flag. Lock-free; several queues may deposit
-// into the same chunk. A packet whose bytes were already received is a duplicate.
+// into the same chunk (`shared`); with `shared` false only the calling thread writes
+// the chunk's per-slot state, and it is updated without locked instructions. A packet
+// whose bytes were already received is a duplicate.
 heap_deposit deposit_heap_packet(chunk &c, std::size_t slot, const spead_packet &p,
-                                 std::size_t heap_size, std::size_t ppc,
-                                 std::size_t n_items) noexcept;
+                                 std::size_t heap_size, std::size_t ppc, std::size_t n_items,
+                                 bool shared = true) noexcept;
 
 // Slots of a closed chunk that received some bytes but not the whole heap.
 std::size_t count_partial_heaps(const chunk &c, std::size_t ppc) noexcept;
