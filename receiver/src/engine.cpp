@@ -384,7 +384,7 @@ engine::outcome engine::slow_path(queue_state &s, std::size_t q, std::uint64_t s
 }
 
 engine::outcome engine::out_of_window_locked(queue_state &s, std::size_t q, std::uint64_t seq) {
-    if (!window_.note_out_of_window(s.run, seq, cfg_.packets_per_chunk, now_ns())) {
+    if (!window_.note_out_of_window(s.run, seq, cfg_.packets_per_chunk, s.own, now_ns())) {
         s.c.out_of_window++;
         s.c.received++;
         return outcome::counted;
@@ -403,6 +403,7 @@ engine::outcome engine::out_of_window_locked(queue_state &s, std::size_t q, std:
     }
     head_ = to;
     top_ = to;
+    window_.begin_resync(to);
     window_.start(to);
     c_.window_resyncs++;
     resync_ns_ = now_ns();

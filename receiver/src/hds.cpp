@@ -1077,7 +1077,7 @@ void hds_engine::rejoin_locked(lane_state &l) {
 bool hds_engine::out_of_window_locked(lane_state &l, std::uint64_t seq) {
     // Only when no other lane is inside a call (their completions may be placing into
     // the window's chunks); otherwise the run's next packet tries again.
-    if (!window_.note_out_of_window(l.run, seq, ppc_, now_ns()) ||
+    if (!window_.note_out_of_window(l.run, seq, ppc_, l.own, now_ns()) ||
         !window_.try_hold_others(l.q)) {
         l.c.out_of_window++;
         l.c.received++;
@@ -1090,6 +1090,7 @@ bool hds_engine::out_of_window_locked(lane_state &l, std::uint64_t seq) {
     // counted: they were never the stream.
     const std::uint64_t to = window_.resync_head(l.run, ppc_);
     const std::int64_t now = now_ns();
+    window_.begin_resync(to);
     for (auto &o : lanes_) {
         if (o.placed_any && o.top > top_) top_ = o.top;
         window_.after_resync(o.run, o.own, now);

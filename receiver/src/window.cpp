@@ -21,10 +21,11 @@ void window_policy::set_queues(std::size_t n, std::int64_t now) {
 }
 
 bool window_policy::note_out_of_window(run &r, std::uint64_t seq, std::uint64_t ppc,
-                                       std::int64_t now) const noexcept {
+                                       std::uint64_t own, std::int64_t now) const noexcept {
     const std::uint64_t id = seq / ppc;
-    if (r.stale != none && now < r.stale_until &&
-        (id > r.stale ? id - r.stale : r.stale - id) <= max_jump_ + w_)
+    // A queue that has placed into the new window has caught up with it: what it sees
+    // now is the stream, wherever it goes.
+    if (own == none && now < r.stale_until && id >= r.stale_lo && id < r.stale_hi)
         return false;
     // A stream moves on: each packet later than the last, by less than a window.
     const bool follows = r.n > 0 && seq > r.seq && (seq - r.seq) / ppc < w_;
@@ -37,6 +38,27 @@ bool window_policy::note_out_of_window(run &r, std::uint64_t seq, std::uint64_t 
     return r.n >= resync_after_;
 }
 
+void window_policy::begin_resync(std::uint64_t to) noexcept {
+    // The old window's chunks, widened by how far a packet may stray from a queue's
+    // window: from its first chunk to its furthest, and after a jump forward the chunks
+    // jumped over (where a queue that lagged took its packets before the jump).
+    const std::uint64_t reach = max_jump_ + w_;
+    old_lo_ = first_ - std::min(first_, reach);
+    old_hi_ = std::max(passed_ + std::min(reach, UINT64_MAX - passed_), to);
+}
+
+void window_policy::after_resync(run &r, std::uint64_t own, std::int64_t now) const noexcept {
+    std::uint64_t lo = old_lo_, hi = old_hi_;
+    if (own == none && r.stale_lo < r.stale_hi && now < r.stale_until) {
+        lo = std::min(lo, r.stale_lo);
+        hi = std::max(hi, r.stale_hi);
+    }
+    r = run{};
+    r.stale_lo = lo;
+    r.stale_hi = hi;
+    r.stale_until = now + stall_ns_;
+}
+
 std::uint64_t window_policy::resync_head(const run &r, std::uint64_t ppc) const noexcept {
     // From the run's first chunk, unless that leaves its latest packet beyond the window.
     const std::uint64_t last = r.seq / ppc;
@@ -45,6 +67,7 @@ std::uint64_t window_policy::resync_head(const run &r, std::uint64_t ppc) const 
 
 void window_policy::start(std::uint64_t head) noexcept {
     passed_ = head;
+    first_ = head;
     blocked_since_ = 0;
     for (auto &r : records_) {
         r.head = head;

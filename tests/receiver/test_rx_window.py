@@ -136,6 +136,39 @@ def test_a_restart_seen_by_two_queues_resyncs_once(engine: str) -> None:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_a_lagging_queues_backlog_never_moves_the_window_back(engine: str) -> None:
+    # Under overload one queue sees the stream again far ahead (after its NIC drops) and
+    # resyncs the window there, while the other still holds packets it took before the
+    # jump: chunk 10, more than max_jump behind the new window, from a queue that has
+    # placed nothing since the resync. They are out of window; a run of them moved the
+    # window back to chunk 10 and then forward to chunk 100 again, handing chunk ids
+    # out twice (and a queue waiting ahead of the moved-back window waited for ever).
+    ppc = 8
+    old = list(range(4 * ppc))
+    ahead = [100 * ppc + 2 * k + 1 for k in range(4)]  # odd: the second queue's run
+    backlog = [10 * ppc + 2 * k for k in range(4)]  # even: the first queue's backlog
+    schedule = [*old, *ahead, *backlog, *range(100 * ppc + 8, 104 * ppc)]
+    s, got = run(engine, schedule, ppc, queues=2, max_jump=3, resync_after=4)
+    if engine == "split":
+        # Steered seq % 2 in the schedule's order: exactly the overload's sequence.
+        assert (s.window_resyncs, s.out_of_window, s.late) == (1, 3 + 4, 0), dict(s)
+        assert s.packets == len(old) + 1 + 3 * ppc
+        assert s.lost == ppc - 1
+        assert sorted(got) == [0, 1, 2, 3, 100, 101, 102, 103]
+        assert present_of(got)[100] == [7]
+    else:
+        # Two threads, round robin: which queue gets to its packets first varies. The
+        # backlog may come before the jump (a run forward, to chunk 10) but never after
+        # the window has reached chunk 100.
+        assert s.window_resyncs in (1, 2), dict(s)
+        assert set(got) >= {0, 1, 2, 3, 102, 103}
+        assert all(c in (0, 1, 2, 3, 10, 100, 101, 102, 103) for c in got), sorted(got)
+    # The window went forward only: chunk 10, if any, before every chunk from 100 on.
+    assert not (10 in got and any(c >= 100 for c in list(got)[: list(got).index(10)]))
+    assert all(present_of(got)[c] == list(range(ppc)) for c in (102, 103))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize(("target", "moves"), [(4, True), (5, False)])
 def test_a_window_moves_at_most_max_jump_chunks_past_its_end(
     engine: str, target: int, moves: bool

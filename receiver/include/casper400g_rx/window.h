@@ -14,7 +14,13 @@
 //   packets of one queue, each a later packet than the one before and less than a window
 //   after it (a stream: the sender restarted, or the stream jumped after a long gap; not
 //   one packet repeated), moves the whole window to them (`window_resyncs`), without
-//   counting the chunks it jumps as lost;
+//   counting the chunks it jumps as lost. The stream the window left is no place to
+//   resync to: until a queue has placed into the new window (for at most a stall
+//   timeout), its out-of-window packets within the old stream's chunks -- from the old
+//   window's first chunk to its furthest, and after a jump forward up to the new head --
+//   start no run. They are a lagging queue's backlog (packets that queue took before the
+//   others saw the jump); a run of them would move the window back and hand out chunk
+//   ids again;
 // * when a queue that holds the window's head back has stopped: it has been in no call
 //   for `stall_timeout_ms` while another queue moved past the head for that long, and is
 //   not waiting for a chunk. It is passed over (`queue_stalls`) and rejoins at its next
@@ -66,10 +72,11 @@ public:
         std::uint64_t n = 0;
         std::uint64_t seq = 0;   // sequence number of the latest
         std::uint64_t low = 0;   // the chunk id of the first
-        // After a resync, the queue's backlog from before it (packets near the newest
-        // chunk it had placed into, for a stall timeout) is out of window but starts no
-        // run: a queue that lagged must not move the window back to the old stream.
-        std::uint64_t stale = none;
+        // After a resync, the queue's backlog from before it (packets in the old stream's
+        // chunks [stale_lo, stale_hi), until it places or for a stall timeout) is out of
+        // window but starts no run: a queue that lagged must not move the window back.
+        std::uint64_t stale_lo = 0;
+        std::uint64_t stale_hi = 0;
         std::int64_t stale_until = 0;
     };
     enum class place { in_window, ahead, late, out_of_window };
@@ -94,17 +101,18 @@ public:
         if (id - head < w_) return place::in_window;
         return id - head - w_ >= max_jump_ ? place::out_of_window : place::ahead;
     }
-    // An out-of-window packet `seq` (`ppc` packets per chunk) joins the queue's run; true
-    // when the run is long enough to move the window, to resync_head().
-    bool note_out_of_window(run &r, std::uint64_t seq, std::uint64_t ppc,
+    // An out-of-window packet `seq` (`ppc` packets per chunk) of a queue whose newest
+    // chunk placed into is `own` joins the queue's run; true when the run is long enough
+    // to move the window, to resync_head().
+    bool note_out_of_window(run &r, std::uint64_t seq, std::uint64_t ppc, std::uint64_t own,
                             std::int64_t now) const noexcept;
-    // A resync at `now`: the queue's run starts afresh, `own` (its newest chunk placed
-    // into) becoming its backlog's place.
-    void after_resync(run &r, std::uint64_t own, std::int64_t now) const noexcept {
-        r = run{};
-        r.stale = own;
-        r.stale_until = now + stall_ns_;
-    }
+    // The window resyncs to `to`: the chunks of the stream it leaves become the place of
+    // every queue's backlog (after_resync). Before start(to).
+    void begin_resync(std::uint64_t to) noexcept;
+    // A resync at `now` (after begin_resync): the queue's run starts afresh, the old
+    // stream's chunks its backlog's place. A queue that placed nothing since the resync
+    // before (`own` none) may still hold that one's backlog too: it keeps its place.
+    void after_resync(run &r, std::uint64_t own, std::int64_t now) const noexcept;
     std::uint64_t resync_head(const run &r, std::uint64_t ppc) const noexcept;
 
     // The stream starts (or restarts after a resync) at `head`: every queue's too.
@@ -151,6 +159,9 @@ private:
     std::vector<record> records_;
     std::unique_ptr<activity[]> acts_;
     std::uint64_t passed_ = 0;         // the furthest head of any queue
+    std::uint64_t first_ = 0;          // the head the window started (or resynced) at
+    std::uint64_t old_lo_ = 0;         // the chunks of the stream the last resync left
+    std::uint64_t old_hi_ = 0;
     std::int64_t blocked_since_ = 0;   // since when the head waits for a queue (0: not)
 };
 
