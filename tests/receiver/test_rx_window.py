@@ -5,7 +5,9 @@ schedule order) run the same schedules and must count them the same, by the cont
 * one packet may move a queue's window at most `max_jump` chunks past its end; further
   ahead, or that far behind its head, a packet is `out_of_window` and moves nothing;
 * `resync_after` out-of-window packets in a row, each within a window of the one before,
-  move the window to them (`window_resyncs`), the chunks between not counted lost.
+  move the window to them (`window_resyncs`), the chunks between not counted lost;
+* after a resync, a queue that has not yet placed into the new window starts no run with
+  packets of the stream the window left (its backlog): the window never moves back.
 
 Expected counts are written from that contract, not read from either engine.
 """
