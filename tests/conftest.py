@@ -8,6 +8,7 @@ import hashlib
 import ipaddress
 import os
 import re
+import resource
 import select
 import shutil
 import stat
@@ -51,6 +52,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CACHE = REPO_ROOT / ".cache"
 KATCP_PIN = "katcp==0.9.3"  # what casperfpga 0.7.2 requires (>=0.9.3,<1), and its pins
+
+
+# What one libFuzzer target may use beyond the peak of the process that starts it.
+FUZZ_RSS_BUDGET_MB = 2048
+
+
+def fuzz_rss_limit() -> str:
+    """libFuzzer's memory limit, counted from this process's peak: Linux hands a process's
+    peak resident size on through fork and exec, and libFuzzer reads that peak, so a target
+    started from a test worker that once held gigabytes would be out of memory at its first
+    input under the default limit."""
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    return f"-rss_limit_mb={peak_mb + FUZZ_RSS_BUDGET_MB}"
 
 
 def need_tool(message: str) -> None:

@@ -4,31 +4,17 @@ tests/fuzz/; each asserts its counts are conserved (see their docstrings)."""
 
 from __future__ import annotations
 
-import resource
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, fuzz_rss_limit
 
 FUZZ = REPO_ROOT / "tests" / "fuzz"
 # Runs per target in the short test: each about half a minute on one core (a request or an
 # upload is served start to end, worker threads and temporary files included).
 SHORT_RUNS = {"fpg_header": 20000, "board_requests": 3000, "board_upload": 2000}
-
-
-# What one fuzz target may use beyond where it starts.
-RSS_BUDGET_MB = 2048
-
-
-def rss_limit() -> str:
-    """libFuzzer's memory limit, counted from this process's peak: Linux hands a process's
-    peak resident size on through fork and exec, and libFuzzer reads that peak, so a target
-    started from a test worker that once held gigabytes would be out of memory at its first
-    input under the default limit."""
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-    return f"-rss_limit_mb={peak_mb + RSS_BUDGET_MB}"
 
 
 def run_fuzzer(name: str, *flags: str, timeout: float, corpus: Path) -> None:
@@ -38,7 +24,7 @@ def run_fuzzer(name: str, *flags: str, timeout: float, corpus: Path) -> None:
     # found bugs, replayed first) are only read.
     seeds = [str(d) for d in [FUZZ / "seeds" / name] if d.is_dir()]
     out = subprocess.run(
-        [sys.executable, str(target), "-seed=1", rss_limit(), *flags, str(corpus), *seeds],
+        [sys.executable, str(target), "-seed=1", fuzz_rss_limit(), *flags, str(corpus), *seeds],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import fuzz_rss_limit
 
 TOOLS = Path(__file__).resolve().parents[2] / "receiver" / "tools"
 TARGET = TOOLS / "fuzz_decoder.py"
@@ -36,6 +37,7 @@ def run_fuzzer(*flags: str, timeout: float, corpus: Path, target: Path = TARGET)
             sys.executable,
             str(target),
             "-seed=1",
+            fuzz_rss_limit(),
             f"-artifact_prefix={corpus}/",
             *flags,
             str(corpus),

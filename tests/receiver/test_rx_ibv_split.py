@@ -427,8 +427,9 @@ def test_a_lane_that_ran_dry_catches_up(lanes: int) -> None:
     assert s.duplicate == 0
     assert s.lost == count - s.packets
     # The stall's packets beyond the queue, and a few probes' worth: not the rest of the
-    # stream (a loaded machine may add a descheduled pass or two).
-    bound = stall_ms * 1e-3 * rate_pps + 1500
+    # stream. A loaded machine adds descheduled passes (3626 seen on a 2-core runner under
+    # the whole suite), hence 3000 on top of the stall's share, against 9105 before.
+    bound = stall_ms * 1e-3 * rate_pps + 3000
     assert s.nic_drops + s.discarded + s.late + s.no_free_chunk <= bound, dict(s)
     check_payloads(chunks, 256)
 

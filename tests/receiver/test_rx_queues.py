@@ -204,7 +204,8 @@ def test_a_slow_consumer_never_makes_waiting_queues_stalled() -> None:
 def test_overload_on_emulated_nic_queues_is_counted_exactly() -> None:
     # Offered far above what the receive threads take, into rings of 256 slots: the rings
     # overflow and every packet is either placed or counted as a NIC drop; the holes are
-    # the lost slots. Small rings keep the test short (it busy-polls two threads).
+    # the lost slots (or, past the window, late). Small rings keep the test short (it
+    # busy-polls two threads).
     ppc, count = 256, 256 * 24
     config = rx._core.EngineConfig(
         packets_per_chunk=ppc,
@@ -224,11 +225,13 @@ def test_overload_on_emulated_nic_queues_is_counted_exactly() -> None:
     drops = rx._core.emu_nic_drops(cap)
     assert drops > 0
     assert s["received"] + drops == count
-    assert (s["late"], s["duplicate"], s["rejected"], s["queue_stalls"]) == (0, 0, 0, 0)
-    assert s["packets"] == s["received"]
+    assert (s["duplicate"], s["rejected"], s["queue_stalls"]) == (0, 0, 0)
+    # A queue whose thread was descheduled while the other moved the window on delivers
+    # packets of retired chunks: counted late, never placed twice.
+    assert s["packets"] + s["late"] == s["received"]
     # Slots of chunks 0 .. newest: placed or lost. Drops past the newest chunk are not slots.
     assert (s["packets"] + s["lost"]) % ppc == 0
-    assert s["lost"] <= drops
+    assert s["lost"] <= drops + s["late"]
 
 
 def test_a_stalled_udp_queue_is_passed_over_and_counted() -> None:
