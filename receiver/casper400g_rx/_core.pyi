@@ -761,6 +761,16 @@ def _striding_wq_replay(
     lkey: typing.SupportsInt | typing.SupportsIndex,
     completed: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
 ) -> tuple[bytes, list, int, int]: ...
+def _stream_lines(
+    dst: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8],
+    offset: typing.SupportsInt | typing.SupportsIndex,
+    src: bytes,
+    width: typing.SupportsInt | typing.SupportsIndex,
+) -> None:
+    """
+    Copy whole lines into dst[offset:] by streaming stores of `width` bytes (tests)
+    """
+
 def _word_stores() -> list: ...
 def _wrapping_counter_replay(
     readings: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex],
@@ -959,4 +969,9 @@ def send_in_step(
 ) -> None:
     """
     Run senders of one stream together, a thread each (pinned to cpus[i] when given), on one schedule (GIL released until all are done)
+    """
+
+def stream_width() -> int:
+    """
+    Bytes per streaming store the payload copies use on this CPU (16, 32 or 64; 0: memcpy)
     """

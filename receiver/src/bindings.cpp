@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "casper400g_rx/capture.h"
+#include "casper400g_rx/copy.h"
 #include "casper400g_rx/cuda_bindings.h"
 #include "casper400g_rx/errors.h"
 #include "casper400g_rx/example_stream.h"
@@ -569,6 +570,41 @@ PYBIND11_MODULE(_core, m) {
         py::arg("frame"), py::arg("linktype") = 1, py::arg("udp_port") = 0,
         "(payload offset, payload size, IPv4 id) of a frame, or None when it is rejected");
     bind_spead2_place(m);
+    m.def("stream_width", [] {
+#if defined(__x86_64__)
+        return detail::stream_width;
+#else
+        return 0u;
+#endif
+    }, "Bytes per streaming store the payload copies use on this CPU (16, 32 or 64; 0: memcpy)");
+    m.def(
+        "_stream_lines",
+        [](py::array_t<std::uint8_t, py::array::c_style> dst, std::size_t offset, py::bytes src,
+           unsigned width) {
+            const std::string s = src;
+            auto d = dst.mutable_unchecked<1>();
+            if (width != 16 && width != 32 && width != 64)
+                throw std::invalid_argument("width must be 16, 32 or 64, got " +
+                                            std::to_string(width));
+#if defined(__x86_64__)
+            if (width > detail::stream_width)
+                throw std::invalid_argument("this CPU streams at most " +
+                                            std::to_string(detail::stream_width) +
+                                            " bytes per store, asked for " + std::to_string(width));
+#endif
+            if (s.size() % 64 != 0 || offset > static_cast<std::size_t>(d.shape(0)) ||
+                s.size() > static_cast<std::size_t>(d.shape(0)) - offset)
+                throw std::invalid_argument("a copy of " + std::to_string(s.size()) +
+                                            " bytes at " + std::to_string(offset) +
+                                            " must be whole 64-byte lines inside the array");
+            std::uint8_t *at = d.mutable_data(0) + offset;
+            if (reinterpret_cast<std::uintptr_t>(at) % 16 != 0)
+                throw std::invalid_argument("the destination must be 16-byte aligned");
+            stream_lines(at, reinterpret_cast<const std::uint8_t *>(s.data()), s.size(), width);
+            order_payload_stores();
+        },
+        py::arg("dst"), py::arg("offset"), py::arg("src"), py::arg("width"),
+        "Copy whole lines into dst[offset:] by streaming stores of `width` bytes (tests)");
     m.def(
         "_wrapping_counter_replay",
         [](const std::vector<std::uint32_t> &raw) {
