@@ -177,6 +177,7 @@ void engine::add_batch(std::size_t q, const packet_ref *pkts, std::size_t n) {
             if (i + ahead < n) __builtin_prefetch(pkts[i + ahead].payload);
             place_spead(s, q, pkts[i]);
         }
+        end_heap_run(s);
     } else {
         for (std::size_t i = 0; i < n; i++) {
             if (i + ahead < n) __builtin_prefetch(pkts[i + ahead].payload);

@@ -218,9 +218,87 @@ spead_reject parse_spead(const std::uint8_t *data, std::size_t size, const spead
     return spead_reject::none;
 }
 
+namespace {
+
+void store_items(chunk &c, std::size_t slot, const spead_packet &p, std::size_t ppc,
+                 std::size_t n_items) noexcept {
+    for (std::size_t k = 0; k < n_items; k++)
+        if (p.items[k] != spead_item_absent)
+            __atomic_store_n(&c.items[k * ppc + slot], p.items[k], __ATOMIC_RELAXED);
+}
+
+// Bitmap words a run scans for set cells at a time (8 KiB of heap): a run through a
+// 64-KiB heap scans eight times, and heaps whose packets come out of order (a run per
+// packet) scan little each.
+constexpr std::size_t run_scan_words = 16;
+
+// A scan of a heap's bitmap from cell `from` for a set cell, over at most
+// run_scan_words words: the first set cell (`found`), or where the scan stopped with none
+// before it. Cells past `bound` (the bitmap's end) do not exist: found at `bound`.
+struct cell_scan {
+    std::size_t at;
+    bool found;
+};
+
+cell_scan scan_cells(const std::uint64_t *words, std::size_t from, std::size_t bound) noexcept {
+    if (from >= bound) return {bound, true};
+    std::size_t w = from / 64;
+    const std::size_t stop = std::min(bound, (w + run_scan_words) * 64);
+    std::uint64_t bits =
+        __atomic_load_n(&words[w], __ATOMIC_RELAXED) & (~std::uint64_t{0} << (from % 64));
+    for (;;) {
+        if (bits != 0) return {w * 64 + static_cast<std::size_t>(__builtin_ctzll(bits)), true};
+        if (++w * 64 >= stop) return {stop, stop == bound};
+        bits = __atomic_load_n(&words[w], __ATOMIC_RELAXED);
+    }
+}
+
+bool run_eligible(const spead_packet &p, std::size_t heap_size) noexcept {
+    const std::uint64_t stop = p.offset + p.length;
+    return p.offset % spead_cell == 0 && (stop % spead_cell == 0 || stop == heap_size);
+}
+
+}  // namespace
+
+bool spead_run_continue(spead_run &run, const spead_packet &p, std::size_t heap_size,
+                        std::size_t ppc, std::size_t n_items) noexcept {
+    if (run.c == nullptr || p.index != run.index || p.offset != run.end || p.length == 0 ||
+        !run_eligible(p, heap_size))
+        return false;
+    const cell_range r = cells_of(p.offset, p.length, heap_size);
+    if (r.end > run.limit) {
+        // Scanned only so far: look further before giving up.
+        const std::uint64_t *words = run.c->cells + run.slot * spead_format::cell_words(heap_size);
+        const std::size_t bound = spead_format::cell_words(heap_size) * 64;
+        while (r.end > run.limit && !run.limit_set) {
+            const cell_scan next = scan_cells(words, run.limit, bound);
+            run.limit = next.at;
+            run.limit_set = next.found;
+        }
+        if (r.end > run.limit) return false;
+    }
+    copy_into_chunk(run.c->data + run.slot * heap_size + p.offset, p.payload, p.length);
+    store_items(*run.c, run.slot, p, ppc, n_items);
+    run.end = p.offset + p.length;
+    return true;
+}
+
+void spead_run_end(spead_run &run, std::size_t heap_size) noexcept {
+    if (run.c == nullptr) return;
+    chunk &c = *run.c;
+    const cell_range r = cells_of(run.start, run.end - run.start, heap_size);
+    std::uint64_t *words = c.cells + run.slot * spead_format::cell_words(heap_size);
+    for (std::size_t w = r.first / 64; w <= (r.end - 1) / 64; w++)
+        or_fetch_old(words[w], word_mask(w, r), false);
+    const std::uint64_t added = cover(c, run.slot, run.start, run.end, heap_size, false, words);
+    if (added != 0 && add_fetch_new(c.heap_bytes[run.slot], added, false) == heap_size)
+        __atomic_store_n(&c.present[run.slot], std::uint8_t{1}, __ATOMIC_RELAXED);
+    run.c = nullptr;
+}
+
 heap_deposit deposit_heap_packet(chunk &c, std::size_t slot, const spead_packet &p,
                                  std::size_t heap_size, std::size_t ppc, std::size_t n_items,
-                                 bool shared) noexcept {
+                                 bool shared, spead_run *run) noexcept {
     std::uint8_t *heap = c.data + slot * heap_size;
     std::uint64_t *bytes = c.heap_bytes + slot;
     bool complete = false;
@@ -239,6 +317,15 @@ heap_deposit deposit_heap_packet(chunk &c, std::size_t slot, const spead_packet 
         for (std::size_t w = w0; w <= w1; w++)
             if (__atomic_load_n(&words[w], __ATOMIC_RELAXED) & word_mask(w, r))
                 return heap_deposit::duplicate;
+        if (run != nullptr && !shared && run_eligible(p, heap_size)) {
+            // The heap's state waits for the run's end (its cells are free: checked above).
+            const std::size_t bound = spead_format::cell_words(heap_size) * 64;
+            const cell_scan free = scan_cells(words, r.end, bound);
+            *run = spead_run{&c, slot, p.index, p.offset, p.offset + p.length, free.at, free.found};
+            copy_into_chunk(heap + p.offset, p.payload, p.length);
+            store_items(c, slot, p, ppc, n_items);
+            return heap_deposit::placed;
+        }
         // The first word decides between two queues placing copies of the same packet.
         const std::uint64_t m0 = word_mask(w0, r);
         if (or_fetch_old(words[w0], m0, shared) & m0) return heap_deposit::duplicate;
@@ -258,9 +345,7 @@ heap_deposit deposit_heap_packet(chunk &c, std::size_t slot, const spead_packet 
         copy_into_chunk(heap + p.offset, p.payload, p.length);
     }
     // A packet without payload still carries items.
-    for (std::size_t k = 0; k < n_items; k++)
-        if (p.items[k] != spead_item_absent)
-            __atomic_store_n(&c.items[k * ppc + slot], p.items[k], __ATOMIC_RELAXED);
+    store_items(c, slot, p, ppc, n_items);
     if (complete) __atomic_store_n(&c.present[slot], std::uint8_t{1}, __ATOMIC_RELAXED);
     return heap_deposit::placed;
 }

@@ -564,6 +564,77 @@ def test_heap_is_whole_only_when_every_byte_is_covered(pieces: list[tuple[int, i
         assert bytes(have[a:b]) == payload[a:b]
 
 
+def heap_pieces(heap: int, rng: np.random.Generator) -> list[tuple[int, int]]:
+    """A heap cut as senders cut them (8-byte multiples), now and then off the cells, then
+    lost, repeated, swapped and overlapped pieces."""
+    cuts, at = [], 0
+    while at < heap:
+        n = int(rng.integers(1, 40)) * 8 + (int(rng.integers(1, 8)) if rng.random() < 0.1 else 0)
+        cuts.append((at, min(heap, at + n)))
+        at += n
+    out: list[tuple[int, int]] = []
+    for piece in cuts:
+        r = rng.random()
+        if r < 0.05:
+            continue
+        out.append(piece)
+        if r > 0.95:
+            out.append(piece)
+        if rng.random() < 0.04:
+            a = int(rng.integers(0, heap - 1))
+            out.append((a, int(rng.integers(a + 1, min(heap, a + 300) + 1))))
+    for i in range(0, len(out) - 1):
+        if rng.random() < 0.08:
+            out[i], out[i + 1] = out[i + 1], out[i]
+    return out
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_one_queue_places_in_order_runs_as_the_shared_path_does(seed: int) -> None:
+    """A capture with one queue enters a heap's packets that come in order into its state
+    once per run (spead.h, spead_run); the same packets on a queue of a two-queue capture
+    (the other queue fed only malformed packets) take the per-packet path. Both must agree
+    on every heap's bytes, presence, items and data, and on what was a duplicate."""
+    rng = np.random.default_rng(seed)
+    heap, n_heaps = 4096, 48
+    payload = rng.integers(0, 256, (n_heaps, heap), dtype=np.uint8)
+    pkts: list[bytes] = []
+    for cnt in range(n_heaps):
+        for k, (a, b) in enumerate(heap_pieces(heap, rng)):
+            extra = (ptr(TIMESTAMP, 1000 + cnt * 7 + k),) if rng.random() < 0.3 else ()
+            pkts.append(good(cnt, payload[cnt, a:b].tobytes(), offset=a, heap=heap, extra=extra))
+    fmt = rx.Format.spead(heap, items=[TIMESTAMP])
+    chunking = Chunking(packets_per_chunk=8, max_chunks=4, n_chunks=64)
+    rows, sizes = rows_of(pkts)
+    one = rx.Capture(MemSource(packets=rows, sizes=sizes), fmt=fmt, chunking=chunking)
+    with one:
+        got_one = our_chunks(one)
+    junk = MALFORMED["size"]
+    rows2, sizes2 = rows_of([p for q in pkts for p in (q, junk)])
+    two = rx.Capture(MemSource(packets=rows2, sizes=sizes2, queues=2), fmt=fmt, chunking=chunking)
+    with two:
+        got_two = our_chunks(two)
+    a, b = one.stats, two.stats
+    assert b.queues == 2 and b.rejected == a.rejected + len(pkts)  # and every junk packet
+    assert a.received == len(pkts) and b.received == 2 * len(pkts)
+    assert (a.packets, a.duplicate, a.lost) == (b.packets, b.duplicate, b.lost)
+    assert a.duplicate > 0 and a.heaps_partial == b.heaps_partial > 0  # the faults happened
+    assert sorted(got_one) == sorted(got_two) == list(range(n_heaps // 8))
+    whole = 0
+    for cid, g in got_one.items():
+        h = got_two[cid]
+        assert g.heap_bytes.tolist() == h.heap_bytes.tolist()
+        assert g.present.tolist() == h.present.tolist()
+        assert g.present.tolist() == [int(x == heap) for x in g.heap_bytes]
+        assert g.items[TIMESTAMP].tolist() == h.items[TIMESTAMP].tolist()
+        for slot in np.flatnonzero(g.present):
+            cnt = cid * 8 + int(slot)
+            assert np.array_equal(g.data[slot], payload[cnt])
+            assert np.array_equal(h.data[slot], payload[cnt])
+            whole += 1
+    assert whole > 0
+
+
 # ------------------------------------------------------------------ descriptor errors
 @pytest.mark.parametrize(
     ("kwargs", "message"),

@@ -181,6 +181,7 @@ private:
         std::uint64_t own = window_policy::none;  // newest chunk id it placed into
         std::uint64_t epoch = 0;  // window resyncs it has seen
         window_policy::run run;  // its out-of-window packets in a row
+        spead_run heap_run;      // SPEAD, one queue: its heap's packets in order (spead.h)
         std::vector<cached> cache;  // by chunk id % max_chunks
         counters c;
         published pub{};
@@ -195,6 +196,7 @@ private:
     // while finishing).
     chunk *window_chunk(queue_state &s, std::size_t q, std::uint64_t seq);
     void place_spead(queue_state &s, std::size_t q, const packet_ref &pkt);  // engine_spead.cpp
+    void end_heap_run(queue_state &s) noexcept;                               // engine_spead.cpp
     bool sync_locked(queue_state &s, std::size_t q);
     void start_locked(std::uint64_t id);
     void place(queue_state &s, std::size_t q, const packet_ref &pkt);

@@ -86,15 +86,41 @@ spead_reject parse_spead(const std::uint8_t *data, std::size_t size, const spead
 
 enum class heap_deposit { placed, duplicate };
 
+// The packets of one heap that a queue of a one-queue capture deposited in order, each
+// starting where the one before ended: their bytes are copied, their cells checked free
+// up to `limit`, but the heap's cell bitmap, byte count and presence are brought up to
+// date only when the run ends (spead_run_end) -- once per run instead of per packet, as
+// a heap's packets arrive in order. The engine ends a run before any other packet of its
+// queue is placed and before the batch returns, so nothing reads the heap meanwhile.
+struct spead_run {
+    chunk *c = nullptr;  // none: no run
+    std::size_t slot = 0;
+    std::uint64_t index = 0;           // the heap's slot index in the stream
+    std::uint64_t start = 0, end = 0;  // heap bytes [start, end) copied
+    std::size_t limit = 0;             // cells from end's up to it were free
+    bool limit_set = false;            // the cell at `limit` is set (else: not scanned yet)
+};
+
+// Deposits `p` as the next packet of `run` when it is one (same heap, starting at the
+// run's end on a cell boundary, ending on one or at the heap's end, its cells free):
+// payload and items; true when done. False leaves everything as it was.
+bool spead_run_continue(spead_run &run, const spead_packet &p, std::size_t heap_size,
+                        std::size_t ppc, std::size_t n_items) noexcept;
+// Enters the run's bytes into the heap's bitmap and byte count (presence when whole);
+// no run afterwards.
+void spead_run_end(spead_run &run, std::size_t heap_size) noexcept;
+
 // Puts a parsed packet into slot `slot` of chunk `c` (heaps of `heap_size` bytes,
 // `ppc` slots): payload at its offset, named items, the heap's covered byte count and,
 // once every byte is covered, its `present` flag. Lock-free; several queues may deposit
 // into the same chunk (`shared`); with `shared` false only the calling thread writes
 // the chunk's per-slot state, and it is updated without locked instructions. A packet
-// whose bytes were already received is a duplicate.
+// whose bytes were already received is a duplicate. With `run` (one queue only, no run
+// open) a packet of a multi-packet heap that starts and ends on cell boundaries opens a
+// run instead of updating the heap's state.
 heap_deposit deposit_heap_packet(chunk &c, std::size_t slot, const spead_packet &p,
                                  std::size_t heap_size, std::size_t ppc, std::size_t n_items,
-                                 bool shared = true) noexcept;
+                                 bool shared = true, spead_run *run = nullptr) noexcept;
 
 // Slots of a closed chunk that received some bytes but not the whole heap.
 std::size_t count_partial_heaps(const chunk &c, std::size_t ppc) noexcept;
