@@ -32,6 +32,20 @@ struct view {
     bool is_bool;
 };
 
+// A GPU capture's counters as a dict; GPUDirect's SPEAD reasons (gd_rejected_by_prefix)
+// gathered into `rejected_by`, as the CPU engine's stats give them.
+void put_counters(py::dict &d, const std::map<std::string, std::uint64_t> &m) {
+    const std::string prefix = gd_rejected_by_prefix;
+    py::dict by;
+    for (const auto &[k, v] : m) {
+        if (k.compare(0, prefix.size(), prefix) == 0)
+            by[py::str(k.substr(prefix.size()))] = v;
+        else
+            d[py::str(k)] = v;
+    }
+    if (!by.empty()) d["rejected_by"] = by;
+}
+
 cu::stream to_stream(const py::object &s) {
     if (py::isinstance<py::int_>(s)) {
         const auto v = s.cast<std::int64_t>();
@@ -242,7 +256,7 @@ public:
 
     py::dict stats() const {
         py::dict d;
-        for (const auto &[k, v] : cap_->stats()) d[py::str(k)] = v;
+        put_counters(d, cap_->stats());
         if (host_) {
             if (auto *e = dynamic_cast<emu_source *>(&host_->src())) d["nic_drops"] = e->nic_drops();
         }
@@ -258,7 +272,7 @@ public:
                 d["device"] = dev.ordinal();
                 d["pci_bus_id"] = dev.pci_address();
                 d["numa_node"] = dev.numa_node();
-                for (const auto &[k, v] : m->device_stats(i)) d[py::str(k)] = v;
+                put_counters(d, m->device_stats(i));
                 out.append(d);
             }
             return out;
@@ -578,6 +592,44 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
         "GPUDirect into the GPUs `devices` (CUDA ordinals), chunk k on devices[k % len]: an "
         "engine per GPU with its own arrival ring, fed its chunks' frames (steered) or every "
         "frame (each GPU counts the others' as other_gpu)");
+    m.def(
+        "gpudirect_spead_parse",
+        [](const format &fmt, std::size_t packets_per_chunk, const py::bytes &frame) {
+            if (!fmt.spead) throw std::invalid_argument("gpudirect_spead_parse needs a SPEAD format");
+            const gd::spead_desc d = gd_spead_desc(fmt, packets_per_chunk);
+            const std::string f = frame;
+            if (f.size() > 0xffffffffu) throw std::invalid_argument("frame longer than 4 GiB");
+            gd::spead_fields sf{};
+            std::uint64_t chunk = 0;
+            std::uint32_t slot = 0, data_off = 0;
+            // Of the frame's own bytes only: an empty frame has no buffer to point at.
+            std::vector<std::uint8_t> buf(f.begin(), f.end());
+            const std::uint32_t why = gd::parse_spead_frame(
+                buf.empty() ? nullptr : buf.data(), static_cast<std::uint32_t>(buf.size()),
+                fmt.udp_port, d, sf, chunk, slot, data_off);
+            py::dict out;
+            out["reason"] = why == gd::sr_none
+                                ? std::string("none")
+                                : std::string(spead_reject_name(static_cast<spead_reject>(why)));
+            if (why != gd::sr_none) return out;
+            out["chunk"] = chunk;
+            out["slot"] = slot;
+            out["heap_slot"] = slot / d.parts;
+            out["part"] = sf.part;
+            out["data_offset"] = data_off;
+            out["offset"] = sf.offset;
+            out["length"] = sf.length;
+            out["index"] = sf.index;
+            py::dict items;
+            for (std::uint32_t k = 0; k < d.n_items; k++) items[py::int_(d.items[k])] = sf.items[k];
+            out["items"] = items;
+            return out;
+        },
+        py::arg("fmt"), py::arg("packets_per_chunk"), py::arg("frame"),
+        "The GPUDirect parse kernel's reading of one Ethernet frame of a SPEAD format, run on "
+        "the host (gd_spead.h): reason ('none' or the CPU engine's rejected_by key) and, when "
+        "accepted, chunk, packet slot, heap_slot, part, data_offset (of the heap bytes in the "
+        "frame), offset, length, index and the named items");
     m.def(
         "gpudirect_route",
         [](std::uint64_t chunk_id, std::uint32_t gpus, std::uint32_t gpu) -> py::object {
