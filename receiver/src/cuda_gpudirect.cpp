@@ -399,6 +399,12 @@ gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg
                                        fmt_.spead->items.begin() + fmt_.spead->n_items),
             reinterpret_cast<std::uint64_t *>(extras_.host()));
         std::memset(extras_.host(), 0, extras_.size());
+        const std::size_t heaps = cfg.packets_per_chunk;
+        for (std::size_t i = 0; i < pool_.size(); i++) {
+            pool_.get(i)->heap_bytes_dev = heap_bytes_.get() + i * heaps * 8;
+            if (spead_.n_items != 0)
+                pool_.get(i)->items_dev = items_.get() + i * spead_.n_items * heaps * 8;
+        }
     }
 
     // Zeroed state: window empty, counters 0; window positions unmapped (all ones:

@@ -280,6 +280,12 @@ def take_gpu(cap: rx.Capture, cp: Any) -> dict[int, Got]:
                 x = cp.from_dlpack(c)
                 assert x.data.ptr == c.ptr  # the chunk in place, no copy
                 assert np.array_equal(cp.asnumpy(cp.from_dlpack(c.present_gpu)), c.present)
+                # The per-heap arrays on the GPU, their host copies settled from them.
+                hb = cp.from_dlpack(c.heap_bytes_gpu)
+                assert hb.dtype == cp.uint64 and np.array_equal(cp.asnumpy(hb), c.heap_bytes)
+                assert sorted(c.items_gpu) == sorted(c.items)
+                for k, a in c.items_gpu.items():
+                    assert np.array_equal(cp.asnumpy(cp.from_dlpack(a)), c.items[k])
                 out[c.chunk_id] = Got(
                     c.present.copy(),
                     c.heap_bytes.copy(),

@@ -36,6 +36,9 @@ struct gpu_chunk {
     // SPEAD formats: the host chunk's per-heap byte counts and named items, in host memory.
     std::uint64_t *heap_bytes_host = nullptr;
     std::uint64_t *items_host = nullptr;  // item i of slot s at [i * packets_per_chunk + s]
+    // ... and on the GPU, where the GPUDirect kernels settle them (0: host memory only).
+    cu::deviceptr heap_bytes_dev = 0;
+    cu::deviceptr items_dev = 0;  // as items_host
 };
 
 class gpu_chunk_pool {
