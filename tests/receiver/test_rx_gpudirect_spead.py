@@ -52,7 +52,11 @@ COUNTS = (
     "chunks",
 )
 CUDA_OK, CUDA_WHY = gpu.cuda_status()
+N_GPUS = _core.cuda_device_count() if CUDA_OK else 0
 needs_gpu = pytest.mark.skipif(not CUDA_OK, reason=f"no usable CUDA device: {CUDA_WHY}")
+needs_two_gpus = pytest.mark.skipif(
+    N_GPUS < 2, reason=f"needs two CUDA devices, this host has {N_GPUS} ({CUDA_WHY})"
+)
 
 
 def frame(payload: bytes, *, port: int = PORT, vlan: bool = False) -> bytes:
@@ -255,6 +259,26 @@ def test_sources_accept_spead_with_gpudirect() -> None:
         rx.Capture(rx.MemSource(count=8), fmt=fmt, delivery=delivery)
 
 
+def test_feeder_steers_spead_frames_by_heap_chunk() -> None:
+    """Into several GPUs each GPU's ring gets the frames of its chunks: heap counter //
+    heaps per chunk, modulo the GPUs; frames the parse rejects go to GPU 0."""
+    hpc = 2
+    _, sent = make_stream(12, 4096, 1500, seed=13)
+    rng = np.random.default_rng(13)
+    order = rng.permutation(len(sent))
+    frames = [frame(sent[i].raw) for i in order]
+    owner = [sent[i].cnt // hpc % 2 for i in order]
+    frames.append(frame(packet([ptr(1, 3), ptr(2, 8192), ptr(3, 0), ptr(4, 8)], bytes(8))))
+    owner.append(0)  # heap_size: rejected
+    rows, sizes = frame_rows(frames)
+    fmt = rx.Format.spead(4096, items=[TIMESTAMP, CHANNEL], max_packet=1500)
+    for g in range(2):
+        d = _core.gpudirect_steered(fmt, hpc, 2, g, frames=rows, sizes=sizes)
+        pick = [i for i, o in enumerate(owner) if o == g]
+        assert d["sizes"] == [sizes[i] for i in pick]
+        assert np.array_equal(d["frames"], rows[pick])
+
+
 # --- on a GPU host: GPUDirect against the CPU engine ----------------------------------
 
 
@@ -305,10 +329,11 @@ def gpudirect_equals_cpu(
     opts: dict[str, int] | None = None,
     n_chunks: int | None = None,
     extra: list[bytes] = (),  # type: ignore[assignment]
+    devices: list[str] | None = None,
 ) -> rx.Stats:
     """`kept` (plus `extra` frames, rejected by both) through the CPU engine and through
-    GPUDirect: the same chunks, presence, heap bytes, items, heap bytes where they came,
-    and counts by reason. Returns GPUDirect's stats."""
+    GPUDirect (into `devices` when given): the same chunks, presence, heap bytes, items,
+    heap bytes where they came, and counts by reason. Returns GPUDirect's stats."""
     cp = pytest.importorskip("cupy", reason="cupy reads the GPU chunks back")
     frames = [frame(p.raw) for p in kept] + list(extra)
     rows, sizes = frame_rows(frames)
@@ -320,7 +345,9 @@ def gpudirect_equals_cpu(
         source,
         fmt=fmt,
         chunking=replace(chunking, n_chunks=n_chunks or mc + 2),
-        delivery=rx.Delivery(device="cuda:0", gpudirect=True, gpu_options=opts or {}),
+        delivery=rx.Delivery(device="cuda:0", gpudirect=True, gpu_options=opts or {})
+        if devices is None
+        else rx.Delivery(devices=devices, gpudirect=True, gpu_options=opts or {}),
     )
     got = take_gpu(gd_cap, cp)
     heap = fmt.payload_size
@@ -344,6 +371,8 @@ def gpudirect_equals_cpu(
                 if np.array_equal(c.data[slot, off : off + n], truth[off : off + n]):
                     assert np.array_equal(g.data[slot, off : off + n], truth[off : off + n])
     s, r = gd_cap.stats, cpu_cap.stats
+    # The kernels' window has no out-of-window rule (receiver.md): streams stay within it.
+    assert r["out_of_window"] == 0
     for k in COUNTS:
         assert s[k] == r[k], (k, s[k], r[k])
     assert s["rejected_by"] == r["rejected_by"]
@@ -436,7 +465,7 @@ def test_wild_heap_counter() -> None:
     far = {}
     later = []
     for p in sent[20:]:
-        cnt = p.cnt + 50
+        cnt = p.cnt + 30  # 7 chunks ahead: within max_jump (4 windows) both ways
         far[cnt] = payloads[p.cnt]
         later.append(replace(p, cnt=cnt, raw=_recount(p.raw, cnt)))
     payloads.update(far)
@@ -446,6 +475,23 @@ def test_wild_heap_counter() -> None:
     fmt = rx.Format.spead(2048, items=[TIMESTAMP, CHANNEL])
     s = gpudirect_equals_cpu(kept, payloads, fmt, 4, mc=3)
     assert s["lost"] > 0
+
+
+@needs_two_gpus
+def test_two_gpus() -> None:
+    """Into two GPUs (chunk k on GPU k % 2, each fed its chunks' frames): the capture's
+    one account, chunks, heap bytes and items are the CPU engine's."""
+    payloads, sent = make_stream(64, 65536, 8256, seed=14)
+    rng = np.random.default_rng(14)
+    kept = [p for p in sent if rng.random() >= 0.04]
+    for i in range(0, len(kept) - 1, 9):
+        kept[i], kept[i + 1] = kept[i + 1], kept[i]
+    fmt = rx.Format.spead(65536, items=[TIMESTAMP, CHANNEL], max_packet=8256)
+    opts = {"batch": 128, "ring_packets": 512}
+    s = gpudirect_equals_cpu(kept, payloads, fmt, 2, mc=4, opts=opts, devices=["cuda:0", "cuda:1"])
+    assert s["heaps_partial"] > 0 and s["other_gpu"] == 0
+    assert [d["device"] for d in s["gpus"]] == [0, 1]
+    assert sum(d["heaps_partial"] for d in s["gpus"]) == s["heaps_partial"]
 
 
 def _recount(raw: bytes, cnt: int) -> bytes:
