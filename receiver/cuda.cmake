@@ -49,6 +49,7 @@ if(CASPER400G_RX_NVCC)
             -gencode arch=compute_90,code=compute_90
             -o "${_fatbin}" "${CMAKE_CURRENT_SOURCE_DIR}/src/cuda_kernels.cu"
     DEPENDS src/cuda_kernels.cu src/rdma_kernels.cuh include/casper400g_rx/cuda_kernels.h
+            include/casper400g_rx/gd_spead.h
             include/casper400g_rx/cuda_driver.h
     COMMENT "nvcc: GPUDirect reorder kernels (sm_90 + PTX)"
     VERBATIM)

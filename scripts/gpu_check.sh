@@ -41,7 +41,7 @@ out=${1:-build/gpu_check}
 mkdir -p "$out"
 py=${PYTHON:-python3}
 status=0
-tests="tests/receiver/test_rx_gpu.py tests/receiver/test_rx_spead.py::test_host_staged_gpu_delivery_equals_cpu tests/receiver/test_rx_spead_split.py tests/receiver/test_rx_rdma_gpu.py"
+tests="tests/receiver/test_rx_gpu.py tests/receiver/test_rx_spead.py::test_host_staged_gpu_delivery_equals_cpu tests/receiver/test_rx_spead_split.py tests/receiver/test_rx_rdma_gpu.py tests/receiver/test_rx_gpudirect_spead.py"
 if [ "${PRESET:-}" = shared ]; then
   SANITIZE=${SANITIZE:-0}
   TEST_TIMEOUT=${TEST_TIMEOUT:-120}
@@ -113,11 +113,12 @@ if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer > /dev/null; then
     if [ "$tool" = initcheck ]; then
       sel="gpudirect_generator_and_slow_consumer or host_to_gpu_equals_cpu and cupy"
     else
-      sel="gpudirect_equals_cpu_engine and opts1 or wild and stalls or host_to_gpu_equals_cpu and cupy or split_placement_to_gpu"
+      sel="gpudirect_equals_cpu_engine and opts1 or wild and stalls or host_to_gpu_equals_cpu and cupy or split_placement_to_gpu or 64k_heaps and many or loss_reordering and stalls"
     fi
     step "compute-sanitizer --tool $tool on the GPU tests ($sel)"
     timeout "${SANITIZE_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 99 --target-processes all \
-      "$py" -m pytest -p no:cacheprovider -q tests/receiver/test_rx_gpu.py -k "$sel" \
+      "$py" -m pytest -p no:cacheprovider -q tests/receiver/test_rx_gpu.py \
+      tests/receiver/test_rx_gpudirect_spead.py -k "$sel" \
       > "$out/sanitizer-$tool.log" 2>&1
     rc=$?
     [ $rc = 0 ] || status=1

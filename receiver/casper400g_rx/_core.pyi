@@ -363,6 +363,15 @@ class GpuMask:
     @property
     def __cuda_array_interface__(self) -> dict: ...
 
+class GpuHeapArray:
+    """
+    A SPEAD GPU chunk's heap bytes or item values per heap, on the GPU
+    """
+    def __dlpack__(self, **kwargs) -> typing_extensions.CapsuleType: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
+    @property
+    def __cuda_array_interface__(self) -> dict: ...
+
 class GpuChunk:
     """
     A chunk in GPU memory; export with DLPack or __cuda_array_interface__
@@ -421,6 +430,16 @@ class GpuChunk:
     def present_gpu(self) -> GpuMask:
         """
         the present mask on the GPU (DLPack / __cuda_array_interface__)
+        """
+    @property
+    def heap_bytes_gpu(self) -> typing.Any:
+        """
+        SPEAD with gpudirect: heap_bytes on the GPU (uint64 per heap slot; DLPack / __cuda_array_interface__); else None
+        """
+    @property
+    def items_gpu(self) -> dict:
+        """
+        SPEAD with gpudirect: {item id: uint64 per heap slot} on the GPU; else {}
         """
     @property
     def present_ptr(self) -> int: ...
@@ -883,6 +902,13 @@ def gpudirect_multi(
 ) -> GpuCapture:
     """
     GPUDirect into the GPUs `devices` (CUDA ordinals), chunk k on devices[k % len]: an engine per GPU with its own arrival ring, fed its chunks' frames (steered) or every frame (each GPU counts the others' as other_gpu)
+    """
+
+def gpudirect_spead_parse(
+    fmt: Format, packets_per_chunk: typing.SupportsInt | typing.SupportsIndex, frame: bytes
+) -> dict:
+    """
+    The GPUDirect parse kernel's reading of one Ethernet frame of a SPEAD format, run on the host (gd_spead.h): reason ('none' or the CPU engine's rejected_by key) and, when accepted, chunk, packet slot, heap_slot, part, data_offset (of the heap bytes in the frame), offset, length, index and the named items
     """
 
 def gpudirect_route(

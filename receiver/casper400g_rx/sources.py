@@ -293,11 +293,10 @@ class MemSource(Source):
             return super().open(fmt, config, delivery)
         from .gpu import GpuDirect
 
-        if fmt.spead_config is not None:
+        if fmt.spead_config is not None and self.packets is None:
             raise ValueError(
-                "gpudirect places fixed-size packets by a sequence number in the payload; "
-                "SPEAD heaps (Format.spead) are placed on the CPU path: device='cuda:N' "
-                "without gpudirect copies their chunks to the GPU"
+                "gpudirect with a SPEAD format places the frames given (packets=..., "
+                "frames=True): the example stream it generates otherwise is not SPEAD"
             )
         return GpuDirect(
             fmt,

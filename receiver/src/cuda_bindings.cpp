@@ -30,7 +30,22 @@ struct view {
     int ndim;
     std::int64_t shape[2];
     bool is_bool;
+    std::uint8_t bits = 8;  // uint8/bool, or uint64 (SPEAD's per-heap arrays)
 };
+
+// A GPU capture's counters as a dict; GPUDirect's SPEAD reasons (gd_rejected_by_prefix)
+// gathered into `rejected_by`, as the CPU engine's stats give them.
+void put_counters(py::dict &d, const std::map<std::string, std::uint64_t> &m) {
+    const std::string prefix = gd_rejected_by_prefix;
+    py::dict by;
+    for (const auto &[k, v] : m) {
+        if (k.compare(0, prefix.size(), prefix) == 0)
+            by[py::str(k.substr(prefix.size()))] = v;
+        else
+            d[py::str(k)] = v;
+    }
+    if (!by.empty()) d["rejected_by"] = by;
+}
 
 cu::stream to_stream(const py::object &s) {
     if (py::isinstance<py::int_>(s)) {
@@ -115,6 +130,14 @@ public:
     view present_view() const {
         return view{get().present, 1, {static_cast<std::int64_t>(packets()), 0}, true};
     }
+    // SPEAD on GPUDirect: the heap bytes (which < 0) or item `which` per heap, uint64.
+    view heap_view(int which) const {
+        const gpu_chunk &c = get();
+        const cu::deviceptr p = which < 0 ? c.heap_bytes_dev
+                                          : c.items_dev + static_cast<std::size_t>(which) *
+                                                              packets() * 8;
+        return view{p, 1, {static_cast<std::int64_t>(packets()), 0}, false, 64};
+    }
     void mark_cai() { cai_used_ = true; }
     cu::stream fill_stream() const { return fill_; }
     std::shared_ptr<gpu_capture> owner() const { return cap_; }
@@ -147,6 +170,12 @@ struct py_gpu_mask {
     py::object chunk;
 };
 
+// A per-heap array of a SPEAD chunk on the GPU (heap bytes: which < 0; else item `which`).
+struct py_gpu_heaps {
+    py::object chunk;
+    int which;
+};
+
 py::capsule make_dlpack(py::object owner, const view &v, int ordinal, bool versioned) {
     dl_view d{};
     d.data = reinterpret_cast<void *>(static_cast<std::uintptr_t>(v.ptr));
@@ -157,6 +186,7 @@ py::capsule make_dlpack(py::object owner, const view &v, int ordinal, bool versi
     d.strides[0] = v.ndim == 2 ? v.shape[1] : 1;
     d.strides[1] = 1;
     d.is_bool = v.is_bool;
+    d.bits = v.bits;
     return dl_capsule(std::move(owner), d, versioned);
 }
 
@@ -203,7 +233,7 @@ py::dict cuda_array_interface(py_gpu_chunk &c, const view &v) {
     } else {
         d["shape"] = py::make_tuple(v.shape[0]);
     }
-    d["typestr"] = v.is_bool ? "|b1" : "|u1";
+    d["typestr"] = v.is_bool ? "|b1" : v.bits == 64 ? "<u8" : "|u1";
     d["data"] = py::make_tuple(static_cast<std::uintptr_t>(v.ptr), false);
     d["version"] = 3;
     d["strides"] = py::none();
@@ -242,7 +272,7 @@ public:
 
     py::dict stats() const {
         py::dict d;
-        for (const auto &[k, v] : cap_->stats()) d[py::str(k)] = v;
+        put_counters(d, cap_->stats());
         if (host_) {
             if (auto *e = dynamic_cast<emu_source *>(&host_->src())) d["nic_drops"] = e->nic_drops();
         }
@@ -258,7 +288,7 @@ public:
                 d["device"] = dev.ordinal();
                 d["pci_bus_id"] = dev.pci_address();
                 d["numa_node"] = dev.numa_node();
-                for (const auto &[k, v] : m->device_stats(i)) d[py::str(k)] = v;
+                put_counters(d, m->device_stats(i));
                 out.append(d);
             }
             return out;
@@ -384,6 +414,8 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
 
     // Declared before GpuChunk, whose present_gpu returns it (signatures name the type).
     py::class_<py_gpu_mask> gpu_mask(m, "GpuMask", "A GPU chunk's present mask on the GPU");
+    py::class_<py_gpu_heaps> gpu_heaps(
+        m, "GpuHeapArray", "A SPEAD GPU chunk's heap bytes or item values per heap, on the GPU");
 
     py::class_<py_gpu_chunk>(m, "GpuChunk",
                              "A chunk in GPU memory; export with DLPack or __cuda_array_interface__")
@@ -439,6 +471,27 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
         .def_property_readonly(
             "present_gpu", [](py::object self) { return py_gpu_mask{self}; },
             "the present mask on the GPU (DLPack / __cuda_array_interface__)")
+        .def_property_readonly(
+            "heap_bytes_gpu",
+            [](py::object self) -> py::object {
+                auto &c = self.cast<py_gpu_chunk &>();
+                if (c.get().heap_bytes_dev == 0) return py::none();
+                return py::cast(py_gpu_heaps{self, -1});
+            },
+            "SPEAD with gpudirect: heap_bytes on the GPU (uint64 per heap slot; DLPack / "
+            "__cuda_array_interface__); else None")
+        .def_property_readonly(
+            "items_gpu",
+            [](py::object self) {
+                auto &c = self.cast<py_gpu_chunk &>();
+                py::dict d;
+                if (c.get().items_dev == 0) return d;
+                const auto &ids = c.item_ids();
+                for (std::size_t k = 0; k < ids.size(); k++)
+                    d[py::int_(ids[k])] = py::cast(py_gpu_heaps{self, static_cast<int>(k)});
+                return d;
+            },
+            "SPEAD with gpudirect: {item id: uint64 per heap slot} on the GPU; else {}")
         .def(
             "__dlpack__",
             [](py::object self, const py::kwargs &kwargs) {
@@ -483,6 +536,23 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
         .def_property_readonly("__cuda_array_interface__", [](py_gpu_mask &mk) {
             auto &c = mk.chunk.cast<py_gpu_chunk &>();
             return cuda_array_interface(c, c.present_view());
+        });
+
+    gpu_heaps
+        .def(
+            "__dlpack__",
+            [](py::object self, const py::kwargs &kwargs) {
+                auto &a = self.cast<py_gpu_heaps &>();
+                auto &c = a.chunk.cast<py_gpu_chunk &>();
+                return export_dlpack(self, c, c.heap_view(a.which), kwargs);
+            })
+        .def("__dlpack_device__",
+             [](const py_gpu_heaps &a) {
+                 return py::make_tuple(dl_cuda, a.chunk.cast<py_gpu_chunk &>().ordinal());
+             })
+        .def_property_readonly("__cuda_array_interface__", [](py_gpu_heaps &a) {
+            auto &c = a.chunk.cast<py_gpu_chunk &>();
+            return cuda_array_interface(c, c.heap_view(a.which));
         });
 
     py::class_<py_gpu_capture>(m, "GpuCapture")
@@ -578,6 +648,44 @@ void bind_cuda(py::module_ &m, std::function<py::object(std::shared_ptr<capture>
         "GPUDirect into the GPUs `devices` (CUDA ordinals), chunk k on devices[k % len]: an "
         "engine per GPU with its own arrival ring, fed its chunks' frames (steered) or every "
         "frame (each GPU counts the others' as other_gpu)");
+    m.def(
+        "gpudirect_spead_parse",
+        [](const format &fmt, std::size_t packets_per_chunk, const py::bytes &frame) {
+            if (!fmt.spead) throw std::invalid_argument("gpudirect_spead_parse needs a SPEAD format");
+            const gd::spead_desc d = gd_spead_desc(fmt, packets_per_chunk);
+            const std::string f = frame;
+            if (f.size() > 0xffffffffu) throw std::invalid_argument("frame longer than 4 GiB");
+            gd::spead_fields sf{};
+            std::uint64_t chunk = 0;
+            std::uint32_t slot = 0, data_off = 0;
+            // Of the frame's own bytes only: an empty frame has no buffer to point at.
+            std::vector<std::uint8_t> buf(f.begin(), f.end());
+            const std::uint32_t why = gd::parse_spead_frame(
+                buf.empty() ? nullptr : buf.data(), static_cast<std::uint32_t>(buf.size()),
+                fmt.udp_port, d, sf, chunk, slot, data_off);
+            py::dict out;
+            out["reason"] = why == gd::sr_none
+                                ? std::string("none")
+                                : std::string(spead_reject_name(static_cast<spead_reject>(why)));
+            if (why != gd::sr_none) return out;
+            out["chunk"] = chunk;
+            out["slot"] = slot;
+            out["heap_slot"] = slot / d.parts;
+            out["part"] = sf.part;
+            out["data_offset"] = data_off;
+            out["offset"] = sf.offset;
+            out["length"] = sf.length;
+            out["index"] = sf.index;
+            py::dict items;
+            for (std::uint32_t k = 0; k < d.n_items; k++) items[py::int_(d.items[k])] = sf.items[k];
+            out["items"] = items;
+            return out;
+        },
+        py::arg("fmt"), py::arg("packets_per_chunk"), py::arg("frame"),
+        "The GPUDirect parse kernel's reading of one Ethernet frame of a SPEAD format, run on "
+        "the host (gd_spead.h): reason ('none' or the CPU engine's rejected_by key) and, when "
+        "accepted, chunk, packet slot, heap_slot, part, data_offset (of the heap bytes in the "
+        "frame), offset, length, index and the named items");
     m.def(
         "gpudirect_route",
         [](std::uint64_t chunk_id, std::uint32_t gpus, std::uint32_t gpu) -> py::object {

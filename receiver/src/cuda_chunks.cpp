@@ -47,12 +47,15 @@ gpu_chunk_pool::gpu_chunk_pool(std::shared_ptr<const cu::device> dev, std::size_
     }
 }
 
-void gpu_chunk_pool::add_host_extras(std::vector<std::uint64_t> item_ids) {
+void gpu_chunk_pool::add_host_extras(std::vector<std::uint64_t> item_ids, std::uint64_t *storage) {
     item_ids_ = std::move(item_ids);
     const std::size_t per_chunk = ppc_ * (1 + item_ids_.size());
-    extras_host_ = std::make_unique<std::uint64_t[]>(chunks_.size() * per_chunk);
+    if (storage == nullptr) {
+        extras_host_ = std::make_unique<std::uint64_t[]>(chunks_.size() * per_chunk);
+        storage = extras_host_.get();
+    }
     for (std::size_t i = 0; i < chunks_.size(); i++) {
-        chunks_[i].heap_bytes_host = extras_host_.get() + i * per_chunk;
+        chunks_[i].heap_bytes_host = storage + i * per_chunk;
         chunks_[i].items_host = item_ids_.empty() ? nullptr : chunks_[i].heap_bytes_host + ppc_;
     }
 }

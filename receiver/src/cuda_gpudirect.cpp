@@ -7,6 +7,7 @@
 
 #include "casper400g_rx/cuda_fatbin.h"
 #include "casper400g_rx/example_stream.h"
+#include "casper400g_rx/hds.h"
 
 namespace casper400g_rx {
 
@@ -28,13 +29,17 @@ std::size_t pool_chunks(const engine_config &cfg) {
     return n;
 }
 
+// The kernels' reasons are spead_reject's.
+static_assert(gd::sr_grid == static_cast<unsigned>(spead_reject::grid) &&
+                  gd::n_spead_reasons == n_spead_rejects && gd::sr_frame == 1 &&
+                  gd::sr_unaligned == static_cast<unsigned>(spead_reject::unaligned),
+              "gd::spead_reason follows spead_reject");
+static_assert(gd::spead_items_max == spead_max_items && gd::spead_absent == spead_item_absent,
+              "gd_spead.h follows spead.h");
+
 const format &check_format(const format &f) {
     f.validate();
-    if (f.spead)
-        throw std::invalid_argument(
-            "gpudirect places fixed-size packets by a sequence number in the payload; SPEAD "
-            "heaps (Format.spead) are placed on the CPU path (device='cuda:N' without "
-            "gpudirect copies their chunks to the GPU)");
+    if (f.spead) return f;  // gd_spead_desc checks the rest
     if (f.source != seq_source::payload)
         throw std::invalid_argument(
             "gpudirect needs the sequence number in the payload; seq='ipv4_id' (a 16-bit "
@@ -63,6 +68,11 @@ const gpudirect_config &check_config(const gpudirect_config &g, const engine_con
     return g;
 }
 
+// Packet slots per chunk: a duplicate bit each.
+std::size_t packet_slots(const gd::spead_desc &s, const engine_config &cfg) {
+    return cfg.packets_per_chunk * (s.enabled ? s.parts : 1);
+}
+
 }  // namespace
 
 namespace {
@@ -79,6 +89,33 @@ std::uint64_t owned_below(std::uint64_t x, std::uint32_t gpus, std::uint32_t gpu
 }
 
 }  // namespace
+
+gd::spead_desc gd_spead_desc(const format &fmt, std::size_t heaps_per_chunk) {
+    gd::spead_desc d{};
+    if (!fmt.spead) return d;
+    fmt.validate();
+    const spead_format &f = *fmt.spead;
+    const split_layout l = split_layout::for_spead(fmt);  // throws for a max_packet too small
+    // A packet slot per packet of every heap of a chunk, numbered in 32 bits.
+    if (heaps_per_chunk == 0 || l.parts > (std::size_t{1} << 31) / heaps_per_chunk)
+        throw std::invalid_argument(
+            "gpudirect numbers the packets of a chunk's heaps in 31 bits: packets_per_chunk=" +
+            std::to_string(heaps_per_chunk) + " heaps of " + std::to_string(l.parts) +
+            " packets each are too many");
+    d.enabled = 1;
+    d.abits = f.heap_address_bits;
+    d.index_item = f.index_item;
+    d.index_step = f.index_step;
+    for (std::size_t k = 0; k < f.n_items; k++) d.items[k] = f.items[k];
+    d.n_items = static_cast<std::uint32_t>(f.n_items);
+    d.max_packet = static_cast<std::uint32_t>(f.max_packet);
+    d.heap = l.heap;
+    d.first_part = l.first_part;
+    d.later_part = l.later_part;
+    d.parts = static_cast<std::uint32_t>(l.parts);
+    d.heaps = static_cast<std::uint32_t>(heaps_per_chunk);
+    return d;
+}
 
 std::uint64_t frame_feed::total() const {
     if (generate) {
@@ -211,10 +248,11 @@ gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg
       stride_(round_up(feed_.max_frame(fmt.payload_size) + g_.headroom, 64)),
       regions_(g_.ring_packets / g_.batch),
       total_(feed_.total()),
+      spead_(gd_spead_desc(fmt_, cfg.packets_per_chunk)),
       pool_(dev_, pool_chunks(cfg), cfg.packets_per_chunk, fmt.payload_size),
       ring_(dev_, g_.ring_packets * stride_),
       lens_(dev_, g_.ring_packets * sizeof(std::uint32_t)),
-      bits_(dev_, pool_.size() * ((cfg.packets_per_chunk + 31) / 32) * 4),
+      bits_(dev_, pool_.size() * ((packet_slots(spead_, cfg) + 31) / 32) * 4),
       n_present_(dev_, pool_.size() * 4),
       state_(dev_, sizeof(gd::state)),
       win_(dev_, cfg.max_chunks * sizeof(gd::window_entry)),
@@ -224,9 +262,17 @@ gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg
       parsed_(dev_, g_.ring_packets * sizeof(gd::parsed)),
       ev_idx_(dev_, g_.batch * sizeof(std::uint32_t)),
       ev_count_(dev_, (g_.batch + gd::tile - 1) / gd::tile * sizeof(std::uint32_t)),
+      heap_bytes_(dev_, spead_.enabled ? pool_.size() * cfg.packets_per_chunk * 8 : 0),
+      items_(dev_, pool_.size() * cfg.packets_per_chunk * spead_.n_items * 8),
+      item_tags_(dev_, pool_.size() * cfg.packets_per_chunk * spead_.n_items * 8),
+      packet_items_(dev_, g_.ring_packets * spead_.n_items * 8),
+      spead_placed_(dev_, spead_.enabled ? g_.ring_packets * 4 : 0),
       records_(dev_, g_.slots * (sizeof(gd::record) + pool_.size() * sizeof(gd::flush_entry))),
       free_ring_(dev_, pool_.size() * 4 + 64),
       gate_(dev_, 64),
+      extras_(dev_, spead_.enabled
+                        ? pool_.size() * cfg.packets_per_chunk * (1 + spead_.n_items) * 8
+                        : 0),
       dma_(dev_),
       ctrl_(dev_),
       scatter_(dev_),
@@ -246,6 +292,10 @@ gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg
                                             std::to_string(feed_.stride));
         if (feed_.frames.size() < feed_.sizes.size() * feed_.stride)
             throw std::invalid_argument("frames buffer shorter than sizes x stride");
+    } else if (fmt_.spead) {
+        throw std::invalid_argument(
+            "gpudirect with a SPEAD format places the frames given (packets=, frames=True): "
+            "the example stream it generates otherwise is not SPEAD");
     } else if (fmt_.payload_size % 8 != 0) {
         throw std::invalid_argument("example-stream payload size must be a multiple of 8, got " +
                                     std::to_string(fmt_.payload_size));
@@ -267,7 +317,9 @@ gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg
     dev_->check(d.cuFuncSetAttribute(k_walk_, cu::func_attr_max_dynamic_shared_size_bytes,
                                      static_cast<int>(walk_shmem_)),
                 "cuFuncSetAttribute (walk kernel shared memory)");
-    dev_->check(d.cuModuleGetFunction(&k_scatter_, mod_, "casper400g_gd_scatter"),
+    dev_->check(d.cuModuleGetFunction(&k_scatter_, mod_,
+                                      spead_.enabled ? "casper400g_gd_scatter_spead"
+                                                     : "casper400g_gd_scatter"),
                 "cuModuleGetFunction");
     dev_->check(d.cuModuleGetFunction(&k_gate_, mod_, "casper400g_gd_gate"),
                 "cuModuleGetFunction");
@@ -291,7 +343,7 @@ gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg
     p.max_chunks = static_cast<std::uint32_t>(cfg.max_chunks);
     p.ppc = cfg.packets_per_chunk;
     p.n_buffers = static_cast<std::uint32_t>(pool_.size());
-    p.bit_words = static_cast<std::uint32_t>((cfg.packets_per_chunk + 31) / 32);
+    p.bit_words = static_cast<std::uint32_t>((packet_slots(spead_, cfg) + 31) / 32);
     p.fmt.payload_size = static_cast<std::uint32_t>(fmt_.payload_size);
     p.fmt.seq_offset = static_cast<std::uint32_t>(fmt_.seq.offset);
     p.fmt.seq_width = fmt_.seq.width;
@@ -332,12 +384,37 @@ gpudirect_capture::gpudirect_capture(const format &fmt, const engine_config &cfg
         p.first_chunk = f <= route_.gpu ? 0 : (f - route_.gpu - 1) / route_.gpus + 1;
     }
     for (std::size_t i = 0; i < pool_.size(); i++) pool_.get(i)->lane = route_.gpu;
+    p.spead = spead_;
+    p.heap_bytes = heap_bytes_.get();
+    p.items = items_.get();
+    p.item_tags = item_tags_.get();
+    p.extras_host = extras_.dev();
+    p.packet_items = packet_items_.get();
+    p.spead_placed = spead_placed_.get();
+    if (fmt_.spead) {
+        // The chunks' heap bytes and items as the copying engine's show them, in the
+        // mapped memory the kernels settle them into.
+        pool_.add_host_extras(
+            std::vector<std::uint64_t>(fmt_.spead->items.begin(),
+                                       fmt_.spead->items.begin() + fmt_.spead->n_items),
+            reinterpret_cast<std::uint64_t *>(extras_.host()));
+        std::memset(extras_.host(), 0, extras_.size());
+        const std::size_t heaps = cfg.packets_per_chunk;
+        for (std::size_t i = 0; i < pool_.size(); i++) {
+            pool_.get(i)->heap_bytes_dev = heap_bytes_.get() + i * heaps * 8;
+            if (spead_.n_items != 0)
+                pool_.get(i)->items_dev = items_.get() + i * spead_.n_items * heaps * 8;
+        }
+    }
 
     // Zeroed state: window empty, counters 0; window positions unmapped (all ones:
     // buffer -1, chunk id ~0).
     dev_->check(d.cuMemsetD8Async(state_.get(), 0, sizeof(gd::state), ctrl_.get()), "cuMemset");
     dev_->check(d.cuMemsetD8Async(win_.get(), 0xff, win_.size(), ctrl_.get()), "cuMemset");
     dev_->check(d.cuMemsetD8Async(bits_.get(), 0, bits_.size(), ctrl_.get()), "cuMemset");
+    // Item bids start below every packet's (arrival index + 1).
+    dev_->check(d.cuMemsetD8Async(item_tags_.get(), 0, item_tags_.size(), ctrl_.get()),
+                "cuMemset");
     dev_->check(d.cuMemsetD8Async(n_present_.get(), 0, n_present_.size(), ctrl_.get()),
                 "cuMemset");
     dev_->check(d.cuStreamSynchronize(ctrl_.get()), "cuStreamSynchronize");
@@ -472,7 +549,8 @@ void gpudirect_capture::complete_oldest() {
     for (std::uint32_t k = 0; k < nf; k++) {
         const std::uint32_t b = fl[k].buffer;
         const std::uint32_t np = fl[k].n_present;
-        if (np == 0) {
+        // SPEAD: a chunk of incomplete heaps still holds their bytes, and goes out.
+        if (np == 0 && fl[k].partial == 0) {
             post_free(b);
             continue;
         }
@@ -660,7 +738,7 @@ std::map<std::string, std::uint64_t> gpudirect_capture::stats() const {
         std::lock_guard<std::mutex> lock(stats_mutex_);
         t = totals_;
     }
-    return {{"received", t.received},
+    std::map<std::string, std::uint64_t> out{{"received", t.received},
             {"packets", t.packets},
             {"bytes", t.bytes},
             {"lost", t.lost},
@@ -678,6 +756,13 @@ std::map<std::string, std::uint64_t> gpudirect_capture::stats() const {
             {"n_gpu_chunks", pool_.size()},
             {"chunks_in_use", gpu_chunks_in_use_.load()},
             {"n_chunks", pool_.size()}};
+    if (spead_.enabled) {
+        out["heaps_partial"] = t.heaps_partial;
+        for (std::size_t r = 0; r < gd::n_spead_reasons; r++)
+            out[std::string(gd_rejected_by_prefix) +
+                spead_reject_name(static_cast<spead_reject>(r + 1))] = t.rejected_by[r];
+    }
+    return out;
 }
 
 double gpudirect_capture::time_ring_pass(bool control_only) {

@@ -55,8 +55,6 @@ namespace {
 
 constexpr u32 full_mask = 0xffffffffu;
 
-__device__ __forceinline__ u32 be16(const u8 *p) { return (u32(p[0]) << 8) | p[1]; }
-
 __device__ __forceinline__ u64 read_field(const u8 *p, u32 offset, u32 width, u32 big_endian) {
     u64 v = 0;
     p += offset;
@@ -70,34 +68,14 @@ __device__ __forceinline__ u64 read_field(const u8 *p, u32 offset, u32 width, u3
 
 // Mirrors parse_frame() (Ethernet) followed by decoder::decode() of the CPU engine.
 __device__ bool parse(const u8 *f, u32 len, const format_desc &fmt, u32 &poff, u64 &seq) {
-    if (len < 14) return false;
-    u32 proto = be16(f + 12);
-    u32 off = 14;
-    for (int tags = 0; tags < 2 && (proto == 0x8100 || proto == 0x88a8); tags++) {
-        if (len < off + 4) return false;
-        proto = be16(f + off + 2);
-        off += 4;
-    }
-    if (proto != 0x0800) return false;
-    const u8 *ip = f + off;
-    const u32 avail = len - off;
-    if (avail < 20 || (ip[0] >> 4) != 4) return false;
-    const u32 ihl = u32(ip[0] & 0x0f) * 4;
-    const u32 total = be16(ip + 2);
-    if (ihl < 20 || total < ihl + 8 || total > avail) return false;
-    if (ip[9] != 17) return false;
-    if ((be16(ip + 6) & 0x3fff) != 0) return false;
-    const u8 *udp = ip + ihl;
-    const u32 udp_len = be16(udp + 4);
-    if (udp_len < 8 || udp_len > total - ihl) return false;
-    if (fmt.udp_port != 0 && be16(udp + 2) != fmt.udp_port) return false;
-    if (udp_len - 8 != fmt.payload_size) return false;
-    const u8 *pl = udp + 8;
+    u32 plen = 0;
+    if (!frame_udp_payload(f, len, fmt.udp_port, poff, plen)) return false;
+    if (plen != fmt.payload_size) return false;
+    const u8 *pl = f + poff;
     if (fmt.has_stream_id &&
         read_field(pl, fmt.sid_offset, fmt.sid_width, fmt.sid_big_endian) != fmt.sid_value)
         return false;
     seq = read_field(pl, fmt.seq_offset, fmt.seq_width, fmt.seq_big_endian);
-    poff = u32(pl - f);
     return true;
 }
 
@@ -205,9 +183,25 @@ extern "C" __global__ void __launch_bounds__(tile) casper400g_gd_parse(params p,
             const u32 len = reinterpret_cast<const u32 *>(p.lens)[gi % p.ring_packets];
             u32 poff = 0;
             u64 seq = 0;
-            acc = len <= p.stride - p.headroom && parse(frame_at(p, gi), len, p.fmt, poff, seq);
-            parsed h{0, 0, rejected_offset};
-            if (acc) {
+            parsed h{0, sr_frame, rejected_offset};
+            if (len > p.stride - p.headroom) {
+                // Longer than a ring slot holds: not a frame of this stream.
+            } else if (p.spead.enabled) {
+                spead_fields sf;
+                u64 chunk = 0;
+                u32 slot = 0;
+                const u32 why = parse_spead_frame(frame_at(p, gi), len, p.fmt.udp_port, p.spead,
+                                                  sf, chunk, slot, poff);
+                if (why == sr_none) {
+                    acc = route_chunk(chunk, p.gpus, p.gpu, id);
+                    h = parsed{id, slot, acc ? poff : other_gpu_offset};
+                    u64 *items = reinterpret_cast<u64 *>(p.packet_items) +
+                                 u64(gi % p.ring_packets) * p.spead.n_items;
+                    for (u32 k = 0; k < p.spead.n_items; k++) items[k] = sf.items[k];
+                } else {
+                    h = parsed{0, why, rejected_offset};
+                }
+            } else if (parse(frame_at(p, gi), len, p.fmt, poff, seq)) {
                 // Window, walk and scatter see this GPU's local chunk ids only.
                 acc = route_chunk(seq / p.ppc, p.gpus, p.gpu, id);
                 h = parsed{id, u32(seq % p.ppc), acc ? poff : other_gpu_offset};
@@ -419,6 +413,9 @@ extern "C" __global__ void __launch_bounds__(walk_threads, 1)
         for (u64 j = tid; j < p.ppc; j += blockDim.x) pres[j] = 0;
         for (u32 j = tid; j < bw; j += blockDim.x) bits[j] = 0;
         if (tid == 0) reinterpret_cast<u32 *>(p.n_present)[b] = 0;
+        const u64 n_items = u64(p.spead.n_items) * p.ppc;
+        u64 *items = reinterpret_cast<u64 *>(p.items) + b * n_items;
+        for (u64 j = tid; j < n_items; j += blockDim.x) items[j] = spead_absent;
     }
 }
 
@@ -484,12 +481,77 @@ __device__ placement find_chunk(const params &p, const window_entry *snap,
     return placement{id, 0, 0, -1};
 }
 
+// SPEAD, the scatter's last block: of the packets of this launch placed with an item,
+// the one whose bid (arrival index + 1) won its heap's item writes the value. Every
+// block's bids are in (they fenced before counting themselves done).
+__device__ void settle_items(const params &p, u64 start, u32 n, u32 first_slot) {
+    const u32 n_items = p.spead.n_items;
+    const volatile u32 *placed_in = reinterpret_cast<const volatile u32 *>(p.spead_placed);
+    const volatile unsigned long long *tags =
+        reinterpret_cast<const volatile unsigned long long *>(p.item_tags);
+    const parsed *pk = reinterpret_cast<const parsed *>(p.parsed_ptr);
+    const u64 *packet_items = reinterpret_cast<const u64 *>(p.packet_items);
+    u64 *items = reinterpret_cast<u64 *>(p.items);
+    for (u32 li = threadIdx.x; li < n; li += blockDim.x) {
+        const u32 b = placed_in[first_slot + li];
+        if (b == not_placed) continue;
+        const u64 heap_slot = pk[first_slot + li].slot / p.spead.parts;
+        const u64 *pv = packet_items + u64(first_slot + li) * n_items;
+        for (u32 k = 0; k < n_items; k++) {
+            const u64 at = (u64(b) * n_items + k) * p.ppc + heap_slot;
+            if (pv[k] != spead_absent && tags[at] == start + li + 1) items[at] = pv[k];
+        }
+    }
+    __syncthreads();
+}
+
+// SPEAD, the scatter's last block, for a chunk that left the window (in `buffer`): each
+// heap's bytes are the lengths of its packets received (one bit each), it is present when
+// they cover it; the per-heap arrays go to their host copies. counts: heaps complete,
+// heaps partial. Every thread of the block takes part.
+__device__ void settle_heaps(const params &p, u32 buffer, u32 *counts) {
+    const spead_desc &d = p.spead;
+    const u64 heaps = p.ppc;
+    const volatile u32 *bits =
+        reinterpret_cast<const volatile u32 *>(p.bits) + u64(buffer) * p.bit_words;
+    u64 *host = reinterpret_cast<u64 *>(p.extras_host) + u64(buffer) * heaps * (1 + d.n_items);
+    __syncthreads();  // every thread has read the previous chunk's counts
+    if (threadIdx.x < 2) counts[threadIdx.x] = 0;
+    __syncthreads();
+    u32 complete = 0, partial = 0;
+    for (u64 h = threadIdx.x; h < heaps; h += blockDim.x) {
+        u64 bytes = 0;
+        for (u32 k = 0; k < d.parts; k++) {
+            const u64 s = h * d.parts + k;
+            if ((bits[s / 32] >> (s % 32)) & 1u) bytes += spead_part_len(d, k);
+        }
+        const u64 at = u64(buffer) * heaps + h;
+        const u8 whole = bytes == d.heap ? 1 : 0;
+        reinterpret_cast<u64 *>(p.heap_bytes)[at] = bytes;
+        host[h] = bytes;
+        reinterpret_cast<u8 *>(p.present)[at] = whole;
+        reinterpret_cast<u8 *>(p.present_host)[at] = whole;
+        complete += whole;
+        partial += bytes != 0 && !whole;
+    }
+    const u64 n_items = u64(d.n_items) * heaps;
+    const u64 *items = reinterpret_cast<const u64 *>(p.items) + u64(buffer) * n_items;
+    for (u64 j = threadIdx.x; j < n_items; j += blockDim.x) host[heaps + j] = items[j];
+    if (complete) atomicAdd(&counts[0], complete);
+    if (partial) atomicAdd(&counts[1], partial);
+    __syncthreads();
+}
+
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(scatter_threads)
-    casper400g_gd_scatter(params p, u64 start, u32 slot_index, u32 launch_end) {
-    __shared__ unsigned long long placed_sh, dup_sh, late_sh, rejected_sh, other_sh;
-    __shared__ u32 last;
+// The scatter, compiled apart for fixed-size formats and SPEAD (sp), so that the fixed
+// path's registers are what they were before SPEAD came.
+template <bool sp>
+__device__ __forceinline__ void scatter(const params &p, u64 start, u32 slot_index,
+                                        u32 launch_end) {
+    __shared__ unsigned long long placed_sh, dup_sh, late_sh, rejected_sh, other_sh, bytes_sh;
+    __shared__ unsigned long long by_sh[n_spead_reasons];
+    __shared__ u32 last, heaps_sh[2];
     state *st = reinterpret_cast<state *>(p.st);
     const slot_state *ss = reinterpret_cast<const slot_state *>(p.slots) + slot_index;
     const parsed *pk = reinterpret_cast<const parsed *>(p.parsed_ptr);
@@ -504,9 +566,12 @@ extern "C" __global__ void __launch_bounds__(scatter_threads)
     const u64 end = skipped ? start : ss->consumed;
     const u32 nr = skipped ? 0 : ss->n_flush;
     const u32 size = p.fmt.payload_size;
-    if (threadIdx.x == 0) placed_sh = dup_sh = late_sh = rejected_sh = other_sh = 0;
+    const u32 n_items = sp ? p.spead.n_items : 0;
+    if (threadIdx.x == 0) placed_sh = dup_sh = late_sh = rejected_sh = other_sh = bytes_sh = 0;
+    if (sp && threadIdx.x < n_spead_reasons) by_sh[threadIdx.x] = 0;
     __syncthreads();
     u32 placed = 0;  // this warp's; the rarer outcomes go straight to shared counters
+    u64 placed_bytes = 0;
     placement at{~u64{0}, 0u, 0u, -1};
     bool have = false;
     const u32 n = u32(end - start);
@@ -519,9 +584,18 @@ extern "C" __global__ void __launch_bounds__(scatter_threads)
     for (u32 li = gw; li < n; li += warps) {
         const parsed cur = h;
         if (li + warps < n) h = pk[first_slot + li + warps];
+        u32 *placed_in = sp ? reinterpret_cast<u32 *>(p.spead_placed) + first_slot + li : nullptr;
+        if (sp && n_items != 0 && lane == 0) *placed_in = not_placed;
         if (cur.offset >= other_gpu_offset) {
-            if (lane == 0)
-                atomicAdd(cur.offset == rejected_offset ? &rejected_sh : &other_sh, 1ull);
+            if (lane == 0) {
+                const bool rej = cur.offset == rejected_offset;
+                atomicAdd(rej ? &rejected_sh : &other_sh, 1ull);
+                if (sp && rej)
+                    atomicAdd(&by_sh[(cur.slot >= 1 && cur.slot <= n_spead_reasons ? cur.slot
+                                                                                  : sr_frame) -
+                                     1],
+                              1ull);
+            }
             continue;
         }
         if (!have || at.chunk_id != cur.chunk_id) {
@@ -538,11 +612,19 @@ extern "C" __global__ void __launch_bounds__(scatter_threads)
             old = atomicOr(reinterpret_cast<u32 *>(p.bits) + u64(at.buffer) * p.bit_words +
                                (cur.slot >> 5),
                            bit);
+        // Fixed formats: slot * size. SPEAD: packet k of heap slot h at the heap offset
+        // the split layout gives it (the parse checked the packet's offset and length).
+        u32 len = size;
+        u64 at_byte = u64(cur.slot) * size;
+        if constexpr (sp) {
+            const u32 part = cur.slot % p.spead.parts;
+            len = u32(spead_part_len(p.spead, part));
+            at_byte = u64(cur.slot / p.spead.parts) * p.spead.heap + spead_part_offset(p.spead, part);
+        }
         const u8 *src = frame_in_slot(p, first_slot + li) + cur.offset;
-        u8 *dst = reinterpret_cast<u8 *>(p.data) + u64(at.buffer) * p.chunk_bytes +
-                  u64(cur.slot) * size;
+        u8 *dst = reinterpret_cast<u8 *>(p.data) + u64(at.buffer) * p.chunk_bytes + at_byte;
         const bool fast = ((reinterpret_cast<std::uintptr_t>(dst) |
-                            reinterpret_cast<std::uintptr_t>(src) | size) &
+                            reinterpret_cast<std::uintptr_t>(src) | len) &
                            15) == 0;
         // The duplicate check waits for the atomic; on the aligned path the payload's
         // first loads go out before it (two copies of the check keep the load group's
@@ -550,7 +632,7 @@ extern "C" __global__ void __launch_bounds__(scatter_threads)
         if (fast) {
             const uint4 *s16 = reinterpret_cast<const uint4 *>(src);
             uint4 *d16 = reinterpret_cast<uint4 *>(dst);
-            const u32 n16 = size / 16;
+            const u32 n16 = len / 16;
             uint4 r[copy_unroll];
             load_group(r, s16, lane, n16);
             if (__shfl_sync(full_mask, old, 0) & bit) {
@@ -568,15 +650,37 @@ extern "C" __global__ void __launch_bounds__(scatter_threads)
                 if (lane == 0) atomicAdd(&dup_sh, 1ull);
                 continue;
             }
-            warp_copy(dst, src, size, lane);
+            warp_copy(dst, src, len, lane);
         }
         if (lane == 0) {
-            reinterpret_cast<u8 *>(p.present)[u64(at.buffer) * p.ppc + cur.slot] = 1;
+            if constexpr (sp) {
+                // Presence per heap is settled when the chunk leaves the window. Of the
+                // packets placed that carry an item, the last to arrive sets it (as on
+                // the CPU): each bids its arrival index, the last block writes the winner.
+                if (n_items != 0) {
+                    *placed_in = u32(at.buffer);
+                    const u64 *pv = reinterpret_cast<const u64 *>(p.packet_items) +
+                                    u64(first_slot + li) * n_items;
+                    const u64 heap_slot = cur.slot / p.spead.parts;
+                    for (u32 k = 0; k < n_items; k++)
+                        if (pv[k] != spead_absent)
+                            atomicMax(reinterpret_cast<unsigned long long *>(p.item_tags) +
+                                          (u64(at.buffer) * n_items + k) * p.ppc + heap_slot,
+                                      (unsigned long long)(start + li + 1));
+                }
+            } else {
+                reinterpret_cast<u8 *>(p.present)[u64(at.buffer) * p.ppc + cur.slot] = 1;
+            }
             atomicAdd(reinterpret_cast<u32 *>(p.n_present) + at.buffer, 1u);
         }
         placed++;
+        if constexpr (sp) placed_bytes += len;
     }
-    if (lane == 0 && placed) atomicAdd(&placed_sh, (unsigned long long)placed);
+    if constexpr (!sp) placed_bytes = u64(placed) * size;
+    if (lane == 0 && placed) {
+        atomicAdd(&placed_sh, (unsigned long long)placed);
+        atomicAdd(&bytes_sh, (unsigned long long)placed_bytes);
+    }
     __syncthreads();
     if (threadIdx.x == 0) {
         auto add = [](u64 &total, unsigned long long v) {
@@ -587,6 +691,9 @@ extern "C" __global__ void __launch_bounds__(scatter_threads)
         add(st->sc_late, late_sh);
         add(st->sc_rejected, rejected_sh);
         add(st->sc_other_gpu, other_sh);
+        add(st->sc_bytes, bytes_sh);
+        if (sp)
+            for (u32 r = 0; r < n_spead_reasons; r++) add(st->sc_rejected_by[r], by_sh[r]);
         __threadfence();
         last = atomicAdd(&st->blocks_done, 1u) == gridDim.x - 1;
     }
@@ -597,27 +704,38 @@ extern "C" __global__ void __launch_bounds__(scatter_threads)
     // The last block settles the chunks that left the window and reports to the host.
     record *rec = reinterpret_cast<record *>(p.records + u64(slot_index) * p.record_stride);
     flush_entry *out = reinterpret_cast<flush_entry *>(rec + 1);
-    u64 lost = 0, chunks = 0;
+    if constexpr (sp) {
+        if (n_items != 0) settle_items(p, start, n, first_slot);
+    }
+    u64 lost = 0, chunks = 0, partial_heaps = 0;
     for (u32 k = 0; k < nr; k++) {
         const resolve_entry f = rs[k];
-        const u32 np = *reinterpret_cast<const volatile u32 *>(
-            reinterpret_cast<const u32 *>(p.n_present) + f.buffer);
-        if (np > 0) {
-            const u8 *src = reinterpret_cast<const u8 *>(p.present) + u64(f.buffer) * p.ppc;
-            u8 *dst = reinterpret_cast<u8 *>(p.present_host) + u64(f.buffer) * p.ppc;
-            for (u64 j = threadIdx.x; j < p.ppc; j += blockDim.x) dst[j] = src[j];
+        u32 np = 0, partial = 0;
+        if constexpr (sp) {
+            settle_heaps(p, f.buffer, heaps_sh);
+            np = heaps_sh[0];
+            partial = heaps_sh[1];
+        } else {
+            np = *reinterpret_cast<const volatile u32 *>(
+                reinterpret_cast<const u32 *>(p.n_present) + f.buffer);
+            if (np > 0) {
+                const u8 *src = reinterpret_cast<const u8 *>(p.present) + u64(f.buffer) * p.ppc;
+                u8 *dst = reinterpret_cast<u8 *>(p.present_host) + u64(f.buffer) * p.ppc;
+                for (u64 j = threadIdx.x; j < p.ppc; j += blockDim.x) dst[j] = src[j];
+            }
         }
         if (threadIdx.x == 0) {
-            out[k] = flush_entry{f.chunk_id, f.buffer, np};
+            out[k] = flush_entry{f.chunk_id, f.buffer, np, partial, 0};
             lost = sat_add(lost, p.ppc - np);
-            chunks += np > 0;
+            chunks += np > 0 || partial > 0;
+            partial_heaps += partial;
         }
     }
     if (threadIdx.x == 0) {
         counters &t = st->totals;
         const volatile state *vs = st;
         const u64 pk_n = vs->sc_packets, dp = vs->sc_duplicate, lt = vs->sc_late,
-                  rj = vs->sc_rejected, og = vs->sc_other_gpu;
+                  rj = vs->sc_rejected, og = vs->sc_other_gpu, by = vs->sc_bytes;
         if (!skipped) {
             t.received += end - start;
             t.lost = sat_add(t.lost, sat_add(ss->lost, lost));
@@ -626,10 +744,18 @@ extern "C" __global__ void __launch_bounds__(scatter_threads)
         t.rejected += rj;
         t.other_gpu += og;
         t.packets += pk_n;
-        t.bytes += pk_n * size;
+        t.bytes += by;
         t.duplicate += dp;
         t.chunks += chunks;
+        t.heaps_partial += partial_heaps;
+        if (sp) {
+            for (u32 r = 0; r < n_spead_reasons; r++) {
+                t.rejected_by[r] += vs->sc_rejected_by[r];
+                st->sc_rejected_by[r] = 0;
+            }
+        }
         st->sc_packets = st->sc_duplicate = st->sc_late = st->sc_rejected = st->sc_other_gpu = 0;
+        st->sc_bytes = 0;
         st->blocks_done = 0;
         rec->start = start;
         rec->end = launch_end;
@@ -640,6 +766,16 @@ extern "C" __global__ void __launch_bounds__(scatter_threads)
         rec->free_head = st->free_head;
         __threadfence_system();
     }
+}
+
+extern "C" __global__ void __launch_bounds__(scatter_threads)
+    casper400g_gd_scatter(params p, u64 start, u32 slot_index, u32 launch_end) {
+    scatter<false>(p, start, slot_index, launch_end);
+}
+
+extern "C" __global__ void __launch_bounds__(scatter_threads)
+    casper400g_gd_scatter_spead(params p, u64 start, u32 slot_index, u32 launch_end) {
+    scatter<true>(p, start, slot_index, launch_end);
 }
 
 // Holds a stream until the host sets *flag (benchmarks queue work behind it).

@@ -36,6 +36,9 @@ struct gpu_chunk {
     // SPEAD formats: the host chunk's per-heap byte counts and named items, in host memory.
     std::uint64_t *heap_bytes_host = nullptr;
     std::uint64_t *items_host = nullptr;  // item i of slot s at [i * packets_per_chunk + s]
+    // ... and on the GPU, where the GPUDirect kernels settle them (0: host memory only).
+    cu::deviceptr heap_bytes_dev = 0;
+    cu::deviceptr items_dev = 0;  // as items_host
 };
 
 class gpu_chunk_pool {
@@ -51,8 +54,10 @@ public:
     cu::deviceptr present_base() const noexcept { return present_.get(); }
     const cu::mapped_host_memory &present_host() const noexcept { return present_host_; }
     const std::shared_ptr<const cu::device> &dev() const noexcept { return dev_; }
-    // Gives every chunk host arrays for per-heap byte counts and the named items.
-    void add_host_extras(std::vector<std::uint64_t> item_ids);
+    // Gives every chunk host arrays for per-heap byte counts and the named items: in
+    // `storage` when given (size() * packets_per_chunk * (1 + item_ids) uint64, the
+    // caller's, e.g. mapped memory the GPU writes), else allocated here.
+    void add_host_extras(std::vector<std::uint64_t> item_ids, std::uint64_t *storage = nullptr);
     const std::vector<std::uint64_t> &item_ids() const noexcept { return item_ids_; }
 
 private:

@@ -40,6 +40,10 @@ struct gpu_route {
     std::uint32_t gpus = 1, gpu = 0;
 };
 
+// SPEAD formats: stats() names `rejected` by reason as this prefix + spead_reject_name
+// (the bindings make them the dict `rejected_by`, as the CPU engine's stats have it).
+inline constexpr const char *gd_rejected_by_prefix = "rejected_by.";
+
 // What the emulated NIC receives: given frames (repeated), or example-stream
 // packets (seq = first.. or a schedule) framed as Ethernet/IPv4/UDP to udp_port.
 // `steer` keeps of the generated stream first.. only the packets of one GPU's chunks
@@ -146,10 +150,14 @@ private:
     std::size_t regions_;
     std::uint64_t total_;
 
+    gd::spead_desc spead_;  // enabled = 0 for fixed-size formats
     gpu_chunk_pool pool_;
     cu::device_memory ring_, lens_, bits_, n_present_, state_, win_, snap_, slot_state_, resolve_,
         parsed_, ev_idx_, ev_count_;
-    cu::mapped_host_memory records_, free_ring_, gate_;
+    // SPEAD formats: per-heap bytes and items of the GPU chunks, the item bids, the items
+    // of each packet in the ring and the buffer it was placed in (gd::params).
+    cu::device_memory heap_bytes_, items_, item_tags_, packet_items_, spead_placed_;
+    cu::mapped_host_memory records_, free_ring_, gate_, extras_;
     std::vector<std::unique_ptr<cu::mapped_host_memory>> staging_;
     cu::stream_owner dma_, ctrl_, scatter_;
     std::vector<cu::event_owner> dma_ev_, ctrl_ev_, scat_ev_;
@@ -192,6 +200,11 @@ private:
     std::atomic<std::uint64_t> dropped_{0}, packets_dropped_{0}, waits_{0}, stalls_{0},
         gpu_chunks_in_use_{0};
 };
+
+// The kernels' view of a SPEAD format (enabled = 0 for others): spead_format's fields and
+// the header-data split's cut of its heaps (split_layout::for_spead), for heaps_per_chunk
+// heaps per chunk. Throws std::invalid_argument for what the kernels cannot place.
+gd::spead_desc gd_spead_desc(const format &fmt, std::size_t heaps_per_chunk);
 
 // GPUDirect into several GPUs: one engine per GPU (its own arrival ring, kernels and
 // chunks), GPU g taking chunks g, g + G, ... (gd::route_chunk). Chunks come out of one

@@ -4,13 +4,9 @@
 
 #include <cstdint>
 
-// The chunk routing below is compiled for both sides: the parse kernel and the host
-// code (and its tests) run the same arithmetic.
-#if defined(__CUDACC__)
-#define CASPER400G_GD_HD __host__ __device__
-#else
-#define CASPER400G_GD_HD
-#endif
+// The chunk routing below and the frame parse (gd_spead.h) are compiled for both sides:
+// the parse kernel and the host code (and its tests) run the same arithmetic.
+#include "casper400g_rx/gd_spead.h"
 
 namespace casper400g_rx::gd {
 
@@ -53,6 +49,10 @@ struct format_desc {
 struct counters {
     std::uint64_t received, packets, bytes, lost, late, duplicate, rejected, chunks;
     std::uint64_t other_gpu;  // packets of another GPU's chunks (never placed here)
+    // SPEAD formats: heaps some bytes but not all of which came when their chunk left,
+    // and `rejected` by reason (spead_reason - 1).
+    std::uint64_t heaps_partial;
+    std::uint64_t rejected_by[n_spead_reasons];
 };
 
 // Device-resident state of the placement window.
@@ -63,7 +63,8 @@ struct state {
     std::uint32_t started, finished, blocks_done, pad;
     counters totals;
     // The running launch's scatter results.
-    std::uint64_t sc_packets, sc_duplicate, sc_late, sc_rejected, sc_other_gpu;
+    std::uint64_t sc_packets, sc_duplicate, sc_late, sc_rejected, sc_other_gpu, sc_bytes;
+    std::uint64_t sc_rejected_by[n_spead_reasons];
 };
 
 // One window position (chunk id % max_chunks): the chunk mapped there and since when.
@@ -99,7 +100,9 @@ struct slot_state {
 struct flush_entry {
     std::uint64_t chunk_id;
     std::uint32_t buffer;
-    std::uint32_t n_present;
+    std::uint32_t n_present;  // slots present (SPEAD: heaps complete)
+    std::uint32_t partial;    // SPEAD: heaps with some bytes but not all
+    std::uint32_t pad;
 };
 
 // Per launch slot, in mapped host memory: the launch's outcome for the host.
@@ -114,11 +117,14 @@ struct record {
 // One parsed header, written by the parse kernel, read by the walk and scatter kernels.
 inline constexpr std::uint32_t rejected_offset = 0xffffffffu;
 inline constexpr std::uint32_t other_gpu_offset = 0xfffffffeu;  // another GPU's chunk
+inline constexpr std::uint32_t not_placed = 0xffffffffu;        // spead_placed: none
 struct parsed {
     std::uint64_t chunk_id;
-    std::uint32_t slot;
-    std::uint32_t offset;  // payload offset inside the frame; rejected_offset: failed a
-                           // check; other_gpu_offset: another GPU's chunk
+    std::uint32_t slot;    // packet slot (SPEAD: heap slot * parts + packet of the heap);
+                           // rejected: the reason (spead_reason)
+    std::uint32_t offset;  // payload (SPEAD: heap bytes) offset inside the frame;
+                           // rejected_offset: failed a check; other_gpu_offset: another
+                           // GPU's chunk
 };
 
 struct params {
@@ -142,6 +148,17 @@ struct params {
     std::uint32_t has_first_chunk, pad;
     std::uint64_t first_chunk;        // local id (route_chunk)
     std::uint32_t gpus, gpu;          // this GPU of a capture's several (route_chunk)
+    // SPEAD formats (spead.enabled): ppc above is heaps per chunk, present and n_present
+    // count heaps, bits has a bit per packet slot (heaps * parts per chunk).
+    spead_desc spead;
+    std::uint64_t heap_bytes;       // n_buffers * ppc uint64: bytes per heap
+    std::uint64_t items;            // n_buffers * n_items * ppc uint64: item k of heap h
+                                    // at [(buffer * n_items + k) * ppc + h]
+    std::uint64_t item_tags;        // as items: arrival index + 1 of the packet that set it
+    std::uint64_t extras_host;      // mapped host copies, per buffer ppc * (1 + n_items)
+                                    // uint64: heap bytes, then the items (gpu_chunk_pool)
+    std::uint64_t packet_items;     // per ring slot: the packet's n_items item values
+    std::uint64_t spead_placed;     // per ring slot uint32: the buffer it was placed in
 };
 
 }  // namespace casper400g_rx::gd

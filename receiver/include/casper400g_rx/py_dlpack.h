@@ -44,8 +44,8 @@ struct dl_managed_versioned {
 };
 inline constexpr std::int32_t dl_cuda = 2;
 
-// A 1-D or 2-D array of bytes (uint8 or bool) owned by a Python object. Strides are in
-// elements; a 1-D view uses shape[0] and strides[0] only.
+// A 1-D or 2-D array of bytes (uint8 or bool), or of `bits`-wide unsigned integers, owned
+// by a Python object. Strides are in elements; a 1-D view uses shape[0] and strides[0] only.
 struct dl_view {
     void *data;
     dl_device device;
@@ -53,6 +53,7 @@ struct dl_view {
     std::int64_t shape[2];
     std::int64_t strides[2];
     bool is_bool;
+    std::uint8_t bits = 8;
 };
 
 namespace dl_detail {
@@ -111,7 +112,7 @@ inline pybind11::capsule dl_capsule(pybind11::object owner, const dl_view &v, bo
     t.data = v.data;
     t.device = v.device;
     t.ndim = v.ndim;
-    t.dtype = dl_dtype{static_cast<std::uint8_t>(v.is_bool ? 6 : 1), 8, 1};  // kDLBool : kDLUInt
+    t.dtype = dl_dtype{static_cast<std::uint8_t>(v.is_bool ? 6 : 1), v.bits, 1};  // kDLBool : kDLUInt
     t.shape = ctx->shape;
     t.strides = ctx->strides;
     t.byte_offset = 0;
