@@ -5,9 +5,12 @@ figures on this machine are not asserted (noisy, shared cores): what they report
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from conftest import need_tool
 
-from casper400g_rx.tools import bench_defaults, bench_gpu, bench_pps
+import casper400g_rx as rx
+from casper400g_rx.tools import bench_defaults, bench_gd_spead, bench_gpu, bench_pps, bench_spead2
 
 
 def test_the_default_capture_benchmark_sets_nothing_by_hand() -> None:
@@ -107,3 +110,38 @@ def test_a_default_trial_with_the_spectrometer_consuming() -> None:
     assert t["spectra"] == 4 and t["chunks"] == 16
     assert t["work_ms"] > 0 and t["period_ms"] == pytest.approx(1024 * 8192 * 8 / 0.5e9 * 1e3)
     assert "spectrometer" in bench_defaults.describe(t, 100.0)
+
+
+@pytest.mark.parametrize("shape", bench_spead2.SPEAD_SHAPES, ids=lambda s: s[0])
+def test_gpudirect_spead_benchmark_frames_are_whole_heaps(shape: tuple[str, int, int]) -> None:
+    """The GPUDirect SPEAD benchmark's frames (spead2's packets behind UDP headers), read by
+    the copying engine as frames: every heap whole, with its items, nothing rejected; the
+    kernels' own pass over them runs on a GPU host (bench_gd_spead.main)."""
+    try:
+        import spead2  # noqa: F401
+    except ImportError:
+        need_tool("spead2 is not installed (`make test` installs it: pip install spead2)")
+    _, heap_size, max_packet = shape
+    n_heaps = 16
+    rows, sizes = bench_gd_spead.spead_frames(n_heaps, heap_size, max_packet)
+    fmt = rx.Format.spead(
+        heap_size,
+        items=[bench_spead2.TIMESTAMP, bench_spead2.CHANNEL],
+        max_packet=max_packet,
+        udp_port=bench_gd_spead.PORT,
+    )
+    cap = rx.Capture(
+        rx.MemSource(packets=rows, sizes=sizes, frames=True),
+        fmt=fmt,
+        chunking=rx.Chunking(packets_per_chunk=4, first_chunk=0),
+    )
+    present = 0
+    with cap:
+        for c in cap.chunks(timeout=10):
+            present += c.n_present
+            slots = np.arange(4) + 4 * c.chunk_id
+            assert c.items[bench_spead2.TIMESTAMP].tolist() == (slots * 4096).tolist()
+            assert c.items[bench_spead2.CHANNEL].tolist() == [7] * 4
+            c.release()
+    s = cap.stats
+    assert present == n_heaps and s.rejected == 0 and s.packets == len(sizes)
