@@ -53,7 +53,7 @@ def ring_pass(
     """One timed pass of the kernels over the frames of n_heaps heaps; their heap payload
     Gb/s. Chunks of about 8 MiB, enough of them for every heap of the pass."""
     n = len(sizes)
-    ring = -(-n // batch) * batch
+    ring = max(2, -(-n // batch)) * batch  # the kernels need two launch groups at least
     fmt = _core.Format.spead(
         heap_size, items=[TIMESTAMP, CHANNEL], max_packet=max_packet, udp_port=PORT
     )
