@@ -437,6 +437,51 @@ __device__ __forceinline__ void warp_copy(u8 *dst, const u8 *src, u32 size, u32 
 // 16-byte words each lane of a copying warp keeps in flight.
 constexpr u32 copy_unroll = 8;
 
+// Words of type W from s to d (n of them, both aligned to W), four per lane in flight.
+template <class W>
+__device__ __forceinline__ void warp_copy_words(W *__restrict__ d, const W *__restrict__ s,
+                                                u32 n, u32 lane) {
+    u32 i = lane;
+    for (; i + 96 < n; i += 128) {
+        const W a = s[i], b = s[i + 32], c = s[i + 64], e = s[i + 96];
+        d[i] = a;
+        d[i + 32] = b;
+        d[i + 64] = c;
+        d[i + 96] = e;
+    }
+    for (; i < n; i += 32) d[i] = s[i];
+}
+
+// A SPEAD heap's piece at any alignment. Source and destination are misaligned alike
+// as often as not (spead2's and the example design's cuts put a packet's heap bytes 8
+// bytes off 16 in the frame and in the heap alike): the bytes up to the wider word
+// boundary they share go one by one, the rest in 16-, 8- or 4-byte words.
+__device__ __forceinline__ void warp_copy_piece(u8 *dst, const u8 *src, u32 size, u32 lane) {
+    const auto x =
+        reinterpret_cast<std::uintptr_t>(dst) ^ reinterpret_cast<std::uintptr_t>(src);
+    const u32 w = (x & 15) == 0 ? 16 : (x & 7) == 0 ? 8 : (x & 3) == 0 ? 4 : 1;
+    const u32 to_boundary = u32((w - (reinterpret_cast<std::uintptr_t>(dst) & (w - 1))) & (w - 1));
+    const u32 head = w == 1 ? size : min(size, to_boundary);
+    if (lane < head) dst[lane] = src[lane];
+    if (w == 1) {
+        for (u32 i = lane + 32; i < size; i += 32) dst[i] = src[i];
+        return;
+    }
+    const u32 n = (size - head) / w;
+    u8 *d = dst + head;
+    const u8 *s = src + head;
+    if (w == 16)
+        warp_copy_words(reinterpret_cast<uint4 *>(d), reinterpret_cast<const uint4 *>(s), n,
+                        lane);
+    else if (w == 8)
+        warp_copy_words(reinterpret_cast<uint2 *>(d), reinterpret_cast<const uint2 *>(s), n,
+                        lane);
+    else
+        warp_copy_words(reinterpret_cast<u32 *>(d), reinterpret_cast<const u32 *>(s), n, lane);
+    const u32 done = head + n * w;
+    if (done + lane < size) dst[done + lane] = src[done + lane];
+}
+
 // Lane `i`'s words i, i + 32, ... of a group of 32 * copy_unroll words (those < n).
 __device__ __forceinline__ void load_group(uint4 (&r)[copy_unroll], const uint4 *s, u32 i, u32 n) {
 #pragma unroll
@@ -650,7 +695,10 @@ __device__ __forceinline__ void scatter(const params &p, u64 start, u32 slot_ind
                 if (lane == 0) atomicAdd(&dup_sh, 1ull);
                 continue;
             }
-            warp_copy(dst, src, len, lane);
+            if constexpr (sp)
+                warp_copy_piece(dst, src, len, lane);
+            else
+                warp_copy(dst, src, len, lane);
         }
         if (lane == 0) {
             if constexpr (sp) {
