@@ -17,10 +17,6 @@ namespace {
 static_assert(sizeof(split_counters) % sizeof(std::uint64_t) == 0,
               "split_counters must hold only uint64 fields");
 
-std::uint16_t be16(const std::uint8_t *p) noexcept {
-    return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
-}
-
 std::uint8_t *alloc_aligned(std::size_t bytes) {
     void *p = nullptr;
     if (posix_memalign(&p, 4096, std::max<std::size_t>(bytes, 1)) != 0) throw std::bad_alloc();
@@ -60,26 +56,43 @@ split_layout split_layout::for_format(const format &fmt) {
     return l;
 }
 
+split_header_check::split_header_check(const format &fmt) noexcept
+    : frame_len_(split_layout::headers + fmt.payload_size) {
+    // Expected bytes and masks of the frame's first 42 bytes, then cut into the words.
+    std::uint8_t want[split_layout::headers] = {}, mask[split_layout::headers] = {};
+    auto expect = [&](std::size_t at, std::uint8_t value, std::uint8_t bits = 0xff) {
+        want[at] = value;
+        mask[at] = bits;
+    };
+    auto expect16 = [&](std::size_t at, std::size_t value) {
+        expect(at, static_cast<std::uint8_t>(value >> 8));
+        expect(at + 1, static_cast<std::uint8_t>(value));
+    };
+    const std::size_t payload = fmt.payload_size;
+    expect16(12, 0x0800);  // VLAN tags and non-IPv4 shift the split point
+    expect(14, 0x45);      // IPv4 without options
+    expect16(14 + 2, 20 + 8 + payload);
+    expect(14 + 6, 0, 0x3f);  // a fragment: more-fragments or an offset
+    expect(14 + 7, 0);
+    expect(14 + 9, 17);
+    expect16(34 + 4, 8 + payload);
+    if (fmt.udp_port != 0) expect16(34 + 2, fmt.udp_port);
+    for (std::size_t i = 0; i < n_words; i++) {
+        std::memcpy(&want_[i], want + at[i], 8);
+        std::memcpy(&mask_[i], mask + at[i], 8);
+    }
+}
+
 std::int32_t check_split_headers(const std::uint8_t *hdr, std::size_t frame_len,
                                  const format &fmt) noexcept {
-    const std::size_t payload = fmt.payload_size;
-    if (frame_len != split_layout::headers + payload) return -1;
-    if (be16(hdr + 12) != 0x0800) return -1;  // VLAN tags and non-IPv4 shift the split point
-    const std::uint8_t *ip = hdr + 14;
-    if (ip[0] != 0x45) return -1;  // IPv4 without options
-    if (be16(ip + 2) != 20 + 8 + payload) return -1;
-    if ((be16(ip + 6) & 0x3fff) != 0) return -1;  // a fragment
-    if (ip[9] != 17) return -1;
-    const std::uint8_t *udp = ip + 20;
-    if (be16(udp + 4) != 8 + payload) return -1;
-    if (fmt.udp_port != 0 && be16(udp + 2) != fmt.udp_port) return -1;
-    return be16(ip + 4);
+    return split_header_check(fmt)(hdr, frame_len);
 }
 
 hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t lanes,
                        std::size_t depth)
     : engine(fmt, cfg.sized(lanes, depth)),
       layout_(split_layout::for_format(fmt)),
+      header_check_(fmt),
       ppc_(cfg_.packets_per_chunk * layout_.parts),
       depth_(depth),
       wsize_(cfg.split_window(lanes, depth)),
@@ -438,7 +451,8 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
     if (n > 0) window_.act(l.q).active_ns.store(now_ns(), std::memory_order_relaxed);
     const std::size_t ppc = ppc_;
     const std::size_t pre = layout_.prefix;
-    const divider per_chunk(ppc), ring_index(depth_);
+    const divider per_chunk(ppc), ring_index(depth_), by_lane(lanes_.size());
+    const bool one_lane = lanes_.size() == 1;
     constexpr std::size_t prefix_ahead = 4;  // completions whose slot line is fetched early
     // Taken for a packet that needs it and released before the next one: fix-up copies
     // are made outside it, so that one lane's mispredicted packets never hold the others.
@@ -454,12 +468,29 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
             l.drain_due = true;
         uncounted = 0;
     };
+    // retire_desc(l, d, lock, &uncounted) inline (per packet).
     auto retire_fast = [&](const desc &d) {
-        if (d.c != nullptr && d.c != counted) {
+        if (d.c == nullptr) {
+            l.scratch_done++;
+            return;
+        }
+        if (d.c != counted) {
             release_counted();
             counted = d.c;
         }
-        retire_desc(l, d, lock, d.c != nullptr ? &uncounted : nullptr);
+        std::atomic<std::uint8_t> &st = state(d.c, d.slot, by_lane);
+        std::uint8_t old;
+        if (one_lane) {
+            old = st.load(std::memory_order_relaxed);
+            st.store(0, std::memory_order_relaxed);
+        } else {
+            old = st.exchange(0, std::memory_order_acq_rel);
+        }
+        if (old & slot_pending) {
+            if (!lock.owns_lock()) lock_parked(l, lock);
+            fill_pending_locked(l, d.c, d.slot);
+        }
+        if (!d.orphan) uncounted++;
     };
     for (std::size_t i = 0; i < n; i++) {
         const recv_completion &rc = comps[i];
@@ -493,7 +524,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         // window, or one older than the window (also from a scratch receive).
         if (rc.ok && (d.c != nullptr || d.predicted) && !d.orphan && attached(l) &&
             wstarted_.load(std::memory_order_acquire) && !wdone_.load(std::memory_order_relaxed)) {
-            const std::int32_t ip_id = check_split_headers(hdr, rc.byte_len, fmt());
+            const std::int32_t ip_id = header_check_(hdr, rc.byte_len);
             const std::optional<std::uint64_t> seq =
                 ip_id < 0 ? std::nullopt
                           : decoder_.decode(
@@ -508,9 +539,22 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                     retired_flag_[d.c->index].load(std::memory_order_relaxed) == 0) {
                     l.run.n = 0;
                     if (l.own == window_policy::none || id > l.own) l.own = id;
-                    resync(l, d, *seq);
-                    std::memcpy(d.c->data + slot * layout_.payload, hdr + split_layout::headers,
-                                pre);
+                    // In line with its prediction (the usual case) resync() moves nothing.
+                    if (*seq - d.seq == l.shift - d.shift)
+                        l.candidate = 0;
+                    else
+                        resync(l, d, *seq);
+                    std::uint8_t *dst = d.c->data + slot * layout_.payload;
+                    const std::uint8_t *src = hdr + split_layout::headers;
+                    if (pre == 8) {
+                        // The usual prefix, the sequence word: one load and store, not
+                        // a call of memcpy.
+                        std::uint64_t w;
+                        std::memcpy(&w, src, 8);
+                        std::memcpy(dst, &w, 8);
+                    } else {
+                        std::memcpy(dst, src, pre);
+                    }
                     // The slot is posted (ours): no other copy of this packet can have
                     // gone in (it would wait in a bounce buffer), so a plain store.
                     __atomic_store_n(&d.c->present[slot], std::uint8_t{1}, __ATOMIC_RELEASE);
@@ -588,7 +632,7 @@ void hds_engine::complete_locked(lane_state &l, const desc &d, const std::uint8_
         l.c.discarded++;
         return;
     }
-    const std::int32_t ip_id = ok ? check_split_headers(hdr, byte_len, fmt()) : -1;
+    const std::int32_t ip_id = ok ? header_check_(hdr, byte_len) : -1;
     std::optional<std::uint64_t> seq;
     if (ip_id >= 0)
         seq = decoder_.decode(packet_ref{hdr + split_layout::headers, layout_.payload, ip_id});

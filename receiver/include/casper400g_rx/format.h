@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 
 #include "casper400g_rx/spead.h"
@@ -54,10 +55,28 @@ public:
     explicit decoder(const format &fmt);
     const format &fmt() const noexcept { return fmt_; }
     // nullopt: the packet fails the descriptor's checks (counted `rejected`).
-    std::optional<std::uint64_t> decode(const packet_ref &pkt) noexcept;
+    std::optional<std::uint64_t> decode(const packet_ref &pkt) noexcept {
+        // The usual format (the sequence number one big-endian word, no stream id) here,
+        // inline: per packet on every path, and an optional returned from a call went
+        // through memory (a byte store, then a word load of it: a stalled forward).
+        if (whole_word_) {
+            if (pkt.payload == nullptr || pkt.size != fmt_.payload_size) return std::nullopt;
+            std::uint64_t v;
+            std::memcpy(&v, pkt.payload + fmt_.seq.offset, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return __builtin_bswap64(v);
+#else
+            return v;
+#endif
+        }
+        return decode_other(pkt);
+    }
 
 private:
+    std::optional<std::uint64_t> decode_other(const packet_ref &pkt) noexcept;
+
     format fmt_;
+    bool whole_word_ = false;
     bool have_id_ = false;
     std::uint64_t last_id_ = 0;
 };
