@@ -311,8 +311,67 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
             continue;
         }
         chunk *c = l.hold;
-        l.next = add_sat(p, n_lanes);
         const std::size_t slot = p - pid * ppc;
+        if (!layout_.spead && l.scratch_due == 0 && pid * ppc <= UINT64_MAX - (ppc - 1)) {
+            // The rest of this lane's slots in the held chunk, as one run: the checks
+            // above hold for all of them, and their slot state, flag, data and ring
+            // entry each move by a fixed step.
+            std::size_t m = std::min<std::size_t>(max - n, depth_ - (l.posted - l.completed));
+            m = std::min<std::size_t>(m, (ppc - 1 - slot) / n_lanes + 1);
+            if (l.probing) m = std::min<std::size_t>(m, l.probe - (l.posted - l.completed));
+            if (c != counted) {
+                count_posted();
+                counted = c;
+            }
+            std::atomic<std::uint8_t> *st = &state(c, slot, by_lane);
+            const std::uint8_t *present = c->present + slot;
+            std::uint8_t *payload = c->data + slot * size + pre();
+            const std::size_t step = n_lanes * size;
+            const auto header_len = static_cast<std::uint32_t>(layout_.header_len());
+            const auto payload_len = static_cast<std::uint32_t>(size - pre());
+            std::size_t k = ring_index.rem(l.posted);
+            std::size_t sl = slot;
+            const std::uint64_t posted_before = l.posted;
+            bool too_many_skips = false;
+            std::size_t j = 0;
+            for (; j < m; j++, sl += n_lanes, st++, present += n_lanes, payload += step) {
+                std::uint8_t expect = 0;
+                bool taken;
+                if (n_lanes == 1) {
+                    expect = st->load(std::memory_order_relaxed);
+                    taken = expect == 0;
+                    if (taken) st->store(slot_posted, std::memory_order_relaxed);
+                } else {
+                    taken = st->compare_exchange_strong(expect, slot_posted,
+                                                        std::memory_order_acq_rel);
+                }
+                if (!taken || __atomic_load_n(present, __ATOMIC_ACQUIRE) != 0) {
+                    if (expect == 0) st->store(0, std::memory_order_release);
+                    if (++skips > wsize_ * ppc) {
+                        too_many_skips = true;
+                        j++;
+                        break;
+                    }
+                    continue;
+                }
+                uncounted++;
+                l.ring[k] = desc{p + j * n_lanes, c, sl, l.shift, false, false, false};
+                recv_target &t = out[n++];
+                t.wr_id = l.posted;
+                t.header = l.headers.get() + k * layout_.entry;
+                t.header_len = header_len;
+                t.payload = payload;
+                t.payload_len = payload_len;
+                t.scratch = false;
+                l.posted++;
+                k = k + 1 == depth_ ? 0 : k + 1;
+            }
+            l.s.posted += l.posted - posted_before;
+            l.next = add_sat(p + (j - 1) * n_lanes, n_lanes);
+            if (too_many_skips) break;
+            continue;
+        }
+        l.next = add_sat(p, n_lanes);
         std::atomic<std::uint8_t> &st = state(c, slot, by_lane);
         std::uint8_t expect = 0;
         bool taken;

@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "casper400g_rx/divider.h"
 #include "casper400g_rx/example_stream.h"
 
 namespace casper400g_rx {
@@ -195,9 +196,9 @@ public:
     // True when `h` holds the header already; else it is marked as about to.
     bool stamped(const std::uint8_t *h) noexcept {
         const auto at = static_cast<std::uintptr_t>(h - ring_);
-        if (ring_ == nullptr || h < ring_ || at % entry_ != 0 || at / entry_ >= done_.size())
+        if (ring_ == nullptr || h < ring_ || entry_.rem(at) != 0 || entry_.quot(at) >= done_.size())
             return false;
-        std::uint8_t &d = done_[at / entry_];
+        std::uint8_t &d = done_[entry_.quot(at)];
         if (d != 0) return true;
         d = 1;
         return false;
@@ -205,7 +206,7 @@ public:
 
 private:
     const std::uint8_t *ring_ = nullptr;
-    std::size_t entry_ = 1;
+    divider entry_{1};  // a cache-line multiple, usually one line: no division per frame
     std::vector<std::uint8_t> done_;
 };
 
