@@ -512,7 +512,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
     const std::size_t pre = layout_.prefix;
     const divider per_chunk(ppc), ring_index(depth_), by_lane(lanes_.size());
     const bool one_lane = lanes_.size() == 1;
-    constexpr std::size_t prefix_ahead = 4;  // completions whose slot line is fetched early
+    constexpr std::size_t prefix_ahead = 8;  // completions whose slot line is fetched early
     // Taken for a packet that needs it and released before the next one: fix-up copies
     // are made outside it, so that one lane's mispredicted packets never hold the others.
     std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
@@ -552,6 +552,100 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         if (!d.orphan) uncounted++;
     };
     for (std::size_t i = 0; i < n; i++) {
+        if (!layout_.spead && attached(l) && wstarted_.load(std::memory_order_acquire)) {
+            // A run of packets each in its predicted slot inside the window, in line with
+            // its prediction (the usual case): what the in-place case below does, with
+            // the lane's counters kept in registers (a store into a chunk may alias
+            // them) and the window's head read once. The first packet that is not goes
+            // the general way below.
+            const std::uint64_t h = head_of(l);
+            const std::size_t payload = layout_.payload;
+            std::uint64_t completed = l.completed, top = l.top, own = l.own;
+            const std::uint64_t posted = l.posted;
+            const std::size_t i0 = i;
+            for (; i < n && !wdone_.load(std::memory_order_relaxed); i++) {
+                const recv_completion &rc = comps[i];
+                if (rc.wr_id != completed || completed == posted || !rc.ok) break;
+                const std::size_t k = ring_index.rem(completed);
+                const desc &d = l.ring[k];
+                if (d.c == nullptr || d.orphan) break;
+                const std::uint8_t *hdr = l.headers.get() + k * layout_.entry;
+                const std::int32_t ip_id = header_check_(hdr, rc.byte_len);
+                if (ip_id < 0) break;
+                const std::optional<std::uint64_t> seq =
+                    decoder_.decode(packet_ref{hdr + split_layout::headers, payload, ip_id});
+                if (!seq) break;
+                const std::uint64_t id = per_chunk.quot(*seq);
+                const std::size_t slot = *seq - id * ppc;
+                if (id < h || id - h >= cfg_.max_chunks || d.c->chunk_id != id ||
+                    d.slot != slot || *seq - d.seq != l.shift - d.shift ||
+                    retired_flag_[d.c->index].load(std::memory_order_relaxed) != 0)
+                    break;
+                completed++;
+                if (completed + prefix_ahead <= posted) {
+                    const std::size_t ka = k + prefix_ahead;
+                    const desc &a = l.ring[ka >= depth_ ? ka - depth_ : ka];
+                    if (a.c != nullptr) __builtin_prefetch(a.c->data + a.slot * payload, 1);
+                }
+                if (own == window_policy::none || id > own) own = id;
+                if (i == i0 || id > top) top = id;
+                std::uint8_t *dst = d.c->data + slot * payload;
+                const std::uint8_t *src = hdr + split_layout::headers;
+                if (pre == 8) {
+                    std::uint64_t w;
+                    std::memcpy(&w, src, 8);
+                    std::memcpy(dst, &w, 8);
+                } else {
+                    std::memcpy(dst, src, pre);
+                }
+                __atomic_store_n(&d.c->present[slot], std::uint8_t{1}, __ATOMIC_RELEASE);
+                if (d.c != counted) {
+                    release_counted();
+                    counted = d.c;
+                }
+                std::atomic<std::uint8_t> &st = state(d.c, d.slot, by_lane);
+                std::uint8_t old;
+                if (one_lane) {
+                    old = st.load(std::memory_order_relaxed);
+                    st.store(0, std::memory_order_relaxed);
+                } else {
+                    old = st.exchange(0, std::memory_order_acq_rel);
+                }
+                uncounted++;
+                if (old & slot_pending) {
+                    // A copy of a packet waits for this slot (rare): the lane's state
+                    // brought up to date first, as the general way has it.
+                    const std::uint64_t done = completed - l.completed;
+                    l.completed = completed;
+                    l.own = own;
+                    if (!l.placed_any || top > l.top) l.top = top;
+                    l.placed_any = true;
+                    l.run.n = 0;
+                    l.candidate = 0;
+                    l.s.in_place += done;
+                    l.c.packets += done;
+                    l.c.bytes += done * payload;
+                    l.c.received += done;
+                    if (!lock.owns_lock()) lock_parked(l, lock);
+                    fill_pending_locked(l, d.c, d.slot);
+                    i++;
+                    break;
+                }
+            }
+            if (const std::uint64_t done = completed - l.completed; done != 0) {
+                l.completed = completed;
+                l.own = own;
+                if (!l.placed_any || top > l.top) l.top = top;
+                l.placed_any = true;
+                l.run.n = 0;
+                l.candidate = 0;
+                l.s.in_place += done;
+                l.c.packets += done;
+                l.c.bytes += done * payload;
+                l.c.received += done;
+            }
+            if (i == n) break;
+        }
         const recv_completion &rc = comps[i];
         if (rc.wr_id != l.completed || l.completed == l.posted) {
             release_counted();
@@ -574,7 +668,9 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         // The prefix goes into the first line of a slot that the CPU has not touched
         // since the chunk was handed out: that line is asked for a few packets ahead, so
         // that the misses overlap instead of holding up each packet's stores in turn.
-        if (i + prefix_ahead < n && l.completed + prefix_ahead <= l.posted) {
+        // (Past the end of this batch too: the next batch's first packets are then
+        // fetched as early as the others.)
+        if (l.completed + prefix_ahead <= l.posted) {
             const std::size_t ka = k + prefix_ahead;
             const desc &a = l.ring[ka >= depth_ ? ka - depth_ : ka];
             if (a.c != nullptr) __builtin_prefetch(a.c->data + a.slot * layout_.payload, 1);
