@@ -240,15 +240,15 @@ void engine::start_locked(std::uint64_t id) {
 void engine::place(queue_state &s, std::size_t q, const packet_ref &pkt) {
     // `received` goes up together with the packet's outcome, never before it: a
     // snapshot must always add up.
-    const auto seq = decoder_.decode(pkt);
-    if (!seq) {
+    std::uint64_t seq;
+    if (!decoder_.decode(pkt, seq)) {
         s.c.rejected++;
         s.c.received++;
         return;
     }
     const std::size_t ppc = cfg_.packets_per_chunk;
-    const std::size_t slot = *seq % ppc;
-    chunk *c = window_chunk(s, q, *seq);
+    const std::size_t slot = seq % ppc;
+    chunk *c = window_chunk(s, q, seq);
     if (c == nullptr) return;
     if (!take_slot(c->present[slot], shared_slots_)) {
         s.c.duplicate++;

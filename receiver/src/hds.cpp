@@ -572,13 +572,13 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                 const std::uint8_t *hdr = l.headers.get() + k * layout_.entry;
                 const std::int32_t ip_id = header_check_(hdr, rc.byte_len);
                 if (ip_id < 0) break;
-                const std::optional<std::uint64_t> seq =
-                    decoder_.decode(packet_ref{hdr + split_layout::headers, payload, ip_id});
-                if (!seq) break;
-                const std::uint64_t id = per_chunk.quot(*seq);
-                const std::size_t slot = *seq - id * ppc;
+                std::uint64_t seq;
+                if (!decoder_.decode(packet_ref{hdr + split_layout::headers, payload, ip_id}, seq))
+                    break;
+                const std::uint64_t id = per_chunk.quot(seq);
+                const std::size_t slot = seq - id * ppc;
                 if (id < h || id - h >= cfg_.max_chunks || d.c->chunk_id != id ||
-                    d.slot != slot || *seq - d.seq != l.shift - d.shift ||
+                    d.slot != slot || seq - d.seq != l.shift - d.shift ||
                     retired_flag_[d.c->index].load(std::memory_order_relaxed) != 0)
                     break;
                 completed++;
@@ -680,14 +680,13 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         if (rc.ok && (d.c != nullptr || d.predicted) && !d.orphan && attached(l) &&
             wstarted_.load(std::memory_order_acquire) && !wdone_.load(std::memory_order_relaxed)) {
             const std::int32_t ip_id = header_check_(hdr, rc.byte_len);
-            const std::optional<std::uint64_t> seq =
-                ip_id < 0 ? std::nullopt
-                          : decoder_.decode(
-                                packet_ref{hdr + split_layout::headers, layout_.payload, ip_id});
-            if (seq) {
+            std::uint64_t seq = 0;
+            if (ip_id >= 0 &&
+                decoder_.decode(packet_ref{hdr + split_layout::headers, layout_.payload, ip_id},
+                                seq)) {
                 const std::uint64_t h = head_of(l);
-                const std::uint64_t id = per_chunk.quot(*seq);
-                const std::size_t slot = *seq - id * ppc;
+                const std::uint64_t id = per_chunk.quot(seq);
+                const std::size_t slot = seq - id * ppc;
                 // (A chunk a window resync retired may carry the id again: not in place.)
                 if (d.c != nullptr && id >= h && id - h < cfg_.max_chunks &&
                     d.c->chunk_id == id && d.slot == slot &&
@@ -695,10 +694,10 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                     l.run.n = 0;
                     if (l.own == window_policy::none || id > l.own) l.own = id;
                     // In line with its prediction (the usual case) resync() moves nothing.
-                    if (*seq - d.seq == l.shift - d.shift)
+                    if (seq - d.seq == l.shift - d.shift)
                         l.candidate = 0;
                     else
-                        resync(l, d, *seq);
+                        resync(l, d, seq);
                     std::uint8_t *dst = d.c->data + slot * layout_.payload;
                     const std::uint8_t *src = hdr + split_layout::headers;
                     if (pre == 8) {
@@ -721,7 +720,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                 }
                 if (id < h && window_.classify(h, own_of(l), id) == window_policy::place::late) {
                     l.run.n = 0;
-                    resync(l, d, *seq);
+                    resync(l, d, seq);
                     count_behind(l, id);
                     retire_fast(d);
                     continue;
@@ -731,7 +730,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                     // off by the gap, so its packet would take a fix-up copy while the
                     // lane catches up -- which at line rate makes it fall further behind.
                     // Not placed, counted.
-                    resync(l, d, *seq);
+                    resync(l, d, seq);
                     l.c.discarded++;
                     l.c.received++;
                     retire_fast(d);

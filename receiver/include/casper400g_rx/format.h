@@ -56,20 +56,29 @@ public:
     const format &fmt() const noexcept { return fmt_; }
     // nullopt: the packet fails the descriptor's checks (counted `rejected`).
     std::optional<std::uint64_t> decode(const packet_ref &pkt) noexcept {
-        // The usual format (the sequence number one big-endian word, no stream id) here,
-        // inline: per packet on every path, and an optional returned from a call went
-        // through memory (a byte store, then a word load of it: a stalled forward).
+        std::uint64_t seq;
+        if (decode(pkt, seq)) return seq;
+        return std::nullopt;
+    }
+    // The same into `seq`; false: rejected. Per packet on every path, inline for the
+    // usual format (the sequence number one big-endian word, no stream id): an optional
+    // went through memory, a byte and a word stored and read back as one (a stalled
+    // forward, a third of the split path's completion time).
+    bool decode(const packet_ref &pkt, std::uint64_t &seq) noexcept {
         if (whole_word_) {
-            if (pkt.payload == nullptr || pkt.size != fmt_.payload_size) return std::nullopt;
+            if (pkt.payload == nullptr || pkt.size != fmt_.payload_size) return false;
             std::uint64_t v;
             std::memcpy(&v, pkt.payload + fmt_.seq.offset, 8);
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-            return __builtin_bswap64(v);
+            seq = __builtin_bswap64(v);
 #else
-            return v;
+            seq = v;
 #endif
+            return true;
         }
-        return decode_other(pkt);
+        const std::optional<std::uint64_t> s = decode_other(pkt);
+        if (s) seq = *s;
+        return s.has_value();
     }
 
 private:
