@@ -170,16 +170,22 @@ void engine::add_batch(std::size_t q, const packet_ref *pkts, std::size_t n) {
     // The packets were just written by another core (the NIC's DMA, the kernel): their
     // first lines are asked for a few packets ahead, so that the misses overlap instead
     // of stalling each packet in turn.
+    // A small packet's every line (its first only, the hardware's prefetcher follows a
+    // longer one): at 256 B the copy waited on the three lines after the first.
+    auto fetch = [](const packet_ref &p) {
+        const std::size_t lines = std::min<std::size_t>((p.size + 63) / 64, prefetch_lines);
+        for (std::size_t k = 0; k < lines; k++) __builtin_prefetch(p.payload + 64 * k);
+    };
     const std::size_t ahead = std::min(n, prefetch_distance);
-    for (std::size_t i = 0; i < ahead; i++) __builtin_prefetch(pkts[i].payload);
+    for (std::size_t i = 0; i < ahead; i++) fetch(pkts[i]);
     if (decoder_.fmt().spead) {
         for (std::size_t i = 0; i < n; i++) {
-            if (i + ahead < n) __builtin_prefetch(pkts[i + ahead].payload);
+            if (i + ahead < n) fetch(pkts[i + ahead]);
             place_spead(s, q, pkts[i]);
         }
     } else {
         for (std::size_t i = 0; i < n; i++) {
-            if (i + ahead < n) __builtin_prefetch(pkts[i + ahead].payload);
+            if (i + ahead < n) fetch(pkts[i + ahead]);
             place(s, q, pkts[i]);
         }
     }

@@ -208,6 +208,8 @@ private:
 
     // Packets whose first line is fetched ahead of the one being placed.
     static constexpr std::size_t prefetch_distance = 8;
+    // Lines of each such packet fetched, at most.
+    static constexpr std::size_t prefetch_lines = 8;
 
     std::vector<std::unique_ptr<queue_state>> queues_;
     // Several queues may place the same packet (set_queues): slot flags then change by
