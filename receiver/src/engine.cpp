@@ -139,6 +139,8 @@ engine::engine(const format &fmt, const engine_config &cfg)
       // queue's window must always find a chunk once the consumer gives chunks back, so
       // faster queues wait rather than take every chunk ahead of it.
       open_(pool_.size(), nullptr) {
+    per_chunk_ = divider(cfg_.packets_per_chunk);
+    by_window_ = divider(cfg_.max_chunks);
     set_queues(1);
     publish();
 }
@@ -252,8 +254,7 @@ void engine::place(queue_state &s, std::size_t q, const packet_ref &pkt) {
         s.c.received++;
         return;
     }
-    const std::size_t ppc = cfg_.packets_per_chunk;
-    const std::size_t slot = seq % ppc;
+    const std::size_t slot = seq - per_chunk_.quot(seq) * cfg_.packets_per_chunk;
     chunk *c = window_chunk(s, q, seq);
     if (c == nullptr) return;
     if (!take_slot(c->present[slot], shared_slots_)) {
