@@ -582,7 +582,10 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                     retired_flag_[d.c->index].load(std::memory_order_relaxed) != 0)
                     break;
                 completed++;
-                if (completed + prefix_ahead <= posted) {
+                // One lane makes no locked instruction here, and the store buffer takes
+                // the prefix's miss (the fetch ahead cost more than it saved); several
+                // lanes' exchange of the slot state waits for it to drain.
+                if (!one_lane && completed + prefix_ahead <= posted) {
                     const std::size_t ka = k + prefix_ahead;
                     const desc &a = l.ring[ka >= depth_ ? ka - depth_ : ka];
                     if (a.c != nullptr) __builtin_prefetch(a.c->data + a.slot * payload, 1);
