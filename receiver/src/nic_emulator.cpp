@@ -437,17 +437,26 @@ void nic_emulator_source::run_paced(std::size_t i, hds_engine &eng, const std::a
     }
     const double ns_per_packet = bytes * 8.0 * lanes_.size() / cfg_.rate_gbps;
     std::vector<recv_target> ring(depth);
-    std::vector<recv_target> fresh(depth);
     std::vector<std::uint8_t> staging(cfg_.payload_size);
     std::size_t head = 0, count = 0;
+    auto wrap = [depth](std::size_t k) { return k >= depth ? k - depth : k; };
+    // Receives posted straight into the ring (up to its end, then from its start): how
+    // many.
+    auto post = [&] {
+        const std::size_t k = wrap(head + count);
+        const std::size_t room = std::min(depth - count, depth - k);
+        std::size_t got = eng.post(i, ring.data() + k, room);
+        if (got == room && count + got < depth) got += eng.post(i, ring.data(), depth - count - got);
+        count += got;
+        return got;
+    };
     recv_completion comps[batch_size];
     std::size_t next = 0;
     const std::size_t total = in.size();
     header_stamps stamps = stamps_for(eng, i);
     // The receives are posted before the stream starts, as a driver does when it
     // brings the queue up.
-    count = eng.post(i, fresh.data(), depth);
-    for (std::size_t j = 0; j < count; j++) ring[j] = fresh[j];
+    post();
     std::vector<emulator_config::stall> stalls;
     for (const auto &st : cfg_.stalls)
         if (st.queue == i) stalls.push_back(st);
@@ -472,12 +481,7 @@ void nic_emulator_source::run_paced(std::size_t i, hds_engine &eng, const std::a
         if (due <= next) {
             // Ahead of the stream: busy-poll as the receive thread of a NIC queue does,
             // keeping the queue topped up meanwhile.
-            std::size_t got = 0;
-            if (count < depth) {
-                got = eng.post(i, fresh.data(), depth - count);
-                for (std::size_t j = 0; j < got; j++) ring[(head + count + j) % depth] = fresh[j];
-                count += got;
-            }
+            const std::size_t got = count < depth ? post() : 0;
             if (got == 0) std::this_thread::yield();
             continue;
         }
@@ -488,7 +492,7 @@ void nic_emulator_source::run_paced(std::size_t i, hds_engine &eng, const std::a
             for (std::size_t j = 0; j < n; j++) {
                 const recv_target &t = ring[head];
                 emit(t, in.seq(next), in.is_bad(next), prefix, frame_len, staging, stamps, comps[j]);
-                head = (head + 1) % depth;
+                head = wrap(head + 1);
                 next++;
             }
             count -= n;
@@ -500,9 +504,7 @@ void nic_emulator_source::run_paced(std::size_t i, hds_engine &eng, const std::a
             nic_drops_.fetch_add(arrived - taken, std::memory_order_relaxed);
             next += arrived - taken;
         }
-        const std::size_t got = eng.post(i, fresh.data(), depth - count);
-        for (std::size_t j = 0; j < got; j++) ring[(head + count + j) % depth] = fresh[j];
-        count += got;
+        post();
     }
     eng.cancel(i);
 }
