@@ -175,7 +175,8 @@ void engine::add_batch(std::size_t q, const packet_ref *pkts, std::size_t n) {
     // A small packet's every line (its first only, the hardware's prefetcher follows a
     // longer one): at 256 B the copy waited on the three lines after the first.
     auto fetch = [](const packet_ref &p) {
-        const std::size_t lines = std::min<std::size_t>((p.size + 63) / 64, prefetch_lines);
+        const std::size_t all = (p.size + 63) / 64;
+        const std::size_t lines = all <= prefetch_lines ? all : 1;
         for (std::size_t k = 0; k < lines; k++) __builtin_prefetch(p.payload + 64 * k);
     };
     const std::size_t ahead = std::min(n, prefetch_distance);

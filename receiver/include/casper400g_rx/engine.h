@@ -209,7 +209,7 @@ private:
 
     // Packets whose first line is fetched ahead of the one being placed.
     static constexpr std::size_t prefetch_distance = 8;
-    // Lines of each such packet fetched, at most.
+    // A packet of up to this many lines is fetched whole, a longer one its first only.
     static constexpr std::size_t prefetch_lines = 8;
 
     // Packets per chunk and max_chunks, per packet without a division where they are
