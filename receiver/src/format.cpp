@@ -57,9 +57,13 @@ std::uint64_t read_field(const std::uint8_t *payload, const field &f) noexcept {
     return v;
 }
 
-decoder::decoder(const format &fmt) : fmt_(fmt) { fmt_.validate(); }
+decoder::decoder(const format &fmt) : fmt_(fmt) {
+    fmt_.validate();
+    whole_word_ = !fmt_.spead && fmt_.source == seq_source::payload && !fmt_.stream_id &&
+                  fmt_.seq.width == 8 && fmt_.seq.big_endian;
+}
 
-std::optional<std::uint64_t> decoder::decode(const packet_ref &pkt) noexcept {
+std::optional<std::uint64_t> decoder::decode_other(const packet_ref &pkt) noexcept {
     if (fmt_.spead) {
         spead_packet p;
         if (parse_spead(pkt.payload, pkt.size, *fmt_.spead, fmt_.payload_size, p) !=

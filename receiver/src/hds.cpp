@@ -17,10 +17,6 @@ namespace {
 static_assert(sizeof(split_counters) % sizeof(std::uint64_t) == 0,
               "split_counters must hold only uint64 fields");
 
-std::uint16_t be16(const std::uint8_t *p) noexcept {
-    return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
-}
-
 std::uint8_t *alloc_aligned(std::size_t bytes) {
     void *p = nullptr;
     if (posix_memalign(&p, 4096, std::max<std::size_t>(bytes, 1)) != 0) throw std::bad_alloc();
@@ -60,26 +56,43 @@ split_layout split_layout::for_format(const format &fmt) {
     return l;
 }
 
+split_header_check::split_header_check(const format &fmt) noexcept
+    : frame_len_(split_layout::headers + fmt.payload_size) {
+    // Expected bytes and masks of the frame's first 42 bytes, then cut into the words.
+    std::uint8_t want[split_layout::headers] = {}, mask[split_layout::headers] = {};
+    auto expect = [&](std::size_t at, std::uint8_t value, std::uint8_t bits = 0xff) {
+        want[at] = value;
+        mask[at] = bits;
+    };
+    auto expect16 = [&](std::size_t at, std::size_t value) {
+        expect(at, static_cast<std::uint8_t>(value >> 8));
+        expect(at + 1, static_cast<std::uint8_t>(value));
+    };
+    const std::size_t payload = fmt.payload_size;
+    expect16(12, 0x0800);  // VLAN tags and non-IPv4 shift the split point
+    expect(14, 0x45);      // IPv4 without options
+    expect16(14 + 2, 20 + 8 + payload);
+    expect(14 + 6, 0, 0x3f);  // a fragment: more-fragments or an offset
+    expect(14 + 7, 0);
+    expect(14 + 9, 17);
+    expect16(34 + 4, 8 + payload);
+    if (fmt.udp_port != 0) expect16(34 + 2, fmt.udp_port);
+    for (std::size_t i = 0; i < n_words; i++) {
+        std::memcpy(&want_[i], want + at[i], 8);
+        std::memcpy(&mask_[i], mask + at[i], 8);
+    }
+}
+
 std::int32_t check_split_headers(const std::uint8_t *hdr, std::size_t frame_len,
                                  const format &fmt) noexcept {
-    const std::size_t payload = fmt.payload_size;
-    if (frame_len != split_layout::headers + payload) return -1;
-    if (be16(hdr + 12) != 0x0800) return -1;  // VLAN tags and non-IPv4 shift the split point
-    const std::uint8_t *ip = hdr + 14;
-    if (ip[0] != 0x45) return -1;  // IPv4 without options
-    if (be16(ip + 2) != 20 + 8 + payload) return -1;
-    if ((be16(ip + 6) & 0x3fff) != 0) return -1;  // a fragment
-    if (ip[9] != 17) return -1;
-    const std::uint8_t *udp = ip + 20;
-    if (be16(udp + 4) != 8 + payload) return -1;
-    if (fmt.udp_port != 0 && be16(udp + 2) != fmt.udp_port) return -1;
-    return be16(ip + 4);
+    return split_header_check(fmt)(hdr, frame_len);
 }
 
 hds_engine::hds_engine(const format &fmt, const engine_config &cfg, std::size_t lanes,
                        std::size_t depth)
     : engine(fmt, cfg.sized(lanes, depth)),
       layout_(split_layout::for_format(fmt)),
+      header_check_(fmt),
       ppc_(cfg_.packets_per_chunk * layout_.parts),
       depth_(depth),
       wsize_(cfg.split_window(lanes, depth)),
@@ -298,8 +311,67 @@ std::size_t hds_engine::post(std::size_t lane, recv_target *out, std::size_t max
             continue;
         }
         chunk *c = l.hold;
-        l.next = add_sat(p, n_lanes);
         const std::size_t slot = p - pid * ppc;
+        if (!layout_.spead && l.scratch_due == 0 && pid * ppc <= UINT64_MAX - (ppc - 1)) {
+            // The rest of this lane's slots in the held chunk, as one run: the checks
+            // above hold for all of them, and their slot state, flag, data and ring
+            // entry each move by a fixed step.
+            std::size_t m = std::min<std::size_t>(max - n, depth_ - (l.posted - l.completed));
+            m = std::min<std::size_t>(m, (ppc - 1 - slot) / n_lanes + 1);
+            if (l.probing) m = std::min<std::size_t>(m, l.probe - (l.posted - l.completed));
+            if (c != counted) {
+                count_posted();
+                counted = c;
+            }
+            std::atomic<std::uint8_t> *st = &state(c, slot, by_lane);
+            const std::uint8_t *present = c->present + slot;
+            std::uint8_t *payload = c->data + slot * size + pre();
+            const std::size_t step = n_lanes * size;
+            const auto header_len = static_cast<std::uint32_t>(layout_.header_len());
+            const auto payload_len = static_cast<std::uint32_t>(size - pre());
+            std::size_t k = ring_index.rem(l.posted);
+            std::size_t sl = slot;
+            const std::uint64_t posted_before = l.posted;
+            bool too_many_skips = false;
+            std::size_t j = 0;
+            for (; j < m; j++, sl += n_lanes, st++, present += n_lanes, payload += step) {
+                std::uint8_t expect = 0;
+                bool taken;
+                if (n_lanes == 1) {
+                    expect = st->load(std::memory_order_relaxed);
+                    taken = expect == 0;
+                    if (taken) st->store(slot_posted, std::memory_order_relaxed);
+                } else {
+                    taken = st->compare_exchange_strong(expect, slot_posted,
+                                                        std::memory_order_acq_rel);
+                }
+                if (!taken || __atomic_load_n(present, __ATOMIC_ACQUIRE) != 0) {
+                    if (expect == 0) st->store(0, std::memory_order_release);
+                    if (++skips > wsize_ * ppc) {
+                        too_many_skips = true;
+                        j++;
+                        break;
+                    }
+                    continue;
+                }
+                uncounted++;
+                l.ring[k] = desc{p + j * n_lanes, c, sl, l.shift, false, false, false};
+                recv_target &t = out[n++];
+                t.wr_id = l.posted;
+                t.header = l.headers.get() + k * layout_.entry;
+                t.header_len = header_len;
+                t.payload = payload;
+                t.payload_len = payload_len;
+                t.scratch = false;
+                l.posted++;
+                k = k + 1 == depth_ ? 0 : k + 1;
+            }
+            l.s.posted += l.posted - posted_before;
+            l.next = add_sat(p + (j - 1) * n_lanes, n_lanes);
+            if (too_many_skips) break;
+            continue;
+        }
+        l.next = add_sat(p, n_lanes);
         std::atomic<std::uint8_t> &st = state(c, slot, by_lane);
         std::uint8_t expect = 0;
         bool taken;
@@ -438,8 +510,9 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
     if (n > 0) window_.act(l.q).active_ns.store(now_ns(), std::memory_order_relaxed);
     const std::size_t ppc = ppc_;
     const std::size_t pre = layout_.prefix;
-    const divider per_chunk(ppc), ring_index(depth_);
-    constexpr std::size_t prefix_ahead = 4;  // completions whose slot line is fetched early
+    const divider per_chunk(ppc), ring_index(depth_), by_lane(lanes_.size());
+    const bool one_lane = lanes_.size() == 1;
+    constexpr std::size_t prefix_ahead = 8;  // completions whose slot line is fetched early
     // Taken for a packet that needs it and released before the next one: fix-up copies
     // are made outside it, so that one lane's mispredicted packets never hold the others.
     std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
@@ -454,14 +527,128 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
             l.drain_due = true;
         uncounted = 0;
     };
+    // retire_desc(l, d, lock, &uncounted) inline (per packet).
     auto retire_fast = [&](const desc &d) {
-        if (d.c != nullptr && d.c != counted) {
+        if (d.c == nullptr) {
+            l.scratch_done++;
+            return;
+        }
+        if (d.c != counted) {
             release_counted();
             counted = d.c;
         }
-        retire_desc(l, d, lock, d.c != nullptr ? &uncounted : nullptr);
+        std::atomic<std::uint8_t> &st = state(d.c, d.slot, by_lane);
+        std::uint8_t old;
+        if (one_lane) {
+            old = st.load(std::memory_order_relaxed);
+            st.store(0, std::memory_order_relaxed);
+        } else {
+            old = st.exchange(0, std::memory_order_acq_rel);
+        }
+        if (old & slot_pending) {
+            if (!lock.owns_lock()) lock_parked(l, lock);
+            fill_pending_locked(l, d.c, d.slot);
+        }
+        if (!d.orphan) uncounted++;
     };
     for (std::size_t i = 0; i < n; i++) {
+        if (!layout_.spead && attached(l) && wstarted_.load(std::memory_order_acquire)) {
+            // A run of packets each in its predicted slot inside the window, in line with
+            // its prediction (the usual case): what the in-place case below does, with
+            // the lane's counters kept in registers (a store into a chunk may alias
+            // them) and the window's head read once. The first packet that is not goes
+            // the general way below.
+            const std::uint64_t h = head_of(l);
+            const std::size_t payload = layout_.payload;
+            std::uint64_t completed = l.completed, top = l.top, own = l.own;
+            const std::uint64_t posted = l.posted;
+            const std::size_t i0 = i;
+            for (; i < n && !wdone_.load(std::memory_order_relaxed); i++) {
+                const recv_completion &rc = comps[i];
+                if (rc.wr_id != completed || completed == posted || !rc.ok) break;
+                const std::size_t k = ring_index.rem(completed);
+                const desc &d = l.ring[k];
+                if (d.c == nullptr || d.orphan) break;
+                const std::uint8_t *hdr = l.headers.get() + k * layout_.entry;
+                const std::int32_t ip_id = header_check_(hdr, rc.byte_len);
+                if (ip_id < 0) break;
+                std::uint64_t seq;
+                if (!decoder_.decode(packet_ref{hdr + split_layout::headers, payload, ip_id}, seq))
+                    break;
+                const std::uint64_t id = per_chunk.quot(seq);
+                const std::size_t slot = seq - id * ppc;
+                if (id < h || id - h >= cfg_.max_chunks || d.c->chunk_id != id ||
+                    d.slot != slot || seq - d.seq != l.shift - d.shift ||
+                    retired_flag_[d.c->index].load(std::memory_order_relaxed) != 0)
+                    break;
+                completed++;
+                // One lane makes no locked instruction here, and the store buffer takes
+                // the prefix's miss (the fetch ahead cost more than it saved); several
+                // lanes' exchange of the slot state waits for it to drain.
+                if (!one_lane && completed + prefix_ahead <= posted) {
+                    const std::size_t ka = k + prefix_ahead;
+                    const desc &a = l.ring[ka >= depth_ ? ka - depth_ : ka];
+                    if (a.c != nullptr) __builtin_prefetch(a.c->data + a.slot * payload, 1);
+                }
+                if (own == window_policy::none || id > own) own = id;
+                if (i == i0 || id > top) top = id;
+                std::uint8_t *dst = d.c->data + slot * payload;
+                const std::uint8_t *src = hdr + split_layout::headers;
+                if (pre == 8) {
+                    std::uint64_t w;
+                    std::memcpy(&w, src, 8);
+                    std::memcpy(dst, &w, 8);
+                } else {
+                    std::memcpy(dst, src, pre);
+                }
+                __atomic_store_n(&d.c->present[slot], std::uint8_t{1}, __ATOMIC_RELEASE);
+                if (d.c != counted) {
+                    release_counted();
+                    counted = d.c;
+                }
+                std::atomic<std::uint8_t> &st = state(d.c, d.slot, by_lane);
+                std::uint8_t old;
+                if (one_lane) {
+                    old = st.load(std::memory_order_relaxed);
+                    st.store(0, std::memory_order_relaxed);
+                } else {
+                    old = st.exchange(0, std::memory_order_acq_rel);
+                }
+                uncounted++;
+                if (old & slot_pending) {
+                    // A copy of a packet waits for this slot (rare): the lane's state
+                    // brought up to date first, as the general way has it.
+                    const std::uint64_t done = completed - l.completed;
+                    l.completed = completed;
+                    l.own = own;
+                    if (!l.placed_any || top > l.top) l.top = top;
+                    l.placed_any = true;
+                    l.run.n = 0;
+                    l.candidate = 0;
+                    l.s.in_place += done;
+                    l.c.packets += done;
+                    l.c.bytes += done * payload;
+                    l.c.received += done;
+                    if (!lock.owns_lock()) lock_parked(l, lock);
+                    fill_pending_locked(l, d.c, d.slot);
+                    i++;
+                    break;
+                }
+            }
+            if (const std::uint64_t done = completed - l.completed; done != 0) {
+                l.completed = completed;
+                l.own = own;
+                if (!l.placed_any || top > l.top) l.top = top;
+                l.placed_any = true;
+                l.run.n = 0;
+                l.candidate = 0;
+                l.s.in_place += done;
+                l.c.packets += done;
+                l.c.bytes += done * payload;
+                l.c.received += done;
+            }
+            if (i == n) break;
+        }
         const recv_completion &rc = comps[i];
         if (rc.wr_id != l.completed || l.completed == l.posted) {
             release_counted();
@@ -484,7 +671,9 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         // The prefix goes into the first line of a slot that the CPU has not touched
         // since the chunk was handed out: that line is asked for a few packets ahead, so
         // that the misses overlap instead of holding up each packet's stores in turn.
-        if (i + prefix_ahead < n && l.completed + prefix_ahead <= l.posted) {
+        // (Past the end of this batch too: the next batch's first packets are then
+        // fetched as early as the others.)
+        if (l.completed + prefix_ahead <= l.posted) {
             const std::size_t ka = k + prefix_ahead;
             const desc &a = l.ring[ka >= depth_ ? ka - depth_ : ka];
             if (a.c != nullptr) __builtin_prefetch(a.c->data + a.slot * layout_.payload, 1);
@@ -493,24 +682,36 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
         // window, or one older than the window (also from a scratch receive).
         if (rc.ok && (d.c != nullptr || d.predicted) && !d.orphan && attached(l) &&
             wstarted_.load(std::memory_order_acquire) && !wdone_.load(std::memory_order_relaxed)) {
-            const std::int32_t ip_id = check_split_headers(hdr, rc.byte_len, fmt());
-            const std::optional<std::uint64_t> seq =
-                ip_id < 0 ? std::nullopt
-                          : decoder_.decode(
-                                packet_ref{hdr + split_layout::headers, layout_.payload, ip_id});
-            if (seq) {
+            const std::int32_t ip_id = header_check_(hdr, rc.byte_len);
+            std::uint64_t seq = 0;
+            if (ip_id >= 0 &&
+                decoder_.decode(packet_ref{hdr + split_layout::headers, layout_.payload, ip_id},
+                                seq)) {
                 const std::uint64_t h = head_of(l);
-                const std::uint64_t id = per_chunk.quot(*seq);
-                const std::size_t slot = *seq - id * ppc;
+                const std::uint64_t id = per_chunk.quot(seq);
+                const std::size_t slot = seq - id * ppc;
                 // (A chunk a window resync retired may carry the id again: not in place.)
                 if (d.c != nullptr && id >= h && id - h < cfg_.max_chunks &&
                     d.c->chunk_id == id && d.slot == slot &&
                     retired_flag_[d.c->index].load(std::memory_order_relaxed) == 0) {
                     l.run.n = 0;
                     if (l.own == window_policy::none || id > l.own) l.own = id;
-                    resync(l, d, *seq);
-                    std::memcpy(d.c->data + slot * layout_.payload, hdr + split_layout::headers,
-                                pre);
+                    // In line with its prediction (the usual case) resync() moves nothing.
+                    if (seq - d.seq == l.shift - d.shift)
+                        l.candidate = 0;
+                    else
+                        resync(l, d, seq);
+                    std::uint8_t *dst = d.c->data + slot * layout_.payload;
+                    const std::uint8_t *src = hdr + split_layout::headers;
+                    if (pre == 8) {
+                        // The usual prefix, the sequence word: one load and store, not
+                        // a call of memcpy.
+                        std::uint64_t w;
+                        std::memcpy(&w, src, 8);
+                        std::memcpy(dst, &w, 8);
+                    } else {
+                        std::memcpy(dst, src, pre);
+                    }
                     // The slot is posted (ours): no other copy of this packet can have
                     // gone in (it would wait in a bounce buffer), so a plain store.
                     __atomic_store_n(&d.c->present[slot], std::uint8_t{1}, __ATOMIC_RELEASE);
@@ -522,7 +723,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                 }
                 if (id < h && window_.classify(h, own_of(l), id) == window_policy::place::late) {
                     l.run.n = 0;
-                    resync(l, d, *seq);
+                    resync(l, d, seq);
                     count_behind(l, id);
                     retire_fast(d);
                     continue;
@@ -532,7 +733,7 @@ void hds_engine::complete(std::size_t lane, const recv_completion *comps, std::s
                     // off by the gap, so its packet would take a fix-up copy while the
                     // lane catches up -- which at line rate makes it fall further behind.
                     // Not placed, counted.
-                    resync(l, d, *seq);
+                    resync(l, d, seq);
                     l.c.discarded++;
                     l.c.received++;
                     retire_fast(d);
@@ -588,7 +789,7 @@ void hds_engine::complete_locked(lane_state &l, const desc &d, const std::uint8_
         l.c.discarded++;
         return;
     }
-    const std::int32_t ip_id = ok ? check_split_headers(hdr, byte_len, fmt()) : -1;
+    const std::int32_t ip_id = ok ? header_check_(hdr, byte_len) : -1;
     std::optional<std::uint64_t> seq;
     if (ip_id >= 0)
         seq = decoder_.decode(packet_ref{hdr + split_layout::headers, layout_.payload, ip_id});

@@ -8,6 +8,7 @@ generator) on the same schedule, byte for byte.
 
 from __future__ import annotations
 
+import struct
 import time
 from dataclasses import replace
 
@@ -167,6 +168,56 @@ def test_sequence_from_the_ipv4_identification() -> None:
     chunks = drain(cap)
     assert cap.stats.packets == len(schedule) and cap.stats.lost == 0
     check_payloads(chunks, ppc)
+
+
+@pytest.mark.parametrize(("queues", "first"), [(1, 5), (3, 7), (3, 9)])
+def test_counted_stream_reaches_every_slot_once(queues: int, first: int) -> None:
+    # The example stream given by count (each queue's share computed, not listed) from a
+    # first packet that is no multiple of the queues: every packet placed once, whole.
+    ppc, n = 64, 64 * 12
+    cap = rx.Capture(
+        rx.EmulatedNic(count=n, first=first, queues=queues, depth=16, split=True),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=2, first_chunk=0),
+    )
+    chunks = drain(cap)
+    assert (cap.stats.packets, cap.stats.rejected, cap.stats.duplicate) == (n, 0, 0)
+    placed = np.concatenate([c * ppc + np.flatnonzero(p) for c, p, _ in chunks])
+    np.testing.assert_array_equal(np.sort(placed), np.arange(first, first + n))
+    check_payloads(chunks, ppc)
+
+
+def test_counted_stream_unfilled_places_each_sequence_word() -> None:
+    # The benchmark's frames (fill=False: headers and the 8-byte prefix only), through a
+    # queue of 16 receives whose header entries are rewritten 40 times each: every slot
+    # holds its sequence word, big-endian, and nothing else was written.
+    ppc, n, first = 64, 64 * 10, 3
+    cap = rx.Capture(
+        rx.EmulatedNic(count=n, first=first, fill=False, depth=16, split=True),
+        fmt=rx.Format(payload_size=256),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=2, first_chunk=0),
+    )
+    chunks = drain(cap)
+    assert (cap.stats.packets, cap.stats.rejected) == (n, 0)
+    for chunk_id, present, data in chunks:
+        seqs = chunk_id * ppc + np.flatnonzero(present)
+        rows = data[present]
+        words = [struct.unpack(">Q", bytes(r[:8]))[0] for r in rows]
+        assert words == seqs.tolist()
+
+
+def test_counted_stream_sequence_from_the_ipv4_identification() -> None:
+    # The Identification patched into header entries that hold the frame header already
+    # (their other bytes not rewritten): the sequence decoded from it, 16 bits unwrapped.
+    ppc, n = 64, 64 * 1100  # past one wrap of the 16-bit Identification
+    cap = rx.Capture(
+        rx.EmulatedNic(count=n, depth=16, split=True, fill=False),
+        fmt=rx.Format(payload_size=64, seq="ipv4_id"),
+        chunking=rx.Chunking(packets_per_chunk=ppc, max_chunks=2, first_chunk=0),
+    )
+    with cap:
+        for chunk in cap.chunks(timeout=20):
+            chunk.release()
+    assert (cap.stats.packets, cap.stats.lost, cap.stats.rejected) == (n, 0, 0)
 
 
 def test_slow_consumer_drop_oldest_counts_dropped_chunks() -> None:

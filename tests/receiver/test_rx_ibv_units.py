@@ -249,6 +249,44 @@ def test_split_header_check() -> None:
     assert _core._check_split_headers(short, len(short) + 8, fmt) == -1
 
 
+def _split_headers_ok(frame: bytes, frame_len: int, payload: int, port: int) -> int:
+    """What the split check accepts, field by field with scapy's parser (the reference for
+    the engine's masked word compares): the Identification, or -1."""
+    from scapy.layers.inet import IP, UDP
+
+    (ethertype,) = struct.unpack("!H", frame[12:14])  # (scapy reads a small one as 802.3)
+    if frame_len != 42 + payload or ethertype != 0x0800:
+        return -1
+    ip = IP(frame[14:])
+    if ip.version != 4 or ip.ihl != 5 or ip.len != 28 + payload or ip.frag != 0:
+        return -1
+    if int(ip.flags) & 1 or ip.proto != 17 or UDP not in ip:  # MF: a fragment
+        return -1
+    udp = ip[UDP]
+    if udp.len != 8 + payload or (port != 0 and udp.dport != port):
+        return -1
+    return int(ip.id)
+
+
+@pytest.mark.parametrize("port", [10000, 0])
+def test_split_header_check_every_header_byte(port: int) -> None:
+    # Each of the 42 header bytes changed to values that matter (a field's bits) and do
+    # not (checksums, addresses, TTL, DF, TOS): the word compares must agree with the
+    # field-by-field reference on every one.
+    fmt = rx.Format(payload_size=256, udp_port=port)
+    good = scapy_frame(rx.example_payload(9, 256), ip_id=0x1234)
+    assert _core._check_split_headers(good, len(good), fmt) == 0x1234
+    checked = rejected = 0
+    for at in range(42):
+        for value in (0x00, 0x01, 0x08, 0x11, 0x20, 0x40, 0x45, 0x80, 0xFF, good[at] ^ 0x01):
+            frame = good[:at] + bytes([value]) + good[at + 1 :]
+            want = _split_headers_ok(frame, len(frame), 256, port)
+            assert _core._check_split_headers(frame, len(frame), fmt) == want, (at, value)
+            checked += 1
+            rejected += want == -1
+    assert checked == 42 * 10 and 0 < rejected < checked
+
+
 def test_split_layout_follows_the_format() -> None:
     assert _core._split_layout(rx.Format()) == {
         "headers": 42,

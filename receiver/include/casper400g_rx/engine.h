@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "casper400g_rx/chunk.h"
+#include "casper400g_rx/divider.h"
 #include "casper400g_rx/format.h"
 #include "casper400g_rx/free_chunks.h"
 #include "casper400g_rx/spead.h"
@@ -210,7 +211,13 @@ private:
 
     // Packets whose first line is fetched ahead of the one being placed.
     static constexpr std::size_t prefetch_distance = 8;
+    // A packet of up to this many lines is fetched whole, a longer one its first only.
+    static constexpr std::size_t prefetch_lines = 8;
 
+    // Packets per chunk and max_chunks, per packet without a division where they are
+    // powers of two (the defaults).
+    divider per_chunk_{1};
+    divider by_window_{1};
     std::vector<std::unique_ptr<queue_state>> queues_;
     // Several queues may place the same packet (set_queues): slot flags then change by
     // atomic exchange; one queue writes them plainly.
@@ -223,7 +230,7 @@ private:
 // Per packet, on both placement paths (engine.cpp, engine_spead.cpp): inline.
 inline chunk *engine::window_chunk(queue_state &s, std::size_t q, std::uint64_t seq) {
     const std::size_t w = cfg_.max_chunks;
-    const std::uint64_t id = seq / cfg_.packets_per_chunk;
+    const std::uint64_t id = per_chunk_.quot(seq);
     for (;;) {
         if (s.discarding) {
             s.c.discarded++;
@@ -240,7 +247,7 @@ inline chunk *engine::window_chunk(queue_state &s, std::size_t q, std::uint64_t 
                     return nullptr;
                 }
             } else if (id - s.head < w) {
-                const cached &e = s.cache[id % w];
+                const cached &e = s.cache[by_window_.rem(id)];
                 if (e.c != nullptr && e.id == id) {
                     s.run.n = 0;
                     return e.c;

@@ -64,6 +64,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -129,6 +130,32 @@ struct split_layout {
 // one. Returns the IPv4 Identification, or -1 when the frame must be rejected.
 std::int32_t check_split_headers(const std::uint8_t *hdr, std::size_t frame_len,
                                  const format &fmt) noexcept;
+
+// The same checks with the format's expectations built once: the tested bytes (offsets
+// 12..41) as three words, each compared under a mask, instead of a test per field (per
+// packet on the split path). check_split_headers is one of these.
+class split_header_check {
+public:
+    explicit split_header_check(const format &fmt) noexcept;
+    std::int32_t operator()(const std::uint8_t *hdr, std::size_t frame_len) const noexcept {
+        if (frame_len != frame_len_) return -1;
+        std::uint64_t w[n_words];
+        std::uint64_t bad = 0;
+        for (std::size_t i = 0; i < n_words; i++) {
+            std::memcpy(&w[i], hdr + at[i], 8);
+            bad |= (w[i] ^ want_[i]) & mask_[i];
+        }
+        if (bad != 0) return -1;
+        return (hdr[18] << 8) | hdr[19];  // the IPv4 Identification
+    }
+
+private:
+    static constexpr std::size_t n_words = 3;
+    static constexpr std::size_t at[n_words] = {12, 20, 34};
+    std::size_t frame_len_;
+    std::uint64_t want_[n_words];
+    std::uint64_t mask_[n_words];
+};
 
 // One posted receive: SGE 0 = header, SGE 1 = payload (past the prefix), and for SPEAD
 // formats SGE 2 = the packet's bytes beyond the prediction (in the header ring).
@@ -389,6 +416,7 @@ private:
     void cancel_locked(lane_state &l, std::unique_lock<std::mutex> &lock);
 
     split_layout layout_;
+    split_header_check header_check_;
     std::size_t ppc_;  // slots per chunk: packets_per_chunk, times parts for SPEAD
     buffer part_present_;  // SPEAD: per pool slot
     std::vector<std::uint64_t> bounce_items_;  // SPEAD: named items per bounce buffer

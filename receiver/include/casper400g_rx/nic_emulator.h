@@ -68,6 +68,11 @@ public:
     frame_template(std::size_t payload_size, std::uint16_t udp_port) noexcept;
     void write(std::uint8_t *out, std::uint64_t seq) const noexcept {
         std::memcpy(out, bytes_, size);
+        write_varying(out, seq);
+    }
+    // Only the Identification and the checksum, into a header that holds this
+    // template's bytes already.
+    void write_varying(std::uint8_t *out, std::uint64_t seq) const noexcept {
         const auto id = static_cast<std::uint16_t>(seq);
         std::uint32_t sum = fixed_sum_ + id;
         sum = (sum & 0xffff) + (sum >> 16);
@@ -102,16 +107,30 @@ public:
 private:
     void run_serial(hds_engine &eng, const std::atomic<bool> &stop);
     void run_paced(std::size_t lane, hds_engine &eng, const std::atomic<bool> &stop);
+    // A queue's packets in arrival order: listed (a schedule, given packets, runts among
+    // them), or the example stream's `count` as first, first + step, ... (tens of
+    // millions of packets in a benchmark: not listed).
     struct lane_input {
-        std::vector<std::uint64_t> seqs;  // in arrival order
-        std::vector<std::uint8_t> bad;    // per packet: send a runt
+        std::vector<std::uint64_t> seqs;  // listed: in arrival order
+        std::vector<std::uint8_t> bad;    // listed: per packet, send a runt
+        std::uint64_t first = 0, step = 0, n = 0;  // not listed: step > 0
+        std::size_t size() const noexcept { return step != 0 ? n : seqs.size(); }
+        std::uint64_t seq(std::size_t k) const noexcept {
+            return step != 0 ? first + k * step : seqs[k];
+        }
+        bool is_bad(std::size_t k) const noexcept { return step == 0 && bad[k] != 0; }
     };
+    // Which entries of a queue's header ring hold an example-stream frame header already.
+    class header_stamps;
+    header_stamps stamps_for(hds_engine &eng, std::size_t lane) const;
     void write_frame(const recv_target &t, std::uint64_t seq, std::size_t prefix,
-                     std::vector<std::uint8_t> &staging) const noexcept;
+                     std::vector<std::uint8_t> &staging, header_stamps &stamps) const noexcept;
     // Writes packet `seq` (a row of the given packets, or the example stream's) into a
-    // receive: its completion.
-    recv_completion emit(const recv_target &t, std::uint64_t seq, bool bad, std::size_t prefix,
-                         std::uint32_t frame_len, std::vector<std::uint8_t> &staging) const noexcept;
+    // receive; `out` its completion (written in place: a returned one was copied through
+    // memory as two overlapping words, a stalled forward per packet).
+    void emit(const recv_target &t, std::uint64_t seq, bool bad, std::size_t prefix,
+              std::uint32_t frame_len, std::vector<std::uint8_t> &staging, header_stamps &stamps,
+              recv_completion &out) const noexcept;
 
     emulator_config cfg_;
     // Payload words go with the widest streaming store the CPU has: the lane thread plays
