@@ -22,7 +22,8 @@
 # only (ONE capture with its defaults, nothing set by hand, the spectrometer consuming:
 # ladder, 3 trials of 10 s at 400 Gb/s, 1.25x overload, both emulated DMA fills), DLPack;
 # then Mpps per receive core by payload (bench_pps, $OUTDIR/pps.md), SPEAD heaps from
-# memory against spead2 ($OUTDIR/spead2.log; spead2 from the receiver's [bench] extra)
+# memory against spead2 ($OUTDIR/spead2.log; spead2 from the receiver's [bench] extra),
+# SPEAD heaps placed by the GPUDirect kernels ($OUTDIR/gd_spead.log)
 # and the spectrometer example for 5 s at 400 Gb/s ($OUTDIR/spectra.npz).
 #
 # PRESET=multigpu: one capture into several GPUs, within 5 minutes on a 2-GPU host once
@@ -147,6 +148,9 @@ if [ "${PRESET:-}" = defaults ]; then
   step "SPEAD heaps from memory against spead2 (bench_spead2)"
   timeout "${SPEAD2_TIMEOUT:-120}" "$py" -m casper400g_rx.tools.bench_spead2 --mbytes 128 \
     --trials 5 2>&1 | tee "$out/spead2.log" || status=1
+  step "SPEAD heaps into GPU memory by the GPUDirect kernels (bench_gd_spead)"
+  timeout "${GD_SPEAD_TIMEOUT:-150}" "$py" -m casper400g_rx.tools.bench_gd_spead --mbytes 256 \
+    --blocks 2 8 128 2>&1 | tee "$out/gd_spead.log" || status=1
   step "the spectrometer example, 5 s at 400 Gb/s into cuda:0"
   timeout "${EXAMPLE_TIMEOUT:-120}" "$py" examples/spectrometer.py --device cuda:0 --rate 400 \
     --seconds 5 --out "$out/spectra.npz" 2>&1 | tee "$out/spectrometer.log" || status=1
