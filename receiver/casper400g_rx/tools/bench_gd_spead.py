@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import Capture, Chunking, Delivery, MemSource, _core
-from .bench_gpu import d2d_gbps
+from .. import Capture, Chunking, MemSource, _core
+from .bench_gpu import d2d_gbps, ring_pass_delivery
 from .bench_spead2 import CHANNEL, SPEAD_SHAPES, TIMESTAMP, spead_packets
 
 PORT = 7148
@@ -64,16 +64,7 @@ def ring_pass(
         chunking=Chunking(
             packets_per_chunk=hpc, max_chunks=4, n_chunks=-(-n_heaps // hpc) + 6, first_chunk=0
         ),
-        delivery=Delivery(
-            device="cuda:0",
-            gpudirect=True,
-            gpu_options={
-                "blocks": blocks,
-                "batch": batch,
-                "ring_packets": ring,
-                "slots": ring // batch + 2,
-            },
-        ),
+        delivery=ring_pass_delivery(blocks, batch, ring),
     )
     seconds = cap._cap.time_ring_pass(False)
     s = cap.stats

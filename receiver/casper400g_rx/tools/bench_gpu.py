@@ -502,6 +502,21 @@ def split_ladder(
     return climb(rates, trial_at, describe, without_gpu)[0]
 
 
+def ring_pass_delivery(blocks: int, batch: int, ring: int) -> Delivery:
+    """GPUDirect into cuda:0 with an arrival ring of `ring` packets that one timed pass
+    fills: every launch group of the pass in flight at once."""
+    return Delivery(
+        device="cuda:0",
+        gpudirect=True,
+        gpu_options={
+            "blocks": blocks,
+            "batch": batch,
+            "ring_packets": ring,
+            "slots": ring // batch + 2,
+        },
+    )
+
+
 def gpudirect_pass(
     blocks: int, batch: int, ring: int, ppc: int, control_only: bool = False
 ) -> float:
@@ -510,16 +525,7 @@ def gpudirect_pass(
     cap = Capture(
         MemSource(count=ring),
         chunking=Chunking(packets_per_chunk=ppc, max_chunks=4, n_chunks=chunks + 6, first_chunk=0),
-        delivery=Delivery(
-            device="cuda:0",
-            gpudirect=True,
-            gpu_options={
-                "blocks": blocks,
-                "batch": batch,
-                "ring_packets": ring,
-                "slots": ring // batch + 2,
-            },
-        ),
+        delivery=ring_pass_delivery(blocks, batch, ring),
     )
     seconds = cap._cap.time_ring_pass(control_only)
     if control_only:
